@@ -1,0 +1,38 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""tff_mixed: mixed federated learning on TensorFlow Federated 0.87.
+
+Public API (see README.md). Mixed FL trains one model on a federated loss f_f,
+computed only on clients, and a centralized loss f_c, computed at the server
+(Augenstein et al., arXiv:2205.13655).
+"""
+
+from tff_mixed import runtime as _runtime
+from tff_mixed.algorithms.example_transfer import build_example_transfer
+from tff_mixed.algorithms.example_transfer import build_fedavg_with_shared_data
+from tff_mixed.algorithms.gradient_transfer import build_one_way_gradient_transfer
+from tff_mixed.algorithms.gradient_transfer import build_two_way_gradient_transfer
+from tff_mixed.algorithms.parallel_training import build_parallel_training
+from tff_mixed.core.central_objective import central_data_objective
+from tff_mixed.core.central_objective import central_regularizer
+from tff_mixed.core.central_objective import CentralObjective
+from tff_mixed.core.mixed_process import MixedFLState
+from tff_mixed.models.dense import build_binary_classifier
+from tff_mixed.models.dense import build_linear_regression
+
+__version__ = '0.1.0'
+
+# TFF's local runtime orphans its worker process at exit, holding our stdout
+# open; end the workers this process started (tff_mixed/runtime.py).
+_runtime.register_worker_cleanup()

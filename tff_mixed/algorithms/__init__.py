@@ -1,0 +1,1 @@
+"""Public builders, one module per mixed FL algorithm."""

@@ -1,0 +1,220 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Example Transfer, and FedAvg with shared data.
+
+Example Transfer: arXiv:2111.12150 ("Jointly Learning from Decentralized
+(Federated) and Centralized Data to Mitigate Distribution Shift"),
+Algorithm 3. FedAvg with shared data: Zhao et al., "Federated Learning with
+Non-IID Data", arXiv:1806.00582 (warm-up on a shared set G, then an
+alpha-fraction of G on every client; beta = |G| / |D|).
+
+Both need the central examples themselves on clients, which real FL
+deployments usually forbid; they are here as reference points.
+"""
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.algorithms import _common
+from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import validation
+
+
+def build_example_transfer(
+    model: tff.learning.models.FunctionalModel,
+    central_objective: central_lib.CentralObjective,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
+    *,
+    examples_per_client: int,
+    client_batch_size: int,
+    client_steps: Optional[int] = None,
+    client_weighting: tff.learning.ClientWeighting = (
+        tff.learning.ClientWeighting.NUM_EXAMPLES),
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    metrics_aggregator: Optional[Callable[..., Any]] = None,
+    seed: int = 0,
+) -> tff.learning.templates.LearningProcess:
+  """Builds an Example Transfer `tff.learning.templates.LearningProcess`.
+
+  The process has:
+
+  *   `initialize: ( -> MixedFLState@SERVER)`
+  *   `next: (<MixedFLState@SERVER, {B*}@CLIENTS> ->
+      <state=MixedFLState@SERVER, metrics=M@SERVER>)`
+  *   `get_model_weights`, `set_model_weights`, `get_hparams`, `set_hparams`.
+
+  Each round the server samples `examples_per_client` fresh central examples
+  (reproducibly from `seed` and the round) and broadcasts them with x^(t).
+  Each client unbatches its data, merges in the central examples, shuffles,
+  re-batches with `client_batch_size` and trains as in FedAvg; the server
+  applies SERVEROPTIMIZER to the weighted mean update. The paper samples per
+  client; a TFF broadcast sends every client of a round the same sample.
+
+  Args:
+    model: A `tff.learning.models.FunctionalModel`.
+    central_objective: f_c with central examples
+      (`tff_mixed.central_data_objective`) in the model's input structure.
+    client_optimizer: CLIENTOPTIMIZER.
+    server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1.
+    examples_per_client: Central examples sent to each client per round.
+    client_batch_size: Local batch size of the merged data.
+    client_steps: K exact local steps, or `None` for one pass over the merged
+      data.
+    client_weighting: A `tff.learning.ClientWeighting`.
+    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`.
+    metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
+    seed: Seeds the central sample and the shuffle.
+
+  Returns:
+    A `tff.learning.templates.LearningProcess`.
+
+  Raises:
+    TypeError: If an argument has the wrong type.
+    ValueError: If a value is out of range or the central data does not fit
+      the model.
+  """
+  validation.check_positive_int('examples_per_client', examples_per_client)
+  validation.check_positive_int('client_batch_size', client_batch_size)
+  return _common.assemble(
+      model=model,
+      central_objective=central_objective,
+      client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer,
+      federated_weight=1.0,
+      central_weight=0.0,
+      client_steps=client_steps,
+      client_weighting=client_weighting,
+      model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator,
+      seed=seed,
+      transfer_examples=examples_per_client,
+      resample_transfer_each_round=True,
+      transfer_batch_size=client_batch_size,
+  )
+
+
+def build_fedavg_with_shared_data(
+    model: tff.learning.models.FunctionalModel,
+    central_objective: central_lib.CentralObjective,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
+    *,
+    beta: float,
+    alpha: float,
+    num_client_examples: int,
+    client_batch_size: int,
+    warmup_steps: int,
+    warmup_learning_rate: float,
+    warmup_batch_size: int,
+    client_steps: Optional[int] = None,
+    client_weighting: tff.learning.ClientWeighting = (
+        tff.learning.ClientWeighting.NUM_EXAMPLES),
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    metrics_aggregator: Optional[Callable[..., Any]] = None,
+    seed: int = 0,
+) -> tff.learning.templates.LearningProcess:
+  """Builds FedAvg with shared data (Zhao et al. 2018) as a LearningProcess.
+
+  Type signatures as in `build_example_transfer`.
+
+  A shared set G of `round(beta * num_client_examples)` central examples is
+  drawn once (seeded). The initial model is warmed up with `warmup_steps`
+  SGD steps on G. Every round every client receives the same fixed random
+  `round(alpha * |G|)` examples of G, merged into its data as in Example
+  Transfer (in a simulation without client state, re-sending a fixed subset
+  each round is the same as giving it to clients once).
+
+  Args:
+    model: A `tff.learning.models.FunctionalModel`.
+    central_objective: f_c with central examples, from which G is drawn.
+    client_optimizer: CLIENTOPTIMIZER.
+    server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1.
+    beta: |G| / |D|, the size of the shared set relative to all client data.
+    alpha: Fraction of G given to every client, in (0, 1].
+    num_client_examples: |D|, the total number of client examples.
+    client_batch_size: Local batch size of the merged data.
+    warmup_steps: SGD steps on G for the initial model (0: no warm-up).
+    warmup_learning_rate: Learning rate of the warm-up.
+    warmup_batch_size: Batch size of the warm-up.
+    client_steps: K exact local steps, or `None` for one pass.
+    client_weighting: A `tff.learning.ClientWeighting`.
+    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`.
+    metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
+    seed: Seeds G, its client subset, the warm-up batches and the shuffle.
+
+  Returns:
+    A `tff.learning.templates.LearningProcess`.
+
+  Raises:
+    TypeError: If an argument has the wrong type.
+    ValueError: If a value is out of range, or G would be empty or larger than
+      the central data.
+  """
+  validation.check_objective(central_objective, model, require_data=True)
+  validation.check_positive_float('beta', beta)
+  validation.check_positive_float('alpha', alpha)
+  if alpha > 1:
+    raise ValueError(f'`alpha` must be in (0, 1], got {alpha}.')
+  validation.check_positive_int('num_client_examples', num_client_examples)
+  validation.check_positive_int('warmup_steps', warmup_steps, allow_zero=True)
+  validation.check_positive_float('warmup_learning_rate', warmup_learning_rate)
+  validation.check_positive_int('warmup_batch_size', warmup_batch_size)
+  shared_size = int(round(beta * num_client_examples))
+  available = central_objective.num_examples
+  if not 1 <= shared_size <= available:
+    raise ValueError(
+        f'`beta` * `num_client_examples` = {beta} * {num_client_examples} = '
+        f'{shared_size} shared examples, but it must be between 1 and the '
+        f'{available} central examples available.')
+  per_client = max(1, int(round(alpha * shared_size)))
+  rng = np.random.default_rng(seed)
+  indices = np.sort(rng.choice(available, size=shared_size, replace=False))
+  shared = central_lib.central_data_objective(
+      tf.nest.map_structure(lambda a: a[indices], central_objective.data),
+      loss_fn=central_objective.loss_fn,
+      name=f'{central_objective.name}_shared')
+  loss_fn = shared.loss_fn or central_lib.model_loss_fn(model)
+
+  def warmup(trainable, non_trainable):
+    for step in range(warmup_steps):
+      batch = central_lib.sample_batch(shared, warmup_batch_size, seed + 2,
+                                       tf.constant(0), tf.constant(step))
+      _, gradient = central_lib.loss_and_gradient(loss_fn, trainable,
+                                                  non_trainable, batch)
+      trainable = tuple(
+          w - warmup_learning_rate * g for w, g in zip(trainable, gradient))
+    return trainable
+
+  return _common.assemble(
+      model=model,
+      central_objective=shared,
+      client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer,
+      federated_weight=1.0,
+      central_weight=0.0,
+      client_steps=client_steps,
+      client_weighting=client_weighting,
+      model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator,
+      seed=seed,
+      transfer_examples=per_client,
+      resample_transfer_each_round=False,
+      transfer_batch_size=client_batch_size,
+      initial_trainable_fn=warmup if warmup_steps > 0 else None,
+  )

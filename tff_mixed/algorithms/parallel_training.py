@@ -1,0 +1,130 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Parallel Training: a FedAvg round and central steps, merged every round.
+
+Augenstein et al., "Mixed Federated Learning: Joint Decentralized and
+Centralized Learning", arXiv:2205.13655, Algorithm 1 (green steps); first
+proposed as "synchronous parallel training" in arXiv:2111.12150, Algorithm 2.
+"""
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+import tensorflow_federated as tff
+
+from tff_mixed.algorithms import _common
+from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import validation
+
+
+def build_parallel_training(
+    model: tff.learning.models.FunctionalModel,
+    central_objective: central_lib.CentralObjective,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    central_optimizer: tff.learning.optimizers.Optimizer,
+    server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
+    merge_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
+    *,
+    central_batch_size: int,
+    central_steps: Optional[int] = None,
+    client_steps: Optional[int] = None,
+    federated_weight: float = 0.5,
+    central_weight: float = 0.5,
+    client_weighting: tff.learning.ClientWeighting = (
+        tff.learning.ClientWeighting.NUM_EXAMPLES),
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    metrics_aggregator: Optional[Callable[..., Any]] = None,
+    central_clip_norm: Optional[float] = None,
+    seed: int = 0,
+    with_diagnostics: bool = False,
+) -> tff.learning.templates.LearningProcess:
+  """Builds a Parallel Training `tff.learning.templates.LearningProcess`.
+
+  The process has:
+
+  *   `initialize: ( -> MixedFLState@SERVER)`
+  *   `next: (<MixedFLState@SERVER, {B*}@CLIENTS> ->
+      <state=MixedFLState@SERVER, metrics=M@SERVER>)`
+  *   `get_model_weights: (MixedFLState -> ModelWeights)`,
+      `set_model_weights: (<MixedFLState, ModelWeights> -> MixedFLState)`
+  *   `get_hparams` / `set_hparams` for the server, central and merge
+      optimizers.
+
+  Each round t, from the global model x^(t): clients run FedAvg local training
+  on their own loss f_i and the server applies SERVEROPTIMIZER to their
+  weighted mean update, giving x_f; in parallel the server takes K_c steps of
+  CENTRALOPTIMIZER on f_c from x^(t), giving x_c. The deltas are merged,
+  `Delta = w_f (x_f - x^(t)) + w_c (x_c - x^(t))`, and applied with
+  MERGEOPTIMIZER: `x^(t+1) = MERGEOPTIMIZER(x^(t), -Delta)`. Clients upload
+  exactly what FedAvg uploads.
+
+  Args:
+    model: A `tff.learning.models.FunctionalModel`.
+    central_objective: The central loss f_c (`tff_mixed.central_data_objective`
+      or `tff_mixed.central_regularizer`).
+    client_optimizer: CLIENTOPTIMIZER, a `tff.learning.optimizers.Optimizer`
+      (learning rate eta).
+    central_optimizer: CENTRALOPTIMIZER (learning rate eta_c; the paper uses
+      eta_c = eta * eta_s).
+    server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1.
+    merge_optimizer: MERGEOPTIMIZER; `None` means SGD with learning rate 1.
+    central_batch_size: Central examples per central step.
+    central_steps: K_c; `None` means `client_steps`.
+    client_steps: K, the exact number of local steps (clients cycle through
+      their data); `None` means one pass over the client dataset as given.
+    federated_weight: w_f in [0, 1].
+    central_weight: w_c in [0, 1]; `w_f + w_c` must be 1.
+    client_weighting: A `tff.learning.ClientWeighting` (default by examples).
+    model_aggregator: A `tff.aggregators.WeightedAggregationFactory` for
+      client updates; `None` means `tff.aggregators.MeanFactory()`. Use
+      `tff.aggregators.clipping_factory` for adaptive clipping.
+    metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`;
+      `None` means `tff.learning.metrics.sum_then_finalize`.
+    central_clip_norm: Optional global L2 norm to clip central gradients to.
+    seed: Seeds the sampling of central batches.
+    with_diagnostics: Report the (G, B)-BGD estimates G~_t^2, B~_t^2 (eq. 7).
+      Opt-in: clients then also upload their gradient at x^(t).
+
+  Returns:
+    A `tff.learning.templates.LearningProcess`.
+
+  Raises:
+    TypeError: If an argument has the wrong type.
+    ValueError: If a value is out of range or f_c does not fit the model.
+  """
+  if central_steps is None:
+    if client_steps is None:
+      raise ValueError('`central_steps` must be given when `client_steps` is '
+                       'None (it defaults to `client_steps`).')
+    central_steps = client_steps
+  validation.check_positive_int('central_steps', central_steps)
+  return _common.assemble(
+      model=model,
+      central_objective=central_objective,
+      client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer,
+      central_optimizer=central_optimizer,
+      merge_optimizer=merge_optimizer,
+      federated_weight=federated_weight,
+      central_weight=central_weight,
+      central_steps=central_steps,
+      central_batch_size=central_batch_size,
+      client_steps=client_steps,
+      client_weighting=client_weighting,
+      model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator,
+      central_clip_norm=central_clip_norm,
+      seed=seed,
+      with_diagnostics=with_diagnostics,
+  )

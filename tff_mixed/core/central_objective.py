@@ -1,0 +1,218 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The centralized objective f_c of mixed FL, and how the server samples it.
+
+Mixed FL (Augenstein et al., "Mixed Federated Learning: Joint Decentralized
+and Centralized Learning", arXiv:2205.13655, eq. 1 and 3) trains one model on
+f = w_f f_f + w_c f_c, where f_c is computed only at the server: either the
+model's loss on datacenter examples, or a data-free regularizer of the weights
+(the spreadout regularizer of the movie task).
+
+This module is pure TensorFlow: no federated types. The central examples are
+held as numpy arrays and become constants of the server-side TF computations
+that use them (ANCHORS.md 3(a), option 1), so the processes keep the two
+argument `tff.learning.templates.LearningProcess` contract. Batches are drawn
+by stateless sampling from `(seed, round, step)`, so a round's central batches
+are reproducible and independent of how many rounds ran before.
+"""
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+
+# A structure of tensors holding one batch of central examples, or `None` for a
+# data-free regularizer.
+Batch = Any
+# The trainable weights of a model: a tuple of tensors.
+TrainableWeights = Any
+
+
+class CentralObjective(NamedTuple):
+  """The centralized loss f_c of mixed FL.
+
+  Build it with `central_data_objective` or `central_regularizer` rather than
+  directly: those validate their arguments.
+
+  Attributes:
+    data: A structure (tuple or mapping) of numpy arrays with a common leading
+      dimension (one row per central example), or `None` for a regularizer.
+    loss_fn: `None` to use the trained model's own loss on the central
+      examples, or a callable `loss_fn(model_weights, batch) -> scalar tensor`
+      where `model_weights` is the FunctionalModel's `(trainable,
+      non_trainable)` pair and `batch` is a batch of `data` (or `None`).
+    name: A short name used in metrics and error messages.
+  """
+
+  data: Optional[Any]
+  loss_fn: Optional[Callable[[Any, Batch], tf.Tensor]]
+  name: str
+
+  @property
+  def has_data(self) -> bool:
+    return self.data is not None
+
+  @property
+  def num_examples(self) -> int:
+    if self.data is None:
+      return 0
+    return int(tf.nest.flatten(self.data)[0].shape[0])
+
+
+def central_data_objective(
+    data: Any,
+    loss_fn: Optional[Callable[[Any, Batch], tf.Tensor]] = None,
+    name: str = 'central',
+) -> CentralObjective:
+  """Creates an f_c backed by datacenter examples.
+
+  Args:
+    data: The central examples: a tuple `(x, y)` or a mapping with keys `'x'`
+      and `'y'` (the structure of the model's `input_spec`) of numpy arrays
+      sharing their first dimension.
+    loss_fn: Optional `loss_fn(model_weights, batch) -> scalar`. `None` (the
+      default) uses the model's own `predict_on_batch` and `loss`.
+    name: Name used in metrics and error messages.
+
+  Returns:
+    A `CentralObjective`.
+
+  Raises:
+    TypeError: If `data` is not a structure of numpy arrays or `loss_fn` is not
+      callable.
+    ValueError: If `data` is empty or its arrays disagree on their length.
+  """
+  if data is None:
+    raise TypeError('`data` must be a structure of numpy arrays, got None; use '
+                    '`central_regularizer` for a data-free central loss.')
+  leaves = tf.nest.flatten(data)
+  if not leaves:
+    raise ValueError('`data` has no arrays.')
+  for leaf in leaves:
+    if not isinstance(leaf, np.ndarray):
+      raise TypeError('`data` must hold numpy arrays, found '
+                      f'{type(leaf).__name__}.')
+  lengths = {leaf.shape[0] if leaf.ndim else None for leaf in leaves}
+  if len(lengths) != 1 or None in lengths:
+    raise ValueError('The arrays of `data` must share their first dimension '
+                     f'(one row per example); got lengths {sorted(map(str, lengths))}.')
+  if lengths == {0}:
+    raise ValueError('`data` holds no examples.')
+  if loss_fn is not None and not callable(loss_fn):
+    raise TypeError(f'`loss_fn` must be callable, got {type(loss_fn).__name__}.')
+  return CentralObjective(data=data, loss_fn=loss_fn, name=name)
+
+
+def central_regularizer(
+    loss_fn: Callable[[Any, Batch], tf.Tensor], name: str = 'regularizer'
+) -> CentralObjective:
+  """Creates a data-free f_c: a regularizer of the model weights.
+
+  Args:
+    loss_fn: `loss_fn(model_weights, None) -> scalar tensor`, differentiable in
+      the trainable weights.
+    name: Name used in metrics and error messages.
+
+  Returns:
+    A `CentralObjective` with no data.
+
+  Raises:
+    TypeError: If `loss_fn` is not callable.
+  """
+  if not callable(loss_fn):
+    raise TypeError(f'`loss_fn` must be callable, got {type(loss_fn).__name__}.')
+  return CentralObjective(data=None, loss_fn=loss_fn, name=name)
+
+
+# Keeps the per-step seed below 2**31 for any realistic number of central
+# steps per round (the paper uses at most a few dozen).
+_MAX_STEPS_PER_ROUND = 1 << 16
+
+
+def sample_batch(
+    objective: CentralObjective,
+    batch_size: int,
+    seed: int,
+    round_num: tf.Tensor,
+    step: tf.Tensor,
+) -> Batch:
+  """Samples batch `step` of round `round_num` without replacement.
+
+  Must be called inside a TF graph (a `tff.tensorflow.computation`): the data
+  become constants of that graph. A `batch_size` at least the number of
+  examples returns the whole central set (full-batch gradients).
+
+  Args:
+    objective: The `CentralObjective`.
+    batch_size: Examples per batch.
+    seed: The process seed.
+    round_num: Scalar int32 tensor, the round.
+    step: Scalar int32 tensor, the central step within the round.
+
+  Returns:
+    A structure like `objective.data` of tensors with `min(batch_size, n)`
+    rows, or `None` for a data-free objective.
+  """
+  if not objective.has_data:
+    return None
+  n = objective.num_examples
+  constants = tf.nest.map_structure(tf.constant, objective.data)
+  if batch_size >= n:
+    return constants
+  round_step = (
+      tf.cast(round_num, tf.int64) * _MAX_STEPS_PER_ROUND
+      + tf.cast(step, tf.int64))
+  stateless_seed = tf.stack([tf.constant(seed, tf.int64), round_step])
+  # A random permutation's prefix is a uniform sample without replacement.
+  scores = tf.random.stateless_uniform([n], seed=stateless_seed)
+  indices = tf.math.top_k(scores, k=batch_size, sorted=False).indices
+  return tf.nest.map_structure(lambda t: tf.gather(t, indices), constants)
+
+
+def model_loss_fn(model) -> Callable[[Any, Batch], tf.Tensor]:
+  """Returns `loss(model_weights, batch)` for a `FunctionalModel`."""
+
+  def loss(model_weights, batch):
+    x, y = split_batch(batch)
+    output = model.predict_on_batch(model_weights, x, training=True)
+    return model.loss(output=output, label=y)
+
+  return loss
+
+
+def split_batch(batch):
+  """Returns `(x, y)` from a tuple batch or a mapping with `'x'` and `'y'`."""
+  if isinstance(batch, dict) or hasattr(batch, 'keys'):
+    return batch['x'], batch['y']
+  x, y = batch
+  return x, y
+
+
+def loss_and_gradient(
+    loss_fn: Callable[[Any, Batch], tf.Tensor],
+    trainable: TrainableWeights,
+    non_trainable: Any,
+    batch: Batch,
+) -> tuple[tf.Tensor, TrainableWeights]:
+  """Returns f_c(x; batch) and its gradient in the trainable weights."""
+  with tf.GradientTape() as tape:
+    tape.watch(trainable)
+    loss = loss_fn((trainable, non_trainable), batch)
+  gradient = tape.gradient(loss, trainable)
+  # A weight the central loss does not touch has gradient zero, not None, so
+  # that it can be added to client gradients and merged.
+  gradient = tuple(
+      tf.zeros_like(w) if g is None else g for w, g in zip(trainable, gradient))
+  return loss, gradient

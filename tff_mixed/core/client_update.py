@@ -1,0 +1,200 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Client-side training of mixed FL (pure TensorFlow, no federated types).
+
+One function serves every algorithm, because they differ on the client only in
+what is added to plain FedAvg local SGD (arXiv:2205.13655, Algorithms 1-2
+CLIENTUPDATE; and "Jointly Learning from Decentralized (Federated) and
+Centralized Data to Mitigate Distribution Shift", arXiv:2111.12150,
+Algorithms 3-4):
+
+* Gradient Transfer (1-way and 2-way): every local step uses the gradient of
+  the mixed loss, `w_f * g_i + w_c * g~_c`, where `g~_c` is the central
+  gradient the server broadcast this round.
+* Example Transfer: central examples broadcast this round are merged and
+  shuffled into the local examples before batching.
+* Parallel Training: plain FedAvg local training.
+
+With no augmenting gradient and no transferred examples the computation is
+step for step the one of TFF's `build_functional_model_delta_update`, which is
+what makes the `w_c = 0` equivalence with `build_weighted_fed_avg` exact.
+"""
+
+from typing import Any, NamedTuple, Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import central_objective
+
+
+class ClientOutput(NamedTuple):
+  """What one client computes in a round.
+
+  Attributes:
+    update: The model update `x^(t) - x_i^(t,K_i)` (TFF's sign convention: a
+      pseudo-gradient), a tuple like the trainable weights. Zeroed if any
+      value is non-finite.
+    update_weight: The aggregation weight p_i (float32): the number of
+      examples trained on, or 1 for uniform weighting; 0 if the update was
+      non-finite.
+    metrics: The model's unfinalized metrics state (reset if non-finite).
+    probe_gradient: Opt-in diagnostic: the local loss gradient at x^(t) on
+      the first local batch (the g_i(x^(t)) of the paper's eq. 7), or `()`.
+  """
+
+  update: Any
+  update_weight: tf.Tensor
+  metrics: Any
+  probe_gradient: Any
+
+
+def _zero_all_if_any_non_finite(structure):
+  """Returns (structure or zeros, 1 if any value was non-finite else 0)."""
+  flat = tf.nest.flatten(structure)
+  if not flat:
+    return structure, tf.constant(0, tf.int32)
+  all_finite = tf.reduce_all(
+      [tf.reduce_all(tf.math.is_finite(t)) for t in flat])
+  zeros = tf.nest.map_structure(tf.zeros_like, structure)
+  return tf.cond(
+      all_finite,
+      lambda: (structure, tf.constant(0, tf.int32)),
+      lambda: (zeros, tf.constant(1, tf.int32)),
+  )
+
+
+def _batch_gradient(model, model_weights, batch):
+  x, y = central_objective.split_batch(batch)
+  trainable, non_trainable = model_weights
+  with tf.GradientTape() as tape:
+    tape.watch(trainable)
+    output = model.predict_on_batch((trainable, non_trainable), x,
+                                    training=True)
+    loss = model.loss(output=output, label=y)
+  return output, loss, tape.gradient(loss, trainable)
+
+
+def build_client_update_fn(
+    model: tff.learning.models.FunctionalModel,
+    *,
+    weighting: tff.learning.ClientWeighting,
+    num_steps: Optional[int],
+    federated_weight: float,
+    central_weight: float,
+    use_augmenting_gradient: bool,
+    transfer_batch_size: Optional[int],
+    seed: int,
+    with_probe_gradient: bool,
+):
+  """Builds the `tf.function` run on every client.
+
+  Args:
+    model: The `tff.learning.models.FunctionalModel` being trained.
+    weighting: The `tff.learning.ClientWeighting` of updates.
+    num_steps: If set, every client takes exactly this many local steps,
+      cycling through its data (the paper's fixed K); if `None`, one pass over
+      the client dataset as given (TFF FedAvg semantics).
+    federated_weight: w_f, the weight of the client gradient in gradient
+      transfer.
+    central_weight: w_c, the weight of the augmenting central gradient.
+    use_augmenting_gradient: Whether local steps add `w_c * g~_c`.
+    transfer_batch_size: For Example Transfer, the local batch size used after
+      merging central examples into the (unbatched) client data; else `None`.
+    seed: Seeds the shuffle of merged examples (with the round number).
+    with_probe_gradient: Whether to also return g_i(x^(t)) (diagnostics).
+
+  Returns:
+    A `tf.function` `(optimizer, initial_weights, dataset, augmenting_gradient,
+    transferred_examples, round_num) -> ClientOutput`.
+  """
+
+  @tf.function
+  def client_update(optimizer, initial_weights, dataset, augmenting_gradient,
+                    transferred_examples, round_num):
+    initial_trainable, non_trainable = initial_weights
+    initial_trainable = tuple(initial_trainable)
+    non_trainable = tuple(non_trainable)
+    if transfer_batch_size is not None:
+      # Example Transfer: merge central examples into the local data and
+      # shuffle them together, so that local batches mix both sources.
+      transferred = tf.data.Dataset.from_tensor_slices(transferred_examples)
+      merged = dataset.unbatch().concatenate(transferred)
+      shuffle_seed = (tf.cast(round_num, tf.int64) * 7919
+                      + tf.constant(seed, tf.int64))
+      dataset = merged.shuffle(
+          buffer_size=100_000, seed=shuffle_seed,
+          reshuffle_each_iteration=False).batch(transfer_batch_size)
+    if num_steps is not None:
+      dataset = dataset.repeat().take(num_steps)
+
+    if with_probe_gradient:
+      zeros = tuple(tf.zeros_like(w) for w in initial_trainable)
+      probe_gradient = dataset.take(1).reduce(
+          zeros,
+          lambda _, batch: tuple(
+              _batch_gradient(model, (initial_trainable, non_trainable),
+                              batch)[2]))
+    else:
+      probe_gradient = ()
+
+    trainable_specs = tuple(
+        tf.TensorSpec.from_tensor(w) for w in initial_trainable)
+
+    def reduce_fn(state, batch):
+      trainable, optimizer_state, metrics_state, num_examples = state
+      output, loss, gradients = _batch_gradient(
+          model, (trainable, non_trainable), batch)
+      gradients = tuple(gradients)
+      if use_augmenting_gradient:
+        gradients = tuple(
+            federated_weight * g + central_weight * a
+            for g, a in zip(gradients, augmenting_gradient))
+      optimizer_state, trainable = optimizer.next(optimizer_state, trainable,
+                                                  gradients)
+      batch_num_examples = tf.shape(tf.nest.flatten(output)[0])[0]
+      num_examples += tf.cast(batch_num_examples, tf.int64)
+      _, y = central_objective.split_batch(batch)
+      metrics_state = model.update_metrics_state(
+          metrics_state,
+          batch_output=tff.learning.models.BatchOutput(
+              loss=loss, predictions=output, num_examples=batch_num_examples),
+          labels=y)
+      return tuple(trainable), optimizer_state, metrics_state, num_examples
+
+    initial_state = (
+        initial_trainable,
+        optimizer.initialize(trainable_specs),
+        model.initialize_metrics_state(),
+        tf.constant(0, tf.int64),
+    )
+    trainable, _, metrics_state, num_examples = dataset.reduce(
+        initial_state, reduce_fn)
+    update = tuple(
+        tf.subtract(a, b) for a, b in zip(initial_trainable, trainable))
+    update, has_non_finite = _zero_all_if_any_non_finite(update)
+    # As in TFF's FedAvg: a client with a non-finite update gets weight zero
+    # and reports no metrics, so it cannot poison the model or the metrics.
+    if weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
+      weight = tf.cast(num_examples, tf.float32)
+    else:
+      weight = tf.constant(1.0, tf.float32)
+    weight = tf.where(has_non_finite > 0, tf.constant(0.0), weight)
+    metrics_state = tf.cond(
+        has_non_finite > 0,
+        model.initialize_metrics_state,
+        lambda: metrics_state)
+    return ClientOutput(update, weight, metrics_state, probe_gradient)
+
+  return client_update

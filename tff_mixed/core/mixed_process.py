@@ -1,0 +1,420 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""TFF wiring shared by every mixed FL algorithm.
+
+This module only moves data between placements with intrinsics; all math is in
+`client_update.py` and `server_update.py`, wrapped here in
+`tff.tensorflow.computation`s whose types are derived from traced
+computations. Each round (arXiv:2205.13655, Algorithms 1-2):
+
+```
+  x^(t)@SERVER --(optional: g~_c = grad f_c(x^(t)), federated_map)---------+
+      |                                                                     |
+  federated_broadcast(<x^(t), [g~_c], [central examples], [t]>)             |
+      |                                                                     |
+  federated_map(client_update) over {D*}@CLIENTS                            |
+      |                                                                     |
+  aggregator.next(update, update_weight)   metrics: sum_then_finalize       |
+      |                                                                     |
+  federated_map(server_update) at SERVER: SERVEROPT, central steps, merge <-+
+```
+
+Client-placed values reach the server only through the model aggregator, the
+metrics aggregator and (opt-in diagnostics) one `federated_mean`; with
+diagnostics off the clients upload exactly what FedAvg uploads.
+"""
+
+import collections
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import client_update as client_update_lib
+from tff_mixed.core import server_update as server_update_lib
+
+
+class MixedFLState(NamedTuple):
+  """Server state of every mixed FL process.
+
+  Fields an algorithm does not use hold `()`.
+
+  Attributes:
+    global_model_weights: The global model x^(t), a
+      `tff.learning.models.ModelWeights`.
+    round_num: The round t (int32); seeds the round's central sampling.
+    aggregator: State of the model update aggregator.
+    server_optimizer: State of SERVEROPTIMIZER.
+    central_optimizer: State of CENTRALOPTIMIZER (Parallel Training, 2-way GT).
+    merge_optimizer: State of MERGEOPTIMIZER (Parallel Training, 2-way GT).
+    federated_gradient: 2-way GT's augmenting federated gradient g~_f,
+      recovered from the previous round's aggregated update (zero at t=0).
+  """
+
+  global_model_weights: Any
+  round_num: Any
+  aggregator: Any
+  server_optimizer: Any
+  central_optimizer: Any
+  merge_optimizer: Any
+  federated_gradient: Any
+
+
+class ProcessConfig(NamedTuple):
+  """Everything `build_mixed_process` needs beyond the model and optimizers.
+
+  Attributes:
+    objective: The `CentralObjective` f_c, or `None` (FedAvg-like).
+    server: The `server_update.ServerUpdateConfig`.
+    client_steps: K (exactly K local steps) or `None` (one pass over the data).
+    client_weighting: A `tff.learning.ClientWeighting`.
+    send_central_gradient: Broadcast g~_c(x^(t)) and add `w_c g~_c` to every
+      client step (gradient transfer).
+    transfer_examples: Example Transfer: central examples sent to every client
+      per round (0: none).
+    resample_transfer_each_round: Fresh examples each round (Example
+      Transfer) or one fixed sample (FedAvg with shared data).
+    transfer_batch_size: Local batch size after merging transferred examples.
+    initial_trainable_fn: Optional `tf.function` mapping the initial
+      `(trainable, non_trainable)` to new trainable weights (warm-up).
+  """
+
+  objective: Optional[central_lib.CentralObjective]
+  server: server_update_lib.ServerUpdateConfig
+  client_steps: Optional[int]
+  client_weighting: tff.learning.ClientWeighting
+  send_central_gradient: bool
+  transfer_examples: int
+  resample_transfer_each_round: bool
+  transfer_batch_size: Optional[int]
+  initial_trainable_fn: Optional[Callable[..., Any]]
+
+
+def _weights_type(model):
+  """The `ModelWeights` TFF type of a FunctionalModel's weights."""
+
+  def spec(array):
+    return tf.TensorSpec(array.shape, tf.dtypes.as_dtype(array.dtype))
+
+  trainable, non_trainable = model.initial_weights
+  return tff.types.tensorflow_to_type(
+      tff.learning.models.ModelWeights(
+          trainable=tuple(spec(w) for w in trainable),
+          non_trainable=tuple(spec(w) for w in non_trainable)))
+
+
+def build_mixed_process(
+    model: tff.learning.models.FunctionalModel,
+    config: ProcessConfig,
+    *,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    server_optimizer: tff.learning.optimizers.Optimizer,
+    central_optimizer: Optional[tff.learning.optimizers.Optimizer],
+    merge_optimizer: Optional[tff.learning.optimizers.Optimizer],
+    model_aggregator: tff.aggregators.WeightedAggregationFactory,
+    metrics_aggregator: Optional[Callable[..., tff.Computation]],
+) -> tff.learning.templates.LearningProcess:
+  """Wires a mixed FL `tff.learning.templates.LearningProcess`.
+
+  Arguments are validated by the public builders in `tff_mixed.algorithms`.
+  The returned process has:
+
+  *   `initialize: ( -> MixedFLState@SERVER)`
+  *   `next: (<MixedFLState@SERVER, {B*}@CLIENTS> ->
+      <state=MixedFLState@SERVER, metrics=M@SERVER>)`
+  *   `get_model_weights: (MixedFLState -> ModelWeights)`
+  *   `set_model_weights: (<MixedFLState, ModelWeights> -> MixedFLState)`
+  *   `get_hparams: (MixedFLState -> H)`, `set_hparams: (<MixedFLState, H> ->
+      MixedFLState)` for the server-side optimizers.
+
+  `M` is `OrderedDict(client_work=OrderedDict(train=<model metrics>),
+  aggregator=<aggregator measurements>, central=OrderedDict(loss=f_c(x^(t))
+  on the round's first central batch, [bgd_G2, bgd_B2]),
+  finalizer=OrderedDict(update_non_finite=int32))`, so training metrics sit
+  where `tff.learning.algorithms.build_weighted_fed_avg` puts them.
+  """
+  server_config = config.server
+  objective = config.objective
+  weights_type = _weights_type(model)
+  trainable_type = weights_type.trainable
+  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
+  trainable_specs = tuple(
+      tf.TensorSpec(w.shape, tf.dtypes.as_dtype(w.dtype))
+      for w in model.initial_weights[0])
+  uses_central_training = server_config.central_steps > 0
+  uses_federated_gradient = server_config.augment_central_steps
+
+  @tff.tensorflow.computation
+  def initial_model_weights_fn():
+    trainable = tuple(tf.constant(w) for w in model.initial_weights[0])
+    non_trainable = tuple(tf.constant(w) for w in model.initial_weights[1])
+    if config.initial_trainable_fn is not None:
+      trainable = tuple(config.initial_trainable_fn(trainable, non_trainable))
+    return tff.learning.models.ModelWeights(trainable, non_trainable)
+
+  @tff.tensorflow.computation
+  def initial_server_parts_fn():
+    return collections.OrderedDict(
+        round_num=tf.constant(0, tf.int32),
+        server_optimizer=server_optimizer.initialize(trainable_specs),
+        central_optimizer=(central_optimizer.initialize(trainable_specs)
+                           if uses_central_training else ()),
+        merge_optimizer=(merge_optimizer.initialize(trainable_specs)
+                         if uses_central_training else ()),
+        federated_gradient=(tuple(tf.zeros(s.shape, s.dtype)
+                                  for s in trainable_specs)
+                            if uses_federated_gradient else ()),
+    )
+
+  aggregation_process = model_aggregator.create(
+      trainable_type, tff.TensorType(np.float32))
+  round_type = tff.TensorType(np.int32)
+
+  # --- Server computations feeding the broadcast. ---
+  if config.send_central_gradient:
+    central_gradient_fn = server_update_lib.build_central_gradient_fn(
+        model, objective, server_config.central_batch_size, server_config.seed,
+        server_config.central_clip_norm)
+
+    @tff.tensorflow.computation(weights_type, round_type)
+    def central_gradient_computation(weights, round_num):
+      loss, gradient = central_gradient_fn(
+          weights.trainable, weights.non_trainable, round_num, 0)
+      return loss, gradient
+
+  if config.transfer_examples > 0:
+
+    @tff.tensorflow.computation(round_type)
+    def transfer_sample_computation(round_num):
+      # A fixed sample (shared data) uses one seed for every round.
+      sample_round = (round_num if config.resample_transfer_each_round
+                      else tf.constant(0, tf.int32))
+      # Step index 1 << 15 keeps these draws apart from central batches.
+      return central_lib.sample_batch(objective, config.transfer_examples,
+                                      server_config.seed + 1, sample_round,
+                                      tf.constant(1 << 15, tf.int32))
+
+  broadcast_members = collections.OrderedDict(weights=weights_type)
+  if config.send_central_gradient:
+    broadcast_members['augmenting_gradient'] = trainable_type
+  if config.transfer_examples > 0:
+    broadcast_members['examples'] = (
+        transfer_sample_computation.type_signature.result)
+    broadcast_members['round_num'] = round_type
+  broadcast_type = tff.to_type(broadcast_members)
+
+  # --- Client computation. ---
+  client_update_fn = client_update_lib.build_client_update_fn(
+      model,
+      weighting=config.client_weighting,
+      num_steps=config.client_steps,
+      federated_weight=server_config.federated_weight,
+      central_weight=server_config.central_weight,
+      use_augmenting_gradient=config.send_central_gradient,
+      transfer_batch_size=(config.transfer_batch_size
+                           if config.transfer_examples > 0 else None),
+      seed=server_config.seed,
+      with_probe_gradient=server_config.with_diagnostics,
+  )
+
+  @tff.tensorflow.computation(broadcast_type, data_type)
+  def client_computation(message, dataset):
+    weights = message['weights']
+    return client_update_fn(
+        client_optimizer,
+        (tuple(weights.trainable), tuple(weights.non_trainable)),
+        dataset,
+        message['augmenting_gradient'] if config.send_central_gradient else (),
+        message['examples'] if config.transfer_examples > 0 else (),
+        message['round_num'] if config.transfer_examples > 0 else 0,
+    )
+
+  # --- Server update computation. ---
+  server_update_fn = server_update_lib.build_server_update_fn(
+      model, objective, server_config, server_optimizer, central_optimizer,
+      merge_optimizer)
+  server_state_types = initial_server_parts_fn.type_signature.result
+  server_input_members = collections.OrderedDict(
+      weights=weights_type,
+      round_num=round_type,
+      server_optimizer=server_state_types['server_optimizer'],
+      central_optimizer=server_state_types['central_optimizer'],
+      merge_optimizer=server_state_types['merge_optimizer'],
+      federated_gradient=server_state_types['federated_gradient'],
+      aggregated_update=trainable_type,
+  )
+  if config.send_central_gradient:
+    server_input_members['central_gradient'] = trainable_type
+  if server_config.with_diagnostics:
+    server_input_members['mean_probe_gradient'] = trainable_type
+
+  @tff.tensorflow.computation(tff.to_type(server_input_members))
+  def server_computation(inputs):
+    return server_update_fn(
+        inputs['weights'], inputs['round_num'], inputs['server_optimizer'],
+        inputs['central_optimizer'], inputs['merge_optimizer'],
+        inputs['federated_gradient'], inputs['aggregated_update'],
+        inputs['central_gradient'] if config.send_central_gradient else (),
+        inputs['mean_probe_gradient']
+        if server_config.with_diagnostics else ())
+
+  if config.send_central_gradient:
+    server_metrics_type = server_computation.type_signature.result[5]
+
+    @tff.tensorflow.computation(tff.TensorType(np.float32),
+                                server_metrics_type)
+    def merge_central_metrics(loss, server_metrics):
+      return collections.OrderedDict(loss=loss, **server_metrics)
+
+  @tff.tensorflow.computation(round_type)
+  def next_round(round_num):
+    return round_num + 1
+
+  if metrics_aggregator is None:
+    metrics_aggregator = tff.learning.metrics.sum_then_finalize
+  metrics_aggregation_fn = metrics_aggregator(model.finalize_metrics)
+
+  # --- Federated computations: intrinsics only. ---
+  @tff.federated_computation
+  def init_fn():
+    parts = tff.federated_eval(initial_server_parts_fn, tff.SERVER)
+    return tff.federated_zip(
+        MixedFLState(
+            global_model_weights=tff.federated_eval(initial_model_weights_fn,
+                                                    tff.SERVER),
+            round_num=parts.round_num,
+            aggregator=aggregation_process.initialize(),
+            server_optimizer=parts.server_optimizer,
+            central_optimizer=parts.central_optimizer,
+            merge_optimizer=parts.merge_optimizer,
+            federated_gradient=parts.federated_gradient,
+        ))
+
+  state_type = init_fn.type_signature.result
+
+  @tff.federated_computation(state_type,
+                             tff.FederatedType(data_type, tff.CLIENTS))
+  def next_fn(state, client_data):
+    weights = state.global_model_weights
+    message = collections.OrderedDict(weights=weights)
+    central_metrics = collections.OrderedDict()
+    if config.send_central_gradient:
+      central_loss, central_gradient = tff.federated_map(
+          central_gradient_computation, (weights, state.round_num))
+      message['augmenting_gradient'] = central_gradient
+      central_metrics['loss'] = central_loss
+    if config.transfer_examples > 0:
+      message['examples'] = tff.federated_map(transfer_sample_computation,
+                                              state.round_num)
+      message['round_num'] = state.round_num
+    message_at_clients = tff.federated_broadcast(tff.federated_zip(message))
+    client_outputs = tff.federated_map(client_computation,
+                                       (message_at_clients, client_data))
+
+    aggregation_output = aggregation_process.next(
+        state.aggregator, client_outputs.update, client_outputs.update_weight)
+    train_metrics = metrics_aggregation_fn(client_outputs.metrics)
+
+    server_inputs = collections.OrderedDict(
+        weights=weights,
+        round_num=state.round_num,
+        server_optimizer=state.server_optimizer,
+        central_optimizer=state.central_optimizer,
+        merge_optimizer=state.merge_optimizer,
+        federated_gradient=state.federated_gradient,
+        aggregated_update=aggregation_output.result,
+    )
+    if config.send_central_gradient:
+      server_inputs['central_gradient'] = central_gradient
+    if server_config.with_diagnostics:
+      # Opt-in diagnostic: an extra client upload beyond FedAvg's.
+      server_inputs['mean_probe_gradient'] = tff.federated_mean(
+          client_outputs.probe_gradient)
+    (new_weights, new_server_state, new_central_state, new_merge_state,
+     new_federated_gradient, server_central_metrics,
+     finalizer_metrics) = tff.federated_map(
+         server_computation, tff.federated_zip(server_inputs))
+
+    new_state = tff.federated_zip(
+        MixedFLState(
+            global_model_weights=new_weights,
+            round_num=tff.federated_map(next_round, state.round_num),
+            aggregator=aggregation_output.state,
+            server_optimizer=new_server_state,
+            central_optimizer=new_central_state,
+            merge_optimizer=new_merge_state,
+            federated_gradient=new_federated_gradient,
+        ))
+    metrics = collections.OrderedDict(
+        client_work=tff.federated_zip(
+            collections.OrderedDict(train=train_metrics)),
+        aggregator=aggregation_output.measurements,
+        central=server_central_metrics,
+        finalizer=finalizer_metrics,
+    )
+    if central_metrics:
+      # f_c(x^(t)) was computed with g~_c before the broadcast.
+      metrics['central'] = tff.federated_map(
+          merge_central_metrics,
+          (central_metrics['loss'], server_central_metrics))
+    return tff.learning.templates.LearningProcessOutput(
+        new_state, tff.federated_zip(metrics))
+
+  state_member_type = state_type.member
+
+  @tff.tensorflow.computation(state_member_type)
+  def get_model_weights(state):
+    return state.global_model_weights
+
+  @tff.tensorflow.computation(state_member_type, weights_type)
+  def set_model_weights(state, weights):
+    return state._replace(global_model_weights=weights)
+
+  def _hparams(state):
+    hparams = collections.OrderedDict(
+        server_optimizer=server_optimizer.get_hparams(state.server_optimizer))
+    if uses_central_training:
+      hparams['central_optimizer'] = central_optimizer.get_hparams(
+          state.central_optimizer)
+      hparams['merge_optimizer'] = merge_optimizer.get_hparams(
+          state.merge_optimizer)
+    return hparams
+
+  @tff.tensorflow.computation(state_member_type)
+  def get_hparams_fn(state):
+    return _hparams(state)
+
+  @tff.tensorflow.computation(state_member_type,
+                              get_hparams_fn.type_signature.result)
+  def set_hparams_fn(state, hparams):
+    updates = dict(server_optimizer=server_optimizer.set_hparams(
+        state.server_optimizer, hparams['server_optimizer']))
+    if uses_central_training:
+      updates['central_optimizer'] = central_optimizer.set_hparams(
+          state.central_optimizer, hparams['central_optimizer'])
+      updates['merge_optimizer'] = merge_optimizer.set_hparams(
+          state.merge_optimizer, hparams['merge_optimizer'])
+    return state._replace(**updates)
+
+  return tff.learning.templates.LearningProcess(
+      init_fn,
+      next_fn,
+      get_model_weights,
+      set_model_weights,
+      get_hparams_fn=get_hparams_fn,
+      set_hparams_fn=set_hparams_fn,
+  )

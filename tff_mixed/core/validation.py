@@ -1,0 +1,191 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Argument checks shared by the public builders: every error names its argument."""
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import central_objective as central_lib
+
+
+def check_model(model: Any) -> None:
+  if not isinstance(model, tff.learning.models.FunctionalModel):
+    raise TypeError(
+        '`model` must be a `tff.learning.models.FunctionalModel`, got '
+        f'{type(model).__name__}. Wrap Keras models with '
+        '`tff.learning.models.functional_model_from_keras`.')
+
+
+def check_optimizer(name: str, optimizer: Any) -> None:
+  if not isinstance(optimizer, tff.learning.optimizers.Optimizer):
+    raise TypeError(
+        f'`{name}` must be a `tff.learning.optimizers.Optimizer` instance '
+        f'(e.g. `tff.learning.optimizers.build_sgdm(learning_rate=0.1)`), got '
+        f'{type(optimizer).__name__}.')
+
+
+def _optimizer_hparams(optimizer: tff.learning.optimizers.Optimizer,
+                       model: tff.learning.models.FunctionalModel):
+  specs = tuple(
+      tf.TensorSpec(w.shape, tf.dtypes.as_dtype(w.dtype))
+      for w in model.initial_weights[0])
+  return optimizer.get_hparams(optimizer.initialize(specs))
+
+
+def check_learning_rate(name: str, optimizer, model) -> None:
+  """Rejects a non-positive or non-finite learning rate, where readable."""
+  try:
+    hparams = _optimizer_hparams(optimizer, model)
+  except Exception:  # pylint: disable=broad-except
+    return  # Custom optimizers need not expose hparams.
+  lr = hparams.get('learning_rate') if hasattr(hparams, 'get') else None
+  if lr is None:
+    return
+  lr = float(np.asarray(lr))
+  if not math.isfinite(lr) or lr <= 0:
+    raise ValueError(f'`{name}` must have a positive learning rate, got {lr}.')
+
+
+def plain_sgd_learning_rate(name: str, optimizer, model) -> float:
+  """Returns the learning rate of a momentum-free SGD optimizer, else raises.
+
+  2-way gradient transfer recovers the mean client gradient from the model
+  deltas clients already upload (arXiv:2205.13655, appendix A.2), which holds
+  only when each local step is `x <- x - eta * g`.
+  """
+  message = (
+      f'`{name}` must be plain SGD (`tff.learning.optimizers.build_sgdm` with '
+      'no momentum) for 2-way gradient transfer: the federated gradient is '
+      'recovered from client model deltas as -delta / (eta * K), which holds '
+      'only for SGD (arXiv:2205.13655, appendix A.2)')
+  sgd_type = type(tff.learning.optimizers.build_sgdm(learning_rate=1.0))
+  if type(optimizer) is not sgd_type:  # pylint: disable=unidiomatic-typecheck
+    raise ValueError(f'{message}; got {type(optimizer).__name__}.')
+  hparams = _optimizer_hparams(optimizer, model)
+  if set(hparams.keys()) != {'learning_rate'}:
+    raise ValueError(f'{message}; got hyperparameters {sorted(hparams)}.')
+  lr = float(np.asarray(hparams['learning_rate']))
+  if not math.isfinite(lr) or lr <= 0:
+    raise ValueError(f'`{name}` must have a positive learning rate, got {lr}.')
+  return lr
+
+
+def check_positive_int(name: str, value: Any, allow_none: bool = False,
+                       allow_zero: bool = False) -> None:
+  if value is None and allow_none:
+    return
+  if (not isinstance(value, (int, np.integer)) or isinstance(value, bool)
+      or value < 0 or (value == 0 and not allow_zero)):
+    kind = 'non-negative' if allow_zero else 'positive'
+    raise ValueError(f'`{name}` must be a {kind} int, got {value!r}.')
+
+
+def check_positive_float(name: str, value: Any, allow_none: bool = False):
+  if value is None and allow_none:
+    return
+  if (isinstance(value, bool) or not isinstance(value, (int, float, np.floating))
+      or not math.isfinite(value) or value <= 0):
+    raise ValueError(f'`{name}` must be a positive finite number, got '
+                     f'{value!r}.')
+
+
+def check_mixing_weights(federated_weight: Any, central_weight: Any,
+                         require_positive_federated: bool = False) -> None:
+  """Mixing weights must be in [0, 1] and sum to 1 (arXiv:2205.13655 Def. 5.2)."""
+  for name, value in (('federated_weight', federated_weight),
+                      ('central_weight', central_weight)):
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+        or not math.isfinite(value) or not 0.0 <= value <= 1.0):
+      raise ValueError(f'`{name}` must be a number in [0, 1], got {value!r}.')
+  if not math.isclose(federated_weight + central_weight, 1.0, abs_tol=1e-6):
+    raise ValueError(
+        '`federated_weight` and `central_weight` must sum to 1, got '
+        f'{federated_weight} + {central_weight} = '
+        f'{federated_weight + central_weight}.')
+  if require_positive_federated and federated_weight <= 0:
+    raise ValueError('`federated_weight` must be positive for 2-way gradient '
+                     'transfer (the federated gradient is divided by it).')
+
+
+def check_objective(objective: Any, model, require_data: bool = False,
+                    seed: int = 0) -> None:
+  """Checks f_c's type, its data structure against the model, and its loss."""
+  if not isinstance(objective, central_lib.CentralObjective):
+    raise TypeError(
+        '`central_objective` must be a `tff_mixed.CentralObjective` (build it '
+        'with `tff_mixed.central_data_objective` or '
+        f'`tff_mixed.central_regularizer`), got {type(objective).__name__}.')
+  if require_data and not objective.has_data:
+    raise ValueError('`central_objective` must hold central examples for this '
+                     'algorithm (examples are sent to clients); got a '
+                     'data-free regularizer.')
+  if objective.has_data and objective.loss_fn is None:
+    spec = model.input_spec
+    try:
+      tf.nest.assert_same_structure(spec, objective.data, check_types=False)
+    except (ValueError, TypeError) as e:
+      raise ValueError(
+          '`central_objective` data must have the structure of the model '
+          f'input_spec {spec}: {e}') from e
+    for s, array in zip(tf.nest.flatten(spec), tf.nest.flatten(objective.data)):
+      if tf.dtypes.as_dtype(array.dtype) != s.dtype:
+        raise ValueError(
+            f'`central_objective` data has dtype {array.dtype}, but the model '
+            f'input_spec expects {s.dtype.name} ({s}).')
+      if not s.shape[1:].is_compatible_with(array.shape[1:]):
+        raise ValueError(
+            f'`central_objective` data rows have shape {array.shape[1:]}, but '
+            f'the model input_spec expects {s.shape[1:]} ({s}).')
+  # Trace the loss once on the model's initial weights, so that a loss that
+  # does not fit the model fails here, naming the argument.
+  try:
+    graph = tf.Graph()
+    with graph.as_default():
+      from tff_mixed.core import server_update  # pylint: disable=g-import-not-at-top
+      fn = server_update.build_central_gradient_fn(
+          model, objective, batch_size=2, seed=seed, clip_norm=None)
+      trainable = tuple(tf.constant(w) for w in model.initial_weights[0])
+      non_trainable = tuple(tf.constant(w) for w in model.initial_weights[1])
+      loss, _ = fn(trainable, non_trainable, tf.constant(0), tf.constant(0))
+  except Exception as e:  # pylint: disable=broad-except
+    raise ValueError(
+        f'`central_objective` ({objective.name}) does not fit the model: '
+        f'computing its loss and gradient at the initial weights failed with '
+        f'{type(e).__name__}: {e}') from e
+  if loss.shape.rank != 0:
+    raise ValueError('`central_objective` loss must be a scalar, got shape '
+                     f'{loss.shape}.')
+
+
+def check_aggregator(model_aggregator: Any) -> None:
+  if not isinstance(model_aggregator, tff.aggregators.WeightedAggregationFactory):
+    raise TypeError(
+        '`model_aggregator` must be a '
+        '`tff.aggregators.WeightedAggregationFactory` (e.g. '
+        '`tff.aggregators.MeanFactory()`), got '
+        f'{type(model_aggregator).__name__}.')
+
+
+def check_client_weighting(client_weighting: Any) -> None:
+  if not isinstance(client_weighting, tff.learning.ClientWeighting):
+    raise TypeError('`client_weighting` must be a `tff.learning.ClientWeighting`'
+                    f', got {client_weighting!r}.')
+
+
+def optional_clip(name: str, value: Optional[float]) -> None:
+  check_positive_float(name, value, allow_none=True)

@@ -1,0 +1,1 @@
+"""Small functional models used by the experiments and tests."""

@@ -1,0 +1,86 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Ends the TFF `worker_binary` processes that this Python process started.
+
+TFF 0.87's local C++ runtime starts `tensorflow_federated/data/worker_binary`
+as a child process on the first computation call. At interpreter exit TFF fails
+to stop it (its `ServiceManager.__del__` runs after module teardown), so the
+worker is orphaned and keeps our stdout/stderr open: `python x.py | tail` and
+CI steps that wait for the pipe then hang. Importing `tff_mixed` registers an
+`atexit` hook that kills, by PID, exactly the workers that are children of this
+process, and nothing else on the machine.
+"""
+
+import atexit
+import os
+import signal
+
+_WORKER_NAME = 'worker_binary'
+
+
+def _children_of(pid: int) -> list[int]:
+  """Returns the PIDs whose parent is `pid` (Linux `/proc`; empty elsewhere)."""
+  children = []
+  try:
+    entries = os.listdir('/proc')
+  except OSError:
+    return children
+  for entry in entries:
+    if not entry.isdigit():
+      continue
+    try:
+      with open(f'/proc/{entry}/stat') as f:
+        stat = f.read()
+    except OSError:
+      continue
+    # The command name in field 2 may contain spaces; fields resume after ')'.
+    fields = stat.rsplit(')', 1)[-1].split()
+    if len(fields) > 1 and int(fields[1]) == pid:
+      children.append(int(entry))
+  return children
+
+
+def own_worker_pids() -> list[int]:
+  """Returns the PIDs of TFF workers started by this process."""
+  pids = []
+  for child in _children_of(os.getpid()):
+    try:
+      with open(f'/proc/{child}/cmdline', 'rb') as f:
+        cmdline = f.read()
+    except OSError:
+      continue
+    if _WORKER_NAME.encode() in cmdline:
+      pids.append(child)
+  return pids
+
+
+def stop_own_workers() -> None:
+  """Kills the TFF workers started by this process (idempotent)."""
+  for pid in own_worker_pids():
+    try:
+      os.kill(pid, signal.SIGKILL)
+      os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+      pass
+
+
+_registered = False
+
+
+def register_worker_cleanup() -> None:
+  """Registers `stop_own_workers` to run at interpreter exit (once)."""
+  global _registered
+  if not _registered:
+    atexit.register(stop_own_workers)
+    _registered = True
