@@ -103,6 +103,7 @@ def build_parallel_training(
     TypeError: If an argument has the wrong type.
     ValueError: If a value is out of range or f_c does not fit the model.
   """
+  validation.check_positive_int('client_steps', client_steps, allow_none=True)
   if central_steps is None:
     if client_steps is None:
       raise ValueError('`central_steps` must be given when `client_steps` is '
