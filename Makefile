@@ -1,0 +1,24 @@
+# Two commands do all the set-up from a fresh clone (Python 3.11, PyPI access):
+#   make demo   - the main job: mixed FL vs FL-only vs oracle on bundled data
+#   make test   - the test suite
+# Both create or reuse the virtualenv at .venv (scripts/setup_venv.sh).
+
+PY := .venv/bin/python
+RUN := scripts/with_worker_cleanup.sh
+
+.PHONY: venv demo test benchmark clean
+
+venv:
+	@bash scripts/setup_venv.sh
+
+demo: venv
+	@$(RUN) $(PY) -m experiments.label_imbalance.label_imbalance_main $(ARGS)
+
+test: venv
+	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider $(ARGS)
+
+benchmark: venv
+	@$(RUN) $(PY) -m benchmarks.round_time $(ARGS)
+
+clean:
+	rm -rf outputs .pytest_cache

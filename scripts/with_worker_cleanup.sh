@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs a command, then ends any TFF worker_binary process that appeared while
+# it ran (by PID), so that no orphaned worker holds a pipe open after us.
+#
+# tff_mixed already kills the workers of its own process at exit
+# (tff_mixed/runtime.py); this is the belt to those braces for processes that
+# die before their atexit hooks run (SIGKILL, crashes) or never import
+# tff_mixed.
+set -uo pipefail
+workers() { pgrep -f 'tensorflow_federated/data/worker_binary' 2>/dev/null | sort; }
+before="$(workers)"
+"$@"
+status=$?
+after="$(workers)"
+new="$(comm -13 <(echo "$before") <(echo "$after") | grep -v '^$' || true)"
+if [[ -n "$new" ]]; then
+  echo "[cleanup] ending TFF workers left by this run: $(echo $new)" >&2
+  kill -9 $new 2>/dev/null || true
+fi
+exit $status

@@ -1,0 +1,78 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A script that imports tff_mixed leaves no TFF worker behind at exit.
+
+Without the cleanup, TFF's orphaned worker keeps the script's stdout open and
+`subprocess.run(..., capture_output=True)` below would wait for it until the
+timeout.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from absl.testing import absltest
+
+from tff_mixed import runtime
+
+_SCRIPT = textwrap.dedent("""
+    import os
+    import numpy as np
+    import tensorflow_federated as tff
+    import tff_mixed
+    from tff_mixed import runtime
+
+    @tff.tensorflow.computation
+    def one():
+      return np.int32(1)
+
+    assert one() == 1
+    print('WORKERS', *runtime.own_worker_pids(), flush=True)
+""")
+
+
+def _alive(pid: int) -> bool:
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      state = f.read().rsplit(')', 1)[-1].split()[0]
+  except OSError:
+    return False
+  return state != 'Z'
+
+
+class WorkerCleanupTest(absltest.TestCase):
+
+  def test_script_exits_without_leaving_a_worker(self):
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=repo_root)
+    result = subprocess.run(
+        [sys.executable, '-c', _SCRIPT], capture_output=True, text=True,
+        timeout=120, env=env, check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    line = [l for l in result.stdout.splitlines() if l.startswith('WORKERS')]
+    pids = [int(p) for p in line[0].split()[1:]]
+    # The script did start a worker, and it is gone now.
+    self.assertNotEmpty(pids)
+    for pid in pids:
+      self.assertFalse(_alive(pid), f'worker {pid} outlived its script')
+
+  def test_own_worker_pids_ignores_other_processes(self):
+    sleeper = subprocess.Popen(['sleep', '30'])
+    self.addCleanup(sleeper.kill)
+    self.assertNotIn(sleeper.pid, runtime.own_worker_pids())
+
+
+if __name__ == '__main__':
+  absltest.main()
