@@ -6,7 +6,7 @@
 PY := .venv/bin/python
 RUN := scripts/with_worker_cleanup.sh
 
-.PHONY: venv demo test benchmark clean
+.PHONY: venv demo results test bazel-test benchmark clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -14,8 +14,20 @@ venv:
 demo: venv
 	@$(RUN) $(PY) -m experiments.label_imbalance.label_imbalance_main $(ARGS)
 
+# The default demo run, recorded in RESULTS.md (machine, date, data, table).
+results: venv
+	@$(RUN) $(PY) -m experiments.label_imbalance.label_imbalance_main --results_markdown=RESULTS.md $(ARGS)
+
 test: venv
 	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider $(ARGS)
+
+# Installs Bazel (Debian's bazel-bootstrap) if missing; runs offline.
+bazel-# The default demo run, recorded in RESULTS.md (machine, date, data, table).
+results: venv
+	@$(RUN) $(PY) -m experiments.label_imbalance.label_imbalance_main --results_markdown=RESULTS.md $(ARGS)
+
+test: venv
+	@$(RUN) bash scripts/bazel_test.sh test //... $(ARGS)
 
 benchmark: venv
 	@$(RUN) $(PY) -m benchmarks.round_time $(ARGS)

@@ -30,6 +30,8 @@ from tff_mixed.core.central_objective import CentralObjective
 from tff_mixed.core.mixed_process import MixedFLState
 from tff_mixed.models.dense import build_binary_classifier
 from tff_mixed.models.dense import build_linear_regression
+# The bundled digits label-imbalance task (build_task, evaluate, ...).
+from tff_mixed.tasks import digits_label_imbalance
 
 __version__ = '0.1.0'
 

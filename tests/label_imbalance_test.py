@@ -1,0 +1,322 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests of the digits label-imbalance task, its evaluation and comparison."""
+
+import csv
+import math
+import os
+import shutil
+import tempfile
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+from sklearn import datasets as sk_datasets
+import tensorflow_federated as tff
+
+from experiments.label_imbalance import label_imbalance_lib
+from experiments.label_imbalance import label_imbalance_main
+import tff_mixed
+from tff_mixed.tasks import digits_label_imbalance as task_lib
+
+_NUM_CLIENTS = 12
+_DIGITS = sk_datasets.load_digits().target
+
+
+def _temp_dir(test: absltest.TestCase) -> str:
+  # Not `create_tempdir`: under pytest absl's flags are unparsed.
+  path = tempfile.mkdtemp()
+  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
+  return path
+
+
+class BuildTaskTest(parameterized.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.task = task_lib.build_task(num_clients=_NUM_CLIENTS,
+                                   client_batch_size=4, seed=3)
+
+  def test_clients_hold_only_positive_training_examples(self):
+    task = self.task
+    self.assertLen(task.client_datasets, _NUM_CLIENTS)
+    for dataset, indices, n in zip(task.client_datasets, task.client_indices,
+                                   task.num_client_examples):
+      labels = np.concatenate([y.numpy() for _, y in dataset])
+      self.assertLen(labels, n)
+      self.assertLen(indices, n)
+      np.testing.assert_array_equal(labels, 1.0)
+      self.assertTrue(np.isin(_DIGITS[indices], task.positive_digits).all())
+
+  def test_clients_partition_the_positives_by_digit(self):
+    task = self.task
+    all_indices = np.concatenate(task.client_indices)
+    self.assertLen(np.unique(all_indices), len(all_indices))  # Disjoint.
+    train = np.setdiff1d(np.arange(len(_DIGITS)), task.eval_indices)
+    positives = train[np.isin(_DIGITS[train], task.positive_digits)]
+    np.testing.assert_array_equal(np.sort(all_indices), positives)
+    # Contiguous shards of the digit-sorted positives: at most two digits each.
+    for indices in task.client_indices:
+      self.assertLessEqual(len(np.unique(_DIGITS[indices])), 2)
+
+  def test_central_data_are_all_negative_training_examples(self):
+    task = self.task
+    x, y = task.central_data
+    np.testing.assert_array_equal(y, 0.0)
+    self.assertFalse(
+        np.isin(_DIGITS[task.central_indices], task.positive_digits).any())
+    train = np.setdiff1d(np.arange(len(_DIGITS)), task.eval_indices)
+    negatives = train[~np.isin(_DIGITS[train], task.positive_digits)]
+    np.testing.assert_array_equal(task.central_indices, negatives)
+    self.assertEqual(x.shape, (len(negatives), task_lib.NUM_FEATURES))
+    self.assertEqual(x.dtype, np.float32)
+    self.assertEqual(y.shape, (len(negatives), 1))
+    self.assertBetween(float(x.min()), 0.0, 1.0)
+    self.assertBetween(float(x.max()), 0.0, 1.0)
+
+  def test_eval_holds_both_labels_and_no_training_example(self):
+    task = self.task
+    x, y = task.eval_data
+    self.assertLen(x, len(task.eval_indices))
+    self.assertBetween(float(y.mean()), 0.4, 0.6)
+    train = np.concatenate([*task.client_indices, task.central_indices])
+    self.assertEmpty(np.intersect1d(train, task.eval_indices))
+    self.assertLen(train, len(_DIGITS) - len(task.eval_indices))
+    self.assertEqual(len(task.eval_indices), math.ceil(0.25 * len(_DIGITS)))
+
+  def test_oracle_clients_hold_all_training_examples(self):
+    task = self.task
+    self.assertLen(task.oracle_client_datasets, _NUM_CLIENTS)
+    all_indices = np.sort(np.concatenate(task.oracle_client_indices))
+    train = np.concatenate([*task.client_indices, task.central_indices])
+    np.testing.assert_array_equal(all_indices, np.sort(train))
+    for positives, indices in zip(task.client_indices,
+                                  task.oracle_client_indices):
+      self.assertTrue(np.isin(positives, indices).all())
+    labels = np.concatenate(
+        [y.numpy() for _, y in task.oracle_client_datasets[0]])
+    self.assertEqual(set(labels.ravel()), {0.0, 1.0})
+    self.assertEqual(sum(task.num_oracle_client_examples), len(train))
+
+  def test_datasets_match_the_model_input_spec(self):
+    model = tff_mixed.build_binary_classifier(task_lib.NUM_FEATURES)
+    x_spec, y_spec = self.task.client_datasets[0].element_spec
+    self.assertTrue(model.input_spec[0].is_compatible_with(x_spec))
+    self.assertTrue(model.input_spec[1].is_compatible_with(y_spec))
+    x, _ = next(iter(self.task.client_datasets[0]))
+    self.assertEqual(x.shape[0], 4)
+
+  def test_same_seed_same_task_other_seed_other_split(self):
+    again = task_lib.build_task(num_clients=_NUM_CLIENTS,
+                                client_batch_size=4, seed=3)
+    np.testing.assert_array_equal(again.eval_indices, self.task.eval_indices)
+    for a, b in zip(again.client_indices, self.task.client_indices):
+      np.testing.assert_array_equal(a, b)
+    first_batch = lambda t: next(iter(t.client_datasets[5]))[0].numpy()
+    np.testing.assert_array_equal(first_batch(again), first_batch(self.task))
+    other = task_lib.build_task(num_clients=_NUM_CLIENTS,
+                                client_batch_size=4, seed=4)
+    self.assertFalse(
+        np.array_equal(other.eval_indices, self.task.eval_indices))
+
+  @parameterized.named_parameters(
+      ('zero_clients', dict(num_clients=0), ValueError, 'num_clients'),
+      ('too_many_clients', dict(num_clients=10_000), ValueError,
+       'num_clients'),
+      ('bool_clients', dict(num_clients=True), TypeError, 'num_clients'),
+      ('zero_batch', dict(client_batch_size=0), ValueError,
+       'client_batch_size'),
+      ('float_batch', dict(client_batch_size=2.0), TypeError,
+       'client_batch_size'),
+      ('negative_seed', dict(seed=-1), ValueError, 'seed'),
+      ('eval_fraction_one', dict(eval_fraction=1.0), ValueError,
+       'eval_fraction'),
+      ('no_positive_digits', dict(positive_digits=()), ValueError,
+       'positive_digits'),
+      ('all_digits_positive', dict(positive_digits=range(10)), ValueError,
+       'positive_digits'),
+      ('digit_out_of_range', dict(positive_digits=(3, 10)), ValueError,
+       'positive_digits'),
+      ('repeated_digit', dict(positive_digits=(3, 3)), ValueError,
+       'positive_digits'),
+  )
+  def test_bad_arguments_raise_naming_the_argument(self, kwargs, error,
+                                                   name):
+    with self.assertRaisesRegex(error, f'`{name}`'):
+      task_lib.build_task(**kwargs)
+
+
+class EvaluateTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    # Logistic regression with logit = x0 - x1 + 0.
+    self.model = tff_mixed.build_binary_classifier(2, hidden_units=())
+    self.weights = tff.learning.models.ModelWeights(
+        trainable=(np.array([[1.0], [-1.0]], np.float32),
+                   np.zeros([1], np.float32)),
+        non_trainable=())
+
+  def test_matches_hand_computed_metrics(self):
+    x = np.array([[2, 0], [0, 1], [1, 1], [0, 3]], np.float32)
+    y = np.array([[1], [0], [1], [1]], np.float32)
+    # Logits 2, -1, 0, -3. Logit 0 is not > 0, so example 2 is called
+    # negative: correct are examples 0 and 1.
+    metrics = task_lib.evaluate(self.model, self.weights, (x, y))
+    self.assertAlmostEqual(metrics.accuracy, 0.5)
+    self.assertAlmostEqual(metrics.positive_accuracy, 1 / 3)
+    self.assertAlmostEqual(metrics.negative_accuracy, 1.0)
+    # Positive logits {2, 0, -3} against the negative's -1: 2 of 3 pairs
+    # ranked right.
+    self.assertAlmostEqual(metrics.auc, 2 / 3)
+    softplus = lambda z: math.log1p(math.exp(z))
+    expected_loss = (softplus(-2) + softplus(-1) + softplus(0)
+                     + softplus(3)) / 4
+    self.assertAlmostEqual(metrics.loss, expected_loss, places=5)
+    self.assertEqual(metrics.num_examples, 4)
+
+  def test_accepts_weight_pair_and_flat_labels(self):
+    x = np.array([[2, 0], [0, 1]], np.float32)
+    y = np.array([1, 0], np.float32)
+    pair = (self.weights.trainable, self.weights.non_trainable)
+    metrics = task_lib.evaluate(self.model, pair, (x, y))
+    self.assertEqual(metrics.accuracy, 1.0)
+    self.assertEqual(metrics.auc, 1.0)
+
+  def test_single_label_gives_nan_auc_and_nan_other_label_accuracy(self):
+    x = np.array([[2, 0], [0, 1]], np.float32)
+    y = np.ones([2, 1], np.float32)
+    metrics = task_lib.evaluate(self.model, self.weights, (x, y))
+    self.assertTrue(math.isnan(metrics.auc))
+    self.assertTrue(math.isnan(metrics.negative_accuracy))
+    self.assertAlmostEqual(metrics.positive_accuracy, 0.5)
+
+  def test_rejects_mismatched_data(self):
+    with self.assertRaisesRegex(ValueError, '`eval_data`'):
+      task_lib.evaluate(self.model, self.weights,
+                        (np.zeros([3, 2], np.float32),
+                         np.zeros([2, 1], np.float32)))
+
+
+class RunComparisonTest(parameterized.TestCase):
+
+  def test_paper_central_batch_sizes(self):
+    sizes = label_imbalance_lib.paper_central_batch_sizes(
+        clients_per_round=10, client_steps=5, client_batch_size=8,
+        num_central_examples=300)
+    self.assertEqual(sizes.parallel_training, 80)  # S |B_i|.
+    self.assertEqual(sizes.two_way_gt, 80)
+    self.assertEqual(sizes.one_way_gt, 300)  # K S |B_i| = 400, capped.
+
+  def test_format_table(self):
+    metrics = task_lib.EvalMetrics(accuracy=0.9, loss=0.3, auc=0.96,
+                                   positive_accuracy=0.95,
+                                   negative_accuracy=0.85, num_examples=10)
+    summaries = [
+        label_imbalance_lib.ScenarioSummary(
+            'oracle', metrics, rounds_to_target=12, tail_auc=0.955,
+            tail_accuracy=0.9, seconds=3.21, build_seconds=1.0),
+        label_imbalance_lib.ScenarioSummary(
+            'fl_only', metrics._replace(auc=0.5), rounds_to_target=None,
+            tail_auc=0.5, tail_accuracy=0.5, seconds=2.0, build_seconds=1.0),
+    ]
+    lines = label_imbalance_lib.format_table(summaries, 0.95).splitlines()
+    self.assertLen(lines, 4)  # Header, rule, two rows.
+    self.assertIn('rounds to AUC>=0.95', lines[0])
+    self.assertEqual(lines[2].split(),
+                     ['oracle', '0.960', '0.900', '0.950', '0.850', '0.955',
+                      '0.900', '12', '3.2'])
+    self.assertEqual(lines[3].split()[-2], '-')
+
+  def test_smoke_writes_metrics_plot_and_table(self):
+    output_dir = _temp_dir(self)
+    scenarios = [label_imbalance_lib.FL_ONLY, label_imbalance_lib.TWO_WAY_GT,
+                 label_imbalance_lib.EXAMPLE_TRANSFER]
+    result = label_imbalance_lib.run_comparison(
+        scenarios=scenarios, rounds=3, clients_per_round=2, client_steps=2,
+        client_batch_size=4, client_lr=0.1, num_clients=6, eval_every=2,
+        seed=1, output_dir=output_dir, progress=False)
+
+    with open(result.files['metrics']) as f:
+      reader = csv.DictReader(f)
+      self.assertEqual(tuple(reader.fieldnames),
+                       label_imbalance_lib.CSV_COLUMNS)
+      rows = list(reader)
+    # Evaluated after rounds 0, 2 (eval_every) and 3 (the last).
+    self.assertEqual([(r['scenario'], int(r['round'])) for r in rows],
+                     [(s, n) for s in scenarios for n in (0, 2, 3)])
+    for row in rows:
+      for column in ('eval_accuracy', 'eval_auc', 'positive_accuracy',
+                     'negative_accuracy'):
+        self.assertBetween(float(row[column]), 0.0, 1.0)
+      if int(row['round']) > 0:
+        self.assertTrue(math.isfinite(float(row['train_loss'])))
+        self.assertGreater(float(row['seconds']), 0.0)
+
+    with open(result.files['plot'], 'rb') as f:
+      self.assertEqual(f.read(8), b'\x89PNG\r\n\x1a\n')
+    with open(result.files['table']) as f:
+      self.assertEqual(f.read(), result.table)
+    for scenario in scenarios:
+      self.assertIn(scenario, result.table)
+    self.assertEqual([s.scenario for s in result.summaries], scenarios)
+    for summary in result.summaries:
+      # The last quarter of 3 rounds holds only the final evaluation.
+      self.assertEqual(summary.tail_auc, summary.final.auc)
+    # FL only never sees a negative, so it cannot learn to predict one.
+    self.assertLess(result.summaries[0].final.negative_accuracy, 0.5)
+    # Atomic writes leave no temporary files behind.
+    self.assertCountEqual(
+        os.listdir(output_dir),
+        [label_imbalance_lib.METRICS_FILE, label_imbalance_lib.PLOT_FILE,
+         label_imbalance_lib.TABLE_FILE, label_imbalance_lib.CONFIG_FILE])
+
+  @parameterized.named_parameters(
+      ('zero_rounds', dict(rounds=0), ValueError, 'rounds'),
+      ('unknown_scenario', dict(scenarios=['fedprox']), ValueError,
+       'scenarios'),
+      ('scenario_string', dict(scenarios='oracle'), TypeError, 'scenarios'),
+      ('cohort_too_large', dict(clients_per_round=7), ValueError,
+       'clients_per_round'),
+      ('zero_learning_rate', dict(client_lr=0.0), ValueError, 'client_lr'),
+      ('target_auc_above_one', dict(target_auc=1.5), ValueError,
+       'target_auc'),
+      ('zero_central_batch', dict(central_batch_size=0), ValueError,
+       'central_batch_size'),
+  )
+  def test_bad_arguments_raise_naming_the_argument(self, overrides, error,
+                                                   name):
+    kwargs = dict(rounds=1, clients_per_round=2, client_steps=1,
+                  client_batch_size=4, client_lr=0.1, num_clients=6,
+                  output_dir=_temp_dir(self))
+    kwargs.update(overrides)
+    with self.assertRaisesRegex(error, f'`{name}`'):
+      label_imbalance_lib.run_comparison(**kwargs)
+
+  def test_unknown_scenario_process(self):
+    with self.assertRaisesRegex(ValueError, '`scenario`'):
+      label_imbalance_lib.build_process(
+          'fedprox', tff_mixed.build_binary_classifier(2), None,
+          client_lr=0.1, client_steps=1,
+          central_batch_sizes=label_imbalance_lib.CentralBatchSizes(1, 1, 1),
+          examples_per_client=1, client_batch_size=1, seed=0)
+
+  def test_main_rejects_extra_arguments(self):
+    with self.assertRaisesRegex(Exception, 'Unexpected arguments: extra'):
+      label_imbalance_main.main(['label_imbalance_main', 'extra'])
+
+
+if __name__ == '__main__':
+  absltest.main()

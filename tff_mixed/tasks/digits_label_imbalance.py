@@ -1,0 +1,303 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Label imbalance on real handwritten digits: federated positives only.
+
+A small, download-free analogue of the smile-classifier experiment of
+Augenstein et al., "Mixed Federated Learning: Joint Decentralized and
+Centralized Learning" (arXiv:2205.13655, section 4.1): the clients only hold
+examples of one label, the datacenter only holds examples of the other, and
+the model is evaluated on both.
+
+Data: scikit-learn's bundled copy of the test set of the UCI "Optical
+Recognition of Handwritten Digits" data set (E. Alpaydin and C. Kaynak, 1998;
+https://archive.ics.uci.edu/dataset/80), loaded with
+`sklearn.datasets.load_digits()`: 1,797 real 8x8 grayscale images of the
+digits 0-9 with pixel counts 0..16. It ships inside the scikit-learn package
+(BSD-3-Clause), so no download is needed.
+
+The task:
+
+*   Binary label: 1 ("positive") for the digits in `positive_digits` (default
+    0-4, about half of the images), 0 ("negative") for the others.
+*   Features: the 64 pixels divided by 16, `float32[64]`; labels
+    `float32[1]`, matching `tff_mixed.build_binary_classifier(64)`.
+*   A seeded split into train and eval examples, stratified by digit so both
+    labels (and every digit) keep their proportions.
+*   Federated clients hold only positive training examples. The partition is
+    non-IID by digit: positives are sorted by digit (random order within a
+    digit) and cut into `num_clients` contiguous shards of near-equal size, so
+    most clients hold a single digit, like the shards of McMahan et al. 2017.
+*   The centralized data are all negative training examples, pooled.
+*   The "oracle" scenario federates all training examples: oracle client i
+    holds positive shard i plus negative shard i (negatives partitioned the
+    same way), as if the negatives had stayed on the devices.
+*   The eval set is every held-out example, positive and negative.
+"""
+
+from collections.abc import Sequence
+from typing import NamedTuple, Union
+
+import numpy as np
+from sklearn import datasets as sk_datasets
+from sklearn import metrics as sk_metrics
+from sklearn import model_selection
+import tensorflow as tf
+import tensorflow_federated as tff
+
+NUM_FEATURES = 64
+DEFAULT_POSITIVE_DIGITS = (0, 1, 2, 3, 4)
+_MAX_PIXEL = 16.0
+_NUM_DIGITS = 10
+
+
+class LabelImbalanceTask(NamedTuple):
+  """The digits label-imbalance task (see the module docstring).
+
+  Index fields refer to rows of `sklearn.datasets.load_digits()`.
+
+  Attributes:
+    client_datasets: One `tf.data.Dataset` of `(float32[?, 64],
+      float32[?, 1])` batches per client, positives only.
+    oracle_client_datasets: Like `client_datasets`, but each client also holds
+      its share of the negative training examples.
+    central_data: `(x, y)` numpy arrays of all negative training examples.
+    eval_data: `(x, y)` numpy arrays of all held-out examples.
+    num_client_examples: Examples per client in `client_datasets`.
+    num_oracle_client_examples: Examples per client in
+      `oracle_client_datasets`.
+    client_indices: Per client, the indices of its examples.
+    oracle_client_indices: Per oracle client, the indices of its examples.
+    central_indices: Indices of the central examples.
+    eval_indices: Indices of the eval examples.
+    positive_digits: The digit classes labeled 1.
+  """
+
+  client_datasets: list[tf.data.Dataset]
+  oracle_client_datasets: list[tf.data.Dataset]
+  central_data: tuple[np.ndarray, np.ndarray]
+  eval_data: tuple[np.ndarray, np.ndarray]
+  num_client_examples: list[int]
+  num_oracle_client_examples: list[int]
+  client_indices: list[np.ndarray]
+  oracle_client_indices: list[np.ndarray]
+  central_indices: np.ndarray
+  eval_indices: np.ndarray
+  positive_digits: tuple[int, ...]
+
+  @property
+  def num_clients(self) -> int:
+    return len(self.client_datasets)
+
+
+class EvalMetrics(NamedTuple):
+  """Metrics of a binary classifier on labeled examples.
+
+  Attributes:
+    accuracy: Fraction of examples classified correctly (logit > 0 means 1).
+    loss: The model's loss on all examples (binary cross-entropy here).
+    auc: Area under the ROC curve of the logits; NaN with a single label.
+    positive_accuracy: Accuracy on label-1 examples (recall); NaN if none.
+    negative_accuracy: Accuracy on label-0 examples (specificity); NaN if
+      none.
+    num_examples: Number of examples evaluated.
+  """
+
+  accuracy: float
+  loss: float
+  auc: float
+  positive_accuracy: float
+  negative_accuracy: float
+  num_examples: int
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+  # bool is an int subclass; `num_clients=True` is a bug, not 1.
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    raise TypeError(f'`{name}` must be an int, got {value!r}.')
+  if value < minimum:
+    raise ValueError(f'`{name}` must be >= {minimum}, got {value}.')
+
+
+def _check_positive_digits(positive_digits) -> tuple[int, ...]:
+  try:
+    digits = tuple(positive_digits)
+  except TypeError:
+    raise TypeError('`positive_digits` must be a sequence of ints, got '
+                    f'{positive_digits!r}.') from None
+  for d in digits:
+    if (isinstance(d, bool) or not isinstance(d, (int, np.integer))
+        or not 0 <= d < _NUM_DIGITS):
+      raise ValueError('`positive_digits` must hold digits in 0..9, got '
+                       f'{digits!r}.')
+  if len(set(digits)) != len(digits):
+    raise ValueError(f'`positive_digits` has duplicates: {digits!r}.')
+  if not 0 < len(digits) < _NUM_DIGITS:
+    raise ValueError('`positive_digits` must hold between 1 and 9 digits so '
+                     f'both labels exist, got {digits!r}.')
+  return tuple(sorted(int(d) for d in digits))
+
+
+def _shard_by_digit(indices: np.ndarray, digits: np.ndarray, num_shards: int,
+                    rng: np.random.Generator) -> list[np.ndarray]:
+  """Splits `indices` into contiguous shards after sorting them by digit."""
+  shuffled = rng.permutation(indices)
+  # A stable sort keeps the random order within each digit.
+  ordered = shuffled[np.argsort(digits[shuffled], kind='stable')]
+  return [np.sort(s) for s in np.array_split(ordered, num_shards)]
+
+
+def _client_dataset(x: np.ndarray, y: np.ndarray, indices: np.ndarray,
+                    batch_size: int, rng: np.random.Generator):
+  # Shuffled once here, so that batches mix the client's digits; TFF restarts
+  # the dataset each round, so an in-pipeline shuffle would add nothing.
+  order = rng.permutation(indices)
+  return tf.data.Dataset.from_tensor_slices(
+      (x[order], y[order])).batch(batch_size)
+
+
+def build_task(
+    num_clients: int = 60,
+    client_batch_size: int = 8,
+    seed: int = 0,
+    eval_fraction: float = 0.25,
+    positive_digits: Sequence[int] = DEFAULT_POSITIVE_DIGITS,
+) -> LabelImbalanceTask:
+  """Builds the digits label-imbalance task.
+
+  Args:
+    num_clients: Number of federated clients (shards of the positives).
+    client_batch_size: Batch size of the client datasets.
+    seed: Seeds the train/eval split, the partition and the client shuffles.
+    eval_fraction: Fraction of the images held out for evaluation, in (0, 1).
+    positive_digits: The digit classes labeled 1 (the rest are labeled 0).
+
+  Returns:
+    A `LabelImbalanceTask`.
+
+  Raises:
+    TypeError: If an argument has the wrong type.
+    ValueError: If an argument is out of range, e.g. more clients than
+      positive training examples.
+  """
+  _check_int('num_clients', num_clients, 1)
+  _check_int('client_batch_size', client_batch_size, 1)
+  _check_int('seed', seed, 0)
+  if (isinstance(eval_fraction, bool)
+      or not isinstance(eval_fraction, (float, int))
+      or not 0 < eval_fraction < 1):
+    raise ValueError(
+        f'`eval_fraction` must be a number in (0, 1), got {eval_fraction!r}.')
+  positive_digits = _check_positive_digits(positive_digits)
+
+  digits_data = sk_datasets.load_digits()
+  x = (digits_data.data / _MAX_PIXEL).astype(np.float32)
+  digits = digits_data.target.astype(np.int64)
+  y = np.isin(digits, positive_digits).astype(np.float32)[:, np.newaxis]
+
+  train_indices, eval_indices = model_selection.train_test_split(
+      np.arange(len(digits)), test_size=eval_fraction, random_state=seed,
+      shuffle=True, stratify=digits)
+  train_indices = np.sort(train_indices)
+  eval_indices = np.sort(eval_indices)
+  positive_train = train_indices[y[train_indices, 0] == 1]
+  negative_train = train_indices[y[train_indices, 0] == 0]
+  if num_clients > len(positive_train):
+    raise ValueError(
+        f'`num_clients` must be at most the {len(positive_train)} positive '
+        f'training examples (one or more per client), got {num_clients}.')
+
+  rng = np.random.default_rng(seed)
+  client_indices = _shard_by_digit(positive_train, digits, num_clients, rng)
+  negative_shards = _shard_by_digit(negative_train, digits, num_clients, rng)
+  oracle_client_indices = [
+      np.sort(np.concatenate([p, n]))
+      for p, n in zip(client_indices, negative_shards)
+  ]
+  client_datasets = [
+      _client_dataset(x, y, i, client_batch_size, rng) for i in client_indices
+  ]
+  oracle_client_datasets = [
+      _client_dataset(x, y, i, client_batch_size, rng)
+      for i in oracle_client_indices
+  ]
+  return LabelImbalanceTask(
+      client_datasets=client_datasets,
+      oracle_client_datasets=oracle_client_datasets,
+      central_data=(x[negative_train], y[negative_train]),
+      eval_data=(x[eval_indices], y[eval_indices]),
+      num_client_examples=[len(i) for i in client_indices],
+      num_oracle_client_examples=[len(i) for i in oracle_client_indices],
+      client_indices=client_indices,
+      oracle_client_indices=oracle_client_indices,
+      central_indices=negative_train,
+      eval_indices=eval_indices,
+      positive_digits=positive_digits,
+  )
+
+
+def _label_accuracy(correct: np.ndarray, mask: np.ndarray) -> float:
+  return float(np.mean(correct[mask])) if np.any(mask) else float('nan')
+
+
+def evaluate(
+    model: tff.learning.models.FunctionalModel,
+    model_weights: Union[tff.learning.models.ModelWeights, tuple],
+    eval_data: tuple[np.ndarray, np.ndarray],
+) -> EvalMetrics:
+  """Evaluates a binary classifier on `(x, y)` in one batch.
+
+  Args:
+    model: A `tff.learning.models.FunctionalModel` whose `predict_on_batch`
+      returns one logit per example (e.g. `tff_mixed.build_binary_classifier`).
+    model_weights: A `tff.learning.models.ModelWeights` (as returned by
+      `process.get_model_weights(state)`) or a `(trainable, non_trainable)`
+      pair.
+    eval_data: `(x, y)` numpy arrays; `y` holds 0/1 labels, shape `[n]` or
+      `[n, 1]`.
+
+  Returns:
+    An `EvalMetrics`.
+
+  Raises:
+    ValueError: If `eval_data` is empty or `x` and `y` disagree on length.
+  """
+  x, y = eval_data
+  x = np.asarray(x, np.float32)
+  labels = np.asarray(y, np.float32).reshape(-1)
+  if len(labels) == 0 or len(x) != len(labels):
+    raise ValueError('`eval_data` must be non-empty `(x, y)` arrays of one '
+                     f'length, got {len(x)} and {len(labels)} rows.')
+  if isinstance(model_weights, tff.learning.models.ModelWeights):
+    trainable = model_weights.trainable
+    non_trainable = model_weights.non_trainable
+  else:
+    trainable, non_trainable = model_weights
+  weights = (tuple(trainable), tuple(non_trainable))
+  logits = model.predict_on_batch(weights, x, training=False)
+  loss = float(model.loss(output=logits, label=labels[:, np.newaxis]))
+  logits = np.asarray(logits, np.float64).reshape(-1)
+  correct = (logits > 0) == (labels == 1)
+  positives = labels == 1
+  if np.all(positives) or not np.any(positives):
+    auc = float('nan')  # ROC needs both labels.
+  else:
+    auc = float(sk_metrics.roc_auc_score(positives, logits))
+  return EvalMetrics(
+      accuracy=float(np.mean(correct)),
+      loss=loss,
+      auc=auc,
+      positive_accuracy=_label_accuracy(correct, positives),
+      negative_accuracy=_label_accuracy(correct, ~positives),
+      num_examples=len(labels),
+  )
