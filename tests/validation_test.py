@@ -119,7 +119,7 @@ class BuilderValidationTest(parameterized.TestCase):
   @parameterized.parameters(*_ALL)
   def test_model_aggregator_type(self, builder):
     with self.assertRaisesRegex(TypeError, '`model_aggregator`'):
-      _build(builder, model_aggregator=tff.aggregators.UnweightedMeanFactory())
+      _build(builder, model_aggregator=tff.aggregators.SumFactory())
 
   @parameterized.parameters(*_ALL)
   def test_seed_non_negative(self, builder):

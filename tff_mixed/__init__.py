@@ -30,6 +30,11 @@ from tff_mixed.core.central_objective import CentralObjective
 from tff_mixed.core.mixed_process import MixedFLState
 from tff_mixed.models.dense import build_binary_classifier
 from tff_mixed.models.dense import build_linear_regression
+from tff_mixed.training import checkpoints as training_checkpoints
+from tff_mixed.training.checkpoints import CheckpointMismatchError
+from tff_mixed.training.runner import DivergenceError
+from tff_mixed.training.runner import run_training
+from tff_mixed.training.runner import RunResult
 # The bundled digits label-imbalance task (build_task, evaluate, ...).
 from tff_mixed.tasks import digits_label_imbalance
 

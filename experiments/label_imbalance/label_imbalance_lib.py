@@ -205,6 +205,7 @@ def build_process(
     examples_per_client: int,
     client_batch_size: int,
     seed: int,
+    model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds the learning process of one scenario.
 
@@ -218,6 +219,8 @@ def build_process(
     examples_per_client: Central examples Example Transfer sends each client.
     client_batch_size: Local batch size after Example Transfer's merge.
     seed: Seeds central sampling.
+    model_aggregator: Aggregator of client updates (e.g. a DP one); `None`
+      for the weighted mean.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -230,10 +233,16 @@ def build_process(
         f'`scenario` must be one of {SCENARIOS}, got {scenario!r}.')
   if scenario in (FL_ONLY, ORACLE):
     # The two baselines differ only in their client data.
+    if isinstance(model_aggregator,
+                  tff.aggregators.UnweightedAggregationFactory):
+      return tff.learning.algorithms.build_unweighted_fed_avg(
+          model, client_optimizer_fn=_sgd(client_lr),
+          server_optimizer_fn=_sgd(1.0), model_aggregator=model_aggregator)
     return tff.learning.algorithms.build_weighted_fed_avg(
         model,
         client_optimizer_fn=_sgd(client_lr),
-        server_optimizer_fn=_sgd(1.0))
+        server_optimizer_fn=_sgd(1.0),
+        model_aggregator=model_aggregator)
   objective = tff_mixed.central_data_objective(central_data,
                                                name='negatives')
   if scenario == PARALLEL_TRAINING:
@@ -242,26 +251,26 @@ def build_process(
         _sgd(1.0),
         central_batch_size=central_batch_sizes.parallel_training,
         client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed)
+        seed=seed, model_aggregator=model_aggregator)
   if scenario == ONE_WAY_GT:
     return tff_mixed.build_one_way_gradient_transfer(
         model, objective, _sgd(client_lr), _sgd(1.0),
         central_batch_size=central_batch_sizes.one_way_gt,
         client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed)
+        seed=seed, model_aggregator=model_aggregator)
   if scenario == TWO_WAY_GT:
     return tff_mixed.build_two_way_gradient_transfer(
         model, objective, _sgd(client_lr), _sgd(client_lr), _sgd(1.0),
         _sgd(1.0),
         central_batch_size=central_batch_sizes.two_way_gt,
         client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed)
+        seed=seed, model_aggregator=model_aggregator)
   if scenario == EXAMPLE_TRANSFER:
     return tff_mixed.build_example_transfer(
         model, objective, _sgd(client_lr), _sgd(1.0),
         examples_per_client=examples_per_client,
         client_batch_size=client_batch_size, client_steps=client_steps,
-        seed=seed)
+        seed=seed, model_aggregator=model_aggregator)
   raise AssertionError(f'Unhandled scenario {scenario!r}.')
 
 
@@ -288,9 +297,10 @@ def _check_scenarios(scenarios: Sequence[str]) -> tuple[str, ...]:
   return scenarios
 
 
-def _client_data(scenario: str, task: task_lib.LabelImbalanceTask,
+def client_data(scenario: str, task: task_lib.LabelImbalanceTask,
                  client_ids: Sequence[int],
                  client_steps: int) -> list[tf.data.Dataset]:
+  """The datasets of `client_ids` for `scenario`, K steps each."""
   if scenario in (FL_ONLY, ORACLE):
     datasets = (task.oracle_client_datasets if scenario == ORACLE
                 else task.client_datasets)
@@ -359,7 +369,7 @@ def _run_scenario(
     for round_num in range(1, rounds + 1):
       client_ids = sample_clients(round_num - 1, clients_per_round)
       output = process.next(
-          state, _client_data(scenario, task, client_ids, client_steps))
+          state, client_data(scenario, task, client_ids, client_steps))
       state = output.state
       bar.update(1)
       if round_num % eval_every == 0 or round_num == rounds:

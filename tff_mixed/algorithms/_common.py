@@ -41,7 +41,7 @@ def assemble(
     central_batch_size: Optional[int] = None,
     client_steps: Optional[int],
     client_weighting: tff.learning.ClientWeighting,
-    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory],
+    model_aggregator: Optional[tff.aggregators.AggregationFactory],
     metrics_aggregator: Optional[Callable[..., Any]],
     central_clip_norm: Optional[float] = None,
     seed: int,
@@ -68,7 +68,7 @@ def assemble(
   validation.check_client_weighting(client_weighting)
   if model_aggregator is None:
     model_aggregator = tff.aggregators.MeanFactory()
-  validation.check_aggregator(model_aggregator)
+  model_aggregator = validation.weighted_aggregator(model_aggregator)
   if metrics_aggregator is not None and not callable(metrics_aggregator):
     raise TypeError('`metrics_aggregator` must be callable (e.g. '
                     '`tff.learning.metrics.sum_then_finalize`), got '

@@ -46,7 +46,7 @@ def build_example_transfer(
     client_steps: Optional[int] = None,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES),
-    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
     metrics_aggregator: Optional[Callable[..., Any]] = None,
     seed: int = 0,
 ) -> tff.learning.templates.LearningProcess:
@@ -77,7 +77,8 @@ def build_example_transfer(
     client_steps: K exact local steps, or `None` for one pass over the merged
       data.
     client_weighting: A `tff.learning.ClientWeighting`.
-    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`.
+    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`, or an
+      unweighted one such as `tff.learning.dp_aggregator` (DP-FedAvg).
     metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
     seed: Seeds the central sample and the shuffle.
 
@@ -125,7 +126,7 @@ def build_fedavg_with_shared_data(
     client_steps: Optional[int] = None,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES),
-    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
     metrics_aggregator: Optional[Callable[..., Any]] = None,
     seed: int = 0,
 ) -> tff.learning.templates.LearningProcess:
@@ -154,7 +155,8 @@ def build_fedavg_with_shared_data(
     warmup_batch_size: Batch size of the warm-up.
     client_steps: K exact local steps, or `None` for one pass.
     client_weighting: A `tff.learning.ClientWeighting`.
-    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`.
+    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`, or an
+      unweighted one such as `tff.learning.dp_aggregator` (DP-FedAvg).
     metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
     seed: Seeds G, its client subset, the warm-up batches and the shuffle.
 

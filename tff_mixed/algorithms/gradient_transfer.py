@@ -47,7 +47,7 @@ def build_one_way_gradient_transfer(
     central_weight: float = 0.5,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES),
-    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
     metrics_aggregator: Optional[Callable[..., Any]] = None,
     central_clip_norm: Optional[float] = None,
     seed: int = 0,
@@ -79,8 +79,9 @@ def build_one_way_gradient_transfer(
     federated_weight: w_f in [0, 1].
     central_weight: w_c in [0, 1]; `w_f + w_c` must be 1.
     client_weighting: A `tff.learning.ClientWeighting`.
-    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`; `None`
-      means `tff.aggregators.MeanFactory()`.
+    model_aggregator: A `tff.aggregators.WeightedAggregationFactory` (or an
+      unweighted one such as `tff.learning.dp_aggregator`); `None` means
+      `tff.aggregators.MeanFactory()`.
     metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
     central_clip_norm: Optional global L2 norm to clip g~_c to.
     seed: Seeds the sampling of central batches.
@@ -127,7 +128,7 @@ def build_two_way_gradient_transfer(
     central_weight: float = 0.5,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES),
-    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
     metrics_aggregator: Optional[Callable[..., Any]] = None,
     central_clip_norm: Optional[float] = None,
     seed: int = 0,
@@ -168,7 +169,8 @@ def build_two_way_gradient_transfer(
     federated_weight: w_f in (0, 1].
     central_weight: w_c in [0, 1); `w_f + w_c` must be 1.
     client_weighting: A `tff.learning.ClientWeighting`.
-    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`.
+    model_aggregator: A `tff.aggregators.WeightedAggregationFactory`, or an
+      unweighted one such as `tff.learning.dp_aggregator` (DP-FedAvg).
     metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
     central_clip_norm: Optional global L2 norm to clip central gradients to.
     seed: Seeds the sampling of central batches.

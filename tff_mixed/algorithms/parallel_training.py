@@ -43,7 +43,7 @@ def build_parallel_training(
     central_weight: float = 0.5,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES),
-    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
     metrics_aggregator: Optional[Callable[..., Any]] = None,
     central_clip_norm: Optional[float] = None,
     seed: int = 0,
@@ -88,7 +88,8 @@ def build_parallel_training(
     client_weighting: A `tff.learning.ClientWeighting` (default by examples).
     model_aggregator: A `tff.aggregators.WeightedAggregationFactory` for
       client updates; `None` means `tff.aggregators.MeanFactory()`. Use
-      `tff.aggregators.clipping_factory` for adaptive clipping.
+      `tff.aggregators.clipping_factory` for adaptive clipping, or an
+      unweighted factory such as `tff.learning.dp_aggregator` for DP-FedAvg.
     metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`;
       `None` means `tff.learning.metrics.sum_then_finalize`.
     central_clip_norm: Optional global L2 norm to clip central gradients to.

@@ -172,13 +172,24 @@ def check_objective(objective: Any, model, require_data: bool = False,
                      f'{loss.shape}.')
 
 
-def check_aggregator(model_aggregator: Any) -> None:
-  if not isinstance(model_aggregator, tff.aggregators.WeightedAggregationFactory):
-    raise TypeError(
-        '`model_aggregator` must be a '
-        '`tff.aggregators.WeightedAggregationFactory` (e.g. '
-        '`tff.aggregators.MeanFactory()`), got '
-        f'{type(model_aggregator).__name__}.')
+def weighted_aggregator(model_aggregator: Any):
+  """Returns a weighted factory; unweighted ones (e.g. DP) are wrapped.
+
+  `tff.learning.dp_aggregator` and other unweighted factories average client
+  updates with equal weights; `tff.aggregators.as_weighted_aggregator` lets
+  them take the place of the weighted mean, as TFF's
+  `build_unweighted_fed_avg` does.
+  """
+  if isinstance(model_aggregator, tff.aggregators.WeightedAggregationFactory):
+    return model_aggregator
+  if isinstance(model_aggregator,
+                tff.aggregators.UnweightedAggregationFactory):
+    return tff.aggregators.as_weighted_aggregator(model_aggregator)
+  raise TypeError(
+      '`model_aggregator` must be a `tff.aggregators.WeightedAggregationFactory`'
+      ' (e.g. `tff.aggregators.MeanFactory()`) or an '
+      '`UnweightedAggregationFactory` (e.g. `tff.learning.dp_aggregator`), got '
+      f'{type(model_aggregator).__name__}.')
 
 
 def check_client_weighting(client_weighting: Any) -> None:

@@ -1,0 +1,277 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The shared runner: resume after SIGKILL, determinism, metrics, validation.
+
+Runs the digits label-imbalance trainer (`experiments/label_imbalance/
+train_lib.py`) on a tiny configuration, in subprocesses where a run must be
+killed for real.
+"""
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+from absl.testing import absltest
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+import tff_mixed
+from experiments.label_imbalance import train_lib
+from tests import testing_utils as tu
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TINY = dict(total_rounds=4, clients_per_round=3, client_steps=2,
+             num_clients=6, rounds_per_evaluation=2, progress=False)
+
+_KILLED_RUN = textwrap.dedent("""
+    import os, signal, sys
+    from experiments.label_imbalance import train_lib
+    from tff_mixed import runtime
+
+    def kill_after(round_num):
+      if round_num == int(sys.argv[2]):
+        # A SIGKILL skips our exit hook, so TFF's worker is orphaned: leave
+        # its PID for the test to end.
+        with open(sys.argv[3], 'w') as f:
+          f.write(' '.join(map(str, runtime.own_worker_pids())))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    train_lib.train(scenario='two_way_gt', root_output_dir=sys.argv[1],
+                    experiment_name='run', total_rounds=4,
+                    clients_per_round=3, client_steps=2, num_clients=6,
+                    rounds_per_evaluation=2, progress=False,
+                    round_end_fn=kill_after)
+""")
+
+
+def _read_csv(path):
+  with open(path) as f:
+    return list(csv.DictReader(f))
+
+
+def _final_weights(result):
+  leaves = tf.nest.flatten(result.state.global_model_weights.trainable)
+  return [np.asarray(w) for w in leaves]
+
+
+class ResumeTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root)
+
+  def test_killed_and_resumed_run_equals_uninterrupted_run(self):
+    reference = train_lib.train(
+        scenario='two_way_gt', root_output_dir=os.path.join(self.root, 'a'),
+        experiment_name='run', **_TINY)
+    killed_root = os.path.join(self.root, 'b')
+    pid_file = os.path.join(self.root, 'worker_pids')
+    log_path = os.path.join(self.root, 'killed.log')
+    # Output to a file, not a pipe: the orphaned worker would hold a pipe.
+    with open(log_path, 'w') as log:
+      process = subprocess.run(
+          [sys.executable, '-c', _KILLED_RUN, killed_root, '2', pid_file],
+          env=dict(os.environ, PYTHONPATH=_REPO_ROOT), stdout=log,
+          stderr=subprocess.STDOUT, timeout=300, check=False)
+    with open(pid_file) as f:
+      for pid in f.read().split():
+        try:
+          os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+          pass
+    with open(log_path) as f:
+      log_tail = f.read()[-2000:]
+    self.assertEqual(process.returncode, -signal.SIGKILL, log_tail)
+    partial = _read_csv(os.path.join(killed_root, 'results', 'run',
+                                     'metrics.csv'))
+    self.assertEqual([r['round_num'] for r in partial], ['1', '2'])
+    resumed = train_lib.train(
+        scenario='two_way_gt', root_output_dir=killed_root,
+        experiment_name='run', **_TINY)
+    self.assertEqual(resumed.resumed_from, 2)
+    self.assertEqual([h['round_num'] for h in resumed.history], [3, 4])
+    for got, want in zip(_final_weights(resumed), _final_weights(reference)):
+      np.testing.assert_array_equal(got, want)
+    self.assertEqual(
+        _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
+
+  def test_same_seed_same_metrics_and_csv_layout(self):
+    a = train_lib.train(scenario='example_transfer',
+                        root_output_dir=os.path.join(self.root, 'a'),
+                        experiment_name='run', **_TINY)
+    b = train_lib.train(scenario='example_transfer',
+                        root_output_dir=os.path.join(self.root, 'b'),
+                        experiment_name='run', **_TINY)
+    rows = _read_csv(a.metrics_path)
+    self.assertEqual(rows, _read_csv(b.metrics_path))
+    self.assertEqual([r['round_num'] for r in rows], ['1', '2', '3', '4'])
+    self.assertContainsSubset(
+        ['round_num', 'train/client_work/train/loss',
+         'train/client_work/train/accuracy', 'train/finalizer/update_non_finite',
+         'eval/accuracy', 'eval/auc', 'eval/loss', 'eval/positive_accuracy',
+         'eval/negative_accuracy'], list(rows[0]))
+    # Evaluation every 2 rounds.
+    self.assertEqual([r['eval/auc'] != '' for r in rows],
+                     [False, True, False, True])
+    self.assertTrue(os.path.exists(os.path.join(
+        self.root, 'a', 'results', 'run', 'hparams.json')))
+    self.assertNotEmpty(os.listdir(os.path.join(self.root, 'a', 'logdir',
+                                                'run')))
+
+
+class CheckpointSafetyTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root)
+
+  def test_refuses_checkpoints_of_another_experiment(self):
+    train_lib.train(scenario='one_way_gt', root_output_dir=self.root,
+                    experiment_name='run', **dict(_TINY, total_rounds=1))
+    with self.assertRaisesRegex(tff_mixed.CheckpointMismatchError,
+                                'client_lr'):
+      train_lib.train(scenario='one_way_gt', root_output_dir=self.root,
+                      experiment_name='run', client_lr=0.1,
+                      **dict(_TINY, total_rounds=2))
+
+  def test_corrupt_latest_checkpoint_falls_back(self):
+    result = train_lib.train(scenario='one_way_gt', root_output_dir=self.root,
+                             experiment_name='run',
+                             **dict(_TINY, total_rounds=2))
+    latest = os.path.join(result.checkpoint_dir, 'program_state_2')
+    shutil.rmtree(latest)
+    os.makedirs(latest)  # An empty, unreadable "checkpoint".
+    with self.assertLogs(level='WARNING') as logs:
+      resumed = train_lib.train(scenario='one_way_gt',
+                                root_output_dir=self.root,
+                                experiment_name='run', **_TINY)
+    self.assertEqual(resumed.resumed_from, 1)
+    self.assertTrue(any('unreadable' in line for line in logs.output))
+
+  def test_incompatible_structure_is_refused(self):
+    checkpointer = tff_mixed.training_checkpoints.Checkpointer(
+        os.path.join(self.root, 'c'), fingerprint={'a': 1})
+    checkpointer.check_or_write_fingerprint()
+    checkpointer.save((np.zeros([2], np.float32),), 1)
+    with self.assertRaisesRegex(tff_mixed.CheckpointMismatchError,
+                                'do not match'):
+      checkpointer.restore((np.zeros([3], np.float32),))
+
+
+class DivergenceAndValidationTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root)
+
+  def test_divergence_names_round_and_keeps_checkpoint(self):
+    # Our processes already drop non-finite client updates, so the loss of a
+    # mixed algorithm stays finite; the guard watches every released metric,
+    # here an evaluation that blows up in round 3.
+    process = tff_mixed.build_one_way_gradient_transfer(
+        tu.linear_model(),
+        tff_mixed.central_data_objective(tu.central_arrays()), tu.sgd(0.1),
+        central_batch_size=4)
+    datasets = tu.to_datasets(tu.client_arrays(), 2)
+    rounds_seen = []
+
+    def evaluation_fn(weights):
+      del weights
+      rounds_seen.append(len(rounds_seen) + 1)
+      return {'loss': float('nan') if len(rounds_seen) == 3 else 1.0}
+
+    with self.assertRaisesRegex(
+        tff_mixed.DivergenceError,
+        r'round 3: non-finite eval/loss\. Last good checkpoint: checkpoint 2'):
+      tff_mixed.run_training(
+          process, client_data_fn=lambda r: datasets, total_rounds=5,
+          root_output_dir=self.root, experiment_name='run', hparams={},
+          evaluation_fn=evaluation_fn, progress=False)
+    versions = os.listdir(os.path.join(self.root, 'checkpoints', 'run'))
+    self.assertIn('program_state_2', versions)
+    self.assertNotIn('program_state_3', versions)
+    rows = _read_csv(os.path.join(self.root, 'results', 'run', 'metrics.csv'))
+    self.assertEqual([r['round_num'] for r in rows], ['1', '2'])
+
+  def test_bad_arguments(self):
+    process = tff.learning.algorithms.build_weighted_fed_avg(
+        tu.linear_model(), client_optimizer_fn=tu.sgd(0.1))
+    common = dict(client_data_fn=lambda r: [], root_output_dir=self.root,
+                  experiment_name='x', hparams={})
+    with self.assertRaisesRegex(ValueError, '`total_rounds`'):
+      tff_mixed.run_training(process, total_rounds=0, **common)
+    with self.assertRaisesRegex(ValueError, '`rounds_per_checkpoint`'):
+      tff_mixed.run_training(process, total_rounds=1, rounds_per_checkpoint=-1,
+                             **common)
+    with self.assertRaisesRegex(ValueError, '`experiment_name`'):
+      tff_mixed.run_training(process, total_rounds=1,
+                             **dict(common, experiment_name='a/b'))
+    with self.assertRaisesRegex(TypeError, '`process`'):
+      tff_mixed.run_training(object(), total_rounds=1, **common)
+    unwritable = os.path.join(self.root, 'ro')
+    os.makedirs(unwritable)
+    os.chmod(unwritable, 0o500)
+    if os.access(unwritable, os.W_OK):  # Root ignores permissions.
+      blocker = os.path.join(self.root, 'file')
+      with open(blocker, 'w') as f:
+        f.write('')
+      unwritable = os.path.join(blocker, 'sub')
+    with self.assertRaisesRegex(ValueError, 'not writable'):
+      tff_mixed.run_training(process, total_rounds=1,
+                             **dict(common, root_output_dir=unwritable))
+    with self.assertRaisesRegex(ValueError, '`clients_per_round`'):
+      train_lib.train(scenario='fl_only', root_output_dir=self.root,
+                      experiment_name='run', **dict(_TINY,
+                                                    clients_per_round=7))
+    with self.assertRaisesRegex(ValueError, '`scenario`'):
+      train_lib.train(scenario='fedprox', root_output_dir=self.root,
+                      experiment_name='run', **_TINY)
+    with self.assertRaisesRegex(ValueError, '`dp_clip_norm`'):
+      train_lib.train(scenario='fl_only', root_output_dir=self.root,
+                      experiment_name='run', dp_clip_norm=1.0, **_TINY)
+
+
+class DifferentialPrivacyTest(absltest.TestCase):
+
+  def test_dp_aggregator_composes_with_mixed_algorithms(self):
+    datasets = tu.to_datasets(tu.client_arrays(), 2)
+    objective = tff_mixed.central_data_objective(tu.central_arrays())
+    results = {}
+    for noise in (0.5, 2.0):
+      aggregator = train_lib.build_dp_aggregator(noise, 1.0, 3)
+      process = tff_mixed.build_two_way_gradient_transfer(
+          tu.linear_model(), objective, tu.sgd(0.1), tu.sgd(0.1),
+          central_batch_size=4, client_steps=2, model_aggregator=aggregator)
+      output = process.next(process.initialize(), datasets)
+      self.assertIn('dp', output.metrics['aggregator'])
+      results[noise] = np.concatenate(
+          [w.ravel() for w in tu.trainable(process, output.state)])
+    self.assertGreater(np.abs(results[0.5] - results[2.0]).max(), 1e-4)
+    adaptive = train_lib.build_dp_aggregator(1.0, 0.0, 100)
+    self.assertIsInstance(adaptive,
+                          tff.aggregators.UnweightedAggregationFactory)
+    self.assertIsNone(train_lib.build_dp_aggregator(0.0, 0.0, 3))
+
+
+if __name__ == '__main__':
+  absltest.main()

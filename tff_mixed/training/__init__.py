@@ -1,0 +1,1 @@
+"""Experiment runtime: resumable training runs with metrics releases."""

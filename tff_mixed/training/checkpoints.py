@@ -1,0 +1,159 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Checkpoints that refuse to resume the wrong run and survive a corrupt save.
+
+Wraps `tff.program.FileProgramStateManager` with the guarantees a long
+simulation needs:
+
+* a run writes a fingerprint (its hyperparameters) beside its checkpoints and
+  refuses to resume from a directory written by a different configuration,
+  instead of silently overwriting it;
+* a checkpoint whose tensors do not match the process's state (another model)
+  is refused with a message, never loaded into the wrong structure;
+* a latest checkpoint that cannot be read (a save cut off by a kill) is
+  skipped in favour of the previous one, and the fallback is reported.
+"""
+
+import asyncio
+import json
+import os
+from typing import Any, Mapping, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+FINGERPRINT_FILE = 'experiment_fingerprint.json'
+_PREFIX = 'program_state_'
+
+
+class CheckpointMismatchError(ValueError):
+  """The checkpoint directory belongs to another experiment or model."""
+
+
+def _run(coroutine):
+  """Runs a coroutine on this thread's event loop (TFF's program style)."""
+  try:
+    loop = asyncio.get_event_loop()
+  except RuntimeError:
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+  return loop.run_until_complete(coroutine)
+
+
+def _signature(structure) -> list[tuple[tuple[int, ...], str]]:
+  return [(tuple(np.shape(x)), np.asarray(x).dtype.name)
+          for x in tf.nest.flatten(structure)]
+
+
+class Checkpointer:
+  """Saves and restores a process's state under one directory.
+
+  Attributes:
+    directory: The checkpoint directory.
+  """
+
+  def __init__(self, directory: str, fingerprint: Mapping[str, Any],
+               keep_total: int = 3):
+    self.directory = directory
+    self._fingerprint = json.loads(json.dumps(fingerprint, sort_keys=True,
+                                              default=str))
+    self._manager = tff.program.FileProgramStateManager(
+        directory, prefix=_PREFIX, keep_total=keep_total, keep_first=False)
+
+  def _fingerprint_path(self) -> str:
+    return os.path.join(self.directory, FINGERPRINT_FILE)
+
+  def check_or_write_fingerprint(self) -> None:
+    """Writes the fingerprint, or refuses a directory with another one.
+
+    Raises:
+      CheckpointMismatchError: If the directory holds checkpoints of a run
+        with different hyperparameters.
+    """
+    os.makedirs(self.directory, exist_ok=True)
+    path = self._fingerprint_path()
+    if os.path.exists(path):
+      with open(path) as f:
+        existing = json.load(f)
+      if existing != self._fingerprint:
+        diff = sorted(
+            k for k in set(existing) | set(self._fingerprint)
+            if existing.get(k) != self._fingerprint.get(k))
+        raise CheckpointMismatchError(
+            f'Refusing to resume from {self.directory}: its checkpoints were '
+            f'written by a run with other settings (differing: {diff}). Use '
+            'another --experiment_name or --root_output_dir, or delete that '
+            'directory to start over.')
+      return
+    if _run(self._manager.get_versions()):
+      raise CheckpointMismatchError(
+          f'Refusing to resume from {self.directory}: it holds checkpoints '
+          f'but no {FINGERPRINT_FILE}, so it was not written by this runner.')
+    temp = path + '.tmp'
+    with open(temp, 'w') as f:
+      json.dump(self._fingerprint, f, indent=2, sort_keys=True)
+    os.replace(temp, path)
+
+  def latest_version(self) -> Optional[int]:
+    versions = _run(self._manager.get_versions())
+    return versions[-1] if versions else None
+
+  def restore(self, initial_state) -> tuple[Any, int]:
+    """Returns `(state, round)` of the newest readable checkpoint.
+
+    Returns `(initial_state, 0)` when there is none.
+
+    Raises:
+      CheckpointMismatchError: If the checkpoints hold another structure.
+    """
+    versions = _run(self._manager.get_versions()) or []
+    expected = _signature(initial_state)
+    unreadable = []
+    for version in reversed(versions):
+      try:
+        state = _run(self._manager.load(version, initial_state))
+      except Exception as e:  # pylint: disable=broad-except
+        logging.warning(
+            'Checkpoint %d in %s is unreadable (%s: %s); falling back to the '
+            'previous one.', version, self.directory, type(e).__name__, e)
+        unreadable.append(version)
+        continue
+      if _signature(state) != expected:
+        raise CheckpointMismatchError(
+            f'Refusing to resume from checkpoint {version} in '
+            f'{self.directory}: its tensors do not match this model '
+            '(different shapes or dtypes). Use another --experiment_name.')
+      for bad in unreadable:
+        # Keep the unreadable files for inspection, out of the way of the
+        # rounds about to be saved again.
+        path = os.path.join(self.directory, f'{_PREFIX}{bad}')
+        os.replace(path, f'{path}.unreadable')
+      if unreadable:
+        logging.warning('Resumed from checkpoint %d, not the latest (%d), '
+                        'which could not be read; it was renamed to '
+                        '*.unreadable.', version, versions[-1])
+      return state, version
+    if versions:
+      # Starting over would bury the unreadable checkpoints under new ones;
+      # leave them for the user to inspect.
+      raise CheckpointMismatchError(
+          f'No checkpoint in {self.directory} can be read (versions '
+          f'{versions}). Inspect or delete the directory, or use another '
+          '--experiment_name.')
+    return initial_state, 0
+
+  def save(self, state, round_num: int) -> None:
+    _run(self._manager.save(state, round_num))

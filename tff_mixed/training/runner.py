@@ -1,0 +1,249 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The training loop every experiment binary shares.
+
+`run_training` drives any `tff.learning.templates.LearningProcess` (ours or
+TFF's FedAvg) round by round, in the research-repo layout:
+
+```
+<root_output_dir>/checkpoints/<experiment_name>/   FileProgramStateManager
+<root_output_dir>/results/<experiment_name>/       metrics.csv, hparams.json
+<root_output_dir>/logdir/<experiment_name>/        TensorBoard
+```
+
+It resumes from the newest readable checkpoint (refusing one written by
+another configuration), releases each round's metrics to CSV (one row per
+round, rows past a resumed checkpoint replaced), TensorBoard and the log,
+shows a progress bar with rounds/s and ETA on terminals, evaluates every few
+rounds, and stops on divergence naming the round and the last good checkpoint,
+which stays intact. Client selection must be a pure function of the round
+number (e.g. `tff.simulation.build_uniform_sampling_fn` with a seed) and our
+processes key all server-side sampling on the round in their state, so a run
+killed and resumed ends exactly where an uninterrupted run ends.
+"""
+
+import collections
+from collections.abc import Callable, Mapping
+import json
+import math
+import os
+import time
+from typing import Any, NamedTuple, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow_federated as tff
+import tqdm
+
+from tff_mixed.training import checkpoints as checkpoints_lib
+
+METRICS_FILE = 'metrics.csv'
+HPARAMS_FILE = 'hparams.json'
+ROUND_KEY = 'round_num'
+
+
+class DivergenceError(RuntimeError):
+  """Training produced a non-finite loss or model."""
+
+
+class RunResult(NamedTuple):
+  """What `run_training` returns.
+
+  Attributes:
+    state: The final server state.
+    history: Per round run in this call, the flat metrics released.
+    resumed_from: The checkpoint round the run resumed from (0: fresh).
+    metrics_path: The CSV path.
+    checkpoint_dir: The checkpoint directory.
+  """
+
+  state: Any
+  history: list[dict[str, float]]
+  resumed_from: int
+  metrics_path: str
+  checkpoint_dir: str
+
+
+def flatten_metrics(metrics: Mapping[str, Any], prefix: str = '') -> dict:
+  """Flattens nested metrics to `{'a/b/c': float}`, keeping scalars only."""
+  flat = collections.OrderedDict()
+  for key, value in metrics.items():
+    name = f'{prefix}{key}'
+    if isinstance(value, Mapping):
+      flat.update(flatten_metrics(value, name + '/'))
+    elif np.ndim(value) == 0 and not isinstance(value, (str, bytes, tuple)):
+      flat[name] = float(value)
+  return flat
+
+
+def output_dirs(root_output_dir: str, experiment_name: str) -> dict[str, str]:
+  return {
+      kind: os.path.join(root_output_dir, kind, experiment_name)
+      for kind in ('checkpoints', 'results', 'logdir')
+  }
+
+
+def _check_writable(path: str) -> None:
+  try:
+    os.makedirs(path, exist_ok=True)
+    probe = os.path.join(path, '.write_probe')
+    with open(probe, 'w') as f:
+      f.write('')
+    os.remove(probe)
+  except OSError as e:
+    raise ValueError(f'Output directory {path} is not writable: {e}') from e
+
+
+def _check_positive_int(name, value):
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or (
+      value <= 0):
+    raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
+
+
+def _non_finite(flat: Mapping[str, float]) -> list[str]:
+  return [k for k, v in flat.items() if not math.isfinite(v)]
+
+
+def run_training(
+    process: tff.learning.templates.LearningProcess,
+    *,
+    client_data_fn: Callable[[int], Any],
+    total_rounds: int,
+    root_output_dir: str,
+    experiment_name: str,
+    hparams: Mapping[str, Any],
+    rounds_per_checkpoint: int = 1,
+    evaluation_fn: Optional[Callable[[Any], Mapping[str, float]]] = None,
+    rounds_per_evaluation: int = 1,
+    progress: Optional[bool] = None,
+    keep_checkpoints: int = 3,
+    round_end_fn: Optional[Callable[[int], None]] = None,
+) -> RunResult:
+  """Trains `process` for `total_rounds`, resuming from its checkpoints.
+
+  Args:
+    process: A `tff.learning.templates.LearningProcess`.
+    client_data_fn: `fn(round_num) -> client data` for rounds 1, 2, ...; must
+      depend only on the round number for runs to be resumable exactly.
+    total_rounds: Rounds to reach (a resumed run does only the rest).
+    root_output_dir: Root of the output layout (see the module docstring).
+    experiment_name: Subdirectory name of this run.
+    hparams: The run's hyperparameters: written to `hparams.json` once, and
+      the fingerprint that a resumed run must match.
+    rounds_per_checkpoint: Save the state every this many rounds (and after
+      the last round).
+    evaluation_fn: Optional `fn(model_weights) -> {name: float}`, run every
+      `rounds_per_evaluation` rounds and after the last; released with the
+      `eval/` prefix.
+    rounds_per_evaluation: See `evaluation_fn`.
+    progress: Progress bar: `True`, `False`, or `None` for terminals only.
+    keep_checkpoints: How many checkpoints to keep.
+    round_end_fn: Optional hook called with the round number after the
+      round's metrics and checkpoint are written (tests use it to kill runs).
+
+  Returns:
+    A `RunResult`.
+
+  Raises:
+    ValueError: For bad arguments or an output directory that is not
+      writable.
+    checkpoints_lib.CheckpointMismatchError: If the checkpoints belong to
+      another configuration or model.
+    DivergenceError: On a non-finite training metric, evaluation metric or
+      model weight; the last good checkpoint is left intact.
+  """
+  if not isinstance(process, tff.learning.templates.LearningProcess):
+    raise TypeError('`process` must be a '
+                    '`tff.learning.templates.LearningProcess`, got '
+                    f'{type(process).__name__}.')
+  for name, value in (('total_rounds', total_rounds),
+                      ('rounds_per_checkpoint', rounds_per_checkpoint),
+                      ('rounds_per_evaluation', rounds_per_evaluation),
+                      ('keep_checkpoints', keep_checkpoints)):
+    _check_positive_int(name, value)
+  if not experiment_name or os.sep in experiment_name:
+    raise ValueError('`experiment_name` must be a non-empty name without '
+                     f'{os.sep!r}, got {experiment_name!r}.')
+  dirs = output_dirs(root_output_dir, experiment_name)
+  for path in dirs.values():
+    _check_writable(path)
+
+  checkpointer = checkpoints_lib.Checkpointer(
+      dirs['checkpoints'], fingerprint=hparams, keep_total=keep_checkpoints)
+  checkpointer.check_or_write_fingerprint()
+  hparams_path = os.path.join(dirs['results'], HPARAMS_FILE)
+  if not os.path.exists(hparams_path):
+    with open(hparams_path + '.tmp', 'w') as f:
+      json.dump(dict(hparams), f, indent=2, sort_keys=True, default=str)
+    os.replace(hparams_path + '.tmp', hparams_path)
+
+  state, start_round = checkpointer.restore(process.initialize())
+  if start_round:
+    logging.info('%s: resuming after round %d from %s', experiment_name,
+                 start_round, dirs['checkpoints'])
+  metrics_path = os.path.join(dirs['results'], METRICS_FILE)
+  csv_manager = tff.program.CSVFileReleaseManager(
+      metrics_path, save_mode=tff.program.CSVSaveMode.APPEND,
+      key_fieldname=ROUND_KEY)
+  managers = tff.program.GroupingReleaseManager([
+      csv_manager,
+      tff.program.TensorBoardReleaseManager(dirs['logdir']),
+  ])
+  last_good = start_round if start_round else None
+  history = []
+  bar = tqdm.tqdm(total=total_rounds, initial=start_round, unit='round',
+                  desc=experiment_name,
+                  disable=None if progress is None else not progress)
+  log_every = max(1, total_rounds // 10)
+  started = time.perf_counter()
+  with bar:
+    for round_num in range(start_round + 1, total_rounds + 1):
+      output = process.next(state, client_data_fn(round_num))
+      flat = flatten_metrics(output.metrics, 'train/')
+      weights = process.get_model_weights(output.state)
+      bad = _non_finite(flat)
+      if not all(np.all(np.isfinite(w)) for w in weights.trainable):
+        bad.append('model weights')
+      if (evaluation_fn is not None and not bad and
+          (round_num % rounds_per_evaluation == 0
+           or round_num == total_rounds)):
+        eval_metrics = flatten_metrics(evaluation_fn(weights), 'eval/')
+        bad += _non_finite(eval_metrics)
+        flat.update(eval_metrics)
+      if bad:
+        where = (f'checkpoint {last_good} in {dirs["checkpoints"]}'
+                 if last_good else 'none (no checkpoint was saved yet)')
+        raise DivergenceError(
+            f'{experiment_name} diverged at round {round_num}: non-finite '
+            f'{", ".join(bad)}. Last good checkpoint: {where}, left intact.')
+      state = output.state
+      checkpoints_lib._run(managers.release(flat, key=round_num))  # pylint: disable=protected-access
+      if round_num % rounds_per_checkpoint == 0 or round_num == total_rounds:
+        checkpointer.save(state, round_num)
+        last_good = round_num
+      history.append(dict(flat, **{ROUND_KEY: round_num}))
+      bar.update(1)
+      done = round_num - start_round
+      if bar.disable and (round_num % log_every == 0
+                          or round_num == total_rounds):
+        elapsed = time.perf_counter() - started
+        rate = done / elapsed if elapsed > 0 else float('inf')
+        logging.info('%s: round %d/%d, %.2f rounds/s, ETA %.0f s',
+                     experiment_name, round_num, total_rounds, rate,
+                     (total_rounds - round_num) / rate if rate else 0.0)
+      if round_end_fn is not None:
+        round_end_fn(round_num)
+  return RunResult(state=state, history=history, resumed_from=start_round,
+                   metrics_path=metrics_path,
+                   checkpoint_dir=dirs['checkpoints'])
