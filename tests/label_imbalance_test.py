@@ -277,11 +277,13 @@ class RunComparisonTest(parameterized.TestCase):
       self.assertEqual(summary.tail_auc, summary.final.auc)
     # FL only never sees a negative, so it cannot learn to predict one.
     self.assertLess(result.summaries[0].final.negative_accuracy, 0.5)
-    # Atomic writes leave no temporary files behind.
+    # Atomic writes leave no temporary files behind; each scenario ran in
+    # the runner's layout.
     self.assertCountEqual(
         os.listdir(output_dir),
         [label_imbalance_lib.METRICS_FILE, label_imbalance_lib.PLOT_FILE,
-         label_imbalance_lib.TABLE_FILE, label_imbalance_lib.CONFIG_FILE])
+         label_imbalance_lib.TABLE_FILE, label_imbalance_lib.CONFIG_FILE,
+         'checkpoints', 'results', 'logdir'])
 
   @parameterized.named_parameters(
       ('zero_rounds', dict(rounds=0), ValueError, 'rounds'),

@@ -251,6 +251,40 @@ class DivergenceAndValidationTest(absltest.TestCase):
                       experiment_name='run', dp_clip_norm=1.0, **_TINY)
 
 
+class RemoteTrainingTest(absltest.TestCase):
+
+  def test_training_on_two_loopback_workers_equals_local(self):
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root)
+    tiny = dict(_TINY, total_rounds=2)
+    local = train_lib.train(scenario='two_way_gt',
+                            root_output_dir=os.path.join(root, 'local'),
+                            experiment_name='run', **tiny)
+    with tff_mixed.remote.local_workers(2) as workers:
+      remote = train_lib.train(
+          scenario='two_way_gt', root_output_dir=os.path.join(root, 'remote'),
+          experiment_name='run',
+          worker_addresses=[w.address for w in workers], **tiny)
+    for got, want in zip(_final_weights(remote), _final_weights(local)):
+      np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    local_rows = _read_csv(local.metrics_path)
+    remote_rows = _read_csv(remote.metrics_path)
+    self.assertEqual([r['round_num'] for r in remote_rows], ['1', '2'])
+    for a, b in zip(local_rows, remote_rows):
+      for key in a:
+        if a[key]:
+          self.assertAlmostEqual(float(a[key]), float(b[key]), places=5,
+                                 msg=key)
+    for worker in workers:
+      self.assertFalse(worker.running())
+
+  def test_bad_worker_address_fails_fast(self):
+    with self.assertRaisesRegex(ValueError, 'worker_addresses'):
+      train_lib.train(scenario='fl_only', root_output_dir=tempfile.mkdtemp(),
+                      experiment_name='run', worker_addresses=['nohost'],
+                      **_TINY)
+
+
 class DifferentialPrivacyTest(absltest.TestCase):
 
   def test_dp_aggregator_composes_with_mixed_algorithms(self):

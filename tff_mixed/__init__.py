@@ -18,6 +18,7 @@ computed only on clients, and a centralized loss f_c, computed at the server
 (Augenstein et al., arXiv:2205.13655).
 """
 
+from tff_mixed import remote
 from tff_mixed import runtime as _runtime
 from tff_mixed.algorithms.example_transfer import build_example_transfer
 from tff_mixed.algorithms.example_transfer import build_fedavg_with_shared_data
@@ -33,6 +34,7 @@ from tff_mixed.models.dense import build_linear_regression
 from tff_mixed.training import checkpoints as training_checkpoints
 from tff_mixed.training.checkpoints import CheckpointMismatchError
 from tff_mixed.training.runner import DivergenceError
+from tff_mixed.training.runner import ROUND_KEY as RUN_ROUND_KEY
 from tff_mixed.training.runner import run_training
 from tff_mixed.training.runner import RunResult
 # The bundled digits label-imbalance task (build_task, evaluate, ...).

@@ -78,6 +78,8 @@ METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'auc_accuracy.png'
 TABLE_FILE = 'results.txt'
 CONFIG_FILE = 'config.json'
+_EVAL_FIELDS = ('accuracy', 'auc', 'loss', 'positive_accuracy',
+                'negative_accuracy')
 CSV_COLUMNS = ('scenario', 'round', 'train_loss', 'eval_accuracy', 'eval_auc',
                'eval_loss', 'positive_accuracy', 'negative_accuracy',
                'seconds')
@@ -95,8 +97,9 @@ class MetricsRow(NamedTuple):
     eval_loss: Loss on the eval set.
     positive_accuracy: Accuracy on positive eval examples.
     negative_accuracy: Accuracy on negative eval examples.
-    seconds: Wall-clock seconds since the scenario started, building and
-      tracing its process included, evaluation excluded.
+    seconds: Wall-clock seconds since the scenario started, building,
+      tracing and evaluation included; NaN for rounds an earlier, interrupted
+      invocation completed.
   """
 
   scenario: str
@@ -331,59 +334,76 @@ def _run_scenario(
     target_auc: float,
     seed: int,
     progress: Optional[bool],
+    output_dir: str,
+    hparams: dict[str, Any],
 ) -> tuple[list[MetricsRow], ScenarioSummary]:
-  """Trains one scenario and evaluates it every `eval_every` rounds."""
+  """Trains one scenario with the shared runner, evaluating periodically.
+
+  The run lives under `output_dir/{checkpoints,results,logdir}/<scenario>`,
+  so an interrupted comparison resumes where it stopped; rows are read back
+  from the runner's metrics CSV, which then covers every round.
+  """
   start = time.perf_counter()
-  eval_seconds = 0.0
   process = build_process(scenario, model, task.central_data,
                           client_steps=client_steps, seed=seed,
                           **process_kwargs)
-  state = process.initialize()
+  initial = task_lib.evaluate(model,
+                              process.get_model_weights(process.initialize()),
+                              task.eval_data)
   build_seconds = time.perf_counter() - start
   # Same seed in every scenario: round r trains on the same clients in all.
   sample_clients = tff.simulation.build_uniform_sampling_fn(
       range(task.num_clients), random_seed=seed)
-  rows = []
-  final = None
 
-  def evaluate(round_num: int, train_loss: float) -> MetricsRow:
-    nonlocal eval_seconds, final
-    eval_start = time.perf_counter()
-    metrics = task_lib.evaluate(model, process.get_model_weights(state),
-                                task.eval_data)
-    final = metrics
-    seconds = eval_start - start - eval_seconds
-    eval_seconds += time.perf_counter() - eval_start
-    row = MetricsRow(scenario, round_num, train_loss, metrics.accuracy,
-                     metrics.auc, metrics.loss, metrics.positive_accuracy,
-                     metrics.negative_accuracy, seconds)
-    rows.append(row)
-    return row
+  def client_data_fn(round_num: int):
+    ids = sample_clients(round_num - 1, clients_per_round)
+    return client_data(scenario, task, ids, client_steps)
 
-  evaluate(0, float('nan'))
-  # `disable=None` turns the bar off when stderr is not a terminal (logs, CI).
-  bar = tqdm.tqdm(total=rounds, desc=f'{scenario:>17}', unit='round',
-                  disable=None if progress is None else not progress,
-                  leave=True, dynamic_ncols=True)
-  with bar:
-    for round_num in range(1, rounds + 1):
-      client_ids = sample_clients(round_num - 1, clients_per_round)
-      output = process.next(
-          state, client_data(scenario, task, client_ids, client_steps))
-      state = output.state
-      bar.update(1)
-      if round_num % eval_every == 0 or round_num == rounds:
-        train_loss = float(output.metrics['client_work']['train']['loss'])
-        row = evaluate(round_num, train_loss)
-        bar.set_postfix(auc=f'{row.eval_auc:.3f}',
-                        acc=f'{row.eval_accuracy:.3f}', refresh=False)
+  def evaluation_fn(weights):
+    metrics = task_lib.evaluate(model, weights, task.eval_data)
+    return {name: getattr(metrics, name) for name in _EVAL_FIELDS}
+
+  seconds = {0: 0.0}
+
+  def round_end_fn(round_num: int) -> None:
+    seconds[round_num] = time.perf_counter() - start
+
+  result = tff_mixed.run_training(
+      process, client_data_fn=client_data_fn, total_rounds=rounds,
+      root_output_dir=output_dir, experiment_name=scenario,
+      hparams=dict(hparams, scenario=scenario),
+      rounds_per_checkpoint=max(1, rounds // 5), evaluation_fn=evaluation_fn,
+      rounds_per_evaluation=eval_every, progress=progress,
+      round_end_fn=round_end_fn)
+  rows = [MetricsRow(scenario, 0, float('nan'), initial.accuracy, initial.auc,
+                     initial.loss, initial.positive_accuracy,
+                     initial.negative_accuracy, 0.0)]
+  with open(result.metrics_path) as f:
+    for record in csv.DictReader(f):
+      if not record.get('eval/auc'):
+        continue
+      round_num = int(record[tff_mixed.RUN_ROUND_KEY])
+      rows.append(MetricsRow(
+          scenario, round_num,
+          float(record['train/client_work/train/loss']),
+          *(float(record[f'eval/{name}']) for name in (
+              'accuracy', 'auc', 'loss', 'positive_accuracy',
+              'negative_accuracy')),
+          # Rounds done by an earlier, interrupted invocation have no time.
+          seconds.get(round_num, float('nan'))))
+  last = rows[-1]
+  final = task_lib.EvalMetrics(
+      accuracy=last.eval_accuracy, loss=last.eval_loss, auc=last.eval_auc,
+      positive_accuracy=last.positive_accuracy,
+      negative_accuracy=last.negative_accuracy,
+      num_examples=initial.num_examples)
   tail = [r for r in rows if r.round > 0.75 * rounds] or rows[-1:]
   summary = ScenarioSummary(
       scenario=scenario, final=final,
       rounds_to_target=_first_round_reaching(rows, target_auc),
       tail_auc=float(np.mean([r.eval_auc for r in tail])),
       tail_accuracy=float(np.mean([r.eval_accuracy for r in tail])),
-      seconds=rows[-1].seconds, build_seconds=build_seconds)
+      seconds=time.perf_counter() - start, build_seconds=build_seconds)
   logging.info(
       '%s: %d rounds in %.1f s (build %.1f s): eval AUC %.3f, accuracy %.3f '
       '(positives %.3f, negatives %.3f)', scenario, rounds, summary.seconds,
@@ -622,7 +642,12 @@ def run_comparison(
         scenario, task, model, process_kwargs, rounds=rounds,
         clients_per_round=clients_per_round, client_steps=client_steps,
         eval_every=eval_every, target_auc=target_auc, seed=seed,
-        progress=progress)
+        progress=progress, output_dir=output_dir,
+        # What a resumed scenario must share with its checkpoints; more
+        # rounds, other scenarios or evaluation settings may differ.
+        hparams={k: v for k, v in config.items()
+                 if k not in ('scenarios', 'rounds', 'eval_every',
+                              'target_auc')})
     rows.extend(scenario_rows)
     summaries.append(summary)
 

@@ -76,6 +76,7 @@ def train(
     dp_clip_norm: float = 0.0,
     progress: Optional[bool] = None,
     round_end_fn=None,
+    worker_addresses: Sequence[str] = (),
 ) -> tff_mixed.RunResult:
   """Trains one scenario of the digits label-imbalance task, resumably.
 
@@ -100,6 +101,9 @@ def train(
     dp_clip_norm: DP fixed clip (0: adaptive clipping).
     progress: Progress bar (`None`: terminals only).
     round_end_fn: Optional per-round hook (tests).
+    worker_addresses: `host:port` of TFF workers (`worker_binary`) to run on
+      instead of the local runtime; a round's clients are split across them.
+      Empty: the local runtime.
 
   Returns:
     A `tff_mixed.RunResult`.
@@ -156,10 +160,17 @@ def train(
       examples_per_client=examples_per_client,
       hidden_units=list(label_imbalance_lib.HIDDEN_UNITS),
       dp_noise_multiplier=dp_noise_multiplier, dp_clip_norm=dp_clip_norm)
-  return tff_mixed.run_training(
-      process, client_data_fn=client_data_fn, total_rounds=total_rounds,
-      root_output_dir=root_output_dir, experiment_name=experiment_name,
-      hparams=hparams, rounds_per_checkpoint=rounds_per_checkpoint,
-      evaluation_fn=evaluation_fn,
-      rounds_per_evaluation=rounds_per_evaluation, progress=progress,
-      round_end_fn=round_end_fn)
+  if worker_addresses:
+    # Fails fast, naming the address, if a worker is malformed or down.
+    tff_mixed.remote.set_remote_execution_context(list(worker_addresses))
+  try:
+    return tff_mixed.run_training(
+        process, client_data_fn=client_data_fn, total_rounds=total_rounds,
+        root_output_dir=root_output_dir, experiment_name=experiment_name,
+        hparams=hparams, rounds_per_checkpoint=rounds_per_checkpoint,
+        evaluation_fn=evaluation_fn,
+        rounds_per_evaluation=rounds_per_evaluation, progress=progress,
+        round_end_fn=round_end_fn)
+  finally:
+    if worker_addresses:
+      tff_mixed.remote.restore_local_execution_context()
