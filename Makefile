@@ -22,11 +22,7 @@ test: venv
 	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider $(ARGS)
 
 # Installs Bazel (Debian's bazel-bootstrap) if missing; runs offline.
-bazel-# The default demo run, recorded in RESULTS.md (machine, date, data, table).
-results: venv
-	@$(RUN) $(PY) -m experiments.label_imbalance.label_imbalance_main --results_markdown=RESULTS.md $(ARGS)
-
-test: venv
+bazel-test: venv
 	@$(RUN) bash scripts/bazel_test.sh test //... $(ARGS)
 
 benchmark: venv
