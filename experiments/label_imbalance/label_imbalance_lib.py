@@ -321,6 +321,39 @@ def _first_round_reaching(rows: Sequence[MetricsRow],
   return None
 
 
+def round_functions(
+    scenario: str,
+    task: task_lib.LabelImbalanceTask,
+    model: tff.learning.models.FunctionalModel,
+    *,
+    clients_per_round: int,
+    client_steps: int,
+    seed: int,
+):
+  """The runner's `client_data_fn` and `evaluation_fn` for one scenario.
+
+  Client sampling is a pure function of the round and `seed`, the same in
+  every scenario (round r trains on the same clients in all) and in a
+  resumed run.
+
+  Returns:
+    `(client_data_fn(round_num) -> datasets, evaluation_fn(weights) ->
+    {name: float})`.
+  """
+  sample_clients = tff.simulation.build_uniform_sampling_fn(
+      range(task.num_clients), random_seed=seed)
+
+  def client_data_fn(round_num: int):
+    ids = sample_clients(round_num - 1, clients_per_round)
+    return client_data(scenario, task, ids, client_steps)
+
+  def evaluation_fn(weights):
+    metrics = task_lib.evaluate(model, weights, task.eval_data)
+    return {name: getattr(metrics, name) for name in _EVAL_FIELDS}
+
+  return client_data_fn, evaluation_fn
+
+
 def _run_scenario(
     scenario: str,
     task: task_lib.LabelImbalanceTask,
@@ -351,18 +384,9 @@ def _run_scenario(
                               process.get_model_weights(process.initialize()),
                               task.eval_data)
   build_seconds = time.perf_counter() - start
-  # Same seed in every scenario: round r trains on the same clients in all.
-  sample_clients = tff.simulation.build_uniform_sampling_fn(
-      range(task.num_clients), random_seed=seed)
-
-  def client_data_fn(round_num: int):
-    ids = sample_clients(round_num - 1, clients_per_round)
-    return client_data(scenario, task, ids, client_steps)
-
-  def evaluation_fn(weights):
-    metrics = task_lib.evaluate(model, weights, task.eval_data)
-    return {name: getattr(metrics, name) for name in _EVAL_FIELDS}
-
+  client_data_fn, evaluation_fn = round_functions(
+      scenario, task, model, clients_per_round=clients_per_round,
+      client_steps=client_steps, seed=seed)
   seconds = {0: 0.0}
 
   def round_end_fn(round_num: int) -> None:

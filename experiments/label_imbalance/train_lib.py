@@ -20,7 +20,7 @@ evaluation, divergence detection, an optional differentially private
 aggregator, and optional execution on remote TFF workers.
 """
 
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import tensorflow_federated as tff
 
@@ -136,19 +136,9 @@ def train(
       examples_per_client=examples_per_client,
       client_batch_size=client_batch_size, seed=seed,
       model_aggregator=aggregator)
-  sample_clients = tff.simulation.build_uniform_sampling_fn(
-      range(num_clients), random_seed=seed)
-
-  def client_data_fn(round_num: int) -> Sequence[Any]:
-    ids = sample_clients(round_num - 1, clients_per_round)
-    return label_imbalance_lib.client_data(scenario, task, ids, client_steps)
-
-  def evaluation_fn(weights):
-    metrics = task_lib.evaluate(model, weights, task.eval_data)
-    return dict(accuracy=metrics.accuracy, auc=metrics.auc,
-                loss=metrics.loss,
-                positive_accuracy=metrics.positive_accuracy,
-                negative_accuracy=metrics.negative_accuracy)
+  client_data_fn, evaluation_fn = label_imbalance_lib.round_functions(
+      scenario, task, model, clients_per_round=clients_per_round,
+      client_steps=client_steps, seed=seed)
 
   # `total_rounds` is left out: resuming with more rounds extends a run.
   hparams = dict(
