@@ -259,6 +259,7 @@ def build_mixed_process(
   )
   if config.send_central_gradient:
     server_input_members['central_gradient'] = trainable_type
+    server_input_members['central_loss'] = tff.TensorType(np.float32)
   if server_config.with_diagnostics:
     server_input_members['mean_probe_gradient'] = trainable_type
 
@@ -270,19 +271,8 @@ def build_mixed_process(
         inputs['federated_gradient'], inputs['aggregated_update'],
         inputs['central_gradient'] if config.send_central_gradient else (),
         inputs['mean_probe_gradient']
-        if server_config.with_diagnostics else ())
-
-  if config.send_central_gradient:
-    server_metrics_type = server_computation.type_signature.result[5]
-
-    @tff.tensorflow.computation(tff.TensorType(np.float32),
-                                server_metrics_type)
-    def merge_central_metrics(loss, server_metrics):
-      return collections.OrderedDict(loss=loss, **server_metrics)
-
-  @tff.tensorflow.computation(round_type)
-  def next_round(round_num):
-    return round_num + 1
+        if server_config.with_diagnostics else (),
+        inputs['central_loss'] if config.send_central_gradient else ())
 
   if metrics_aggregator is None:
     metrics_aggregator = tff.learning.metrics.sum_then_finalize
@@ -311,12 +301,10 @@ def build_mixed_process(
   def next_fn(state, client_data):
     weights = state.global_model_weights
     message = collections.OrderedDict(weights=weights)
-    central_metrics = collections.OrderedDict()
     if config.send_central_gradient:
       central_loss, central_gradient = tff.federated_map(
           central_gradient_computation, (weights, state.round_num))
       message['augmenting_gradient'] = central_gradient
-      central_metrics['loss'] = central_loss
     if config.transfer_examples > 0:
       message['examples'] = tff.federated_map(transfer_sample_computation,
                                               state.round_num)
@@ -340,19 +328,20 @@ def build_mixed_process(
     )
     if config.send_central_gradient:
       server_inputs['central_gradient'] = central_gradient
+      server_inputs['central_loss'] = central_loss
     if server_config.with_diagnostics:
       # Opt-in diagnostic: an extra client upload beyond FedAvg's.
       server_inputs['mean_probe_gradient'] = tff.federated_mean(
           client_outputs.probe_gradient)
-    (new_weights, new_server_state, new_central_state, new_merge_state,
-     new_federated_gradient, server_central_metrics,
+    (new_weights, new_round_num, new_server_state, new_central_state,
+     new_merge_state, new_federated_gradient, central_metrics,
      finalizer_metrics) = tff.federated_map(
          server_computation, tff.federated_zip(server_inputs))
 
     new_state = tff.federated_zip(
         MixedFLState(
             global_model_weights=new_weights,
-            round_num=tff.federated_map(next_round, state.round_num),
+            round_num=new_round_num,
             aggregator=aggregation_output.state,
             server_optimizer=new_server_state,
             central_optimizer=new_central_state,
@@ -363,14 +352,9 @@ def build_mixed_process(
         client_work=tff.federated_zip(
             collections.OrderedDict(train=train_metrics)),
         aggregator=aggregation_output.measurements,
-        central=server_central_metrics,
+        central=central_metrics,
         finalizer=finalizer_metrics,
     )
-    if central_metrics:
-      # f_c(x^(t)) was computed with g~_c before the broadcast.
-      metrics['central'] = tff.federated_map(
-          merge_central_metrics,
-          (central_metrics['loss'], server_central_metrics))
     return tff.learning.templates.LearningProcessOutput(
         new_state, tff.federated_zip(metrics))
 

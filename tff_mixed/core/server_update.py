@@ -158,11 +158,13 @@ def build_server_update_fn(
 
   The returned function takes `(model_weights, round_num, server_state,
   central_state, merge_state, federated_gradient, aggregated_update,
-  central_gradient, mean_probe_gradient)`, where `aggregated_update` is the
-  weighted mean of client updates `x^(t) - x_i` and `central_gradient` is the
-  g~_c broadcast this round (or `()`), and returns `(model_weights,
+  central_gradient, mean_probe_gradient, central_loss)`, where
+  `aggregated_update` is the weighted mean of client updates `x^(t) - x_i`,
+  `central_gradient` and `central_loss` are the g~_c broadcast this round and
+  f_c(x^(t)) (or `()`), and returns `(model_weights, round_num + 1,
   server_state, central_state, merge_state, federated_gradient,
-  central_metrics, finalizer_metrics)`.
+  central_metrics, finalizer_metrics)`. Everything the server does after
+  aggregation is this one computation, so a round costs one server call.
   A non-finite aggregated update is rejected as TFF's FedAvg finalizer does:
   model and optimizer states stay as they were.
   """
@@ -192,7 +194,7 @@ def build_server_update_fn(
   @tf.function
   def server_update(model_weights, round_num, server_state, central_state,
                     merge_state, federated_gradient, aggregated_update,
-                    central_gradient, mean_probe_gradient):
+                    central_gradient, mean_probe_gradient, central_loss_at_x):
     x = tuple(model_weights.trainable)
     non_trainable = tuple(model_weights.non_trainable)
     aggregated_update = tuple(aggregated_update)
@@ -253,11 +255,14 @@ def build_server_update_fn(
     new_federated_gradient = keep(new_federated_gradient, federated_gradient)
     if central_loss is not None and config.report_central_loss:
       metrics['loss'] = central_loss
+    elif tf.is_tensor(central_loss_at_x):
+      metrics['loss'] = central_loss_at_x
     finalizer_metrics = collections.OrderedDict(
         update_non_finite=tf.cast(tf.logical_not(accept), tf.int32))
     new_weights = tff.learning.models.ModelWeights(
         trainable=new_x, non_trainable=non_trainable)
-    return (new_weights, new_server_state, new_central_state, new_merge_state,
-            new_federated_gradient, metrics, finalizer_metrics)
+    return (new_weights, round_num + 1, new_server_state, new_central_state,
+            new_merge_state, new_federated_gradient, metrics,
+            finalizer_metrics)
 
   return server_update
