@@ -29,6 +29,7 @@ are reproducible and independent of how many rounds ran before.
 
 from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -136,6 +137,23 @@ def central_regularizer(
   return CentralObjective(data=None, loss_fn=loss_fn, name=name)
 
 
+# Per graph, the constants holding each objective's data: every central step,
+# gradient and sample of one computation then shares one copy of the data.
+# Without it each call embedded its own copy, and the serialized computation
+# (sent to the TFF worker every round) grew with K_c times the data.
+_DATA_CONSTANTS = weakref.WeakKeyDictionary()
+
+
+def _data_constants(objective: CentralObjective):
+  graph = tf.compat.v1.get_default_graph()
+  per_graph = _DATA_CONSTANTS.setdefault(graph, {})
+  key = id(objective.data)
+  if key not in per_graph:
+    per_graph[key] = (objective.data,
+                      tf.nest.map_structure(tf.constant, objective.data))
+  return per_graph[key][1]
+
+
 # Keeps the per-step seed below 2**31 for any realistic number of central
 # steps per round (the paper uses at most a few dozen).
 _MAX_STEPS_PER_ROUND = 1 << 16
@@ -168,7 +186,7 @@ def sample_batch(
   if not objective.has_data:
     return None
   n = objective.num_examples
-  constants = tf.nest.map_structure(tf.constant, objective.data)
+  constants = _data_constants(objective)
   if batch_size >= n:
     return constants
   round_step = (
