@@ -1,0 +1,1 @@
+"""Benchmarks of tff_mixed."""
