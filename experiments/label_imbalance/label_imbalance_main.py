@@ -36,6 +36,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from experiments.label_imbalance import common_flags
 from experiments.label_imbalance import label_imbalance_lib
 
 # `--quick` replaces these defaults, unless the flag is given explicitly.
@@ -47,17 +48,6 @@ _QUICK_OVERRIDES = {
 
 _ROUNDS = flags.DEFINE_integer(
     'rounds', 40, 'Training rounds per scenario.', lower_bound=1)
-_CLIENTS_PER_ROUND = flags.DEFINE_integer(
-    'clients_per_round', 10, 'S: clients sampled per round (the same clients '
-    'in every scenario).', lower_bound=1)
-_CLIENT_STEPS = flags.DEFINE_integer(
-    'client_steps', 10, 'K: local SGD steps per client per round.',
-    lower_bound=1)
-_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
-    'client_batch_size', 8, '|B_i|: client batch size.', lower_bound=1)
-_CLIENT_LR = flags.DEFINE_float(
-    'client_lr', 0.25, 'eta: client (and central) SGD learning rate.',
-    lower_bound=0.0)
 _CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
     'central_batch_size', None, '|B_c| for every mixed algorithm; unset: the '
     "paper's rule, S*|B_i| (PT, 2-way GT) and K*S*|B_i| (1-way GT), capped "
@@ -66,17 +56,12 @@ _EXAMPLES_PER_CLIENT = flags.DEFINE_integer(
     'examples_per_client', None, 'Example Transfer: central examples sent to '
     'each client per round; unset: the mean client data size.',
     lower_bound=1)
-_NUM_CLIENTS = flags.DEFINE_integer(
-    'num_clients', 60, 'Number of federated clients.', lower_bound=1)
 _EVAL_EVERY = flags.DEFINE_integer(
     'eval_every', 2, 'Evaluate every this many rounds (and at the end).',
     lower_bound=1)
 _TARGET_AUC = flags.DEFINE_float(
     'target_auc', 0.95, 'Eval AUC whose first crossing the table reports.',
     lower_bound=0.0, upper_bound=1.0)
-_SEED = flags.DEFINE_integer(
-    'seed', 0, 'Seeds the data split, model, client and central sampling.',
-    lower_bound=0)
 _SCENARIOS = flags.DEFINE_list(
     'scenarios', list(label_imbalance_lib.SCENARIOS),
     f'Comma-separated scenarios, from {list(label_imbalance_lib.SCENARIOS)}.')
@@ -99,11 +84,6 @@ def _check_scenarios(scenarios):
           and len(set(scenarios)) == len(scenarios))
 
 
-@flags.multi_flags_validator(
-    ['clients_per_round', 'num_clients'],
-    message='--clients_per_round must be at most --num_clients.')
-def _check_cohort(values):
-  return values['clients_per_round'] <= values['num_clients']
 
 
 def _flag_value(holder: flags.FlagHolder):
@@ -117,9 +97,9 @@ def _flag_value(holder: flags.FlagHolder):
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
-  if _CLIENT_LR.value <= 0:
+  if common_flags.CLIENT_LR.value <= 0:
     raise app.UsageError(f'--client_lr must be positive, got '
-                         f'{_CLIENT_LR.value}.')
+                         f'{common_flags.CLIENT_LR.value}.')
   if _TARGET_AUC.value <= 0:
     raise app.UsageError(f'--target_auc must be in (0, 1], got '
                          f'{_TARGET_AUC.value}.')
@@ -128,16 +108,16 @@ def main(argv: Sequence[str]) -> None:
   result = label_imbalance_lib.run_comparison(
       scenarios=_SCENARIOS.value,
       rounds=_flag_value(_ROUNDS),
-      clients_per_round=_CLIENTS_PER_ROUND.value,
-      client_steps=_CLIENT_STEPS.value,
-      client_batch_size=_CLIENT_BATCH_SIZE.value,
-      client_lr=_CLIENT_LR.value,
+      clients_per_round=common_flags.CLIENTS_PER_ROUND.value,
+      client_steps=common_flags.CLIENT_STEPS.value,
+      client_batch_size=common_flags.CLIENT_BATCH_SIZE.value,
+      client_lr=common_flags.CLIENT_LR.value,
       central_batch_size=_CENTRAL_BATCH_SIZE.value,
       examples_per_client=_EXAMPLES_PER_CLIENT.value,
-      num_clients=_NUM_CLIENTS.value,
+      num_clients=common_flags.NUM_CLIENTS.value,
       eval_every=_flag_value(_EVAL_EVERY),
       target_auc=_TARGET_AUC.value,
-      seed=_SEED.value,
+      seed=common_flags.SEED.value,
       output_dir=_flag_value(_OUTPUT_DIR),
   )
   print(result.table, end='', flush=True)

@@ -27,6 +27,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from experiments.label_imbalance import common_flags
 from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import train_lib
 
@@ -49,18 +50,6 @@ _SCENARIO = flags.DEFINE_enum(
     list(label_imbalance_lib.SCENARIOS), 'Algorithm / scenario to train.')
 _TOTAL_ROUNDS = flags.DEFINE_integer('total_rounds', 40, 'Rounds to reach.',
                                      lower_bound=1)
-_CLIENTS_PER_ROUND = flags.DEFINE_integer(
-    'clients_per_round', 10, 'Clients sampled per round (S).', lower_bound=1)
-_NUM_CLIENTS = flags.DEFINE_integer('num_clients', 60, 'Federated clients.',
-                                    lower_bound=1)
-_CLIENT_STEPS = flags.DEFINE_integer('client_steps', 10,
-                                     'Local SGD steps (K).', lower_bound=1)
-_CLIENT_BATCH_SIZE = flags.DEFINE_integer('client_batch_size', 8,
-                                          'Client batch size.', lower_bound=1)
-_CLIENT_LR = flags.DEFINE_float('client_lr', 0.25,
-                                'Client (and central) learning rate.')
-_SEED = flags.DEFINE_integer('seed', 0, 'The one seed of the run.',
-                             lower_bound=0)
 
 # Differential privacy of the federated part (DP-FedAvg aggregation).
 _DP_NOISE_MULTIPLIER = flags.DEFINE_float(
@@ -76,12 +65,6 @@ _WORKER_ADDRESSES = flags.DEFINE_list(
     'workers (tensorflow_federated/data/worker_binary --port=P); each '
     "round's clients are split across them. Empty: the local runtime.")
 
-flags.register_validator('client_lr', lambda v: v > 0,
-                         message='--client_lr must be positive.')
-flags.register_multi_flags_validator(
-    ['clients_per_round', 'num_clients'],
-    lambda v: v['clients_per_round'] <= v['num_clients'],
-    message='--clients_per_round must be at most --num_clients.')
 flags.register_multi_flags_validator(
     ['dp_noise_multiplier', 'dp_clip_norm'],
     lambda v: v['dp_clip_norm'] == 0 or v['dp_noise_multiplier'] > 0,
@@ -96,12 +79,12 @@ def main(argv: Sequence[str]) -> None:
       root_output_dir=_ROOT_OUTPUT_DIR.value,
       experiment_name=_EXPERIMENT_NAME.value,
       total_rounds=_TOTAL_ROUNDS.value,
-      clients_per_round=_CLIENTS_PER_ROUND.value,
-      client_steps=_CLIENT_STEPS.value,
-      client_batch_size=_CLIENT_BATCH_SIZE.value,
-      client_lr=_CLIENT_LR.value,
-      num_clients=_NUM_CLIENTS.value,
-      seed=_SEED.value,
+      clients_per_round=common_flags.CLIENTS_PER_ROUND.value,
+      client_steps=common_flags.CLIENT_STEPS.value,
+      client_batch_size=common_flags.CLIENT_BATCH_SIZE.value,
+      client_lr=common_flags.CLIENT_LR.value,
+      num_clients=common_flags.NUM_CLIENTS.value,
+      seed=common_flags.SEED.value,
       rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
       rounds_per_evaluation=_ROUNDS_PER_EVALUATION.value,
       dp_noise_multiplier=_DP_NOISE_MULTIPLIER.value,
