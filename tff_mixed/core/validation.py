@@ -21,6 +21,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import server_update
 
 
 def check_model(model: Any) -> None:
@@ -156,7 +157,6 @@ def check_objective(objective: Any, model, require_data: bool = False,
   try:
     graph = tf.Graph()
     with graph.as_default():
-      from tff_mixed.core import server_update  # pylint: disable=g-import-not-at-top
       fn = server_update.build_central_gradient_fn(
           model, objective, batch_size=2, seed=seed, clip_norm=None)
       trainable = tuple(tf.constant(w) for w in model.initial_weights[0])

@@ -43,7 +43,7 @@ class CheckpointMismatchError(ValueError):
   """The checkpoint directory belongs to another experiment or model."""
 
 
-def _run(coroutine):
+def run_sync(coroutine):
   """Runs a coroutine on this thread's event loop (TFF's program style)."""
   try:
     loop = asyncio.get_event_loop()
@@ -98,7 +98,7 @@ class Checkpointer:
             'another --experiment_name or --root_output_dir, or delete that '
             'directory to start over.')
       return
-    if _run(self._manager.get_versions()):
+    if run_sync(self._manager.get_versions()):
       raise CheckpointMismatchError(
           f'Refusing to resume from {self.directory}: it holds checkpoints '
           f'but no {FINGERPRINT_FILE}, so it was not written by this runner.')
@@ -108,7 +108,7 @@ class Checkpointer:
     os.replace(temp, path)
 
   def latest_version(self) -> Optional[int]:
-    versions = _run(self._manager.get_versions())
+    versions = run_sync(self._manager.get_versions())
     return versions[-1] if versions else None
 
   def restore(self, initial_state) -> tuple[Any, int]:
@@ -119,12 +119,12 @@ class Checkpointer:
     Raises:
       CheckpointMismatchError: If the checkpoints hold another structure.
     """
-    versions = _run(self._manager.get_versions()) or []
+    versions = run_sync(self._manager.get_versions()) or []
     expected = _signature(initial_state)
     unreadable = []
     for version in reversed(versions):
       try:
-        state = _run(self._manager.load(version, initial_state))
+        state = run_sync(self._manager.load(version, initial_state))
       except Exception as e:  # pylint: disable=broad-except
         logging.warning(
             'Checkpoint %d in %s is unreadable (%s: %s); falling back to the '
@@ -156,4 +156,4 @@ class Checkpointer:
     return initial_state, 0
 
   def save(self, state, round_num: int) -> None:
-    _run(self._manager.save(state, round_num))
+    run_sync(self._manager.save(state, round_num))

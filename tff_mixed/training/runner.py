@@ -228,7 +228,7 @@ def run_training(
             f'{experiment_name} diverged at round {round_num}: non-finite '
             f'{", ".join(bad)}. Last good checkpoint: {where}, left intact.')
       state = output.state
-      checkpoints_lib._run(managers.release(flat, key=round_num))  # pylint: disable=protected-access
+      checkpoints_lib.run_sync(managers.release(flat, key=round_num))
       if round_num % rounds_per_checkpoint == 0 or round_num == total_rounds:
         checkpointer.save(state, round_num)
         last_good = round_num
