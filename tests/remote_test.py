@@ -30,19 +30,11 @@ import tensorflow_federated as tff
 
 import tff_mixed
 from tff_mixed import remote
+from tff_mixed import runtime
 from tests import testing_utils as tu
 
 _ROUNDS = 3
 _SIZES = (4, 6, 2)  # Three clients: split 2 + 1 over two workers.
-
-
-def _alive(pid: int) -> bool:
-  try:
-    with open(f'/proc/{pid}/stat') as f:
-      state = f.read().rsplit(')', 1)[-1].split()[0]
-  except OSError:
-    return False
-  return state != 'Z'
 
 
 def _two_way_gt():
@@ -84,7 +76,7 @@ class RemoteExecutionTest(absltest.TestCase):
   def tearDownClass(cls):
     remote.restore_local_execution_context()
     remote.stop_workers(cls.workers)
-    still_alive = [w.pid for w in cls.workers if _alive(w.pid)]
+    still_alive = [w.pid for w in cls.workers if runtime.process_alive(w.pid)]
     super().tearDownClass()
     if still_alive:
       raise AssertionError(f'workers {still_alive} outlived the test')
@@ -197,9 +189,9 @@ class RemoteExecutionTest(absltest.TestCase):
   def test_local_workers_are_stopped_on_exit(self):
     with remote.local_workers(2) as workers:
       pids = [w.pid for w in workers]
-      self.assertTrue(all(_alive(pid) for pid in pids))
+      self.assertTrue(all(runtime.process_alive(pid) for pid in pids))
       self.assertTrue(all(w.address.startswith('127.0.0.1:') for w in workers))
-    self.assertFalse(any(_alive(pid) for pid in pids))
+    self.assertFalse(any(runtime.process_alive(pid) for pid in pids))
 
   def test_start_local_workers_rejects_bad_arguments(self):
     for kwargs, name in ((dict(num_workers=0), 'num_workers'),

@@ -43,15 +43,6 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-  try:
-    with open(f'/proc/{pid}/stat') as f:
-      state = f.read().rsplit(')', 1)[-1].split()[0]
-  except OSError:
-    return False
-  return state != 'Z'
-
-
 class WorkerCleanupTest(absltest.TestCase):
 
   def test_script_exits_without_leaving_a_worker(self):
@@ -66,7 +57,7 @@ class WorkerCleanupTest(absltest.TestCase):
     # The script did start a worker, and it is gone now.
     self.assertNotEmpty(pids)
     for pid in pids:
-      self.assertFalse(_alive(pid), f'worker {pid} outlived its script')
+      self.assertFalse(runtime.process_alive(pid), f'worker {pid} outlived its script')
 
   def test_own_worker_pids_ignores_other_processes(self):
     sleeper = subprocess.Popen(['sleep', '30'])

@@ -242,22 +242,24 @@ class _WorkerConnection:
     closer.start()
 
 
-def _async_context(connection: _WorkerConnection, default_num_clients: int):
+def _context_args(connection: _WorkerConnection, default_num_clients: int):
   # The compiler and argument transforms of TFF's native C++ contexts
-  # (backends/native/execution_contexts.py).
-  return tff.framework.AsyncExecutionContext(
+  # (backends/native/execution_contexts.py), shared by both context kinds.
+  return dict(
       executor_fn=connection.executor_factory(default_num_clients),
       compiler_fn=tff.backends.native.desugar_and_transform_to_native,
       transform_args=tff.tensorflow.transform_args,
       transform_result=tff.tensorflow.transform_result)
+
+
+def _async_context(connection: _WorkerConnection, default_num_clients: int):
+  return tff.framework.AsyncExecutionContext(
+      **_context_args(connection, default_num_clients))
 
 
 def _sync_context(connection: _WorkerConnection, default_num_clients: int):
   return tff.framework.SyncExecutionContext(
-      executor_fn=connection.executor_factory(default_num_clients),
-      compiler_fn=tff.backends.native.desugar_and_transform_to_native,
-      transform_args=tff.tensorflow.transform_args,
-      transform_result=tff.tensorflow.transform_result)
+      **_context_args(connection, default_num_clients))
 
 
 _state_lock = threading.Lock()

@@ -29,6 +29,23 @@ import signal
 _WORKER_NAME = 'worker_binary'
 
 
+def _stat_fields(pid: int) -> list[str]:
+  """Fields of `/proc/PID/stat` after the command name, or [] if gone."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      stat = f.read()
+  except OSError:
+    return []
+  # The command name in field 2 may contain spaces; fields resume after ')'.
+  return stat.rsplit(')', 1)[-1].split()
+
+
+def process_alive(pid: int) -> bool:
+  """Whether `pid` is a live process (not gone, not a zombie)."""
+  fields = _stat_fields(pid)
+  return bool(fields) and fields[0] != 'Z'
+
+
 def _children_of(pid: int) -> list[int]:
   """Returns the PIDs whose parent is `pid` (Linux `/proc`; empty elsewhere)."""
   children = []
@@ -39,13 +56,7 @@ def _children_of(pid: int) -> list[int]:
   for entry in entries:
     if not entry.isdigit():
       continue
-    try:
-      with open(f'/proc/{entry}/stat') as f:
-        stat = f.read()
-    except OSError:
-      continue
-    # The command name in field 2 may contain spaces; fields resume after ')'.
-    fields = stat.rsplit(')', 1)[-1].split()
+    fields = _stat_fields(int(entry))
     if len(fields) > 1 and int(fields[1]) == pid:
       children.append(int(entry))
   return children
