@@ -23,6 +23,7 @@ process, and nothing else on the machine.
 """
 
 import atexit
+import gc
 import os
 import signal
 
@@ -86,6 +87,29 @@ def stop_own_workers() -> None:
       pass
 
 
+def _disarm_tff_service_managers() -> None:
+  """Stops TFF's own late worker shutdown from printing a traceback.
+
+  TFF's `ServiceManager.__del__` runs during module teardown, when the
+  `subprocess` module is already gone, and prints 'Exception ignored ...
+  AttributeError' on every exit. Once `stop_own_workers` has ended the
+  worker there is nothing left for it to do, so its finalizer is replaced
+  by a no-op. Matched by class name and attribute; the class is local to one
+  TFF factory function, so nothing else is touched.
+  """
+  for obj in gc.get_objects():
+    if (isinstance(obj, type) and obj.__name__ == 'ServiceManager'
+        and obj.__module__.startswith('tensorflow_federated.')
+        and '__del__' in vars(obj)):
+      obj.__del__ = lambda self: None
+
+
+def _at_exit() -> None:
+  stop_own_workers()
+  if not own_worker_pids():
+    _disarm_tff_service_managers()
+
+
 _registered = False
 
 
@@ -93,5 +117,5 @@ def register_worker_cleanup() -> None:
   """Registers `stop_own_workers` to run at interpreter exit (once)."""
   global _registered
   if not _registered:
-    atexit.register(stop_own_workers)
+    atexit.register(_at_exit)
     _registered = True
