@@ -28,6 +28,9 @@ from tff_mixed.algorithms.parallel_training import build_parallel_training
 from tff_mixed.core.central_objective import central_data_objective
 from tff_mixed.core.central_objective import central_regularizer
 from tff_mixed.core.central_objective import CentralObjective
+from tff_mixed.core.example_store import ExampleStore
+from tff_mixed.core.example_store import load_example_store
+from tff_mixed.core.example_store import write_example_store
 from tff_mixed.core.mixed_process import MixedFLState
 from tff_mixed.models.dense import build_binary_classifier
 from tff_mixed.models.dense import build_linear_regression
@@ -37,7 +40,9 @@ from tff_mixed.training.runner import DivergenceError
 from tff_mixed.training.runner import ROUND_KEY as RUN_ROUND_KEY
 from tff_mixed.training.runner import run_training
 from tff_mixed.training.runner import RunResult
-# The bundled digits label-imbalance task (build_task, evaluate, ...).
+# Tasks (build_task, evaluate, ...): the bundled digits label imbalance, and
+# the CelebA smile classifier on TFF's CelebA.
+from tff_mixed.tasks import celeba_smile
 from tff_mixed.tasks import digits_label_imbalance
 
 __version__ = '0.1.0'

@@ -31,7 +31,7 @@ accuracy against rounds and a results table.
 """
 
 import collections
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import csv
 import datetime
 import io
@@ -41,7 +41,7 @@ import os
 import platform
 import tempfile
 import time
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Union
 
 from absl import logging
 import matplotlib
@@ -128,6 +128,8 @@ class ScenarioSummary(NamedTuple):
       threshold.
     seconds: Wall-clock seconds of the whole scenario (as in `MetricsRow`).
     build_seconds: Of which building and initializing the process.
+    metrics_path: The runner's per-round CSV (every training metric, e.g.
+      the G~^2 / B~^2 diagnostics), or '' if unknown.
   """
 
   scenario: str
@@ -137,6 +139,7 @@ class ScenarioSummary(NamedTuple):
   tail_accuracy: float
   seconds: float
   build_seconds: float
+  metrics_path: str = ''
 
 
 class ComparisonResult(NamedTuple):
@@ -156,6 +159,65 @@ class ComparisonResult(NamedTuple):
   table: str
   files: dict[str, str]
   config: dict[str, Any]
+
+
+class ComparisonTask(NamedTuple):
+  """What the comparison needs of a label-imbalance task.
+
+  The digits task (`digits_comparison_task`) and the CelebA smile task
+  (`experiments/celeba_smile`) both reduce to this, so one comparison loop,
+  CSV, plot and table serve both.
+
+  Attributes:
+    title: One line describing the task, for the plot.
+    num_clients: Number of federated clients, sampled by index.
+    central_objective: The `tff_mixed.CentralObjective` over the central
+      (negative) examples.
+    mean_client_examples: Mean examples per federated client (Example
+      Transfer's default transfer size).
+    client_datasets_fn: `fn(client_ids, oracle, round_num) -> datasets`: the
+      batched datasets of the federated clients `client_ids` for round
+      `round_num`; with `oracle=True` the clients also hold their negatives.
+    evaluate_fn: `fn(model_weights) -> EvalMetrics` on the eval set.
+    description: JSON-able facts about the data, written to `config.json`.
+  """
+
+  title: str
+  num_clients: int
+  central_objective: tff_mixed.CentralObjective
+  mean_client_examples: float
+  client_datasets_fn: Callable[[Sequence[int], bool, int],
+                               list[tf.data.Dataset]]
+  evaluate_fn: Callable[[Any], task_lib.EvalMetrics]
+  description: dict[str, Any]
+
+
+def digits_comparison_task(
+    task: task_lib.LabelImbalanceTask,
+    model: tff.learning.models.FunctionalModel) -> ComparisonTask:
+  """The digits label-imbalance task as a `ComparisonTask`."""
+
+  def client_datasets_fn(client_ids, oracle, round_num):
+    del round_num  # The digits clients were shuffled once, at build time.
+    datasets = (task.oracle_client_datasets if oracle
+                else task.client_datasets)
+    return [datasets[i] for i in client_ids]
+
+  return ComparisonTask(
+      title=('Digits label imbalance: clients hold only positives, the '
+             'datacenter only negatives'),
+      num_clients=task.num_clients,
+      central_objective=tff_mixed.central_data_objective(
+          task.central_data, name='negatives'),
+      mean_client_examples=float(np.mean(task.num_client_examples)),
+      client_datasets_fn=client_datasets_fn,
+      evaluate_fn=lambda weights: task_lib.evaluate(model, weights,
+                                                    task.eval_data),
+      description=dict(
+          num_client_examples=int(sum(task.num_client_examples)),
+          num_central_examples=len(task.central_indices),
+          num_eval_examples=len(task.eval_indices),
+          positive_digits=list(task.positive_digits)))
 
 
 class CentralBatchSizes(NamedTuple):
@@ -200,7 +262,8 @@ def _sgd(learning_rate: float) -> tff.learning.optimizers.Optimizer:
 def build_process(
     scenario: str,
     model: tff.learning.models.FunctionalModel,
-    central_data: tuple[np.ndarray, np.ndarray],
+    central_data: Union[tuple[np.ndarray, np.ndarray],
+                        tff_mixed.CentralObjective],
     *,
     client_lr: float,
     client_steps: int,
@@ -209,13 +272,15 @@ def build_process(
     client_batch_size: int,
     seed: int,
     model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
+    with_diagnostics: bool = False,
 ) -> tff.learning.templates.LearningProcess:
   """Builds the learning process of one scenario.
 
   Args:
     scenario: One of `SCENARIOS`.
     model: The `tff.learning.models.FunctionalModel` to train.
-    central_data: `(x, y)` numpy arrays of the central (negative) examples.
+    central_data: `(x, y)` numpy arrays of the central (negative) examples,
+      or a `tff_mixed.CentralObjective` (e.g. over an `ExampleStore`).
     client_lr: eta, the client learning rate (and eta_c).
     client_steps: K, the local steps of the mixed algorithms.
     central_batch_sizes: Central batch sizes per algorithm.
@@ -224,6 +289,8 @@ def build_process(
     seed: Seeds central sampling.
     model_aggregator: Aggregator of client updates (e.g. a DP one); `None`
       for the weighted mean.
+    with_diagnostics: Report the (G, B)-BGD estimates G~_t^2 and B~_t^2
+      (arXiv:2205.13655, eq. 7) from Parallel Training and gradient transfer.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -246,28 +313,32 @@ def build_process(
         client_optimizer_fn=_sgd(client_lr),
         server_optimizer_fn=_sgd(1.0),
         model_aggregator=model_aggregator)
-  objective = tff_mixed.central_data_objective(central_data,
-                                               name='negatives')
+  if isinstance(central_data, tff_mixed.CentralObjective):
+    objective = central_data
+  else:
+    objective = tff_mixed.central_data_objective(central_data,
+                                                 name='negatives')
+  diagnostics = dict(with_diagnostics=with_diagnostics)
   if scenario == PARALLEL_TRAINING:
     return tff_mixed.build_parallel_training(
         model, objective, _sgd(client_lr), _sgd(client_lr), _sgd(1.0),
         _sgd(1.0),
         central_batch_size=central_batch_sizes.parallel_training,
         client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed, model_aggregator=model_aggregator)
+        seed=seed, model_aggregator=model_aggregator, **diagnostics)
   if scenario == ONE_WAY_GT:
     return tff_mixed.build_one_way_gradient_transfer(
         model, objective, _sgd(client_lr), _sgd(1.0),
         central_batch_size=central_batch_sizes.one_way_gt,
         client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed, model_aggregator=model_aggregator)
+        seed=seed, model_aggregator=model_aggregator, **diagnostics)
   if scenario == TWO_WAY_GT:
     return tff_mixed.build_two_way_gradient_transfer(
         model, objective, _sgd(client_lr), _sgd(client_lr), _sgd(1.0),
         _sgd(1.0),
         central_batch_size=central_batch_sizes.two_way_gt,
         client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed, model_aggregator=model_aggregator)
+        seed=seed, model_aggregator=model_aggregator, **diagnostics)
   if scenario == EXAMPLE_TRANSFER:
     return tff_mixed.build_example_transfer(
         model, objective, _sgd(client_lr), _sgd(1.0),
@@ -300,17 +371,17 @@ def _check_scenarios(scenarios: Sequence[str]) -> tuple[str, ...]:
   return scenarios
 
 
-def client_data(scenario: str, task: task_lib.LabelImbalanceTask,
-                 client_ids: Sequence[int],
-                 client_steps: int) -> list[tf.data.Dataset]:
-  """The datasets of `client_ids` for `scenario`, K steps each."""
+def client_data(scenario: str, task: ComparisonTask,
+                client_ids: Sequence[int], client_steps: int,
+                round_num: int) -> list[tf.data.Dataset]:
+  """The datasets of `client_ids` in round `round_num` for `scenario`."""
   if scenario in (FL_ONLY, ORACLE):
-    datasets = (task.oracle_client_datasets if scenario == ORACLE
-                else task.client_datasets)
+    datasets = task.client_datasets_fn(client_ids, scenario == ORACLE,
+                                       round_num)
     # TFF's FedAvg takes one pass over the data it is given; repeating and
     # truncating gives it the same K steps the mixed algorithms take.
-    return [datasets[i].repeat().take(client_steps) for i in client_ids]
-  return [task.client_datasets[i] for i in client_ids]
+    return [d.repeat().take(client_steps) for d in datasets]
+  return task.client_datasets_fn(client_ids, False, round_num)
 
 
 def _first_round_reaching(rows: Sequence[MetricsRow],
@@ -323,8 +394,7 @@ def _first_round_reaching(rows: Sequence[MetricsRow],
 
 def round_functions(
     scenario: str,
-    task: task_lib.LabelImbalanceTask,
-    model: tff.learning.models.FunctionalModel,
+    task: ComparisonTask,
     *,
     clients_per_round: int,
     client_steps: int,
@@ -345,10 +415,10 @@ def round_functions(
 
   def client_data_fn(round_num: int):
     ids = sample_clients(round_num - 1, clients_per_round)
-    return client_data(scenario, task, ids, client_steps)
+    return client_data(scenario, task, ids, client_steps, round_num)
 
   def evaluation_fn(weights):
-    metrics = task_lib.evaluate(model, weights, task.eval_data)
+    metrics = task.evaluate_fn(weights)
     return {name: getattr(metrics, name) for name in _EVAL_FIELDS}
 
   return client_data_fn, evaluation_fn
@@ -356,7 +426,7 @@ def round_functions(
 
 def _run_scenario(
     scenario: str,
-    task: task_lib.LabelImbalanceTask,
+    task: ComparisonTask,
     model: tff.learning.models.FunctionalModel,
     process_kwargs: dict[str, Any],
     *,
@@ -377,15 +447,13 @@ def _run_scenario(
   from the runner's metrics CSV, which then covers every round.
   """
   start = time.perf_counter()
-  process = build_process(scenario, model, task.central_data,
+  process = build_process(scenario, model, task.central_objective,
                           client_steps=client_steps, seed=seed,
                           **process_kwargs)
-  initial = task_lib.evaluate(model,
-                              process.get_model_weights(process.initialize()),
-                              task.eval_data)
+  initial = task.evaluate_fn(process.get_model_weights(process.initialize()))
   build_seconds = time.perf_counter() - start
   client_data_fn, evaluation_fn = round_functions(
-      scenario, task, model, clients_per_round=clients_per_round,
+      scenario, task, clients_per_round=clients_per_round,
       client_steps=client_steps, seed=seed)
   seconds = {0: 0.0}
 
@@ -427,7 +495,8 @@ def _run_scenario(
       rounds_to_target=_first_round_reaching(rows, target_auc),
       tail_auc=float(np.mean([r.eval_auc for r in tail])),
       tail_accuracy=float(np.mean([r.eval_accuracy for r in tail])),
-      seconds=time.perf_counter() - start, build_seconds=build_seconds)
+      seconds=time.perf_counter() - start, build_seconds=build_seconds,
+      metrics_path=result.metrics_path)
   logging.info(
       '%s: %d rounds in %.1f s (build %.1f s): eval AUC %.3f, accuracy %.3f '
       '(positives %.3f, negatives %.3f)', scenario, rounds, summary.seconds,
@@ -502,6 +571,12 @@ def _atomic_write(path: str, write_fn, mode: str = 'w') -> None:
     raise
 
 
+def atomic_write_text(path: str, text: str) -> None:
+  """Writes `text` to `path` atomically (readers see old or new, never half).
+  """
+  _atomic_write(path, lambda f: f.write(text))
+
+
 def write_metrics_csv(path: str, rows: Sequence[MetricsRow]) -> None:
   """Writes `rows` as CSV with the header `CSV_COLUMNS`."""
   buffer = io.StringIO()
@@ -514,8 +589,8 @@ def write_metrics_csv(path: str, rows: Sequence[MetricsRow]) -> None:
   _atomic_write(path, lambda f: f.write(buffer.getvalue()))
 
 
-def plot_metrics(path: str, rows: Sequence[MetricsRow],
-                 target_auc: float) -> None:
+def plot_metrics(path: str, rows: Sequence[MetricsRow], target_auc: float,
+                 title: str = '') -> None:
   """Plots eval AUC and accuracy against rounds, one line per scenario."""
   by_scenario = collections.defaultdict(list)
   for row in rows:
@@ -538,8 +613,8 @@ def plot_metrics(path: str, rows: Sequence[MetricsRow],
   for ax in (ax_auc, ax_acc):
     ax.grid(alpha=0.3)
   ax_acc.legend(loc='lower right', fontsize='small')
-  fig.suptitle('Digits label imbalance: clients hold only positives, the '
-               'datacenter only negatives', fontsize='medium')
+  if title:
+    fig.suptitle(title, fontsize='medium')
   fig.tight_layout()
   try:
     _atomic_write(path, lambda f: fig.savefig(f, format='png', dpi=110),
@@ -565,7 +640,7 @@ def run_comparison(
     output_dir: str,
     progress: Optional[bool] = None,
 ) -> ComparisonResult:
-  """Runs the scenarios on one task and writes metrics, plot and table.
+  """Runs the scenarios on the digits task; writes metrics, plot and table.
 
   Args:
     scenarios: Names from `SCENARIOS`, run in this order.
@@ -597,12 +672,72 @@ def run_comparison(
     TypeError: If an argument has the wrong type.
     ValueError: If an argument is out of range.
   """
+  _check_int('num_clients', num_clients)
+  _check_int('client_batch_size', client_batch_size)
+  _check_int('seed', seed, minimum=0)
+  if isinstance(clients_per_round, int) and clients_per_round > num_clients:
+    raise ValueError(f'`clients_per_round` ({clients_per_round}) must be at '
+                     f'most `num_clients` ({num_clients}).')
+  _check_scenarios(scenarios)
+  task = task_lib.build_task(num_clients=num_clients,
+                             client_batch_size=client_batch_size, seed=seed)
+  model = tff_mixed.build_binary_classifier(
+      task_lib.NUM_FEATURES, hidden_units=HIDDEN_UNITS, seed=seed)
+  return compare(
+      digits_comparison_task(task, model), model, scenarios=scenarios,
+      rounds=rounds, clients_per_round=clients_per_round,
+      client_steps=client_steps, client_batch_size=client_batch_size,
+      client_lr=client_lr, central_batch_size=central_batch_size,
+      examples_per_client=examples_per_client, eval_every=eval_every,
+      target_auc=target_auc, seed=seed, output_dir=output_dir,
+      progress=progress, extra_config=dict(
+          num_clients=num_clients, hidden_units=list(HIDDEN_UNITS)))
+
+
+def compare(
+    task: ComparisonTask,
+    model: tff.learning.models.FunctionalModel,
+    *,
+    scenarios: Sequence[str] = SCENARIOS,
+    rounds: int,
+    clients_per_round: int,
+    client_steps: int,
+    client_batch_size: int,
+    client_lr: float,
+    central_batch_size: Optional[int] = None,
+    examples_per_client: Optional[int] = None,
+    eval_every: int = 1,
+    target_auc: float = 0.95,
+    seed: int = 0,
+    output_dir: str,
+    progress: Optional[bool] = None,
+    with_diagnostics: bool = False,
+    extra_config: Optional[dict[str, Any]] = None,
+) -> ComparisonResult:
+  """Runs the scenarios on any `ComparisonTask`; writes metrics, plot, table.
+
+  Every scenario trains `model` from the same initial weights, on the same
+  clients per round. Arguments are as in `run_comparison`, plus:
+
+  Args:
+    task: The `ComparisonTask`.
+    model: The `tff.learning.models.FunctionalModel` to train.
+    with_diagnostics: Also report G~_t^2 and B~_t^2 (eq. 7) from Parallel
+      Training and gradient transfer (an extra client upload per round).
+    extra_config: More facts for `config.json` (e.g. the model).
+
+  Returns:
+    A `ComparisonResult`.
+
+  Raises:
+    TypeError: If an argument has the wrong type.
+    ValueError: If an argument is out of range.
+  """
   scenarios = _check_scenarios(scenarios)
   for name, value in (('rounds', rounds),
                       ('clients_per_round', clients_per_round),
                       ('client_steps', client_steps),
                       ('client_batch_size', client_batch_size),
-                      ('num_clients', num_clients),
                       ('eval_every', eval_every)):
     _check_int(name, value)
   _check_int('seed', seed, minimum=0)
@@ -610,9 +745,9 @@ def run_comparison(
     _check_int('central_batch_size', central_batch_size)
   if examples_per_client is not None:
     _check_int('examples_per_client', examples_per_client)
-  if clients_per_round > num_clients:
+  if clients_per_round > task.num_clients:
     raise ValueError(f'`clients_per_round` ({clients_per_round}) must be at '
-                     f'most `num_clients` ({num_clients}).')
+                     f'most the number of clients ({task.num_clients}).')
   if (isinstance(client_lr, bool) or not isinstance(client_lr, (int, float))
       or not math.isfinite(client_lr) or client_lr <= 0):
     raise ValueError(
@@ -625,9 +760,7 @@ def run_comparison(
   output_dir = os.fspath(output_dir)
   os.makedirs(output_dir, exist_ok=True)
 
-  task = task_lib.build_task(num_clients=num_clients,
-                             client_batch_size=client_batch_size, seed=seed)
-  num_central = len(task.central_indices)
+  num_central = task.central_objective.num_examples
   if central_batch_size is None:
     batch_sizes = paper_central_batch_sizes(
         clients_per_round, client_steps, client_batch_size, num_central)
@@ -635,32 +768,25 @@ def run_comparison(
     capped = min(central_batch_size, num_central)
     batch_sizes = CentralBatchSizes(capped, capped, capped)
   if examples_per_client is None:
-    examples_per_client = max(1, round(float(np.mean(
-        task.num_client_examples))))
+    examples_per_client = max(1, round(task.mean_client_examples))
   examples_per_client = min(examples_per_client, num_central)
-  # One model object: every scenario starts from the same initial weights.
-  model = tff_mixed.build_binary_classifier(
-      task_lib.NUM_FEATURES, hidden_units=HIDDEN_UNITS, seed=seed)
 
   config = collections.OrderedDict(
       scenarios=list(scenarios), rounds=rounds,
       clients_per_round=clients_per_round, client_steps=client_steps,
       client_batch_size=client_batch_size, client_lr=client_lr,
       central_batch_sizes=batch_sizes._asdict(),
-      examples_per_client=examples_per_client, num_clients=num_clients,
+      examples_per_client=examples_per_client,
       eval_every=eval_every, target_auc=target_auc, seed=seed,
-      hidden_units=list(HIDDEN_UNITS),
-      num_client_examples=int(sum(task.num_client_examples)),
-      num_central_examples=num_central,
-      num_eval_examples=len(task.eval_indices),
-      positive_digits=list(task.positive_digits))
+      with_diagnostics=with_diagnostics,
+      **(extra_config or {}), **task.description)
   logging.info('Label imbalance comparison: %s', json.dumps(config))
 
   rows, summaries = [], []
   process_kwargs = dict(
       client_lr=client_lr, central_batch_sizes=batch_sizes,
       examples_per_client=examples_per_client,
-      client_batch_size=client_batch_size)
+      client_batch_size=client_batch_size, with_diagnostics=with_diagnostics)
   for scenario in scenarios:
     scenario_rows, summary = _run_scenario(
         scenario, task, model, process_kwargs, rounds=rounds,
@@ -671,7 +797,7 @@ def run_comparison(
         # rounds, other scenarios or evaluation settings may differ.
         hparams={k: v for k, v in config.items()
                  if k not in ('scenarios', 'rounds', 'eval_every',
-                              'target_auc')})
+                              'target_auc', 'with_diagnostics')})
     rows.extend(scenario_rows)
     summaries.append(summary)
 
@@ -683,7 +809,7 @@ def run_comparison(
       'config': os.path.join(output_dir, CONFIG_FILE),
   }
   write_metrics_csv(files['metrics'], rows)
-  plot_metrics(files['plot'], rows, target_auc)
+  plot_metrics(files['plot'], rows, target_auc, title=task.title)
   _atomic_write(files['table'], lambda f: f.write(table))
   _atomic_write(files['config'],
                 lambda f: f.write(json.dumps(config, indent=2) + '\n'))
@@ -707,31 +833,94 @@ def _machine_description() -> str:
           f'{tff.__version__}')
 
 
+_RESULTS_HEADER = (
+    '# Results\n\n<!-- Each section below is generated by the command it '
+    'names, between its BEGIN and END markers. Do not edit by hand: rerun '
+    'it. -->\n')
+
+
+def write_results_section(path: str, section: str, markdown: str) -> None:
+  """Replaces (or appends) one generated section of a results file.
+
+  Each experiment owns the text between `<!-- BEGIN section -->` and
+  `<!-- END section -->`, so the experiments' reports share one RESULTS.md
+  without overwriting each other. The file is rewritten atomically.
+
+  Args:
+    path: The results file (created if missing).
+    section: The section's name (a word).
+    markdown: The section's text.
+  """
+  begin, end = f'<!-- BEGIN {section} -->', f'<!-- END {section} -->'
+  block = f'{begin}\n{markdown.strip()}\n{end}\n'
+  try:
+    with open(path) as f:
+      text = f.read()
+  except FileNotFoundError:
+    text = ''
+  if begin in text and end in text:
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1].lstrip('\n')
+    text = head + block + ('\n' + tail if tail else '')
+  else:
+    if not text.startswith('# Results'):
+      text = _RESULTS_HEADER
+    text = text.rstrip('\n') + '\n\n' + block
+  _atomic_write(path, lambda f: f.write(text))
+
+
+def outcome_lines(result: ComparisonResult) -> list[str]:
+  """Sentences on FL-only's failure and the mixed algorithms vs the oracle."""
+  by_name = {s.scenario: s for s in result.summaries}
+  lines = []
+  if FL_ONLY in by_name:
+    fl_only = by_name[FL_ONLY].final
+    lines.append(
+        f'FL-only never sees a negative: its accuracy on negatives is '
+        f'{fl_only.negative_accuracy:.3f} and its AUC {fl_only.auc:.3f}.')
+  mixed = [n for n in (PARALLEL_TRAINING, ONE_WAY_GT, TWO_WAY_GT,
+                       EXAMPLE_TRANSFER) if n in by_name]
+  if mixed and ORACLE in by_name:
+    oracle_auc = by_name[ORACLE].tail_auc
+    gaps = ', '.join(
+        f'{n} {by_name[n].tail_auc:.3f}' for n in mixed)
+    lines.append(
+        f'Mean AUC over the last quarter of rounds: oracle {oracle_auc:.3f}; '
+        f'{gaps}. The paper (arXiv:2205.13655, section 4.1 and Table 4) '
+        'reports that the mixed algorithms recover the oracle on CelebA '
+        'smiles and that Parallel Training converges slowest when the '
+        'federated and central gradients are dissimilar; rows above that '
+        'fall short of the oracle are reported as measured.')
+  return lines
+
+
+def utc_now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).strftime(
+      '%Y-%m-%d %H:%M UTC')
+
+
+def machine_description() -> str:
+  """CPU, cores, OS and library versions, for results files."""
+  return _machine_description()
+
+
 def write_results_markdown(path: str, result: ComparisonResult,
                            command: str) -> None:
-  """Writes RESULTS.md: the table, the data, the machine and the date.
+  """Writes the digits section of RESULTS.md: table, data, machine, date.
 
   Generated by the binary (`--results_markdown`), never edited by hand, so
   the numbers in the repository are the numbers a run produced.
 
   Args:
-    path: Where to write (atomically).
+    path: The results file (its other sections are kept).
     result: The `ComparisonResult` of `run_comparison`.
     command: The command line that produced it.
   """
   config = result.config
-  by_name = {s.scenario: s for s in result.summaries}
-  now = datetime.datetime.now(datetime.timezone.utc).strftime(
-      '%Y-%m-%d %H:%M UTC')
   lines = [
-      '# Results',
-      '',
-      '<!-- Generated by experiments/label_imbalance/label_imbalance_main.py '
-      '--results_markdown. Do not edit by hand: rerun it. -->',
-      '',
       '## Label imbalance on real handwritten digits (the main job)',
       '',
-      f'Generated on {now} by `{command}`.',
+      f'Generated on {utc_now()} by `{command}`.',
       '',
       f'* Machine: {_machine_description()}.',
       '* Data: scikit-learn\'s bundled handwritten digits (UCI Optical '
@@ -756,26 +945,9 @@ def write_results_markdown(path: str, result: ComparisonResult,
       result.table.rstrip('\n'),
       '```',
       '',
+      *outcome_lines(result),
+      '',
+      f'Per-round metrics: `{result.files["metrics"]}`; plot: '
+      f'`{result.files["plot"]}` (not committed: rerun to get them).',
   ]
-  if 'fl_only' in by_name:
-    fl_only = by_name['fl_only'].final
-    lines.append(
-        f'FL-only never sees a negative: its accuracy on negatives is '
-        f'{fl_only.negative_accuracy:.3f} and its AUC {fl_only.auc:.3f}.')
-  mixed = [n for n in ('parallel_training', 'one_way_gt', 'two_way_gt',
-                       'example_transfer') if n in by_name]
-  if mixed and 'oracle' in by_name:
-    oracle_auc = by_name['oracle'].tail_auc
-    gaps = ', '.join(
-        f'{n} {by_name[n].tail_auc:.3f}' for n in mixed)
-    lines.append(
-        f'Mean AUC over the last quarter of rounds: oracle {oracle_auc:.3f}; '
-        f'{gaps}. The paper (arXiv:2205.13655, section 4.1 and Table 4) '
-        'reports that the mixed algorithms recover the oracle on CelebA '
-        'smiles and that Parallel Training converges slowest when the '
-        'federated and central gradients are dissimilar; rows above that '
-        'fall short of the oracle are reported as measured.')
-  lines += ['', f'Per-round metrics: `{result.files["metrics"]}`; plot: '
-            f'`{result.files["plot"]}` (not committed: rerun to get them).',
-            '']
-  _atomic_write(path, lambda f: f.write('\n'.join(lines)))
+  write_results_section(path, 'label_imbalance_digits', '\n'.join(lines))

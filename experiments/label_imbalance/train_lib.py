@@ -137,8 +137,9 @@ def train(
       client_batch_size=client_batch_size, seed=seed,
       model_aggregator=aggregator)
   client_data_fn, evaluation_fn = label_imbalance_lib.round_functions(
-      scenario, task, model, clients_per_round=clients_per_round,
-      client_steps=client_steps, seed=seed)
+      scenario, label_imbalance_lib.digits_comparison_task(task, model),
+      clients_per_round=clients_per_round, client_steps=client_steps,
+      seed=seed)
 
   # `total_rounds` is left out: resuming with more rounds extends a run.
   hparams = dict(

@@ -19,10 +19,11 @@ f = w_f f_f + w_c f_c, where f_c is computed only at the server: either the
 model's loss on datacenter examples, or a data-free regularizer of the weights
 (the spreadout regularizer of the movie task).
 
-This module is pure TensorFlow: no federated types. The central examples are
+This module is pure TensorFlow: no federated types. Small central sets are
 held as numpy arrays and become constants of the server-side TF computations
 that use them (ANCHORS.md 3(a), option 1), so the processes keep the two
-argument `tff.learning.templates.LearningProcess` contract. Batches are drawn
+argument `tff.learning.templates.LearningProcess` contract. Large ones live in
+an `ExampleStore` (one file per example) that the computations read by index. Batches are drawn
 by stateless sampling from `(seed, round, step)`, so a round's central batches
 are reproducible and independent of how many rounds ran before.
 """
@@ -33,6 +34,8 @@ import weakref
 
 import numpy as np
 import tensorflow as tf
+
+from tff_mixed.core import example_store as example_store_lib
 
 # A structure of tensors holding one batch of central examples, or `None` for a
 # data-free regularizer.
@@ -49,7 +52,8 @@ class CentralObjective(NamedTuple):
 
   Attributes:
     data: A structure (tuple or mapping) of numpy arrays with a common leading
-      dimension (one row per central example), or `None` for a regularizer.
+      dimension (one row per central example), an `ExampleStore` (examples
+      on disk, read by index), or `None` for a regularizer.
     loss_fn: `None` to use the trained model's own loss on the central
       examples, or a callable `loss_fn(model_weights, batch) -> scalar tensor`
       where `model_weights` is the FunctionalModel's `(trainable,
@@ -69,6 +73,8 @@ class CentralObjective(NamedTuple):
   def num_examples(self) -> int:
     if self.data is None:
       return 0
+    if isinstance(self.data, example_store_lib.ExampleStore):
+      return self.data.num_examples
     return int(tf.nest.flatten(self.data)[0].shape[0])
 
 
@@ -82,7 +88,9 @@ def central_data_objective(
   Args:
     data: The central examples: a tuple `(x, y)` or a mapping with keys `'x'`
       and `'y'` (the structure of the model's `input_spec`) of numpy arrays
-      sharing their first dimension.
+      sharing their first dimension; or, for central sets too large to travel
+      inside a computation, a `tff_mixed.ExampleStore` whose batches (after
+      its `map_fn`) have that structure.
     loss_fn: Optional `loss_fn(model_weights, batch) -> scalar`. `None` (the
       default) uses the model's own `predict_on_batch` and `loss`.
     name: Name used in metrics and error messages.
@@ -98,6 +106,10 @@ def central_data_objective(
   if data is None:
     raise TypeError('`data` must be a structure of numpy arrays, got None; use '
                     '`central_regularizer` for a data-free central loss.')
+  if loss_fn is not None and not callable(loss_fn):
+    raise TypeError(f'`loss_fn` must be callable, got {type(loss_fn).__name__}.')
+  if isinstance(data, example_store_lib.ExampleStore):
+    return CentralObjective(data=data, loss_fn=loss_fn, name=name)
   leaves = tf.nest.flatten(data)
   if not leaves:
     raise ValueError('`data` has no arrays.')
@@ -111,8 +123,6 @@ def central_data_objective(
                      f'(one row per example); got lengths {sorted(map(str, lengths))}.')
   if lengths == {0}:
     raise ValueError('`data` holds no examples.')
-  if loss_fn is not None and not callable(loss_fn):
-    raise TypeError(f'`loss_fn` must be callable, got {type(loss_fn).__name__}.')
   return CentralObjective(data=data, loss_fn=loss_fn, name=name)
 
 
@@ -168,9 +178,10 @@ def sample_batch(
 ) -> Batch:
   """Samples batch `step` of round `round_num` without replacement.
 
-  Must be called inside a TF graph (a `tff.tensorflow.computation`): the data
-  become constants of that graph. A `batch_size` at least the number of
-  examples returns the whole central set (full-batch gradients).
+  Must be called inside a TF graph (a `tff.tensorflow.computation`): numpy
+  data become constants of that graph, an `ExampleStore` is read from disk by
+  index. A `batch_size` at least the number of examples returns the whole
+  central set (full-batch gradients).
 
   Args:
     objective: The `CentralObjective`.
@@ -186,9 +197,10 @@ def sample_batch(
   if not objective.has_data:
     return None
   n = objective.num_examples
-  constants = _data_constants(objective)
+  store = (objective.data if isinstance(
+      objective.data, example_store_lib.ExampleStore) else None)
   if batch_size >= n:
-    return constants
+    return store.read(tf.range(n)) if store else _data_constants(objective)
   round_step = (
       tf.cast(round_num, tf.int64) * _MAX_STEPS_PER_ROUND
       + tf.cast(step, tf.int64))
@@ -196,7 +208,10 @@ def sample_batch(
   # A random permutation's prefix is a uniform sample without replacement.
   scores = tf.random.stateless_uniform([n], seed=stateless_seed)
   indices = tf.math.top_k(scores, k=batch_size, sorted=False).indices
-  return tf.nest.map_structure(lambda t: tf.gather(t, indices), constants)
+  if store:
+    return store.read(indices)
+  return tf.nest.map_structure(lambda t: tf.gather(t, indices),
+                               _data_constants(objective))
 
 
 def model_loss_fn(model) -> Callable[[Any, Batch], tf.Tensor]:

@@ -21,6 +21,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import example_store as example_store_lib
 from tff_mixed.core import server_update
 
 
@@ -135,7 +136,10 @@ def check_objective(objective: Any, model, require_data: bool = False,
     raise ValueError('`central_objective` must hold central examples for this '
                      'algorithm (examples are sent to clients); got a '
                      'data-free regularizer.')
-  if objective.has_data and objective.loss_fn is None:
+  # Numpy data are checked against the input spec here; a store's batches
+  # (after its map_fn) exist only in a graph: the trace below checks them.
+  if (objective.has_data and objective.loss_fn is None
+      and not isinstance(objective.data, example_store_lib.ExampleStore)):
     spec = model.input_spec
     try:
       tf.nest.assert_same_structure(spec, objective.data, check_types=False)

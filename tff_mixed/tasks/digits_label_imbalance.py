@@ -46,14 +46,18 @@ The task:
 """
 
 from collections.abc import Sequence
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 import numpy as np
 from sklearn import datasets as sk_datasets
-from sklearn import metrics as sk_metrics
 from sklearn import model_selection
 import tensorflow as tf
-import tensorflow_federated as tff
+
+from tff_mixed.tasks import binary_metrics
+
+# The task's evaluation (kept here too so `task.evaluate` reads naturally).
+EvalMetrics = binary_metrics.EvalMetrics
+evaluate = binary_metrics.evaluate
 
 NUM_FEATURES = 64
 DEFAULT_POSITIVE_DIGITS = (0, 1, 2, 3, 4)
@@ -98,27 +102,6 @@ class LabelImbalanceTask(NamedTuple):
   @property
   def num_clients(self) -> int:
     return len(self.client_datasets)
-
-
-class EvalMetrics(NamedTuple):
-  """Metrics of a binary classifier on labeled examples.
-
-  Attributes:
-    accuracy: Fraction of examples classified correctly (logit > 0 means 1).
-    loss: The model's loss on all examples (binary cross-entropy here).
-    auc: Area under the ROC curve of the logits; NaN with a single label.
-    positive_accuracy: Accuracy on label-1 examples (recall); NaN if none.
-    negative_accuracy: Accuracy on label-0 examples (specificity); NaN if
-      none.
-    num_examples: Number of examples evaluated.
-  """
-
-  accuracy: float
-  loss: float
-  auc: float
-  positive_accuracy: float
-  negative_accuracy: float
-  num_examples: int
 
 
 def _check_int(name: str, value, minimum: int) -> None:
@@ -243,61 +226,4 @@ def build_task(
       central_indices=negative_train,
       eval_indices=eval_indices,
       positive_digits=positive_digits,
-  )
-
-
-def _label_accuracy(correct: np.ndarray, mask: np.ndarray) -> float:
-  return float(np.mean(correct[mask])) if np.any(mask) else float('nan')
-
-
-def evaluate(
-    model: tff.learning.models.FunctionalModel,
-    model_weights: Union[tff.learning.models.ModelWeights, tuple],
-    eval_data: tuple[np.ndarray, np.ndarray],
-) -> EvalMetrics:
-  """Evaluates a binary classifier on `(x, y)` in one batch.
-
-  Args:
-    model: A `tff.learning.models.FunctionalModel` whose `predict_on_batch`
-      returns one logit per example (e.g. `tff_mixed.build_binary_classifier`).
-    model_weights: A `tff.learning.models.ModelWeights` (as returned by
-      `process.get_model_weights(state)`) or a `(trainable, non_trainable)`
-      pair.
-    eval_data: `(x, y)` numpy arrays; `y` holds 0/1 labels, shape `[n]` or
-      `[n, 1]`.
-
-  Returns:
-    An `EvalMetrics`.
-
-  Raises:
-    ValueError: If `eval_data` is empty or `x` and `y` disagree on length.
-  """
-  x, y = eval_data
-  x = np.asarray(x, np.float32)
-  labels = np.asarray(y, np.float32).reshape(-1)
-  if len(labels) == 0 or len(x) != len(labels):
-    raise ValueError('`eval_data` must be non-empty `(x, y)` arrays of one '
-                     f'length, got {len(x)} and {len(labels)} rows.')
-  if isinstance(model_weights, tff.learning.models.ModelWeights):
-    trainable = model_weights.trainable
-    non_trainable = model_weights.non_trainable
-  else:
-    trainable, non_trainable = model_weights
-  weights = (tuple(trainable), tuple(non_trainable))
-  logits = model.predict_on_batch(weights, x, training=False)
-  loss = float(model.loss(output=logits, label=labels[:, np.newaxis]))
-  logits = np.asarray(logits, np.float64).reshape(-1)
-  correct = (logits > 0) == (labels == 1)
-  positives = labels == 1
-  if np.all(positives) or not np.any(positives):
-    auc = float('nan')  # ROC needs both labels.
-  else:
-    auc = float(sk_metrics.roc_auc_score(positives, logits))
-  return EvalMetrics(
-      accuracy=float(np.mean(correct)),
-      loss=loss,
-      auc=auc,
-      positive_accuracy=_label_accuracy(correct, positives),
-      negative_accuracy=_label_accuracy(correct, ~positives),
-      num_examples=len(labels),
   )

@@ -1,0 +1,580 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The CelebA smile classifier task: federated smiles, centralized non-smiles.
+
+Augenstein et al., "Mixed Federated Learning: Joint Decentralized and
+Centralized Learning" (arXiv:2205.13655, section 4.1, appendix B.1): a phone
+camera keeps only portraits of smiling faces, so federated learning alone
+never sees a non-smiling face; a datacenter holds non-smiling faces; the model
+must classify both.
+
+Data: TFF's federated CelebA (`tff.simulation.datasets.celeba.load_data`,
+split by clients: 8,408 training and 935 evaluation celebrities; images
+84x84x3 int64 in [0, 255], 40 boolean attributes). The task:
+
+*   Label: one attribute (`smiling` by default) as 1, its absence as 0.
+*   Federated clients: composite clients of `raw_clients_per_client` (3)
+    training celebrities each, a seeded grouping (~2,800 clients), holding
+    only their positive (smiling) images. Composites without a positive image
+    hold nothing federated and are left out.
+*   Central data: every negative (non-smiling) training image, pooled, in an
+    `ExampleStore` on disk (too large to bake into a computation).
+*   Oracle: the same composite clients holding all their images.
+*   Evaluation: every image of the evaluation celebrities, both labels.
+*   Features: pixels / 255 flattened to `float32[21168]`, labels
+    `float32[1]`, matching `tff_mixed.build_binary_classifier(NUM_FEATURES)`.
+
+One sequential pass over the database builds the central store and counts
+each celebrity's labels; the result is cached in `work_dir` (keyed by the
+database's size and modification time, the label and the format), so later
+runs start at once. Client datasets are built each round through TFF's own
+loader (`ClientData.serializable_dataset_fn`), shuffled by a seed of the round
+and client, so runs are reproducible and resumable.
+
+Getting the data: `load_data` downloads `celeba.sqlite.lzma` (~500 MB) from
+TFF's bucket into `cache_dir` on first use; without network, build the same
+`celeba.sqlite` from a raw CelebA copy with
+`python -m experiments.celeba_smile.convert_raw_celeba_main`.
+"""
+
+from collections.abc import Sequence
+import json
+import os
+import sqlite3
+import tempfile
+from typing import Any, NamedTuple, Optional
+import urllib.parse
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import example_store as example_store_lib
+from tff_mixed.tasks import binary_metrics
+
+IMAGE_SHAPE = (84, 84, 3)
+NUM_FEATURES = int(np.prod(IMAGE_SHAPE))
+DATABASE_FILENAME = 'celeba.sqlite'
+DEFAULT_LABEL = 'smiling'
+ATTRIBUTE_NAMES = tuple(tff.simulation.datasets.celeba.ATTRIBUTE_NAMES)
+TRAIN_SPLIT = 'split_by_clients_train'
+TEST_SPLIT = 'split_by_clients_test'
+# Shuffle buffer of a client dataset: larger than any composite client
+# (celebrities hold at most ~35 images each), so the shuffle is uniform.
+_SHUFFLE_BUFFER = 1024
+_CACHE_FORMAT = 1
+_PASS_BATCH = 256
+_IMAGE_FEATURE = 'image'
+# The tables and columns TFF's `SqlClientData` reads.
+_REQUIRED_COLUMNS = {
+    'examples': ('split_name', 'client_id', 'serialized_example_proto'),
+    'client_metadata': ('client_id', 'split_name', 'num_examples'),
+}
+
+EvalMetrics = binary_metrics.EvalMetrics
+
+_HOW_TO_GET_DATA = (
+    'Get it with TFF (downloads ~500 MB: `python -c "import '
+    'tensorflow_federated as tff; tff.simulation.datasets.celeba.load_data('
+    "cache_dir='{cache_dir}')\"`, or `--download` in the experiment binary), "
+    'or build it offline from a raw CelebA copy (img_align_celeba/, '
+    'list_attr_celeba.txt, identity_CelebA.txt) with `python -m '
+    'experiments.celeba_smile.convert_raw_celeba_main --raw_image_dir=... '
+    '--raw_attr_file=... --raw_identity_file=... '
+    '--sqlite_output_dir={cache_dir}`.')
+
+
+class DataNotFoundError(FileNotFoundError):
+  """The CelebA database is missing; the message says how to get it."""
+
+
+def default_cache_dir() -> str:
+  """TFF's default cache directory (`~/.tff`)."""
+  return os.path.join(os.path.expanduser('~'), '.tff')
+
+
+def database_path(cache_dir: Optional[str]) -> str:
+  return os.path.join(cache_dir or default_cache_dir(), DATABASE_FILENAME)
+
+
+def _check_example(serialized: bytes, where: str) -> None:
+  """Checks one serialized example against `celeba.py`'s parse spec."""
+  try:
+    example = tf.train.Example.FromString(serialized)
+  except Exception as e:  # pylint: disable=broad-except
+    raise ValueError(f'{where}: not a serialized tf.train.Example '
+                     f'({e}).') from None
+  features = example.features.feature
+  expected = {_IMAGE_FEATURE, *ATTRIBUTE_NAMES}
+  missing = sorted(expected - set(features))
+  extra = sorted(set(features) - expected)
+  if missing or extra:
+    raise ValueError(f'{where}: features missing {missing}, unexpected '
+                     f'{extra}.')
+  for name in (_IMAGE_FEATURE, *ATTRIBUTE_NAMES):
+    if features[name].WhichOneof('kind') != 'int64_list':
+      raise ValueError(f'{where}: feature {name!r} must be an int64 list, got'
+                       f' {features[name].WhichOneof("kind")}.')
+  pixels = features[_IMAGE_FEATURE].int64_list.value
+  if len(pixels) != NUM_FEATURES:
+    raise ValueError(
+        f'{where}: the image has {len(pixels)} values, expected '
+        f'{"x".join(map(str, IMAGE_SHAPE))} = {NUM_FEATURES}, as TFF\'s '
+        'CelebA loader parses.')
+  if min(pixels) < 0 or max(pixels) > 255:
+    raise ValueError(f'{where}: pixel values must be in [0, 255].')
+  for name in ATTRIBUTE_NAMES:
+    values = list(features[name].int64_list.value)
+    if len(values) != 1 or values[0] not in (0, 1):
+      raise ValueError(f'{where}: attribute {name!r} must be one 0 or 1, got '
+                       f'{values}.')
+
+
+
+def check_database(database_path: str) -> dict[str, int]:
+  """Checks that a file is a `celeba.sqlite` TFF's CelebA loader can read.
+
+  Opens the file read-only, checks the tables and columns of `SqlClientData`,
+  that both `split_by_clients_*` splits have clients, and parses one example
+  of each split against the parse spec of
+  `tff.simulation.datasets.celeba` (an 84*84*3 int64 `image` and the 40 0/1
+  attributes).
+
+  Args:
+    database_path: The database file.
+
+  Returns:
+    Split name -> number of clients, for every split in `client_metadata`.
+
+  Raises:
+    DataNotFoundError: If the file does not exist (the message says how to
+      get the data).
+    ValueError: Naming the file, if it is not an SQLite database, lacks a
+      table or column, lacks a `split_by_clients_*` split, or an example has
+      a missing or unexpected feature or an image of the wrong size.
+  """
+  if not os.path.isfile(database_path):
+    raise DataNotFoundError(
+        f'The CelebA database {database_path} does not exist. ' +
+        _HOW_TO_GET_DATA.format(cache_dir=os.path.dirname(database_path)))
+  uri = ('file:' + urllib.parse.quote(os.path.abspath(database_path))
+         + '?mode=ro')
+  try:
+    connection = sqlite3.connect(uri, uri=True)
+  except sqlite3.Error as e:
+    raise ValueError(f'Cannot open {database_path}: {e}') from e
+  try:
+    try:
+      tables = {row[0] for row in connection.execute(
+          "SELECT name FROM sqlite_master WHERE type IN ('table', 'view');")}
+    except sqlite3.DatabaseError as e:
+      raise ValueError(f'{database_path} is not an SQLite database (corrupt '
+                       f'or another format): {e}') from e
+    for table, columns in _REQUIRED_COLUMNS.items():
+      if table not in tables:
+        raise ValueError(f'{database_path} has no table {table!r} (tables: '
+                         f'{sorted(tables)}); not a TFF CelebA database.')
+      present = {row[1] for row in connection.execute(
+          f'PRAGMA table_info({table});')}
+      missing = [c for c in columns if c not in present]
+      if missing:
+        raise ValueError(f'{database_path}: table {table!r} lacks the columns'
+                         f' {missing}.')
+    indexed = [row for row in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND "
+        "tbl_name = 'examples'")]
+    if not indexed:
+      # TFF's loader queries examples by client: without an index each
+      # client dataset scans the whole table (minutes per round on CelebA).
+      logging.warning(
+          '%s has no index on examples(client_id); client datasets will be '
+          'slow. Add one with: sqlite3 %s "CREATE INDEX '
+          'examples_client_split ON examples (client_id, split_name);"',
+          database_path, database_path)
+    clients_per_split = dict(connection.execute(
+        'SELECT split_name, COUNT(DISTINCT client_id) FROM client_metadata '
+        'GROUP BY split_name;').fetchall())
+    missing_splits = [s for s in (TRAIN_SPLIT, TEST_SPLIT)
+                      if not clients_per_split.get(s)]
+    if missing_splits:
+      raise ValueError(f'{database_path} has no clients in the splits '
+                       f'{missing_splits} (splits: '
+                       f'{sorted(clients_per_split)}).')
+    for split in sorted(clients_per_split):
+      # Looked up by client and split, the query the loader runs (and the one
+      # the index serves): a scan by split alone can be slow on the full data.
+      client_id, = connection.execute(
+          'SELECT client_id FROM client_metadata WHERE split_name = ? LIMIT 1;',
+          (split,)).fetchone()
+      row = connection.execute(
+          'SELECT serialized_example_proto FROM examples WHERE client_id = ? '
+          'AND split_name = ? LIMIT 1;', (client_id, split)).fetchone()
+      if row is None:
+        raise ValueError(f'{database_path}: client {client_id!r} of split '
+                         f'{split!r} in client_metadata has no examples.')
+      _check_example(bytes(row[0]), f'{database_path}, split {split!r}')
+  except sqlite3.DatabaseError as e:
+    raise ValueError(f'{database_path} is not a readable SQLite database: '
+                     f'{e}') from e
+  finally:
+    connection.close()
+  return clients_per_split
+
+
+def load_client_data(
+    cache_dir: Optional[str] = None, download: bool = False
+) -> tuple[tff.simulation.datasets.ClientData,
+           tff.simulation.datasets.ClientData]:
+  """Loads federated CelebA, split by clients, with TFF's loader.
+
+  Args:
+    cache_dir: Directory holding (or to receive) `celeba.sqlite`; `None`:
+      TFF's default `~/.tff`.
+    download: If the database is missing, let TFF download it. Otherwise a
+      missing database raises `DataNotFoundError` explaining how to get it.
+
+  Returns:
+    `(train, test)` `tff.simulation.datasets.ClientData` from
+    `tff.simulation.datasets.celeba.load_data(split_by_clients=True)`.
+
+  Raises:
+    DataNotFoundError: If the database is missing and `download` is False.
+    ValueError: If the database is corrupt or of another schema.
+  """
+  cache_dir = cache_dir or default_cache_dir()
+  path = database_path(cache_dir)
+  if os.path.exists(path) or not download:
+    check_database(path)
+  else:
+    logging.info('Downloading CelebA into %s (TFF)...', cache_dir)
+  return tff.simulation.datasets.celeba.load_data(
+      split_by_clients=True, cache_dir=cache_dir)
+
+
+def to_features(images: Any) -> Any:
+  """Pixels in [0, 255] (`[..., 84, 84, 3]`) to `float32[..., 21168]` / 255.
+
+  Works on numpy arrays and tensors (eager or in a graph).
+  """
+  if isinstance(images, np.ndarray):
+    flat = images.reshape(*images.shape[:-3], NUM_FEATURES)
+    return flat.astype(np.float32) / np.float32(255.0)
+  images = tf.convert_to_tensor(images)
+  flat = tf.reshape(images, tf.concat(
+      [tf.shape(images)[:-3], [NUM_FEATURES]], axis=0))
+  return tf.cast(flat, tf.float32) / 255.0
+
+
+def _store_map_fn(batch):
+  # Stored as uint8 pixels (4x smaller than float32); features on read.
+  pixels, labels = batch
+  return to_features(tf.reshape(pixels, [-1, *IMAGE_SHAPE])), labels
+
+
+def _check_label(label: str) -> str:
+  if label not in ATTRIBUTE_NAMES:
+    raise ValueError(f'`label` must be one of the 40 CelebA attributes '
+                     f'{list(ATTRIBUTE_NAMES)}, got {label!r}.')
+  return label
+
+
+class _Index(NamedTuple):
+  """What the pass over the database learned (cached as JSON)."""
+
+  train_positives: dict[str, int]
+  train_negatives: dict[str, int]
+
+
+def _parse_batch(serialized: list[bytes], label: str):
+  parsed = tf.io.parse_example(
+      serialized, {
+          'image': tf.io.FixedLenFeature(IMAGE_SHAPE, tf.int64),
+          label: tf.io.FixedLenFeature([], tf.int64),
+      })
+  images = parsed['image'].numpy()
+  if images.min(initial=0) < 0 or images.max(initial=0) > 255:
+    raise ValueError('CelebA images must hold pixel values in [0, 255], found '
+                     f'[{images.min()}, {images.max()}].')
+  return images.astype(np.uint8), parsed[label].numpy() != 0
+
+
+def _scan_split(path: str, split: str, label: str):
+  """Yields `(client_ids, uint8 images, bool labels)` batches of a split."""
+  connection = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+  try:
+    cursor = connection.execute(
+        'SELECT client_id, serialized_example_proto FROM examples WHERE '
+        'split_name = ?', (split,))
+    while True:
+      rows = cursor.fetchmany(_PASS_BATCH)
+      if not rows:
+        return
+      client_ids = [r[0] for r in rows]
+      images, labels = _parse_batch([r[1] for r in rows], label)
+      yield client_ids, images, labels
+  finally:
+    connection.close()
+
+
+def _database_key(path: str, label: str) -> dict[str, Any]:
+  stat = os.stat(path)
+  return dict(format=_CACHE_FORMAT, database=os.path.abspath(path),
+              size=stat.st_size, mtime_ns=stat.st_mtime_ns, label=label)
+
+
+def _atomic_save(path: str, save_fn) -> None:
+  directory = os.path.dirname(path)
+  fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp.',
+                             suffix=os.path.splitext(path)[1])
+  os.close(fd)
+  try:
+    save_fn(tmp)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def _build_cache(path: str, label: str, work_dir: str) -> None:
+  """One pass over the training split: central store and label counts."""
+  positives, negatives = {}, {}
+  seen = [0]
+
+  def negative_batches():
+    for client_ids, images, labels in _scan_split(path, TRAIN_SPLIT, label):
+      for cid, is_positive in zip(client_ids, labels):
+        counts = positives if is_positive else negatives
+        counts[cid] = counts.get(cid, 0) + 1
+      seen[0] += len(labels)
+      if seen[0] % (50 * _PASS_BATCH) < _PASS_BATCH:
+        logging.info('CelebA pass: %d training images read', seen[0])
+      negative = ~labels
+      if negative.any():
+        yield (images[negative].reshape(-1, NUM_FEATURES),
+               np.zeros([int(negative.sum()), 1], np.float32))
+
+  example_store_lib.write_example_store(
+      os.path.join(work_dir, 'central_store'), negative_batches())
+  index = dict(train_positives=positives, train_negatives=negatives)
+  _atomic_save(os.path.join(work_dir, 'index.json'),
+               lambda tmp: _write_json(tmp, index))
+
+
+def _write_json(path: str, value: Any) -> None:
+  with open(path, 'w') as f:
+    json.dump(value, f)
+
+
+def _load_eval(path: str, label: str, work_dir: str):
+  images_path = os.path.join(work_dir, 'eval_images.npy')
+  labels_path = os.path.join(work_dir, 'eval_labels.npy')
+  if not (os.path.exists(images_path) and os.path.exists(labels_path)):
+    parts = list(_scan_split(path, TEST_SPLIT, label))
+    images = np.concatenate([p[1] for p in parts])
+    labels = np.concatenate([p[2] for p in parts]).astype(np.float32)
+    _atomic_save(images_path, lambda tmp: np.save(tmp, images))
+    _atomic_save(labels_path, lambda tmp: np.save(tmp, labels))
+  return np.load(images_path, mmap_mode='r'), np.load(labels_path)
+
+
+def prepare_cache(path: str, label: str, work_dir: str) -> _Index:
+  """Builds (or reuses) the central store, label counts and eval arrays."""
+  os.makedirs(work_dir, exist_ok=True)
+  key = _database_key(path, label)
+  key_path = os.path.join(work_dir, 'key.json')
+  try:
+    with open(key_path) as f:
+      cached_key = json.load(f)
+  except (OSError, ValueError):
+    cached_key = None
+  if cached_key != key:
+    logging.info('Preparing the CelebA central store and counts in %s (one '
+                 'pass over %s; reused by later runs)', work_dir, path)
+    # The key goes last: a pass interrupted midway is redone next time.
+    if os.path.exists(key_path):
+      os.remove(key_path)
+    for name in ('eval_images.npy', 'eval_labels.npy'):
+      if os.path.exists(os.path.join(work_dir, name)):
+        os.remove(os.path.join(work_dir, name))
+    _build_cache(path, label, work_dir)
+    _load_eval(path, label, work_dir)
+    _atomic_save(key_path, lambda tmp: _write_json(tmp, key))
+  with open(os.path.join(work_dir, 'index.json')) as f:
+    index = json.load(f)
+  return _Index(index['train_positives'], index['train_negatives'])
+
+
+class CelebASmileTask(NamedTuple):
+  """The CelebA smile task (see the module docstring).
+
+  Attributes:
+    label: The attribute used as the label.
+    clients: Per federated client, the ids of its raw CelebA clients
+      (celebrities).
+    num_client_examples: Positive images per federated client.
+    num_oracle_client_examples: All images per (oracle) client.
+    central_store: The `ExampleStore` of the negative training images;
+      batches are `(float32[B, 21168], float32[B, 1])`.
+    eval_images: uint8 `[n, 84, 84, 3]` images of the evaluation clients.
+    eval_labels: float32 `[n]` labels of the evaluation images.
+    train_data: TFF's training `ClientData` (raw celebrities).
+    client_batch_size: Batch size of the client datasets.
+    seed: The task's seed (grouping, client shuffles).
+  """
+
+  label: str
+  clients: list[tuple[str, ...]]
+  num_client_examples: list[int]
+  num_oracle_client_examples: list[int]
+  central_store: example_store_lib.ExampleStore
+  eval_images: np.ndarray
+  eval_labels: np.ndarray
+  train_data: tff.simulation.datasets.ClientData
+  client_batch_size: int
+  seed: int
+
+  @property
+  def num_clients(self) -> int:
+    return len(self.clients)
+
+  def client_dataset(self, index: int, oracle: bool = False,
+                     round_num: int = 0) -> tf.data.Dataset:
+    """The batched `(x, y)` dataset of federated client `index`.
+
+    Built through TFF's loader from the client's celebrities; shuffled by a
+    seed of `(task seed, round_num, index)`, so each round sees a new order
+    and a rerun the same one.
+
+    Args:
+      index: The client, in `[0, num_clients)`.
+      oracle: Hold all images (the oracle), not only the positives.
+      round_num: The round (varies the shuffle).
+
+    Returns:
+      A `tf.data.Dataset` of `(float32[?, 21168], float32[?, 1])` batches.
+    """
+    label = self.label
+    raw_ids = tf.data.Dataset.from_tensor_slices(list(self.clients[index]))
+    dataset = raw_ids.flat_map(self.train_data.serializable_dataset_fn)
+    if not oracle:
+      dataset = dataset.filter(lambda e: e[label])
+    shuffle_seed = int(np.random.SeedSequence(
+        [self.seed, round_num, index]).generate_state(1)[0] % (2**31 - 1))
+    dataset = dataset.shuffle(_SHUFFLE_BUFFER, seed=shuffle_seed)
+    dataset = dataset.map(lambda e: (
+        to_features(e['image']),
+        tf.reshape(tf.cast(e[label], tf.float32), [1])))
+    return dataset.batch(self.client_batch_size)
+
+  def client_datasets(self, client_ids: Sequence[int], oracle: bool = False,
+                      round_num: int = 0) -> list[tf.data.Dataset]:
+    return [self.client_dataset(i, oracle, round_num) for i in client_ids]
+
+  def evaluate(self, model: tff.learning.models.FunctionalModel,
+               model_weights, batch_size: int = 2048) -> EvalMetrics:
+    """AUC, accuracy, loss and per-label accuracy on the evaluation set."""
+    return binary_metrics.evaluate(
+        model, model_weights, (self.eval_images, self.eval_labels),
+        batch_size=batch_size, feature_fn=to_features)
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    raise TypeError(f'`{name}` must be an int, got {value!r}.')
+  if value < minimum:
+    raise ValueError(f'`{name}` must be >= {minimum}, got {value}.')
+
+
+def build_task(
+    cache_dir: Optional[str] = None,
+    *,
+    work_dir: Optional[str] = None,
+    label: str = DEFAULT_LABEL,
+    raw_clients_per_client: int = 3,
+    client_batch_size: int = 5,
+    max_eval_examples: Optional[int] = None,
+    seed: int = 0,
+    download: bool = False,
+) -> CelebASmileTask:
+  """Builds the CelebA smile task from TFF's CelebA.
+
+  Args:
+    cache_dir: Directory of `celeba.sqlite` (`None`: `~/.tff`).
+    work_dir: Where the central store, label counts and eval arrays are
+      cached; `None`: `<cache_dir>/tff_mixed_celeba_<label>`.
+    label: The attribute used as the label (1: clients; 0: datacenter).
+    raw_clients_per_client: Celebrities per composite federated client.
+    client_batch_size: Batch size of the client datasets.
+    max_eval_examples: Evaluate on a seeded sample of this many evaluation
+      images (faster); `None`: all.
+    seed: Seeds the grouping into composite clients, the eval sample and
+      the client shuffles.
+    download: Let TFF download the data if `celeba.sqlite` is missing.
+
+  Returns:
+    A `CelebASmileTask`.
+
+  Raises:
+    DataNotFoundError: If the data are missing (the message says how to get
+      them).
+    TypeError, ValueError: For bad arguments or a database that TFF's
+      loader cannot read; or if no federated client holds a positive image.
+  """
+  _check_label(label)
+  _check_int('raw_clients_per_client', raw_clients_per_client, 1)
+  _check_int('client_batch_size', client_batch_size, 1)
+  _check_int('seed', seed, 0)
+  if max_eval_examples is not None:
+    _check_int('max_eval_examples', max_eval_examples, 1)
+  cache_dir = cache_dir or default_cache_dir()
+  train, _ = load_client_data(cache_dir, download=download)
+  path = database_path(cache_dir)
+  work_dir = work_dir or os.path.join(cache_dir, f'tff_mixed_celeba_{label}')
+  index = prepare_cache(path, label, work_dir)
+  store = example_store_lib.load_example_store(
+      os.path.join(work_dir, 'central_store'), map_fn=_store_map_fn)
+  eval_images, eval_labels = _load_eval(path, label, work_dir)
+
+  raw_ids = sorted(train.client_ids)
+  rng = np.random.default_rng(seed)
+  order = rng.permutation(len(raw_ids))
+  num_groups = max(1, len(raw_ids) // raw_clients_per_client)
+  groups = [tuple(raw_ids[i] for i in sorted(g))
+            for g in np.array_split(order, num_groups)]
+  clients, positives, totals = [], [], []
+  for group in groups:
+    p = sum(index.train_positives.get(c, 0) for c in group)
+    if p:
+      clients.append(group)
+      positives.append(p)
+      totals.append(p + sum(index.train_negatives.get(c, 0) for c in group))
+  if not clients:
+    raise ValueError(f'No training image has the label {label!r}: there are '
+                     'no federated clients.')
+  if max_eval_examples is not None and max_eval_examples < len(eval_labels):
+    keep = np.sort(rng.choice(len(eval_labels), max_eval_examples,
+                              replace=False))
+    eval_images, eval_labels = eval_images[keep], eval_labels[keep]
+  logging.info(
+      'CelebA %s task: %d federated clients (%d positive images), %d central '
+      'negatives, %d eval images (%.1f%% positive)', label, len(clients),
+      sum(positives), store.num_examples, len(eval_labels),
+      100.0 * float(np.mean(eval_labels)))
+  return CelebASmileTask(
+      label=label, clients=clients, num_client_examples=positives,
+      num_oracle_client_examples=totals, central_store=store,
+      eval_images=np.asarray(eval_images), eval_labels=eval_labels,
+      train_data=train, client_batch_size=client_batch_size, seed=seed)
