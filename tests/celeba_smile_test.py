@@ -321,6 +321,15 @@ class BinaryTest(absltest.TestCase):
     self.assertIn('convert_raw_celeba_main', run.stderr)
     self.assertNotIn('Traceback', run.stderr)
 
+  def test_unknown_attribute_flag_is_a_clear_message(self):
+    run = _run_binary('experiments.celeba_smile.celeba_smile_main',
+                      '--label=grinning', f'--output_dir={_temp_dir(self)}',
+                      timeout=300)
+    self.assertEqual(run.returncode, 1)
+    self.assertIn("40 CelebA attributes", run.stderr)
+    self.assertIn("got 'grinning'", run.stderr)
+    self.assertNotIn('Traceback', run.stderr)
+
   def test_bad_flags_are_clear_messages(self):
     run = _run_binary('experiments.celeba_smile.sweep_main',
                       '--sweep=lr_steps', '--lr_steps=fast',

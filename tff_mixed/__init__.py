@@ -36,6 +36,9 @@ from tff_mixed.models.dense import build_binary_classifier
 from tff_mixed.models.dense import build_linear_regression
 from tff_mixed.training import checkpoints as training_checkpoints
 from tff_mixed.training.checkpoints import CheckpointMismatchError
+from tff_mixed.training.reports import atomic_write
+from tff_mixed.training.reports import atomic_write_text
+from tff_mixed.training.reports import write_markdown_section
 from tff_mixed.training.runner import DivergenceError
 from tff_mixed.training.runner import ROUND_KEY as RUN_ROUND_KEY
 from tff_mixed.training.runner import run_training

@@ -26,9 +26,12 @@ CACHE_DIR = flags.DEFINE_string(
     'Build it offline with experiments.celeba_smile.convert_raw_celeba_main.')
 WORK_DIR = flags.DEFINE_string(
     'work_dir', None, 'Cache of the central store, label counts and eval '
-    'arrays (default: <cache_dir>/tff_mixed_celeba_smiling).')
+    'arrays (default: <cache_dir>/tff_mixed_celeba_<label>).')
 DOWNLOAD = flags.DEFINE_bool(
     'download', False, 'Let TFF download CelebA (~500 MB) if it is missing.')
+LABEL = flags.DEFINE_string(
+    'label', 'smiling', 'The CelebA attribute used as the label: clients '
+    'keep the images that have it, the datacenter those that do not.')
 ROUNDS = flags.DEFINE_integer('rounds', 100, 'Training rounds per scenario.',
                               lower_bound=1)
 CLIENTS_PER_ROUND = flags.DEFINE_integer(
@@ -94,7 +97,7 @@ def experiment_kwargs() -> dict:
     raise ValueError('--output_dir must not be empty.')
   return dict(
       cache_dir=CACHE_DIR.value, work_dir=WORK_DIR.value,
-      download=DOWNLOAD.value, rounds=ROUNDS.value,
+      download=DOWNLOAD.value, label=LABEL.value, rounds=ROUNDS.value,
       clients_per_round=CLIENTS_PER_ROUND.value,
       client_steps=CLIENT_STEPS.value,
       client_batch_size=CLIENT_BATCH_SIZE.value, client_lr=CLIENT_LR.value,

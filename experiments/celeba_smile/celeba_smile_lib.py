@@ -164,6 +164,7 @@ def run_experiment(
     cache_dir: Optional[str] = None,
     work_dir: Optional[str] = None,
     download: bool = False,
+    label: str = 'smiling',
     scenarios: Sequence[str] = SCENARIOS,
     rounds: int = 100,
     clients_per_round: int = 100,
@@ -189,6 +190,7 @@ def run_experiment(
     work_dir: Cache of the central store, label counts and eval arrays
       (`None`: next to the database).
     download: Let TFF download CelebA if it is missing.
+    label: The attribute used as the label (`smiling` in the paper).
     scenarios: Names from `SCENARIOS`, run in this order.
     rounds: Training rounds per scenario.
     clients_per_round: S.
@@ -218,7 +220,7 @@ def run_experiment(
     TypeError, ValueError: For bad arguments or data.
   """
   task = celeba.build_task(
-      cache_dir, work_dir=work_dir, raw_clients_per_client=
+      cache_dir, work_dir=work_dir, label=label, raw_clients_per_client=
       raw_clients_per_client, client_batch_size=client_batch_size,
       max_eval_examples=max_eval_examples, seed=seed, download=download)
   model = tff_mixed.build_binary_classifier(
@@ -238,7 +240,7 @@ def run_experiment(
   diagnostics = read_diagnostics(comparison.summaries)
   if diagnostics:
     path = os.path.join(output_dir, 'diagnostics.txt')
-    label_imbalance_lib.atomic_write_text(path, format_diagnostics(
+    tff_mixed.atomic_write_text(path, format_diagnostics(
         diagnostics))
     comparison.files['diagnostics'] = path
   config = comparison.config
@@ -378,7 +380,7 @@ def run_sweep(points: Sequence[SweepPoint], *, output_dir: str,
                                    title='CelebA smile sweep')
   label_imbalance_lib.write_metrics_csv(
       os.path.join(output_dir, label_imbalance_lib.METRICS_FILE), rows)
-  label_imbalance_lib.atomic_write_text(
+  tff_mixed.atomic_write_text(
       os.path.join(output_dir, label_imbalance_lib.TABLE_FILE), table)
   return table, plot_path
 

@@ -347,6 +347,10 @@ def _write_database(
       connection.close()
     with open(temp_path, 'rb') as f:
       os.fsync(f.fileno())
+    # mkstemp makes the file private (0600); give it the usual mode.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temp_path, 0o666 & ~umask)
     os.replace(temp_path, database_path)
   except BaseException:  # KeyboardInterrupt too: never leave the temp file.
     _remove_quietly(temp_path)

@@ -240,6 +240,11 @@ def write_example_store(directory: str, batches: Iterable[Any]) -> ExampleStore:
                 for f in fields])
     with open(os.path.join(tmp_dir, MANIFEST_FILENAME), 'w') as f:
       json.dump(manifest, f, indent=2)
+    # mkdtemp makes the directory private (0700); give it the usual mode, so
+    # workers running as other users can read the store.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp_dir, 0o777 & ~umask)
     if os.path.exists(directory):
       # Swap in two renames so a crash leaves the old or the new store.
       old = directory + '.old'

@@ -52,7 +52,6 @@ from collections.abc import Sequence
 import json
 import os
 import sqlite3
-import tempfile
 from typing import Any, NamedTuple, Optional
 import urllib.parse
 
@@ -63,6 +62,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import example_store as example_store_lib
 from tff_mixed.tasks import binary_metrics
+from tff_mixed.training import reports
 
 IMAGE_SHAPE = (84, 84, 3)
 NUM_FEATURES = int(np.prod(IMAGE_SHAPE))
@@ -334,20 +334,6 @@ def _database_key(path: str, label: str) -> dict[str, Any]:
               size=stat.st_size, mtime_ns=stat.st_mtime_ns, label=label)
 
 
-def _atomic_save(path: str, save_fn) -> None:
-  directory = os.path.dirname(path)
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp.',
-                             suffix=os.path.splitext(path)[1])
-  os.close(fd)
-  try:
-    save_fn(tmp)
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
-
-
 def _build_cache(path: str, label: str, work_dir: str) -> None:
   """One pass over the training split: central store and label counts."""
   positives, negatives = {}, {}
@@ -369,13 +355,8 @@ def _build_cache(path: str, label: str, work_dir: str) -> None:
   example_store_lib.write_example_store(
       os.path.join(work_dir, 'central_store'), negative_batches())
   index = dict(train_positives=positives, train_negatives=negatives)
-  _atomic_save(os.path.join(work_dir, 'index.json'),
-               lambda tmp: _write_json(tmp, index))
-
-
-def _write_json(path: str, value: Any) -> None:
-  with open(path, 'w') as f:
-    json.dump(value, f)
+  reports.atomic_write(os.path.join(work_dir, 'index.json'),
+                       lambda f: json.dump(index, f))
 
 
 def _load_eval(path: str, label: str, work_dir: str):
@@ -385,8 +366,8 @@ def _load_eval(path: str, label: str, work_dir: str):
     parts = list(_scan_split(path, TEST_SPLIT, label))
     images = np.concatenate([p[1] for p in parts])
     labels = np.concatenate([p[2] for p in parts]).astype(np.float32)
-    _atomic_save(images_path, lambda tmp: np.save(tmp, images))
-    _atomic_save(labels_path, lambda tmp: np.save(tmp, labels))
+    reports.atomic_write(images_path, lambda f: np.save(f, images), 'wb')
+    reports.atomic_write(labels_path, lambda f: np.save(f, labels), 'wb')
   return np.load(images_path, mmap_mode='r'), np.load(labels_path)
 
 
@@ -411,7 +392,7 @@ def prepare_cache(path: str, label: str, work_dir: str) -> _Index:
         os.remove(os.path.join(work_dir, name))
     _build_cache(path, label, work_dir)
     _load_eval(path, label, work_dir)
-    _atomic_save(key_path, lambda tmp: _write_json(tmp, key))
+    reports.atomic_write(key_path, lambda f: json.dump(key, f))
   with open(os.path.join(work_dir, 'index.json')) as f:
     index = json.load(f)
   return _Index(index['train_positives'], index['train_negatives'])
