@@ -111,7 +111,10 @@ def comparison_task(
               task.num_oracle_client_examples)),
           num_central_examples=task.central_store.num_examples,
           num_eval_examples=len(task.eval_labels),
-          eval_positive_fraction=float(np.mean(task.eval_labels))))
+          eval_positive_fraction=float(np.mean(task.eval_labels))),
+      dataset_computation_fn=task.dataset_computation,
+      client_ids_fn=lambda ids, round_num: [
+          task.client_id(i, round_num) for i in ids])
 
 
 def read_diagnostics(

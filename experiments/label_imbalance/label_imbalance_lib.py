@@ -179,6 +179,13 @@ class ComparisonTask(NamedTuple):
       `round_num`; with `oracle=True` the clients also hold their negatives.
     evaluate_fn: `fn(model_weights) -> EvalMetrics` on the eval set.
     description: JSON-able facts about the data, written to `config.json`.
+    dataset_computation_fn: Optional `fn(oracle, num_steps) -> (string ->
+      {B*})` TFF computation that builds a client's dataset from its id
+      string inside TFF's worker; with it, rounds pass `client_ids_fn`'s
+      strings instead of datasets (`num_steps`: exactly that many batches,
+      for FedAvg; `None` for the mixed algorithms).
+    client_ids_fn: `fn(client_ids, round_num) -> list[str]`, with
+      `dataset_computation_fn`.
   """
 
   title: str
@@ -189,6 +196,9 @@ class ComparisonTask(NamedTuple):
                                list[tf.data.Dataset]]
   evaluate_fn: Callable[[Any], task_lib.EvalMetrics]
   description: dict[str, Any]
+  dataset_computation_fn: Optional[Callable[[bool, Optional[int]],
+                                            tff.Computation]] = None
+  client_ids_fn: Optional[Callable[[Sequence[int], int], list[str]]] = None
 
 
 def digits_comparison_task(
@@ -373,7 +383,13 @@ def _check_scenarios(scenarios: Sequence[str]) -> tuple[str, ...]:
 def client_data(scenario: str, task: ComparisonTask,
                 client_ids: Sequence[int], client_steps: int,
                 round_num: int) -> list[tf.data.Dataset]:
-  """The datasets of `client_ids` in round `round_num` for `scenario`."""
+  """The client data of `client_ids` in round `round_num` for `scenario`.
+
+  Datasets, or id strings when the task builds datasets in TFF's worker
+  (`ComparisonTask.dataset_computation_fn`; see `_compose`).
+  """
+  if task.dataset_computation_fn is not None:
+    return task.client_ids_fn(client_ids, round_num)
   if scenario in (FL_ONLY, ORACLE):
     datasets = task.client_datasets_fn(client_ids, scenario == ORACLE,
                                        round_num)
@@ -423,6 +439,33 @@ def round_functions(
   return client_data_fn, evaluation_fn
 
 
+def scenario_process(
+    scenario: str,
+    task: ComparisonTask,
+    model: tff.learning.models.FunctionalModel,
+    *,
+    client_steps: int,
+    seed: int,
+    **process_kwargs,
+) -> tff.learning.templates.LearningProcess:
+  """`build_process` for a task; its `next` takes what `client_data` gives.
+
+  With `task.dataset_computation_fn`, the process is composed with it, so
+  that datasets are built from id strings inside TFF's worker; FedAvg takes
+  one pass over its data, so its datasets then hold exactly K batches.
+  """
+  process = build_process(scenario, model, task.central_objective,
+                          client_steps=client_steps, seed=seed,
+                          **process_kwargs)
+  if task.dataset_computation_fn is None:
+    return process
+  fedavg = scenario in (FL_ONLY, ORACLE)
+  return tff.simulation.compose_dataset_computation_with_learning_process(
+      task.dataset_computation_fn(scenario == ORACLE,
+                                  client_steps if fedavg else None),
+      process)
+
+
 def _run_scenario(
     scenario: str,
     task: ComparisonTask,
@@ -446,9 +489,8 @@ def _run_scenario(
   from the runner's metrics CSV, which then covers every round.
   """
   start = time.perf_counter()
-  process = build_process(scenario, model, task.central_objective,
-                          client_steps=client_steps, seed=seed,
-                          **process_kwargs)
+  process = scenario_process(scenario, task, model, client_steps=client_steps,
+                             seed=seed, **process_kwargs)
   initial = task.evaluate_fn(process.get_model_weights(process.initialize()))
   build_seconds = time.perf_counter() - start
   client_data_fn, evaluation_fn = round_functions(

@@ -39,8 +39,9 @@ One sequential pass over the database builds the central store and counts
 each celebrity's labels; the result is cached in `work_dir` (keyed by the
 database's size and modification time, the label and the format), so later
 runs start at once. Client datasets are built each round through TFF's own
-loader (`ClientData.serializable_dataset_fn`), shuffled by a seed of the round
-and client, so runs are reproducible and resumable.
+loader (`ClientData.serializable_dataset_fn`) inside TFF's worker from client
+id strings (`CelebASmileTask.dataset_computation`), shuffled by a seed of the
+round and client, so runs are reproducible and resumable.
 
 Getting the data: `load_data` downloads `celeba.sqlite.lzma` (~500 MB) from
 TFF's bucket into `cache_dir` on first use; without network, build the same
@@ -411,7 +412,10 @@ class CelebASmileTask(NamedTuple):
       batches are `(float32[B, 21168], float32[B, 1])`.
     eval_images: uint8 `[n, 84, 84, 3]` images of the evaluation clients.
     eval_labels: float32 `[n]` labels of the evaluation images.
-    train_data: TFF's training `ClientData` (raw celebrities).
+    train_data: TFF's training `ClientData` (raw celebrities), as
+      `celeba.load_data` returns it.
+    serialized_train_data: The same split as TFF's `SqlClientData` of
+      serialized examples (what `load_data` parses), for lazy parsing.
     client_batch_size: Batch size of the client datasets.
     seed: The task's seed (grouping, client shuffles).
   """
@@ -424,6 +428,7 @@ class CelebASmileTask(NamedTuple):
   eval_images: np.ndarray
   eval_labels: np.ndarray
   train_data: tff.simulation.datasets.ClientData
+  serialized_train_data: tff.simulation.datasets.ClientData
   client_batch_size: int
   seed: int
 
@@ -431,34 +436,79 @@ class CelebASmileTask(NamedTuple):
   def num_clients(self) -> int:
     return len(self.clients)
 
-  def client_dataset(self, index: int, oracle: bool = False,
-                     round_num: int = 0) -> tf.data.Dataset:
-    """The batched `(x, y)` dataset of federated client `index`.
+  def client_id(self, index: int, round_num: int = 0) -> str:
+    """The id naming client `index` in round `round_num`.
 
-    Built through TFF's loader from the client's celebrities; shuffled by a
-    seed of `(task seed, round_num, index)`, so each round sees a new order
-    and a rerun the same one.
+    `'<round>|<celebrity>+<celebrity>+...'`: everything `dataset_for_id`
+    needs, so that TFF's worker can build the dataset from the string (see
+    `dataset_computation`); the round varies the shuffle.
+    """
+    return f'{round_num}|{"+".join(self.clients[index])}'
+
+  def dataset_for_id(self, client_id, oracle: bool = False,
+                     num_steps: Optional[int] = None) -> tf.data.Dataset:
+    """The batched `(x, y)` dataset named by a `client_id` string (tensor).
+
+    Built through TFF's loader (`serializable_dataset_fn`) from the client's
+    celebrities, only positives unless `oracle`; shuffled by a hash of the id
+    and the task seed, so each round sees a new order and a rerun the same.
 
     Args:
-      index: The client, in `[0, num_clients)`.
+      client_id: A scalar string (Python or tensor) from `client_id`.
       oracle: Hold all images (the oracle), not only the positives.
-      round_num: The round (varies the shuffle).
+      num_steps: If set, exactly this many batches, cycling (for TFF's
+        FedAvg, which takes one pass over what it is given).
 
     Returns:
       A `tf.data.Dataset` of `(float32[?, 21168], float32[?, 1])` batches.
     """
     label = self.label
-    raw_ids = tf.data.Dataset.from_tensor_slices(list(self.clients[index]))
-    dataset = raw_ids.flat_map(self.train_data.serializable_dataset_fn)
+    client_id = tf.convert_to_tensor(client_id, tf.string)
+    celebrities = tf.strings.split(
+        tf.strings.split(client_id, '|')[1], '+')
+    # The serialized examples TFF's loader parses, parsed here lazily: the
+    # label first (skipping the image bytes is cheap), the 21,168-value image
+    # only for the examples a round actually trains on. Parsing every image
+    # of ~100 clients each round cost several seconds.
+    dataset = tf.data.Dataset.from_tensor_slices(celebrities).flat_map(
+        self.serialized_train_data.serializable_dataset_fn)
     if not oracle:
-      dataset = dataset.filter(lambda e: e[label])
-    shuffle_seed = int(np.random.SeedSequence(
-        [self.seed, round_num, index]).generate_state(1)[0] % (2**31 - 1))
-    dataset = dataset.shuffle(_SHUFFLE_BUFFER, seed=shuffle_seed)
-    dataset = dataset.map(lambda e: (
-        to_features(e['image']),
-        tf.reshape(tf.cast(e[label], tf.float32), [1])))
-    return dataset.batch(self.client_batch_size)
+      dataset = dataset.filter(lambda proto: tf.io.parse_single_example(
+          proto, {label: tf.io.FixedLenFeature([], tf.int64)})[label] > 0)
+    seed = tf.strings.to_hash_bucket_fast(
+        tf.strings.join([client_id, str(self.seed)], '#'), 2**31 - 1)
+    dataset = dataset.shuffle(_SHUFFLE_BUFFER, seed=seed)
+
+    def parse(proto):
+      example = tf.io.parse_single_example(proto, {
+          'image': tf.io.FixedLenFeature(IMAGE_SHAPE, tf.int64),
+          label: tf.io.FixedLenFeature([], tf.int64),
+      })
+      return (to_features(example['image']),
+              tf.reshape(tf.cast(example[label] > 0, tf.float32), [1]))
+
+    dataset = dataset.map(parse).batch(self.client_batch_size)
+    if num_steps is not None:
+      dataset = dataset.repeat().take(num_steps)
+    return dataset
+
+  def dataset_computation(self, oracle: bool = False,
+                          num_steps: Optional[int] = None) -> tff.Computation:
+    """`(string -> {(x, y)*})`: builds client datasets inside TFF's worker.
+
+    Compose it with a process (`tff.simulation.
+    compose_dataset_computation_with_learning_process`) and pass `client_id`
+    strings to `next`: building ~100 datasets in Python and serializing them
+    every round costs far more than the round itself.
+    """
+    return tff.tensorflow.computation(
+        lambda client_id: self.dataset_for_id(client_id, oracle, num_steps),
+        np.str_)
+
+  def client_dataset(self, index: int, oracle: bool = False,
+                     round_num: int = 0) -> tf.data.Dataset:
+    """The dataset of client `index` in round `round_num` (eager use)."""
+    return self.dataset_for_id(self.client_id(index, round_num), oracle)
 
   def client_datasets(self, client_ids: Sequence[int], oracle: bool = False,
                       round_num: int = 0) -> list[tf.data.Dataset]:
@@ -558,4 +608,7 @@ def build_task(
       label=label, clients=clients, num_client_examples=positives,
       num_oracle_client_examples=totals, central_store=store,
       eval_images=np.asarray(eval_images), eval_labels=eval_labels,
-      train_data=train, client_batch_size=client_batch_size, seed=seed)
+      train_data=train,
+      serialized_train_data=tff.simulation.datasets.SqlClientData(
+          path, TRAIN_SPLIT),
+      client_batch_size=client_batch_size, seed=seed)
