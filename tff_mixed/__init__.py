@@ -28,12 +28,18 @@ from tff_mixed.algorithms.parallel_training import build_parallel_training
 from tff_mixed.core.central_objective import central_data_objective
 from tff_mixed.core.central_objective import central_regularizer
 from tff_mixed.core.central_objective import CentralObjective
+from tff_mixed.core.communication import Communication
+from tff_mixed.core.communication import per_client_communication
+from tff_mixed.core.embedding_select import EmbeddingSelection
 from tff_mixed.core.example_store import ExampleStore
 from tff_mixed.core.example_store import load_example_store
 from tff_mixed.core.example_store import write_example_store
 from tff_mixed.core.mixed_process import MixedFLState
 from tff_mixed.models.dense import build_binary_classifier
 from tff_mixed.models.dense import build_linear_regression
+# The movie task's dual encoder (losses, federated_select slicing, recall@k).
+from tff_mixed.models import dual_encoder
+from tff_mixed.models.dual_encoder import build_dual_encoder
 from tff_mixed.training import checkpoints as training_checkpoints
 from tff_mixed.training.checkpoints import CheckpointMismatchError
 from tff_mixed.training.reports import atomic_write
@@ -47,6 +53,7 @@ from tff_mixed.training.runner import RunResult
 # the CelebA smile classifier on TFF's CelebA.
 from tff_mixed.tasks import celeba_smile
 from tff_mixed.tasks import digits_label_imbalance
+from tff_mixed.tasks import movielens
 
 __version__ = '0.1.0'
 

@@ -19,6 +19,7 @@ from typing import Any, Optional
 import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import embedding_select
 from tff_mixed.core import mixed_process
 from tff_mixed.core import server_update
 from tff_mixed.core import validation
@@ -52,6 +53,8 @@ def assemble(
     resample_transfer_each_round: bool = True,
     transfer_batch_size: Optional[int] = None,
     initial_trainable_fn: Optional[Callable[..., Any]] = None,
+    embedding_selection: Optional[
+        embedding_select.EmbeddingSelection] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Validates the arguments common to all algorithms and wires the process."""
   validation.check_model(model)
@@ -96,6 +99,16 @@ def assemble(
     validation.check_optimizer('merge_optimizer', merge_optimizer)
     validation.check_learning_rate('merge_optimizer', merge_optimizer, model)
 
+  if embedding_selection is not None:
+    validation.check_embedding_selection(embedding_selection, model)
+    if with_diagnostics or transfer_examples > 0:
+      raise ValueError('`embedding_selection` does not support '
+                       '`with_diagnostics` or transferred examples.')
+    if not isinstance(model_aggregator, tff.aggregators.MeanFactory):
+      # The scatter-back is a weighted mean by construction.
+      raise ValueError('`embedding_selection` aggregates updates with its own '
+                       'sparse weighted mean; leave `model_aggregator` unset.')
+
   client_learning_rate = None
   if two_way:
     client_learning_rate = validation.plain_sgd_learning_rate(
@@ -130,6 +143,7 @@ def assemble(
       resample_transfer_each_round=resample_transfer_each_round,
       transfer_batch_size=transfer_batch_size,
       initial_trainable_fn=initial_trainable_fn,
+      selection=embedding_selection,
   )
   return mixed_process.build_mixed_process(
       model,

@@ -32,6 +32,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import embedding_select
 from tff_mixed.core import validation
 
 
@@ -52,6 +53,8 @@ def build_one_way_gradient_transfer(
     central_clip_norm: Optional[float] = None,
     seed: int = 0,
     with_diagnostics: bool = False,
+    embedding_selection: Optional[
+        embedding_select.EmbeddingSelection] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a 1-way Gradient Transfer `tff.learning.templates.LearningProcess`.
 
@@ -86,6 +89,10 @@ def build_one_way_gradient_transfer(
     central_clip_norm: Optional global L2 norm to clip g~_c to.
     seed: Seeds the sampling of central batches.
     with_diagnostics: Report G~_t^2 and B~_t^2 (opt-in extra client upload).
+    embedding_selection: Optional `tff_mixed.EmbeddingSelection`: send each
+      client only its rows of the embedding table (and of g~_c) with
+      `tff.federated_select`, and scatter its row updates back, instead of
+      broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -109,6 +116,7 @@ def build_one_way_gradient_transfer(
       central_clip_norm=central_clip_norm,
       seed=seed,
       with_diagnostics=with_diagnostics,
+      embedding_selection=embedding_selection,
       send_central_gradient=True,
   )
 
@@ -133,6 +141,8 @@ def build_two_way_gradient_transfer(
     central_clip_norm: Optional[float] = None,
     seed: int = 0,
     with_diagnostics: bool = False,
+    embedding_selection: Optional[
+        embedding_select.EmbeddingSelection] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a 2-way Gradient Transfer `tff.learning.templates.LearningProcess`.
 
@@ -175,6 +185,10 @@ def build_two_way_gradient_transfer(
     central_clip_norm: Optional global L2 norm to clip central gradients to.
     seed: Seeds the sampling of central batches.
     with_diagnostics: Report G~_t^2 and B~_t^2 (opt-in extra client upload).
+    embedding_selection: Optional `tff_mixed.EmbeddingSelection`: send each
+      client only its rows of the embedding table (and of g~_c) with
+      `tff.federated_select`, and scatter its row updates back, instead of
+      broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -206,6 +220,7 @@ def build_two_way_gradient_transfer(
       central_clip_norm=central_clip_norm,
       seed=seed,
       with_diagnostics=with_diagnostics,
+      embedding_selection=embedding_selection,
       send_central_gradient=True,
       two_way=True,
   )

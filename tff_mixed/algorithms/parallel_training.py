@@ -25,6 +25,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import embedding_select
 from tff_mixed.core import validation
 
 
@@ -48,6 +49,8 @@ def build_parallel_training(
     central_clip_norm: Optional[float] = None,
     seed: int = 0,
     with_diagnostics: bool = False,
+    embedding_selection: Optional[
+        embedding_select.EmbeddingSelection] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a Parallel Training `tff.learning.templates.LearningProcess`.
 
@@ -95,6 +98,10 @@ def build_parallel_training(
     central_clip_norm: Optional global L2 norm to clip central gradients to.
     seed: Seeds the sampling of central batches.
     with_diagnostics: Report the (G, B)-BGD estimates G~_t^2, B~_t^2 (eq. 7).
+    embedding_selection: Optional `tff_mixed.EmbeddingSelection`: send each
+      client only its rows of the embedding table (and of g~_c) with
+      `tff.federated_select`, and scatter its row updates back, instead of
+      broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
       Opt-in: clients then also upload their gradient at x^(t).
 
   Returns:
@@ -129,4 +136,5 @@ def build_parallel_training(
       central_clip_norm=central_clip_norm,
       seed=seed,
       with_diagnostics=with_diagnostics,
+      embedding_selection=embedding_selection,
   )

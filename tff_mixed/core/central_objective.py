@@ -247,5 +247,6 @@ def loss_and_gradient(
   # A weight the central loss does not touch has gradient zero, not None, so
   # that it can be added to client gradients and merged.
   gradient = tuple(
-      tf.zeros_like(w) if g is None else g for w, g in zip(trainable, gradient))
+      tf.zeros_like(w) if g is None else tf.convert_to_tensor(g)
+      for w, g in zip(trainable, gradient))
   return loss, gradient

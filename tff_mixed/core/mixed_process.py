@@ -33,6 +33,11 @@ computations. Each round (arXiv:2205.13655, Algorithms 1-2):
 Client-placed values reach the server only through the model aggregator, the
 metrics aggregator and (opt-in diagnostics) one `federated_mean`; with
 diagnostics off the clients upload exactly what FedAvg uploads.
+
+With an `EmbeddingSelection` (the movie task), the embedding table is not
+broadcast: each client's keys select its rows (and its rows of g~_c) with
+`federated_select`, and its row updates come back through a scatter-back
+`federated_aggregate` (`embedding_select.py`); the server math is unchanged.
 """
 
 import collections
@@ -45,6 +50,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import client_update as client_update_lib
+from tff_mixed.core import embedding_select as select_lib
 from tff_mixed.core import server_update as server_update_lib
 
 
@@ -91,6 +97,8 @@ class ProcessConfig(NamedTuple):
     transfer_batch_size: Local batch size after merging transferred examples.
     initial_trainable_fn: Optional `tf.function` mapping the initial
       `(trainable, non_trainable)` to new trainable weights (warm-up).
+    selection: Optional `embedding_select.EmbeddingSelection`: slice the
+      embedding table per client instead of broadcasting it.
   """
 
   objective: Optional[central_lib.CentralObjective]
@@ -102,6 +110,7 @@ class ProcessConfig(NamedTuple):
   resample_transfer_each_round: bool
   transfer_batch_size: Optional[int]
   initial_trainable_fn: Optional[Callable[..., Any]]
+  selection: Optional[select_lib.EmbeddingSelection] = None
 
 
 def _weights_type(model):
@@ -115,6 +124,82 @@ def _weights_type(model):
       tff.learning.models.ModelWeights(
           trainable=tuple(spec(w) for w in trainable),
           non_trainable=tuple(spec(w) for w in non_trainable)))
+
+
+def _select_computations(selection, weights_type, data_type, config,
+                         client_update_fn, client_optimizer):
+  """The TF computations of the `federated_select` path.
+
+  Returns `(keys_computation: ({B*} -> int32[M]), split_computation:
+  (ModelWeights -> <table, ModelWeights without it>), split_gradient:
+  (trainable -> <table rows, the rest>), select_fn: (<table, int32> -> row),
+  client_computation: (<message, {B*}, int32[M], {row*}[, {row*}]> ->
+  ClientOutput))`.
+  """
+  index = selection.table_index
+  trainable_type = weights_type.trainable
+  table_type = trainable_type[index]
+  row_shape = table_type.shape[1:]
+  num_keys = selection.keys_per_client
+
+  @tff.tensorflow.computation(data_type)
+  def keys_computation(dataset):
+    return select_lib.select_keys(dataset, selection, config.client_steps)
+
+  def without_table(trainable):
+    return tuple(w for i, w in enumerate(trainable) if i != index)
+
+  def with_rows(dense, rows):
+    dense = list(dense)
+    return tuple(dense[:index] + [rows] + dense[index:])
+
+  @tff.tensorflow.computation(weights_type)
+  def split_computation(weights):
+    return (weights.trainable[index], tff.learning.models.ModelWeights(
+        trainable=without_table(weights.trainable),
+        non_trainable=tuple(weights.non_trainable)))
+
+  @tff.tensorflow.computation(trainable_type)
+  def split_gradient(gradient):
+    return gradient[index], without_table(gradient)
+
+  select_fn = select_lib.build_select_fn(table_type)
+  dense_weights_type = split_computation.type_signature.result[1]
+  rows_type = tff.SequenceType(tff.TensorType(table_type.dtype, row_shape))
+  message_members = collections.OrderedDict(weights=dense_weights_type)
+  parameter = [None, data_type, tff.TensorType(np.int32, [num_keys]),
+               rows_type]
+  if config.send_central_gradient:
+    message_members['augmenting_gradient'] = (
+        split_gradient.type_signature.result[1])
+    parameter.append(rows_type)
+  parameter[0] = tff.to_type(message_members)
+
+  def client_fn(message, dataset, keys, rows, gradient_rows=None):
+    weights = message['weights']
+    trainable = with_rows(weights.trainable, select_lib.rows_from_sequence(
+        rows, num_keys, row_shape))
+    augmenting = ()
+    if gradient_rows is not None:
+      augmenting = with_rows(
+          message['augmenting_gradient'],
+          select_lib.rows_from_sequence(gradient_rows, num_keys, row_shape))
+    return client_update_fn(
+        client_optimizer, (trainable, tuple(weights.non_trainable)),
+        select_lib.local_dataset(dataset, keys, selection), augmenting, (), 0)
+
+  # TFF computations take no varargs: one signature per algorithm family.
+  if config.send_central_gradient:
+    client_computation = tff.tensorflow.computation(
+        lambda message, dataset, keys, rows, gradient_rows: client_fn(
+            message, dataset, keys, rows, gradient_rows), *parameter)
+  else:
+    client_computation = tff.tensorflow.computation(
+        lambda message, dataset, keys, rows: client_fn(
+            message, dataset, keys, rows), *parameter)
+
+  return (keys_computation, split_computation, split_gradient, select_fn,
+          client_computation)
 
 
 def build_mixed_process(
@@ -180,8 +265,13 @@ def build_mixed_process(
                             if uses_federated_gradient else ()),
     )
 
-  aggregation_process = model_aggregator.create(
-      trainable_type, tff.TensorType(np.float32))
+  selection = config.selection
+  if selection is None:
+    aggregation_process = model_aggregator.create(
+        trainable_type, tff.TensorType(np.float32))
+  else:
+    sparse_mean = select_lib.build_sparse_mean(
+        trainable_type, selection.table_index, selection.keys_per_client)
   round_type = tff.TensorType(np.int32)
 
   # --- Server computations feeding the broadcast. ---
@@ -219,7 +309,7 @@ def build_mixed_process(
 
   # --- Client computation. ---
   client_update_fn = client_update_lib.build_client_update_fn(
-      model,
+      model if selection is None else selection.local_model,
       weighting=config.client_weighting,
       num_steps=config.client_steps,
       federated_weight=server_config.federated_weight,
@@ -231,17 +321,25 @@ def build_mixed_process(
       with_probe_gradient=server_config.with_diagnostics,
   )
 
-  @tff.tensorflow.computation(broadcast_type, data_type)
-  def client_computation(message, dataset):
-    weights = message['weights']
-    return client_update_fn(
-        client_optimizer,
-        (tuple(weights.trainable), tuple(weights.non_trainable)),
-        dataset,
-        message['augmenting_gradient'] if config.send_central_gradient else (),
-        message['examples'] if config.transfer_examples > 0 else (),
-        message['round_num'] if config.transfer_examples > 0 else 0,
-    )
+  if selection is None:
+
+    @tff.tensorflow.computation(broadcast_type, data_type)
+    def client_computation(message, dataset):
+      weights = message['weights']
+      return client_update_fn(
+          client_optimizer,
+          (tuple(weights.trainable), tuple(weights.non_trainable)),
+          dataset,
+          message['augmenting_gradient'] if config.send_central_gradient
+          else (),
+          message['examples'] if config.transfer_examples > 0 else (),
+          message['round_num'] if config.transfer_examples > 0 else 0,
+      )
+  else:
+    (keys_computation, split_computation, split_gradient_computation,
+     select_fn, client_computation) = _select_computations(
+         selection, weights_type, data_type, config, client_update_fn,
+         client_optimizer)
 
   # --- Server update computation. ---
   server_update_fn = server_update_lib.build_server_update_fn(
@@ -287,7 +385,9 @@ def build_mixed_process(
             global_model_weights=tff.federated_eval(initial_model_weights_fn,
                                                     tff.SERVER),
             round_num=parts.round_num,
-            aggregator=aggregation_process.initialize(),
+            aggregator=(aggregation_process.initialize()
+                        if selection is None
+                        else tff.federated_value((), tff.SERVER)),
             server_optimizer=parts.server_optimizer,
             central_optimizer=parts.central_optimizer,
             merge_optimizer=parts.merge_optimizer,
@@ -309,12 +409,39 @@ def build_mixed_process(
       message['examples'] = tff.federated_map(transfer_sample_computation,
                                               state.round_num)
       message['round_num'] = state.round_num
-    message_at_clients = tff.federated_broadcast(tff.federated_zip(message))
-    client_outputs = tff.federated_map(client_computation,
-                                       (message_at_clients, client_data))
-
-    aggregation_output = aggregation_process.next(
-        state.aggregator, client_outputs.update, client_outputs.update_weight)
+    if selection is None:
+      message_at_clients = tff.federated_broadcast(tff.federated_zip(message))
+      client_outputs = tff.federated_map(client_computation,
+                                         (message_at_clients, client_data))
+      aggregation_output = aggregation_process.next(
+          state.aggregator, client_outputs.update,
+          client_outputs.update_weight)
+      aggregated_update = aggregation_output.result
+      aggregator_state = aggregation_output.state
+      aggregator_measurements = aggregation_output.measurements
+    else:
+      # The table travels only as each client's selected rows.
+      keys = tff.federated_map(keys_computation, client_data)
+      max_key = tff.federated_value(selection.num_rows - 1, tff.SERVER)
+      table, dense_weights = tff.federated_map(split_computation,
+                                               message['weights'])
+      message['weights'] = dense_weights
+      client_inputs = [keys, tff.federated_select(keys, max_key, table,
+                                                  select_fn)]
+      if config.send_central_gradient:
+        gradient_table, dense_gradient = tff.federated_map(
+            split_gradient_computation, message['augmenting_gradient'])
+        message['augmenting_gradient'] = dense_gradient
+        client_inputs.append(tff.federated_select(
+            keys, max_key, gradient_table, select_fn))
+      message_at_clients = tff.federated_broadcast(tff.federated_zip(message))
+      client_outputs = tff.federated_map(
+          client_computation,
+          (message_at_clients, client_data, *client_inputs))
+      aggregated_update = sparse_mean(keys, client_outputs.update,
+                                      client_outputs.update_weight)
+      aggregator_state = state.aggregator
+      aggregator_measurements = tff.federated_value((), tff.SERVER)
     train_metrics = metrics_aggregation_fn(client_outputs.metrics)
 
     server_inputs = collections.OrderedDict(
@@ -324,7 +451,7 @@ def build_mixed_process(
         central_optimizer=state.central_optimizer,
         merge_optimizer=state.merge_optimizer,
         federated_gradient=state.federated_gradient,
-        aggregated_update=aggregation_output.result,
+        aggregated_update=aggregated_update,
     )
     if config.send_central_gradient:
       server_inputs['central_gradient'] = central_gradient
@@ -342,7 +469,7 @@ def build_mixed_process(
         MixedFLState(
             global_model_weights=new_weights,
             round_num=new_round_num,
-            aggregator=aggregation_output.state,
+            aggregator=aggregator_state,
             server_optimizer=new_server_state,
             central_optimizer=new_central_state,
             merge_optimizer=new_merge_state,
@@ -351,7 +478,7 @@ def build_mixed_process(
     metrics = collections.OrderedDict(
         client_work=tff.federated_zip(
             collections.OrderedDict(train=train_metrics)),
-        aggregator=aggregation_output.measurements,
+        aggregator=aggregator_measurements,
         central=central_metrics,
         finalizer=finalizer_metrics,
     )

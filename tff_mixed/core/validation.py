@@ -21,6 +21,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import embedding_select
 from tff_mixed.core import example_store as example_store_lib
 from tff_mixed.core import server_update
 
@@ -204,3 +205,39 @@ def check_client_weighting(client_weighting: Any) -> None:
 
 def optional_clip(name: str, value: Optional[float]) -> None:
   check_positive_float(name, value, allow_none=True)
+
+
+def check_embedding_selection(selection: Any, model) -> None:
+  """Checks an `EmbeddingSelection` against the model it slices."""
+  if not isinstance(selection, embedding_select.EmbeddingSelection):
+    raise TypeError('`embedding_selection` must be a '
+                    '`tff_mixed.EmbeddingSelection`, got '
+                    f'{type(selection).__name__}.')
+  trainable = model.initial_weights[0]
+  index = selection.table_index
+  if (isinstance(index, bool) or not isinstance(index, int)
+      or not 0 <= index < len(trainable)):
+    raise ValueError(f'`embedding_selection.table_index` must index the '
+                     f'{len(trainable)} trainable weights, got {index!r}.')
+  table = trainable[index]
+  if table.ndim != 2 or table.shape[0] != selection.num_rows:
+    raise ValueError(
+        f'`embedding_selection.num_rows` is {selection.num_rows}, but '
+        f'trainable weight {index} has shape {table.shape}; it must be the '
+        '[num_rows, d] embedding table.')
+  keys = selection.keys_per_client
+  if (isinstance(keys, bool) or not isinstance(keys, int)
+      or not 1 <= keys <= selection.num_rows):
+    raise ValueError('`embedding_selection.keys_per_client` must be an int in '
+                     f'[1, {selection.num_rows}], got {keys!r}.')
+  local = selection.local_model.initial_weights[0]
+  expected = [(keys, *w.shape[1:]) if i == index else w.shape
+              for i, w in enumerate(trainable)]
+  if [tuple(w.shape) for w in local] != [tuple(e) for e in expected]:
+    raise ValueError(
+        '`embedding_selection.local_model` must have the model\'s weights '
+        f'with a {keys}-row table: expected shapes {expected}, got '
+        f'{[w.shape for w in local]}.')
+  for name in ('ids_fn', 'remap_fn'):
+    if not callable(getattr(selection, name)):
+      raise TypeError(f'`embedding_selection.{name}` must be callable.')

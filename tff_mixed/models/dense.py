@@ -27,7 +27,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 
-def _mean_metric_fns(with_accuracy: bool):
+def mean_metric_fns(with_accuracy: bool):
   """Metrics (mean loss, optional binary accuracy, example count).
 
   The state holds sums, so `tff.learning.metrics.sum_then_finalize` gives
@@ -131,7 +131,7 @@ def build_binary_classifier(
       initial_weights=(tuple(trainable), ()),
       predict_on_batch_fn=predict_on_batch,
       loss_fn=loss,
-      metrics_fns=_mean_metric_fns(with_accuracy=True),
+      metrics_fns=mean_metric_fns(with_accuracy=True),
       input_spec=(
           tf.TensorSpec([None, input_dim], tf.float32),
           tf.TensorSpec([None, 1], tf.float32),
@@ -177,7 +177,7 @@ def build_linear_regression(
       initial_weights=(initial_weights, ()),
       predict_on_batch_fn=predict_on_batch,
       loss_fn=loss,
-      metrics_fns=_mean_metric_fns(with_accuracy=False),
+      metrics_fns=mean_metric_fns(with_accuracy=False),
       input_spec=(
           tf.TensorSpec([None, input_dim], tf.float32),
           tf.TensorSpec([None, 1], tf.float32),

@@ -1,0 +1,209 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Embedding slices by `tff.federated_select`, and their sparse scatter-back.
+
+In the movie task of mixed FL (arXiv:2205.13655, section 4.3, appendix B.3)
+the server computes the spreadout regularizer over the whole embedding
+table, so a client needs only the rows of the movies in its own data:
+`tff.federated_select` sends exactly those rows (and, for gradient transfer,
+the same rows of the augmenting gradient), and the client sends back only
+their updates. The full table is never broadcast.
+
+Per round and client:
+
+1.  Keys (client): the distinct ids its round's batches use, most frequent
+    first when there are more than the budget of `keys_per_client` (ties: the
+    smaller id), sorted ascending, padded with row 0 (the padding row) to a
+    fixed count, since `federated_select` needs one static key count. Ids
+    left out (over budget) are treated as absent by the client: as context
+    they are ignored, as a label the example carries no loss.
+2.  Rows (select): `federated_select(keys, num_rows - 1, table, gather)`.
+3.  Local training (client): the model's local twin, whose table has
+    `keys_per_client` rows, on batches remapped to local row indices.
+4.  Scatter-back (aggregation): the client uploads `<keys, row updates,
+    other updates, weight>`; `federated_aggregate` scatter-adds the weighted
+    row updates into a table-shaped accumulator and divides by the total
+    weight. That is exactly the weighted mean of the dense table updates
+    (rows a client did not receive contribute zero), so with enough keys a
+    round equals dense FedAvg's (`tests/embedding_select_test.py`).
+
+The key selection and remapping are pure TF; the TFF computations here are
+the select function and the aggregation's four computations.
+"""
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+
+class EmbeddingSelection(NamedTuple):
+  """How a model's embedding table is sliced per client.
+
+  Attributes:
+    table_index: Index of the embedding table in the trainable weights.
+    num_rows: Rows of the full table (row 0: padding, never selected as an
+      id).
+    keys_per_client: Rows each client receives (the static key count).
+    local_model: The model's twin whose table has `keys_per_client` rows,
+      trained on remapped batches; same other weights.
+    ids_fn: `fn(batch) -> int tensor` of the global ids a batch uses (0:
+      none).
+    remap_fn: `fn(batch, lookup) -> batch` rewriting a batch's global ids to
+      local row indices, where `lookup(ids)` maps global ids to local rows
+      (-1: not received).
+  """
+
+  table_index: int
+  num_rows: int
+  keys_per_client: int
+  local_model: Any
+  ids_fn: Callable[[Any], tf.Tensor]
+  remap_fn: Callable[[Any, Callable[[tf.Tensor], tf.Tensor]], Any]
+
+
+def select_keys(dataset: tf.data.Dataset, selection: EmbeddingSelection,
+                num_steps=None) -> tf.Tensor:
+  """The client's keys for a round: int32 `[keys_per_client]` (step 1 above).
+
+  Args:
+    dataset: The client's batched dataset.
+    selection: The `EmbeddingSelection`.
+    num_steps: K when clients take exactly K steps: only the first K batches
+      (cycled if fewer) are trained on, so only they count.
+  """
+  if num_steps is not None:
+    dataset = dataset.repeat().take(num_steps)
+  num_rows = selection.num_rows
+
+  def count(counts, batch):
+    ids = tf.reshape(tf.cast(selection.ids_fn(batch), tf.int32), [-1])
+    ids = tf.boolean_mask(ids, (ids > 0) & (ids < num_rows))
+    return counts + tf.math.bincount(ids, minlength=num_rows,
+                                     maxlength=num_rows, dtype=tf.int32)
+
+  counts = dataset.reduce(tf.zeros([num_rows], tf.int32), count)
+  # Most frequent first, ties to the smaller id: one integer score.
+  ids = tf.range(num_rows, dtype=tf.int32)
+  score = counts * num_rows + (num_rows - 1 - ids)
+  top = tf.math.top_k(score, k=min(selection.keys_per_client, num_rows))
+  chosen = tf.where(tf.gather(counts, top.indices) > 0, top.indices,
+                    num_rows)  # Sentinel past every id: sorts last.
+  keys = tf.sort(chosen)
+  # tf.equal, not ==: TFF traces in graph mode, where == compares identity.
+  keys = tf.where(tf.equal(keys, num_rows), 0, keys)
+  pad = selection.keys_per_client - min(selection.keys_per_client, num_rows)
+  return tf.pad(keys, [[0, pad]])
+
+
+def local_lookup(keys: tf.Tensor, num_rows: int):
+  """`lookup(ids)`: global id -> its position in `keys`, -1 if absent."""
+  valid = keys > 0
+  table = tf.tensor_scatter_nd_update(
+      tf.fill([num_rows], -1),
+      tf.boolean_mask(keys, valid)[:, tf.newaxis],
+      tf.boolean_mask(tf.range(tf.size(keys), dtype=tf.int32), valid))
+
+  def lookup(ids):
+    ids = tf.cast(ids, tf.int32)
+    inside = (ids > 0) & (ids < num_rows)
+    return tf.where(inside, tf.gather(table, tf.clip_by_value(
+        ids, 0, num_rows - 1)), -1)
+
+  return lookup
+
+
+def local_dataset(dataset: tf.data.Dataset, keys: tf.Tensor,
+                  selection: EmbeddingSelection) -> tf.data.Dataset:
+  """The client's batches with ids rewritten to local rows (step 3)."""
+  lookup = local_lookup(keys, selection.num_rows)
+  return dataset.map(lambda *batch: selection.remap_fn(
+      batch[0] if len(batch) == 1 else batch, lookup))
+
+
+def build_select_fn(table_type: tff.TensorType) -> tff.Computation:
+  """`(<table, int32> -> row)`: the `select_fn` of `federated_select`."""
+
+  @tff.tensorflow.computation(table_type, np.int32)
+  def select_row(table, key):
+    return tf.gather(table, key)
+
+  return select_row
+
+
+def rows_from_sequence(rows: tf.data.Dataset, keys_per_client: int,
+                       row_shape) -> tf.Tensor:
+  """The selected rows as one `[keys_per_client, d]` tensor (client side)."""
+  stacked = rows.batch(keys_per_client).get_single_element()
+  return tf.reshape(stacked, [keys_per_client, *row_shape])
+
+
+def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
+  """The scatter-back aggregation (step 4).
+
+  Returns `aggregate(keys@CLIENTS, update@CLIENTS, weight@CLIENTS) ->
+  mean_update@SERVER`, a Python function of federated values (call it inside
+  a `tff.federated_computation`). The client values are the local update
+  (a tuple like the trainable weights whose table has `keys_per_client`
+  rows), its keys and its weight; the result has the full trainable type.
+  Built on `tff.federated_aggregate`, whose accumulator is the dense
+  table-shaped weighted sum.
+  """
+  full_specs = [tf.TensorSpec(t.shape, t.dtype) for t in trainable_type]
+
+  @tff.tensorflow.computation
+  def zero():
+    return (tuple(tf.zeros(s.shape, s.dtype) for s in full_specs),
+            tf.constant(0.0, tf.float32))
+
+  accumulator_type = zero.type_signature.result
+  local_type = tff.StructWithPythonType(
+      [tff.TensorType(t.dtype, [keys_per_client, *t.shape[1:]])
+       if i == table_index else t for i, t in enumerate(trainable_type)],
+      tuple)
+  value_type = tff.StructWithPythonType(
+      [tff.TensorType(np.int32, [keys_per_client]), local_type,
+       tff.TensorType(np.float32)], tuple)
+
+  @tff.tensorflow.computation(accumulator_type, value_type)
+  def accumulate(accumulator, value):
+    sums, total = accumulator
+    keys, update, weight = value
+    new_sums = []
+    for i, (s, u) in enumerate(zip(sums, update)):
+      if i == table_index:
+        # Padding keys are row 0 with a zero update: adding it is harmless.
+        new_sums.append(tf.tensor_scatter_nd_add(
+            s, keys[:, tf.newaxis], weight * u))
+      else:
+        new_sums.append(s + weight * u)
+    return tuple(new_sums), total + weight
+
+  @tff.tensorflow.computation(accumulator_type, accumulator_type)
+  def merge(a, b):
+    return (tuple(x + y for x, y in zip(a[0], b[0])), a[1] + b[1])
+
+  @tff.tensorflow.computation(accumulator_type)
+  def report(accumulator):
+    sums, total = accumulator
+    return tuple(tf.math.divide_no_nan(s, total) for s in sums)
+
+  def aggregate(keys, update, weight):
+    return tff.federated_aggregate(
+        tff.federated_zip((keys, update, weight)), zero(), accumulate, merge,
+        report)
+
+  return aggregate
