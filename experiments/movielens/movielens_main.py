@@ -1,0 +1,125 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+r"""MovieLens dual encoder: mixed FL with federated_select vs all-on-client.
+
+Clients compute the hinge loss on their own next-movie examples; the server
+computes the spreadout regularizer; each client receives only its movies'
+embedding rows (arXiv:2205.13655, section 4.3; see `movielens_lib`).
+
+Data: a MovieLens ratings file, `ratings.dat` of MovieLens 1M
+(`UserID::MovieID::Rating::Timestamp`) or `u.data` of MovieLens 100K
+(tab-separated), from https://grouplens.org/datasets/movielens/ (their
+licence forbids redistribution, so none ships here):
+
+  python -m experiments.movielens.movielens_main --ratings_file=ml-1m/ratings.dat
+
+Writes `metrics.csv`, `recall.png`, `results.txt`, `costs.txt` (bytes and
+FLOPs per client and round, measured and the paper's formulas) and
+`config.json` to `--output_dir` and prints the tables.
+"""
+
+from collections.abc import Sequence
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from experiments.label_imbalance import label_imbalance_lib
+from experiments.movielens import movielens_lib
+import tff_mixed
+
+_DEFAULTS = movielens_lib.Config()
+
+_RATINGS_FILE = flags.DEFINE_string(
+    'ratings_file', None, 'MovieLens ratings.dat (1M) or u.data (100K).')
+_SKIP_MALFORMED = flags.DEFINE_bool(
+    'skip_malformed', False, 'Skip malformed rating lines (counted) instead '
+    'of stopping at the first one.')
+_SCENARIOS = flags.DEFINE_list(
+    'scenarios', list(movielens_lib.SCENARIOS),
+    f'Comma-separated scenarios from {list(movielens_lib.SCENARIOS)}.')
+_ROUNDS = flags.DEFINE_integer('rounds', _DEFAULTS.rounds, 'Rounds.',
+                               lower_bound=1)
+_CLIENTS_PER_ROUND = flags.DEFINE_integer(
+    'clients_per_round', _DEFAULTS.clients_per_round, 'S.', lower_bound=1)
+_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
+    'client_batch_size', _DEFAULTS.client_batch_size, '|B_i|.', lower_bound=1)
+_CLIENT_STEPS = flags.DEFINE_integer(
+    'client_steps', _DEFAULTS.client_steps, 'K (and the central steps).',
+    lower_bound=1)
+_CLIENT_LR = flags.DEFINE_float('client_lr', _DEFAULTS.client_lr,
+                                'eta (= eta_c).')
+_FEDADAM_LR = flags.DEFINE_float(
+    'fedadam_lr', _DEFAULTS.fedadam_lr, 'Server Adam learning rate of '
+    'one_way_gt_fedadam.')
+_EMBEDDING_DIM = flags.DEFINE_integer(
+    'embedding_dim', _DEFAULTS.embedding_dim, 'd.', lower_bound=1)
+_CONTEXT_LENGTH = flags.DEFINE_integer(
+    'context_length', _DEFAULTS.context_length, 'Context movies per example.',
+    lower_bound=1)
+_KEYS_PER_CLIENT = flags.DEFINE_integer(
+    'keys_per_client', _DEFAULTS.keys_per_client, 'Embedding rows each '
+    'client receives per round (federated_select keys); a client using '
+    'more movies keeps its most frequent ones.', lower_bound=1)
+_EVAL_EVERY = flags.DEFINE_integer(
+    'eval_every', _DEFAULTS.eval_every, 'Evaluate every this many rounds.',
+    lower_bound=1)
+_MAX_EVAL_EXAMPLES = flags.DEFINE_integer(
+    'max_eval_examples', None, 'Evaluate on a seeded sample of this many '
+    'test examples; unset: all.', lower_bound=1)
+_SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
+_OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/movielens',
+                                  'Directory for the outputs.')
+_RESULTS_MARKDOWN = flags.DEFINE_string(
+    'results_markdown', '', 'If set, also write this run\'s section of a '
+    'Markdown report, e.g. RESULTS.md.')
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  if not _RATINGS_FILE.value:
+    sys.exit('error: --ratings_file is required: a MovieLens ratings.dat '
+             '(1M) or u.data (100K) from '
+             'https://grouplens.org/datasets/movielens/.')
+  config = movielens_lib.Config(
+      rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
+      client_batch_size=_CLIENT_BATCH_SIZE.value,
+      client_steps=_CLIENT_STEPS.value, client_lr=_CLIENT_LR.value,
+      fedadam_lr=_FEDADAM_LR.value, embedding_dim=_EMBEDDING_DIM.value,
+      context_length=_CONTEXT_LENGTH.value,
+      keys_per_client=_KEYS_PER_CLIENT.value, eval_every=_EVAL_EVERY.value,
+      max_eval_examples=_MAX_EVAL_EXAMPLES.value, seed=_SEED.value)
+  try:
+    result = movielens_lib.run_experiment(
+        _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
+        output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value)
+  except (FileNotFoundError, ValueError) as e:
+    sys.exit(f'error: {e}')
+  print(result.table + '\n' + result.cost_table, end='', flush=True)
+  if _RESULTS_MARKDOWN.value:
+    label_imbalance_lib.write_results_section(
+        _RESULTS_MARKDOWN.value, movielens_lib.RESULTS_SECTION,
+        movielens_lib.results_markdown(
+            result, 'python -m experiments.movielens.movielens_main '
+            + ' '.join(sys.argv[1:]),
+            label_imbalance_lib.machine_description(),
+            label_imbalance_lib.utc_now()))
+  for kind, path in result.files.items():
+    logging.info('Wrote %s: %s', kind, path)
+
+
+if __name__ == '__main__':
+  app.run(main)
