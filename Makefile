@@ -6,7 +6,7 @@
 PY := .venv/bin/python
 RUN := scripts/with_worker_cleanup.sh
 
-.PHONY: venv demo results test bazel-test benchmark benchmark-celeba clean
+.PHONY: venv demo results test bazel-test benchmark benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -27,6 +27,10 @@ bazel-test: venv
 
 benchmark: venv
 	@$(RUN) $(PY) -m benchmarks.round_time $(ARGS)
+
+# The movie task: federated_select vs broadcasting the table.
+benchmark-movielens: venv
+	@$(RUN) $(PY) -m benchmarks.movielens_select $(ARGS)
 
 # The CelebA pipeline at the paper's scale, on a synthetic celeba.sqlite.
 benchmark-celeba: venv

@@ -118,8 +118,12 @@ def _sgd(lr: float):
 
 
 def build_process(scenario: str, data: 'movielens.MovieLensData',
-                  config: Config):
-  """The learning process of one scenario."""
+                  config: Config, select: bool = True):
+  """The learning process of one scenario.
+
+  `select=False` broadcasts the whole table to the mixed algorithms too (for
+  benchmarks); the baseline always does.
+  """
   num_rows = data.num_movies + 1
   model_kwargs = dict(embedding_dim=config.embedding_dim,
                       context_length=config.context_length,
@@ -144,7 +148,8 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
   common = dict(client_steps=config.client_steps,
                 federated_weight=config.federated_weight,
                 central_weight=config.central_weight, central_batch_size=1,
-                seed=config.seed, embedding_selection=selection)
+                seed=config.seed,
+                embedding_selection=selection if select else None)
   if scenario == PARALLEL_TRAINING:
     return tff_mixed.build_parallel_training(
         model, spreadout, _sgd(config.client_lr), _sgd(config.client_lr),

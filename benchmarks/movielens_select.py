@@ -1,0 +1,163 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+r"""Seconds per round of the movie task with federated_select vs broadcast.
+
+The same mixed FL algorithm (Parallel Training, 1-way GT) on the same
+clients, once sending each client only its rows of the embedding table
+(`embedding_selection`) and once broadcasting the whole table, plus the
+all-on-client baseline (TFF's FedAvg with the spreadout on every client).
+Uses MovieLens 100K from `../shared/data/movielens_100k/u.data` when present
+(`--ratings_file`), else a generated ratings file of the same shape.
+
+  python -m benchmarks.movielens_select    # writes its BENCHMARKS.md section
+"""
+
+import collections
+from collections.abc import Sequence
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow_federated as tff
+
+from experiments.label_imbalance import label_imbalance_lib
+from experiments.movielens import movielens_lib
+import tff_mixed
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_RATINGS_FILE = flags.DEFINE_string(
+    'ratings_file', '../shared/data/movielens_100k/u.data',
+    'MovieLens ratings (relative to the repository); a generated file of '
+    'the same shape is used if it does not exist.')
+_CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 100, 'S.')
+_ROUNDS = flags.DEFINE_integer('rounds', 4, 'Rounds; the first is untimed.',
+                               lower_bound=2)
+_OUTPUT_MARKDOWN = flags.DEFINE_string('output_markdown', 'BENCHMARKS.md',
+                                       'Markdown file (its section).')
+_OUTPUT_JSON = flags.DEFINE_string(
+    'output_json', 'benchmarks/results/movielens_select.json', 'Raw numbers.')
+
+
+def _resolve(path: str) -> str:
+  return path if os.path.isabs(path) else os.path.join(_REPO_ROOT, path)
+
+
+def _generated_ratings(path: str) -> str:
+  """943 users, 1,682 movies, ~100 ratings each, Zipf-like popularity."""
+  rng = np.random.default_rng(0)
+  popularity = 1.0 / np.arange(1, 1683) ** 0.8
+  popularity /= popularity.sum()
+  with open(path, 'w') as f:
+    for user in range(1, 944):
+      count = int(rng.integers(20, 200))
+      movies = rng.choice(np.arange(1, 1683), count, replace=False,
+                          p=popularity)
+      for t, movie in enumerate(movies):
+        f.write(f'{user}\t{movie}\t3\t{880000000 + t}\n')
+  return path
+
+
+def _time(process, client_ids_fn, rounds):
+  state = process.initialize()
+  times = []
+  for round_num in range(1, rounds + 1):
+    start = time.perf_counter()
+    state = process.next(state, client_ids_fn(round_num)).state
+    times.append(time.perf_counter() - start)
+    print(f'[movielens_select] round {round_num}: {times[-1]:.2f} s',
+          file=sys.stderr, flush=True)
+  return statistics.median(times[1:])
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  ratings = _resolve(_RATINGS_FILE.value)
+  source = os.path.relpath(ratings, _REPO_ROOT)
+  if not os.path.exists(ratings):
+    ratings = _generated_ratings(os.path.join(tempfile.mkdtemp(), 'u.data'))
+    source = 'a generated u.data (943 users, 1,682 movies)'
+  config = movielens_lib.Config(clients_per_round=_CLIENTS_PER_ROUND.value)
+  data = tff_mixed.movielens.load_movielens(
+      ratings, context_length=config.context_length)
+  users = [str(u) for u in data.train_user_ids if int(u) in data.examples]
+  sample = tff.simulation.build_uniform_sampling_fn(users, random_seed=0)
+  clients_per_round = min(config.clients_per_round, len(users))
+
+  def client_ids_fn(round_num):
+    return [f'{round_num}|{u}' for u in sample(round_num - 1,
+                                               clients_per_round)]
+
+  timings = collections.OrderedDict()
+  for scenario in (movielens_lib.PARALLEL_TRAINING,
+                   movielens_lib.ONE_WAY_GT, movielens_lib.BASELINE):
+    for selected in ((True, False) if scenario != movielens_lib.BASELINE
+                     else (False,)):
+      # Unselected: the same algorithm, broadcasting the whole table.
+      inner = movielens_lib.build_process(scenario, data, config,
+                                          select=selected)
+      process = tff.simulation.compose_dataset_computation_with_learning_process(
+          movielens_lib.dataset_computation(
+              data, config, fedavg=scenario == movielens_lib.BASELINE), inner)
+      name = (f'{scenario} ({"federated_select" if selected else "broadcast"})'
+              if scenario != movielens_lib.BASELINE else
+              'baseline (broadcast, spreadout on clients)')
+      cost = tff_mixed.per_client_communication(inner)
+      timings[name] = dict(
+          seconds_per_round=_time(process, client_ids_fn, _ROUNDS.value),
+          down_bytes=cost.down_bytes, up_bytes=cost.up_bytes)
+
+  date = datetime.datetime.now(datetime.timezone.utc).strftime(
+      '%Y-%m-%d %H:%M UTC')
+  report = dict(date=date, data=source, clients_per_round=clients_per_round,
+                config=config._asdict(), timings=timings,
+                machine=label_imbalance_lib.machine_description())
+  tff_mixed.atomic_write_text(_resolve(_OUTPUT_JSON.value),
+                              json.dumps(report, indent=2) + '\n')
+  lines = [
+      '## Movie task: federated_select vs broadcast '
+      '(benchmarks/movielens_select.py)',
+      '',
+      f'Generated on {date} by `python -m benchmarks.movielens_select '
+      f'{" ".join(sys.argv[1:])}`'.rstrip() + f' on {report["machine"]}; raw '
+      f'numbers in `{_OUTPUT_JSON.value}`.',
+      '',
+      f'* Data: {source}; {data.num_movies} movies, S = {clients_per_round}, '
+      f'K = {config.client_steps}, batch {config.client_batch_size}, d = '
+      f'{config.embedding_dim}, {config.keys_per_client} keys per client.',
+      f'* Timing: median of {_ROUNDS.value - 1} rounds after one untimed '
+      'round; bytes per client and round from the compiled computation.',
+      '',
+      '| process | s/round | down KB | up KB |',
+      '|---|---:|---:|---:|',
+  ]
+  for name, t in timings.items():
+    lines.append(f'| {name} | {t["seconds_per_round"]:.2f} | '
+                 f'{t["down_bytes"] / 1e3:.1f} | {t["up_bytes"] / 1e3:.1f} |')
+  markdown = '\n'.join(lines)
+  tff_mixed.write_markdown_section(_resolve(_OUTPUT_MARKDOWN.value),
+                                   'movielens_select', markdown,
+                                   title='Benchmarks')
+  print(markdown, flush=True)
+
+
+if __name__ == '__main__':
+  app.run(main)
