@@ -201,6 +201,47 @@ class SelectRoundTest(absltest.TestCase):
                    _KEYS * 4 + rows + dense_weights + 4), pt_cost.up)
     self.assertIn(('federated_sum', table + dense_weights), dense_cost.up)
 
+  def test_select_sends_each_client_exactly_its_rows(self):
+    table_type = tff.TensorType(np.float32, [_ROWS, _DIM])
+    select_fn = embedding_select.build_select_fn(table_type)
+    rows_type = tff.SequenceType(tff.TensorType(np.float32, [_DIM]))
+
+    @tff.tensorflow.computation(rows_type)
+    def stack(rows):
+      return embedding_select.rows_from_sequence(rows, _KEYS, [_DIM])
+
+    @tff.federated_computation(
+        tff.FederatedType(table_type, tff.SERVER),
+        tff.FederatedType(tff.TensorType(np.int32, [_KEYS]), tff.CLIENTS))
+    def rows_per_client(table, keys):
+      return tff.federated_map(stack, tff.federated_select(
+          keys, tff.federated_value(_ROWS - 1, tff.SERVER), table,
+          select_fn))
+
+    table = np.random.default_rng(5).normal(size=(_ROWS, _DIM)).astype(
+        np.float32)
+    keys = [self._keys(context, label)
+            for context, label in _clients(seed=6, sizes=(5, 7))]
+    for rows, client_keys in zip(rows_per_client(table, keys), keys):
+      np.testing.assert_array_equal(rows, table[client_keys])
+
+  def _keys(self, context, label):
+    return embedding_select.select_keys(
+        _dataset(context, label), self.selection, 2).numpy()
+
+  def test_an_empty_client_contributes_nothing(self):
+    (context, label), = _clients(seed=7, sizes=(6,))
+    empty = _dataset(context[:0], label[:0])
+    process = tff_mixed.build_one_way_gradient_transfer(
+        self.model, self.spreadout, _sgd(0.5), central_batch_size=1,
+        client_steps=2, embedding_selection=self.selection)
+    alone = process.next(process.initialize(),
+                         [_dataset(context, label)]).state
+    with_empty = process.next(process.initialize(),
+                              [_dataset(context, label), empty]).state
+    for a, b in zip(_weights(process, alone), _weights(process, with_empty)):
+      np.testing.assert_allclose(a, b, atol=1e-6)
+
   def test_bad_selection_is_refused(self):
     wrong = self.selection._replace(num_rows=_ROWS + 1)
     with self.assertRaisesRegex(ValueError, 'num_rows'):
