@@ -827,7 +827,8 @@ def compare(
                           files=files, config=dict(config))
 
 
-def _machine_description() -> str:
+def machine_description() -> str:
+  """CPU, cores, OS and library versions, for results files."""
   cpu = platform.processor() or platform.machine()
   try:
     with open('/proc/cpuinfo') as f:
@@ -878,11 +879,6 @@ def utc_now() -> str:
       '%Y-%m-%d %H:%M UTC')
 
 
-def machine_description() -> str:
-  """CPU, cores, OS and library versions, for results files."""
-  return _machine_description()
-
-
 def write_results_markdown(path: str, result: ComparisonResult,
                            command: str) -> None:
   """Writes the digits section of RESULTS.md: table, data, machine, date.
@@ -901,7 +897,7 @@ def write_results_markdown(path: str, result: ComparisonResult,
       '',
       f'Generated on {utc_now()} by `{command}`.',
       '',
-      f'* Machine: {_machine_description()}.',
+      f'* Machine: {machine_description()}.',
       '* Data: scikit-learn\'s bundled handwritten digits (UCI Optical '
       'Recognition of Handwritten Digits), digits '
       f'{config["positive_digits"]} positive, the rest negative. '
