@@ -97,6 +97,10 @@ class MovieLensBinaryTest(absltest.TestCase):
       # 8 of 41 rows travel instead of the whole table.
       self.assertLess(float(costs[scenario][1]), baseline_down)
       self.assertIn('less', ' '.join(costs[scenario]))
+      # Client Mflop: the slice's hinge steps against the whole table's
+      # spreadout on every client.
+      self.assertLess(float(costs[scenario][5]),
+                      float(costs['baseline'][4]))
     with open(results) as f:
       self.assertIn('MovieLens dual encoder', f.read())
     self.assertTrue(os.path.exists(os.path.join(output_dir, 'recall.png')))
@@ -118,11 +122,20 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertEqual(run.returncode, 1)
     self.assertIn(f'{ratings}: line 4', run.stderr)
     self.assertNotIn('Traceback', run.stderr)
-    run = _run(f'--ratings_file={ratings}', '--rounds=1', '--skip_malformed',
-               '--scenarios=one_way_gt', '--clients_per_round=2',
-               '--client_steps=1', '--embedding_dim=4', '--context_length=3',
-               '--keys_per_client=8', f'--output_dir={directory}/out2')
+    flags = [f'--ratings_file={ratings}', '--skip_malformed',
+             '--scenarios=one_way_gt', '--clients_per_round=2',
+             '--client_steps=1', '--embedding_dim=4', '--context_length=3',
+             '--keys_per_client=8', '--eval_every=1',
+             f'--output_dir={directory}/out2']
+    run = _run('--rounds=1', *flags)
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+    # A finished run is extended by a larger --rounds: it resumes.
+    run = _run('--rounds=2', *flags)
+    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+    self.assertIn('one_way_gt: resuming after round 1', run.stderr)
+    with open(os.path.join(directory, 'out2', 'metrics.csv')) as f:
+      self.assertEqual([int(r['round']) for r in csv.DictReader(f)],
+                       [0, 1, 2])
 
 
 if __name__ == '__main__':

@@ -34,6 +34,7 @@ from tff_mixed.core.embedding_select import EmbeddingSelection
 from tff_mixed.core.example_store import ExampleStore
 from tff_mixed.core.example_store import load_example_store
 from tff_mixed.core.example_store import write_example_store
+from tff_mixed.core.flops import local_step_flops
 from tff_mixed.core.mixed_process import MixedFLState
 from tff_mixed.models.dense import build_binary_classifier
 from tff_mixed.models.dense import build_linear_regression

@@ -28,7 +28,7 @@ eta = 0.5, eta_s = 1, eta_c = eta, eta_m = 1, w_f = w_c = 0.5, SGD; FedAdam
 uses server Adam with learning rate 0.01. Reported per evaluation: recall@10
 over all movies and the hinge loss on the test users; per scenario the
 bytes each client receives and sends (read off the compiled computation) and
-its training FLOPs per round (counted from the model's shapes), beside the
+its training FLOPs per round (TF's profiler on one local step), beside the
 paper's formulas (appendix B.3, table 11).
 """
 
@@ -97,8 +97,8 @@ class Costs(NamedTuple):
     scenario: The scenario.
     down_bytes: Bytes received (measured on the compiled computation).
     up_bytes: Bytes sent (measured; training metrics included).
-    flops: Client training FLOPs per round (K steps, counted from the
-      model's shapes: `step_flops`).
+    flops: Client training FLOPs per round: K times one local step measured
+      by TF's profiler (`tff_mixed.local_step_flops`).
     paper_comm_bytes: The paper's communication term: 2 N d (baseline),
       2 n d (PT), 3 n d (GT), in float32 bytes.
     paper_flops: The paper's computation term: K N^2 d / 2 (baseline),
@@ -130,11 +130,8 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
                       margin=config.margin, seed=config.seed)
   if scenario == BASELINE:
     # All on the client: w_f hinge + w_c spreadout over the broadcast table.
-    model = dual_encoder.build_dual_encoder(
-        num_rows, hinge_weight=config.federated_weight,
-        spreadout_weight=config.central_weight, **model_kwargs)
     return tff.learning.algorithms.build_weighted_fed_avg(
-        model, client_optimizer_fn=_sgd(config.client_lr),
+        client_model(BASELINE, data, config), client_optimizer_fn=_sgd(config.client_lr),
         server_optimizer_fn=_sgd(1.0))
   if scenario not in SCENARIOS:
     raise ValueError(f'`scenario` must be one of {SCENARIOS}, got '
@@ -221,18 +218,29 @@ def evaluate(weights, contexts: np.ndarray, labels: np.ndarray,
       hinge_loss=sum(losses) / len(labels))
 
 
+def client_model(scenario: str, data: 'movielens.MovieLensData',
+                 config: Config) -> tff.learning.models.FunctionalModel:
+  """The model a client trains: the whole table for the baseline (hinge and
+  spreadout), its selected slice for the mixed algorithms (hinge only)."""
+  num_rows = data.num_movies + 1
+  kwargs = dict(embedding_dim=config.embedding_dim,
+                context_length=config.context_length, margin=config.margin,
+                seed=config.seed)
+  if scenario == BASELINE:
+    return dual_encoder.build_dual_encoder(
+        num_rows, hinge_weight=config.federated_weight,
+        spreadout_weight=config.central_weight, **kwargs)
+  return dual_encoder.build_dual_encoder(
+      min(config.keys_per_client, num_rows), **kwargs)
+
+
 def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
                   config: Config, mean_keys: float) -> Costs:
-  """Bytes from the compiled process; FLOPs counted from the shapes."""
+  """Bytes from the compiled process; FLOPs from TF's profiler."""
   cost = tff_mixed.per_client_communication(process)
-  num_rows = data.num_movies + 1
-  d = config.embedding_dim
-  flops = config.client_steps * step_flops(
-      num_rows if scenario == BASELINE else min(config.keys_per_client,
-                                                num_rows),
-      d, config.context_length, config.client_batch_size,
-      with_spreadout=scenario == BASELINE)
-  n, big_n = mean_keys, data.num_movies
+  flops = config.client_steps * tff_mixed.local_step_flops(
+      client_model(scenario, data, config), config.client_batch_size)
+  n, big_n, d = mean_keys, data.num_movies, config.embedding_dim
   paper_comm = {BASELINE: 2 * big_n * d}.get(
       scenario, (2 if scenario == PARALLEL_TRAINING else 3) * n * d) * 4
   paper_flops = (config.client_steps if scenario == BASELINE else 1) * (
@@ -241,35 +249,17 @@ def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
                paper_flops)
 
 
-def step_flops(rows: int, embedding_dim: int, context_length: int,
-               batch_size: int, with_spreadout: bool) -> float:
-  """FLOPs of one local step (loss and gradient), from the model's shapes.
-
-  Forward: the bag of words (B N d adds), the dense context layer (2 B d^2),
-  the scores (~4 B d); with the spreadout, the Gram matrix of the table
-  (2 rows^2 d). A step (forward and backward) counts as three forwards.
-  TF's graph profiler could not count these ops (it reports ~100 FLOPs for
-  the traced step), so this is a count from shapes, not a measurement.
-  """
-  b, d, n = batch_size, embedding_dim, context_length
-  forward = b * n * d + 2 * b * d * d + 4 * b * d
-  if with_spreadout:
-    forward += 2 * rows * rows * d
-  return 3.0 * forward
-
-
 class ScenarioResult(NamedTuple):
   scenario: str
   rows: list[dict[str, float]]
   costs: Costs
-  seconds: float
+  round_seconds: float
   mean_keys: float
 
 
 def run_scenario(scenario: str, data, config: Config, output_dir: str,
                  progress: Optional[bool] = None) -> ScenarioResult:
   """Trains one scenario with the shared resumable runner."""
-  start = time.perf_counter()
   inner = build_process(scenario, data, config)
   process = tff.simulation.compose_dataset_computation_with_learning_process(
       dataset_computation(data, config, fedavg=scenario == BASELINE), inner)
@@ -278,29 +268,38 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
   sample = tff.simulation.build_uniform_sampling_fn(
       train_ids, random_seed=config.seed)
   contexts, labels = evaluation_arrays(data, config)
+  # The paper's n: the mean number of distinct movies a client trains on,
+  # over the clients of the first rounds (the same in a resumed run).
   key_counts = []
+  for round_index in range(3):
+    for u in sample(round_index, config.clients_per_round)[:20]:
+      c, y = data.examples[int(u)]
+      steps = config.client_steps * config.client_batch_size
+      ids = np.unique(np.concatenate([c[:steps].ravel(), y[:steps]]))
+      key_counts.append(int(np.sum(ids > 0)))
 
   def client_data_fn(round_num):
     users = sample(round_num - 1, config.clients_per_round)
-    if round_num <= 3:
-      # The mean number of distinct movies a client trains on (n).
-      for u in users[:20]:
-        c, y = data.examples[int(u)]
-        steps = config.client_steps * config.client_batch_size
-        ids = np.unique(np.concatenate([c[:steps].ravel(), y[:steps]]))
-        key_counts.append(int(np.sum(ids > 0)))
     return [f'{round_num}|{u}' for u in users]
 
   def evaluation_fn(weights):
     return evaluate(weights, contexts, labels, config)
 
+  # `rounds` is left out of the fingerprint so that a finished run can be
+  # extended: rerun with more `--rounds` and it resumes.
+  hparams = dict(config._asdict(), scenario=scenario)
+  del hparams['rounds']
+  train_start = time.perf_counter()
   result = tff_mixed.run_training(
       process, client_data_fn=client_data_fn, total_rounds=config.rounds,
-      root_output_dir=output_dir, experiment_name=scenario,
-      hparams=dict(config._asdict(), scenario=scenario),
+      root_output_dir=output_dir, experiment_name=scenario, hparams=hparams,
       rounds_per_checkpoint=max(1, config.rounds // 5),
       evaluation_fn=evaluation_fn, rounds_per_evaluation=config.eval_every,
       progress=progress)
+  trained = config.rounds - result.resumed_from
+  # Seconds per round trained in this run (evaluation included).
+  round_seconds = ((time.perf_counter() - train_start) / trained
+                   if trained else float('nan'))
   initial = evaluate(process.get_model_weights(process.initialize()),
                      contexts, labels, config)
   rows = [dict(round=0, **initial)]
@@ -310,20 +309,19 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
         rows.append(dict(round=int(record[tff_mixed.RUN_ROUND_KEY]),
                          recall_at_10=float(record['eval/recall_at_10']),
                          hinge_loss=float(record['eval/hinge_loss'])))
-  mean_keys = float(np.mean(key_counts)) if key_counts else float('nan')
+  mean_keys = float(np.mean(key_counts))
   costs = measure_costs(scenario, inner, data, config, mean_keys)
   logging.info('%s: recall@10 %.4f after %d rounds; per client %.1f KB down, '
                '%.1f KB up, %.3f Mflop', scenario, rows[-1]['recall_at_10'],
                config.rounds, costs.down_bytes / 1e3, costs.up_bytes / 1e3,
                costs.flops / 1e6)
-  return ScenarioResult(scenario, rows, costs, time.perf_counter() - start,
-                        mean_keys)
+  return ScenarioResult(scenario, rows, costs, round_seconds, mean_keys)
 
 
 def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:
   """The results table and the cost table (like the paper's table 2)."""
   lines = ['scenario             recall@10  hinge loss  best recall@10  '
-           'seconds',
+           's/round',
            '-------------------  ---------  ----------  --------------  '
            '-------']
   for r in results:
@@ -331,7 +329,7 @@ def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:
     best = max(row['recall_at_10'] for row in r.rows)
     lines.append(f'{r.scenario:<19}  {last["recall_at_10"]:>9.4f}  '
                  f'{last["hinge_loss"]:>10.4f}  {best:>14.4f}  '
-                 f'{r.seconds:>7.0f}')
+                 f'{r.round_seconds:>7.2f}')
   base = next((r.costs for r in results if r.scenario == BASELINE), None)
   cost_lines = [
       'scenario             down KB   up KB  comm. vs baseline  '
@@ -473,8 +471,9 @@ def results_markdown(result: ExperimentResult, command: str,
       '```',
       '',
       'Per client and round (bytes measured on the compiled TFF '
-      'computation; FLOPs counted from the model\'s shapes; paper: the formulas '
-      'of appendix B.3 with N movies and n = the mean distinct movies a '
+      'computation; client FLOPs: K local steps, one step measured by TF\'s '
+      'profiler (`tff_mixed.local_step_flops`); s/round: seconds per round '
+      'trained in the last invocation; paper: the formulas of appendix B.3 with N movies and n = the mean distinct movies a '
       'client trains on):',
       '',
       '```',
