@@ -98,7 +98,9 @@ def _disarm_tff_service_managers() -> None:
   TFF factory function, so nothing else is touched.
   """
   for obj in gc.get_objects():
-    if (isinstance(obj, type) and obj.__name__ == 'ServiceManager'
+    # `type(obj) is type`, not isinstance: isinstance on TFDS's lazy
+    # placeholder classes imports their modules (and logs warnings).
+    if (type(obj) is type and obj.__name__ == 'ServiceManager'
         and obj.__module__.startswith('tensorflow_federated.')
         and '__del__' in vars(obj)):
       obj.__del__ = lambda self: None

@@ -243,10 +243,23 @@ def loss_and_gradient(
   with tf.GradientTape() as tape:
     tape.watch(trainable)
     loss = loss_fn((trainable, non_trainable), batch)
-  gradient = tape.gradient(loss, trainable)
-  # A weight the central loss does not touch has gradient zero, not None, so
-  # that it can be added to client gradients and merged.
-  gradient = tuple(
-      tf.zeros_like(w) if g is None else tf.convert_to_tensor(g)
-      for w, g in zip(trainable, gradient))
-  return loss, gradient
+  return loss, dense_gradients(tape.gradient(loss, trainable), trainable)
+
+
+def dense_gradients(gradients, weights) -> TrainableWeights:
+  """Gradients as dense tensors of their weights' static shapes.
+
+  Embedding lookups give sparse `IndexedSlices`, whose dense form can lose
+  the static shape (`[?, d]`); the mixing with w_c g~_c, the optimizers and
+  TFF's types need dense tensors shaped like the weights. A weight the loss
+  does not touch gets zeros, not None, so it can still be added and merged.
+  """
+  dense = []
+  for w, g in zip(weights, gradients):
+    if g is None:
+      dense.append(tf.zeros_like(w))
+    else:
+      g = tf.convert_to_tensor(g)
+      g.set_shape(w.shape)
+      dense.append(g)
+  return tuple(dense)

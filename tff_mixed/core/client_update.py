@@ -83,10 +83,8 @@ def _batch_gradient(model, model_weights, batch):
     output = model.predict_on_batch((trainable, non_trainable), x,
                                     training=True)
     loss = model.loss(output=output, label=y)
-  # Embedding lookups give sparse (IndexedSlices) gradients; the mixing with
-  # w_c g~_c and the optimizers need dense tensors.
-  gradients = tuple(tf.convert_to_tensor(g) for g in tape.gradient(
-      loss, trainable))
+  gradients = central_objective.dense_gradients(
+      tape.gradient(loss, trainable), trainable)
   return output, loss, gradients
 
 
