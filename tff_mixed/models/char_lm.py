@@ -1,0 +1,183 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A next-character GRU language model as a variable-free FunctionalModel.
+
+The mixed FL paper's language model (arXiv:2205.13655, appendix B.2.2) is an
+embedding (256), one GRU layer (1024 units) and a softmax over the
+characters, adapted from TF's "Text generation with an RNN" tutorial. Here
+it is written as a pure function of its weights (like `dense.py`), so the
+server can differentiate the central loss at any weights without
+`tf.Variable`s; the GRU follows Keras' `reset_after=True` equations.
+
+Padding targets (id 0) carry no loss and are not counted in accuracy.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.tasks import char_sequences
+
+# Trainable weights, in order.
+EMBEDDINGS, KERNEL, RECURRENT_KERNEL, GRU_BIAS, OUTPUT_KERNEL, OUTPUT_BIAS = (
+    range(6))
+
+
+def _glorot(rng, fan_in, fan_out):
+  limit = np.sqrt(6.0 / (fan_in + fan_out))
+  return rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32)
+
+
+def _orthogonal_blocks(rng, units, blocks):
+  """Keras' orthogonal initializer for each of the z, r, h recurrent parts."""
+  parts = []
+  for _ in range(blocks):
+    q, r = np.linalg.qr(rng.normal(size=(units, units)))
+    parts.append(q * np.sign(np.diag(r)))
+  return np.concatenate(parts, axis=1).astype(np.float32)
+
+
+def initial_weights(vocab_size: int, embedding_dim: int, gru_units: int,
+                    seed: int = 0):
+  rng = np.random.default_rng(seed)
+  return (
+      rng.uniform(-0.05, 0.05, (vocab_size, embedding_dim)).astype(
+          np.float32),
+      _glorot(rng, embedding_dim, 3 * gru_units),
+      _orthogonal_blocks(rng, gru_units, 3),
+      np.zeros([2, 3 * gru_units], np.float32),
+      _glorot(rng, gru_units, vocab_size),
+      np.zeros([vocab_size], np.float32),
+  )
+
+
+def logits(weights, inputs):
+  """`[B, T]` character ids to `[B, T, vocab]` next-character logits."""
+  (embeddings, kernel, recurrent_kernel, bias, output_kernel,
+   output_bias) = weights
+  units = tf.shape(recurrent_kernel)[0]
+  x = tf.gather(embeddings, inputs)
+  # The input projections of every step at once; the scan does the rest.
+  x = tf.einsum('bte,eg->tbg', x, kernel) + bias[0]
+
+  def step(h, x_t):
+    x_z, x_r, x_h = tf.split(x_t, 3, axis=-1)
+    h_z, h_r, h_h = tf.split(tf.matmul(h, recurrent_kernel) + bias[1], 3,
+                             axis=-1)
+    z = tf.sigmoid(x_z + h_z)
+    r = tf.sigmoid(x_r + h_r)
+    candidate = tf.tanh(x_h + r * h_h)
+    return z * h + (1.0 - z) * candidate
+
+  h0 = tf.zeros(tf.stack([tf.shape(inputs)[0], units]), embeddings.dtype)
+  states = tf.scan(step, x, initializer=h0)
+  return tf.einsum('tbu,uv->btv', states, output_kernel) + output_bias
+
+
+def masked_sums(logits_, targets):
+  """`(summed cross-entropy, correct predictions, tokens)` over non-padding."""
+  mask = tf.cast(tf.not_equal(targets, char_sequences.PAD_ID), tf.float32)
+  losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=targets, logits=logits_)
+  predicted = tf.argmax(logits_, axis=-1, output_type=targets.dtype)
+  correct = tf.cast(tf.equal(predicted, targets), tf.float32)
+  return (tf.reduce_sum(losses * mask), tf.reduce_sum(correct * mask),
+          tf.reduce_sum(mask))
+
+
+def _metric_fns():
+  """Token-weighted loss and accuracy (padding excluded), sequence count."""
+
+  def initialize():
+    return collections.OrderedDict(
+        loss=tf.zeros([2], tf.float32), accuracy=tf.zeros([2], tf.float32),
+        num_examples=tf.zeros([], tf.int64))
+
+  def update(state, labels, batch_output, sample_weight=None):
+    del sample_weight  # Unused.
+    loss, correct, tokens = masked_sums(batch_output.predictions, labels)
+    return collections.OrderedDict(
+        loss=state['loss'] + tf.stack([loss, tokens]),
+        accuracy=state['accuracy'] + tf.stack([correct, tokens]),
+        num_examples=state['num_examples'] + tf.cast(
+            batch_output.num_examples, tf.int64))
+
+  def finalize(state):
+    return collections.OrderedDict(
+        loss=tf.math.divide_no_nan(state['loss'][0], state['loss'][1]),
+        accuracy=tf.math.divide_no_nan(state['accuracy'][0],
+                                       state['accuracy'][1]),
+        num_tokens=state['loss'][1],
+        num_examples=state['num_examples'])
+
+  return initialize, update, finalize
+
+
+def build_char_lm(
+    vocab_size: int = char_sequences.VOCAB_SIZE,
+    embedding_dim: int = 256,
+    gru_units: int = 1024,
+    sequence_length: int = char_sequences.DEFAULT_SEQUENCE_LENGTH,
+    seed: int = 0,
+) -> tff.learning.models.FunctionalModel:
+  """The character GRU language model as a `FunctionalModel`.
+
+  Batches are `(inputs int32[B, T], targets int32[B, T])`;
+  `predict_on_batch` returns logits `[B, T, vocab_size]`; the loss is the
+  mean cross-entropy over non-padding targets; metrics are the token-weighted
+  `loss` and `accuracy` (padding excluded), `num_tokens` and `num_examples`
+  (sequences).
+
+  Args:
+    vocab_size: Output classes (the default: `char_sequences.VOCAB_SIZE`).
+    embedding_dim: Embedding size (the paper: 256).
+    gru_units: GRU units (the paper: 1024).
+    sequence_length: T.
+    seed: Seeds the initial weights.
+
+  Returns:
+    The model.
+
+  Raises:
+    ValueError: If a size is not a positive int (vocab_size at least 2).
+  """
+  for name, value, low in (('vocab_size', vocab_size, 2),
+                           ('embedding_dim', embedding_dim, 1),
+                           ('gru_units', gru_units, 1),
+                           ('sequence_length', sequence_length, 1)):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+      raise ValueError(f'`{name}` must be an int >= {low}, got {value!r}.')
+  weights = initial_weights(vocab_size, embedding_dim, gru_units, seed)
+
+  @tf.function
+  def predict_on_batch(model_weights, x, training=True):
+    del training  # No dropout.
+    trainable, _ = model_weights
+    return logits(trainable, x)
+
+  def loss(output, label, sample_weight=None):
+    del sample_weight  # Padding is masked instead.
+    total, _, tokens = masked_sums(output, label)
+    return tf.math.divide_no_nan(total, tokens)
+
+  return tff.learning.models.FunctionalModel(
+      initial_weights=(weights, ()),
+      predict_on_batch_fn=predict_on_batch,
+      loss_fn=loss,
+      metrics_fns=_metric_fns(),
+      input_spec=(tf.TensorSpec([None, sequence_length], tf.int32),
+                  tf.TensorSpec([None, sequence_length], tf.int32)),
+  )
