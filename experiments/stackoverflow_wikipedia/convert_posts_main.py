@@ -1,0 +1,93 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+r"""Converts a Stack Exchange `Posts.xml` to TFF's `stackoverflow.sqlite`.
+
+  python -m experiments.stackoverflow_wikipedia.convert_posts_main \
+    --posts_xml=DUMP/Posts.xml --cache_dir=DIR
+
+writes `DIR/stackoverflow.sqlite`, which
+`tff.simulation.datasets.stackoverflow.load_data(cache_dir=DIR)` reads
+without downloading, so that the Stack Overflow experiments run offline on
+real posts of any Stack Exchange site. See `posts_xml_lib` for the features,
+the conversion rules and the train/heldout/test splits. A bad input prints one
+`error: ...` line and exits with status 1.
+"""
+
+from collections.abc import Sequence
+
+from absl import app
+from absl import flags
+
+from experiments.stackoverflow_wikipedia import posts_xml_lib
+
+_POSTS_XML = flags.DEFINE_string(
+    'posts_xml', None, "A Stack Exchange data dump's Posts.xml.")
+_CACHE_DIR = flags.DEFINE_string(
+    'cache_dir', None, 'Directory to write stackoverflow.sqlite to (created '
+    'if missing); pass it as cache_dir to '
+    'tff.simulation.datasets.stackoverflow.load_data.')
+_TEST_CUTOFF = flags.DEFINE_string(
+    'test_cutoff', posts_xml_lib.DEFAULT_TEST_CUTOFF, 'ISO 8601 date (UTC): '
+    'posts created on or after it go to the test split, earlier ones to '
+    'train (held-out clients aside).')
+_HELDOUT_FRACTION = flags.DEFINE_float(
+    'heldout_fraction', posts_xml_lib.DEFAULT_HELDOUT_FRACTION, 'Fraction of '
+    'the clients, in (0, 1), whose posts of all dates form the heldout split.')
+_SEED = flags.DEFINE_integer(
+    'seed', 0, 'Seed of the draw of the held-out clients.', lower_bound=0)
+
+flags.mark_flags_as_required(['posts_xml', 'cache_dir'])
+
+
+def _count(n: int, noun: str) -> str:
+  return f'{n} {noun}' + ('' if n == 1 else 's')
+
+
+def _summary_text(summary: posts_xml_lib.ConversionSummary) -> str:
+  skipped = (summary.skipped_other_type + summary.skipped_no_owner
+             + summary.skipped_empty_body)
+  return (
+      f'Wrote {summary.database_path}: {_count(summary.rows_read, "row")} '
+      f'read, {_count(summary.examples_written, "post")} converted, '
+      f'{skipped} skipped ({summary.skipped_other_type} neither question nor '
+      f'answer, {summary.skipped_no_owner} without owner, '
+      f'{summary.skipped_empty_body} with an empty body).\n'
+      f'  train:   {_count(summary.train_examples, "post")} of '
+      f'{_count(summary.train_clients, "client")}\n'
+      f'  heldout: {_count(summary.heldout_examples, "post")} of '
+      f'{_count(summary.heldout_clients, "client")}\n'
+      f'  test:    {_count(summary.test_examples, "post")} of '
+      f'{_count(summary.test_clients, "client")}')
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  try:
+    summary = posts_xml_lib.convert_posts(
+        _POSTS_XML.value,
+        _CACHE_DIR.value,
+        test_cutoff=_TEST_CUTOFF.value,
+        heldout_fraction=_HELDOUT_FRACTION.value,
+        seed=_SEED.value)
+  except (ValueError, OSError) as e:
+    # Bad inputs get one line, not a traceback.
+    raise SystemExit(f'error: {e}') from None
+  print(_summary_text(summary))
+  print('Use it with tff.simulation.datasets.stackoverflow.load_data('
+        f'cache_dir={_CACHE_DIR.value!r}).')
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,663 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Builds TFF's Stack Overflow database from a Stack Exchange `Posts.xml`.
+
+`tff.simulation.datasets.stackoverflow.load_data(cache_dir=DIR)` reads
+`DIR/stackoverflow.sqlite` and downloads nothing when that file exists (it
+would otherwise fetch `stackoverflow.sqlite.lzma` and decompress it to that
+name). This module writes such a file from any site's data-dump `Posts.xml`
+(e.g. a small site such as beer.stackexchange.com), so that the loader, and
+the experiments built on it, run offline and unchanged on real posts.
+
+The schema is the one of TFF's `SqlClientData`:
+
+*   `examples(split_name TEXT, client_id TEXT, serialized_example_proto BLOB)`:
+    one row per post; a client's rows are in `Posts.xml` order.
+*   `client_metadata(client_id TEXT, split_name TEXT, num_examples INTEGER)`:
+    one row per client and split it has posts in. The loader takes a split's
+    client ids from this table, so a client with no posts in a split is not
+    in that split.
+
+`load_data` fails (a bare `StopIteration`) if any of the three splits has no
+client, since it opens the first client of each split to learn the element
+type; the conversion therefore refuses to write a database with an empty
+split and says which one and why.
+
+An index on `examples(client_id, split_name)` serves the per-client queries of
+`SqlClientData`.
+
+Every example is a serialized `tf.train.Example` with the six features
+`stackoverflow.py` parses, each holding exactly one value:
+
+*   `creation_date` (bytes): the post's `CreationDate` exactly as in the XML,
+    e.g. `2014-01-21T20:26:05.383` (UTC, ISO 8601). TFF's own data spells it
+    `2014-01-21 20:26:05.383 UTC`; the value is kept verbatim rather than
+    reformatted since nothing in this project parses it.
+*   `score` (int64): the post's `Score`.
+*   `tags` (bytes): the question's tags joined by `|`, as in TFF's data:
+    `<beer><hops>` (or the newer dumps' `|beer|hops|`) becomes `beer|hops`.
+    Answers have no tags in the dump and get the empty string.
+*   `title` (bytes): the question's `Title`; the empty string for answers.
+*   `tokens` (bytes): the `Body` as plain text (`strip_html`): tags removed,
+    with a space where a block element (paragraph, line break, list item,
+    code block, ...) starts or ends, HTML entities unescaped, and runs of
+    whitespace collapsed to one space. Case, punctuation and non-ASCII
+    characters are kept. TFF's data is instead lower-cased, ASCII-only, with
+    punctuation split into space-separated tokens and URLs replaced by a
+    token, because it feeds a word-level model; the models here are
+    character level, for which the text as written is the natural input, and
+    keeping it loses nothing (a word-level user can lower-case and tokenize
+    on read).
+*   `type` (bytes): `question` or `answer`.
+
+Conversion rules:
+
+*   A client is a post owner: its id is `OwnerUserId` as a decimal string.
+*   Only questions (`PostTypeId` 1) and answers (2) are converted; other post
+    types (tag wikis, wiki excerpts, moderator nominations, ...) are skipped
+    and counted. So are questions and answers with no `OwnerUserId` (posts of
+    deleted users), then those whose body is empty once stripped of HTML.
+*   Splits, after TFF's Stack Overflow (whose docstring describes train as the
+    posts before 2018-01-01 except held-out users, test as the posts from
+    then on except held-out users, and held-out as all posts of one user in
+    ten, of all dates):
+
+    -   `heldout`: all posts, of all dates, of a fraction `heldout_fraction`
+        of the clients (rounded, at least one and never all of them), drawn
+        with numpy's generator from `seed` among the clients sorted by id.
+        TFF picks users with `user_id % 10 == 0`; a seeded draw gives the
+        requested fraction on a small site as well.
+    -   `train`: the other clients' posts created before `test_cutoff`.
+    -   `test`: the other clients' posts created on or after `test_cutoff`.
+
+    The default cutoff, 2016-08-01, puts about 17.5% of the converted posts
+    of the March 2017 beer.stackexchange.com dump (2014-01 to 2017-03) on or
+    after it; pick another one for another site.
+
+The input is stream-parsed (`xml.etree.ElementTree.iterparse`, each row freed
+once read) and posts are written to the database as they are read, so memory
+holds only the set of client ids, not the posts. The file is built under a
+temporary name in the output directory and renamed onto
+`stackoverflow.sqlite` only when complete, so an interrupted or failed
+conversion leaves no partial file where the loader looks (an existing one is
+kept). The same input, cutoff, fraction and seed give the same database.
+"""
+
+import collections
+from collections.abc import Iterator
+import datetime
+from html import parser as html_parser
+import os
+import re
+import sqlite3
+import tempfile
+from typing import NamedTuple, Optional, Union
+import xml.etree.ElementTree as ET
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+DATABASE_FILENAME = 'stackoverflow.sqlite'
+TRAIN_SPLIT = 'train'
+HELDOUT_SPLIT = 'heldout'
+TEST_SPLIT = 'test'
+SPLIT_NAMES = (TRAIN_SPLIT, HELDOUT_SPLIT, TEST_SPLIT)
+# The features TFF's `stackoverflow.load_data` parses, in its order.
+FEATURE_NAMES = ('creation_date', 'score', 'tags', 'title', 'tokens', 'type')
+QUESTION_TYPE_ID = '1'
+ANSWER_TYPE_ID = '2'
+POST_TYPES = {QUESTION_TYPE_ID: 'question', ANSWER_TYPE_ID: 'answer'}
+DEFAULT_TEST_CUTOFF = '2016-08-01'
+DEFAULT_HELDOUT_FRACTION = 0.1
+
+_ROOT_TAG = 'posts'
+_ROW_TAG = 'row'
+_CREATE_STATEMENTS = (
+    'CREATE TABLE examples (split_name TEXT NOT NULL, client_id TEXT NOT NULL,'
+    ' serialized_example_proto BLOB NOT NULL);',
+    'CREATE TABLE client_metadata (client_id TEXT NOT NULL,'
+    ' split_name TEXT NOT NULL, num_examples INTEGER NOT NULL);',
+)
+_CREATE_INDEX = ('CREATE INDEX examples_client_split ON examples'
+                 ' (client_id, split_name);')
+# Elements that separate text: without a space at their edges,
+# `<p>end.</p><p>Next</p>` would read `end.Next`. Inline elements (`em`,
+# `code`, `a`, ...) may sit inside a word and add nothing.
+_BLOCK_TAGS = frozenset([
+    'address', 'article', 'aside', 'blockquote', 'br', 'caption', 'dd', 'div',
+    'dl', 'dt', 'figcaption', 'figure', 'footer', 'h1', 'h2', 'h3', 'h4', 'h5',
+    'h6', 'header', 'hr', 'img', 'li', 'ol', 'p', 'pre', 'section', 'table',
+    'tbody', 'td', 'tfoot', 'th', 'thead', 'tr', 'ul',
+])
+# Their content is code or styling, not text of the post.
+_SKIPPED_CONTENT_TAGS = frozenset(['script', 'style'])
+_CLIENT_ID = re.compile(r'-?[0-9]+')
+_POSITION_SUFFIX = re.compile(r':? line [0-9]+, column [0-9]+$')
+_INSERT_BATCH = 1000
+_LOG_EVERY_ROWS = 100_000
+
+
+class ConversionSummary(NamedTuple):
+  """What `convert_posts` read, skipped and wrote.
+
+  Attributes:
+    database_path: The written `stackoverflow.sqlite`.
+    rows_read: `<row>` elements in the input, of every post type.
+    skipped_other_type: Rows that are neither questions nor answers.
+    skipped_no_owner: Questions and answers without `OwnerUserId`.
+    skipped_empty_body: Questions and answers with an owner whose body is
+      empty once stripped of HTML.
+    train_examples: Posts written to the `train` split.
+    heldout_examples: Posts written to the `heldout` split.
+    test_examples: Posts written to the `test` split.
+    train_clients: Clients with at least one post in `train`.
+    heldout_clients: Clients with at least one post in `heldout`.
+    test_clients: Clients with at least one post in `test`.
+  """
+  database_path: str
+  rows_read: int
+  skipped_other_type: int
+  skipped_no_owner: int
+  skipped_empty_body: int
+  train_examples: int
+  heldout_examples: int
+  test_examples: int
+  train_clients: int
+  heldout_clients: int
+  test_clients: int
+
+  @property
+  def examples_written(self) -> int:
+    return self.train_examples + self.heldout_examples + self.test_examples
+
+
+class _TextExtractor(html_parser.HTMLParser):
+  """Collects the text of an HTML fragment, entities unescaped."""
+
+  def __init__(self):
+    # `convert_charrefs` unescapes `&amp;`, `&#233;`, ... in the text.
+    super().__init__(convert_charrefs=True)
+    self.pieces = []
+    self._skip_depth = 0
+
+  def handle_starttag(self, tag, attrs):
+    del attrs  # Unused: link targets and image sources are not text.
+    if tag in _SKIPPED_CONTENT_TAGS:
+      self._skip_depth += 1
+    elif tag in _BLOCK_TAGS:
+      self.pieces.append(' ')
+
+  def handle_endtag(self, tag):
+    if tag in _SKIPPED_CONTENT_TAGS:
+      self._skip_depth = max(self._skip_depth - 1, 0)
+    elif tag in _BLOCK_TAGS:
+      self.pieces.append(' ')
+
+  def handle_data(self, data):
+    if not self._skip_depth:
+      self.pieces.append(data)
+
+
+def strip_html(text: str) -> str:
+  """Returns the plain text of an HTML fragment such as a post body.
+
+  Tags are removed (with a space where a block element such as `p`, `br`,
+  `li` or `pre` starts or ends, none around inline ones such as `em` or
+  `code`), the content of `script` and `style` is dropped, comments are
+  dropped, character references are unescaped, and runs of whitespace
+  (non-breaking spaces included) become one space, with none at the ends.
+  Case and punctuation are kept.
+
+  Args:
+    text: An HTML fragment, e.g. `<p>Ales &amp; <em>lagers</em></p>`.
+
+  Returns:
+    Its text, e.g. `Ales & lagers`.
+  """
+  extractor = _TextExtractor()
+  extractor.feed(text)
+  extractor.close()
+  return ' '.join(''.join(extractor.pieces).split())
+
+
+def tags_field(tags: str) -> str:
+  """Returns a dump's `Tags` value joined by `|`, as TFF stores tags.
+
+  Args:
+    tags: `<beer><hops>` (older dumps), `|beer|hops|` (dumps since 2023) or
+      the empty string.
+
+  Returns:
+    `beer|hops`, or the empty string.
+
+  Raises:
+    ValueError: If `tags` is in neither format.
+  """
+  tags = tags.strip()
+  if not tags:
+    return ''
+  if tags.startswith('<') and tags.endswith('>'):
+    names = tags[1:-1].split('><')
+  elif tags.startswith('|') and tags.endswith('|'):
+    names = tags[1:-1].split('|')
+  else:
+    raise ValueError(f'Tags must look like <a><b> or |a|b|, got {tags!r}.')
+  if not all(names) or any(c in name for name in names for c in '<>|'):
+    raise ValueError(f'Tags must look like <a><b> or |a|b|, got {tags!r}.')
+  return '|'.join(names)
+
+
+def parse_cutoff(cutoff: Union[str, datetime.date]) -> datetime.datetime:
+  """Returns a test cutoff as a naive UTC datetime.
+
+  Args:
+    cutoff: An ISO 8601 date or date and time (`2016-08-01`,
+      `2016-08-01T12:00:00`), or a `datetime.date`/`datetime.datetime`. A
+      naive value is taken as UTC, the time zone of the dumps' dates.
+
+  Returns:
+    The cutoff, midnight for a date.
+
+  Raises:
+    ValueError: If `cutoff` is not a valid date.
+  """
+  if isinstance(cutoff, str):
+    try:
+      cutoff = datetime.datetime.fromisoformat(cutoff.strip())
+    except ValueError:
+      raise ValueError('test_cutoff must be an ISO 8601 date such as '
+                       f'2016-08-01, got {cutoff!r}.') from None
+  elif not isinstance(cutoff, datetime.datetime):
+    if not isinstance(cutoff, datetime.date):
+      raise ValueError('test_cutoff must be a date or an ISO 8601 string, '
+                       f'got {cutoff!r}.')
+    cutoff = datetime.datetime.combine(cutoff, datetime.time())
+  if cutoff.tzinfo is not None:
+    cutoff = cutoff.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+  return cutoff
+
+
+def select_heldout_clients(client_ids: list[str], heldout_fraction: float,
+                           seed: int) -> frozenset[str]:
+  """Draws the clients whose posts all go to the `heldout` split.
+
+  Args:
+    client_ids: The ids of all clients with converted posts.
+    heldout_fraction: In (0, 1). The number drawn is `heldout_fraction` times
+      the number of clients, rounded, but at least one and at most all but
+      one.
+    seed: Seed of numpy's generator (non-negative).
+
+  Returns:
+    The drawn ids; the same for the same ids (in any order), fraction and
+    seed.
+
+  Raises:
+    ValueError: If `heldout_fraction` or `seed` is out of range, or there
+      are fewer than two clients.
+  """
+  _check_heldout_fraction(heldout_fraction)
+  _check_seed(seed)
+  ordered = sorted(set(client_ids))
+  if len(ordered) < 2:
+    raise ValueError('Held-out clients can only be drawn from two or more '
+                     f'clients, got {len(ordered)}.')
+  count = min(max(int(round(len(ordered) * heldout_fraction)), 1),
+              len(ordered) - 1)
+  order = np.random.default_rng(seed).permutation(len(ordered))
+  return frozenset(ordered[i] for i in order[:count])
+
+
+def _check_heldout_fraction(value: float) -> None:
+  if (not isinstance(value, (int, float)) or isinstance(value, bool)
+      or not 0.0 < value < 1.0):
+    # Zero would leave `heldout` empty, which TFF's loader cannot open.
+    raise ValueError(f'heldout_fraction must be in (0, 1), got {value!r}.')
+
+
+def _check_seed(seed: int) -> None:
+  if (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool)
+      or seed < 0):
+    raise ValueError(f'seed must be a non-negative integer, got {seed!r}.')
+
+
+class _Post(NamedTuple):
+  client_id: str
+  creation: datetime.datetime
+  proto: bytes
+
+
+class _Counts:
+  """Mutable tallies of the rows read while parsing."""
+
+  def __init__(self):
+    self.rows_read = 0
+    self.skipped = collections.Counter()
+
+
+def _serialize_example(creation_date: str, score: int, tags: str, title: str,
+                       tokens: str, post_type: str) -> bytes:
+  """Returns the serialized `tf.train.Example` of one post."""
+  example = tf.train.Example()
+  feature = example.features.feature
+  feature['creation_date'].bytes_list.value.append(
+      creation_date.encode('utf-8'))
+  feature['score'].int64_list.value.append(score)
+  feature['tags'].bytes_list.value.append(tags.encode('utf-8'))
+  feature['title'].bytes_list.value.append(title.encode('utf-8'))
+  feature['tokens'].bytes_list.value.append(tokens.encode('utf-8'))
+  feature['type'].bytes_list.value.append(post_type.encode('utf-8'))
+  return example.SerializeToString()
+
+
+def _required(attrib: dict[str, str], name: str, where: str) -> str:
+  value = attrib.get(name, '').strip()
+  if not value:
+    raise ValueError(f'{where}: the {name} attribute is missing or empty.')
+  return value
+
+
+def _convert_row(attrib: dict[str, str], where: str,
+                 counts: _Counts) -> Optional[_Post]:
+  """Returns one row's post, or None (counted) if it is skipped."""
+  post_type = POST_TYPES.get(_required(attrib, 'PostTypeId', where))
+  if post_type is None:
+    counts.skipped['other_type'] += 1
+    return None
+  owner = attrib.get('OwnerUserId', '').strip()
+  if not owner:
+    counts.skipped['no_owner'] += 1
+    return None
+  tokens = strip_html(attrib.get('Body', ''))
+  if not tokens:
+    counts.skipped['empty_body'] += 1
+    return None
+  if not _CLIENT_ID.fullmatch(owner):
+    # Ids are spliced between quotes into TFF's SQL; integers are safe.
+    raise ValueError(f'{where}: OwnerUserId must be an integer, got '
+                     f'{owner!r}.')
+  creation_date = _required(attrib, 'CreationDate', where)
+  try:
+    creation = datetime.datetime.fromisoformat(creation_date)
+  except ValueError:
+    raise ValueError(f'{where}: CreationDate must be an ISO 8601 date and '
+                     f'time, got {creation_date!r}.') from None
+  if creation.tzinfo is not None:
+    creation = creation.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+  score_text = _required(attrib, 'Score', where)
+  try:
+    score = int(score_text)
+  except ValueError:
+    raise ValueError(f'{where}: Score must be an integer, got '
+                     f'{score_text!r}.') from None
+  if post_type == 'question':
+    try:
+      tags = tags_field(attrib.get('Tags', ''))
+    except ValueError as e:
+      raise ValueError(f'{where}: {e}') from None
+    title = attrib.get('Title', '')
+  else:
+    tags, title = '', ''
+  proto = _serialize_example(creation_date, score, tags, title, tokens,
+                             post_type)
+  return _Post(str(int(owner)), creation, proto)
+
+
+def _read_posts(posts_xml: str, counts: _Counts) -> Iterator[_Post]:
+  """Stream-parses `posts_xml`, yielding its converted posts in file order.
+
+  Args:
+    posts_xml: The path of a `Posts.xml`.
+    counts: Updated with the rows read and skipped.
+
+  Yields:
+    The converted posts.
+
+  Raises:
+    ValueError: On malformed XML (with the parser's line and column), a root
+      other than `<posts>`, an element other than `<row>` in it, or a bad
+      row (with its number and Id).
+  """
+  events = ET.iterparse(posts_xml, events=('start', 'end'))
+  root = None
+  depth = 0
+  try:
+    for event, element in events:
+      if event == 'start':
+        depth += 1
+        if root is None:
+          root = element
+          if element.tag != _ROOT_TAG:
+            raise ValueError(
+                f'{posts_xml}: the root element must be <{_ROOT_TAG}> (a '
+                f'Stack Exchange Posts.xml), got <{element.tag}>.')
+        elif depth == 2 and element.tag != _ROW_TAG:
+          raise ValueError(
+              f'{posts_xml}: expected only <{_ROW_TAG}> elements in '
+              f'<{_ROOT_TAG}>, got <{element.tag}> after row '
+              f'{counts.rows_read}.')
+        continue
+      depth -= 1
+      if depth != 1:
+        continue  # The root's end, or the content of a row.
+      counts.rows_read += 1
+      where = (f'{posts_xml}, row {counts.rows_read} '
+               f'(Id={element.get("Id", "?")})')
+      post = _convert_row(element.attrib, where, counts)
+      # Rows are done with once read: free them, the dumps can be large.
+      element.clear()
+      root.clear()
+      if counts.rows_read % _LOG_EVERY_ROWS == 0:
+        logging.info('Read %d rows of %s.', counts.rows_read, posts_xml)
+      if post is not None:
+        yield post
+  except ET.ParseError as e:
+    line, column = e.position
+    # expat's message ends with the position, given first here.
+    reason = _POSITION_SUFFIX.sub('', str(e))
+    raise ValueError(f'{posts_xml}: malformed XML at line {line}, column '
+                     f'{column}: {reason}.') from None
+
+
+def _check_readable_file(path: str) -> None:
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'The posts file {path} does not exist.')
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f'The posts file {path} is not a file.')
+
+
+def _temp_path_for(database_path: str) -> str:
+  directory = os.path.dirname(os.path.abspath(database_path))
+  fd, path = tempfile.mkstemp(
+      prefix=f'.{os.path.basename(database_path)}.', suffix='.tmp',
+      dir=directory)
+  os.close(fd)
+  return path
+
+
+def _remove_quietly(path: str) -> None:
+  try:
+    os.remove(path)
+  except FileNotFoundError:
+    pass
+  except OSError as e:
+    logging.warning('Could not remove the temporary file %s: %s', path, e)
+
+
+class _Inserted(NamedTuple):
+  client_ids: set[str]
+  first: Optional[datetime.datetime]  # The earliest post's creation time.
+  last: Optional[datetime.datetime]  # The latest post's creation time.
+
+
+def _insert_posts(connection: sqlite3.Connection, posts: Iterator[_Post],
+                  cutoff: datetime.datetime) -> _Inserted:
+  """Inserts posts as train or test by date."""
+  client_ids = set()
+  first = last = None
+  batch = []
+  for post in posts:
+    client_ids.add(post.client_id)
+    first = post.creation if first is None else min(first, post.creation)
+    last = post.creation if last is None else max(last, post.creation)
+    split = TRAIN_SPLIT if post.creation < cutoff else TEST_SPLIT
+    batch.append((split, post.client_id, post.proto))
+    if len(batch) >= _INSERT_BATCH:
+      connection.executemany(
+          'INSERT INTO examples (split_name, client_id, '
+          'serialized_example_proto) VALUES (?, ?, ?);', batch)
+      batch = []
+  connection.executemany(
+      'INSERT INTO examples (split_name, client_id, serialized_example_proto)'
+      ' VALUES (?, ?, ?);', batch)
+  return _Inserted(client_ids, first, last)
+
+
+def _check_no_empty_split(posts_xml: str, per_split: dict[str, tuple[int, int]],
+                          cutoff: datetime.datetime, inserted: _Inserted,
+                          num_other_clients: int) -> None:
+  """Raises a ValueError naming the split TFF's loader could not open."""
+  for split, side in ((TRAIN_SPLIT, 'before'), (TEST_SPLIT, 'on or after')):
+    if split not in per_split:
+      raise ValueError(
+          f'{posts_xml}: the {split} split would be empty (no post of the '
+          f'{num_other_clients} clients not held out is {side} the test '
+          f'cutoff {cutoff.isoformat(sep=" ")}; the posts run from '
+          f'{inserted.first.isoformat(sep=" ")} to '
+          f'{inserted.last.isoformat(sep=" ")}), and TFF\'s loader fails on '
+          'an empty split. Choose another test_cutoff or seed.')
+
+
+def convert_posts(
+    posts_xml: str,
+    cache_dir: str,
+    *,
+    test_cutoff: Union[str, datetime.date] = DEFAULT_TEST_CUTOFF,
+    heldout_fraction: float = DEFAULT_HELDOUT_FRACTION,
+    seed: int = 0,
+) -> ConversionSummary:
+  """Converts a Stack Exchange `Posts.xml` to `cache_dir/stackoverflow.sqlite`.
+
+  Afterwards `tff.simulation.datasets.stackoverflow.load_data(
+  cache_dir=cache_dir)` reads it without downloading. See the module
+  docstring for the features and the conversion and split rules.
+
+  The write is atomic: a failure or interruption midway (KeyboardInterrupt
+  included) leaves no new `stackoverflow.sqlite` (an existing one is kept)
+  and no temporary file.
+
+  Args:
+    posts_xml: A data dump's `Posts.xml` (UTF-8, with or without a BOM).
+    cache_dir: Directory for `stackoverflow.sqlite`; created if missing.
+    test_cutoff: Posts created on or after it (UTC) go to `test`, the others
+      to `train` (except held-out clients'); see `parse_cutoff`.
+    heldout_fraction: Fraction of the clients, in (0, 1), whose posts all go
+      to `heldout`; see `select_heldout_clients`.
+    seed: Seed of the held-out draw (non-negative).
+
+  Returns:
+    A `ConversionSummary`.
+
+  Raises:
+    FileNotFoundError: If `posts_xml` does not exist or is not a file.
+    ValueError: On a bad argument, malformed XML (naming the file, line and
+      column), a root other than `<posts>`, a bad row (naming the file, row
+      number and Id), no question or answer left to convert, fewer than two
+      clients, or a split that would be empty (TFF's loader fails on one).
+    OSError: If the input cannot be read or the output cannot be written.
+  """
+  cutoff = parse_cutoff(test_cutoff)
+  _check_heldout_fraction(heldout_fraction)
+  _check_seed(seed)
+  _check_readable_file(posts_xml)
+  os.makedirs(cache_dir, exist_ok=True)
+  database_path = os.path.join(cache_dir, DATABASE_FILENAME)
+
+  counts = _Counts()
+  temp_path = _temp_path_for(database_path)
+  try:
+    connection = sqlite3.connect(temp_path)
+    try:
+      # The file is private until `os.replace`, so durability is not needed
+      # while writing; an interrupted write just deletes it.
+      connection.execute('PRAGMA journal_mode = MEMORY;')
+      connection.execute('PRAGMA synchronous = OFF;')
+      for statement in _CREATE_STATEMENTS:
+        connection.execute(statement)
+      posts = _read_posts(posts_xml, counts)
+      try:
+        inserted = _insert_posts(connection, posts, cutoff)
+      finally:
+        posts.close()  # Closes the input file now, even when interrupted.
+      client_ids = inserted.client_ids
+      if not client_ids:
+        raise ValueError(
+            f'{posts_xml} has no question or answer to convert: of '
+            f'{counts.rows_read} rows, {counts.skipped["other_type"]} are '
+            f'other post types, {counts.skipped["no_owner"]} have no '
+            f'OwnerUserId and {counts.skipped["empty_body"]} an empty body.')
+      if len(client_ids) < 2:
+        raise ValueError(
+            f'{posts_xml} has posts of only one owner '
+            f'({next(iter(client_ids))}); the held-out split needs one client '
+            'and train and test at least one more.')
+      heldout = select_heldout_clients(sorted(client_ids), heldout_fraction,
+                                       seed)
+      # Built before the update, so that each client's update is a lookup
+      # rather than a scan of all posts.
+      connection.execute(_CREATE_INDEX)
+      # Held-out clients keep all their posts, of any date, in `heldout`.
+      connection.executemany(
+          'UPDATE examples SET split_name = ? WHERE client_id = ?;',
+          [(HELDOUT_SPLIT, client_id) for client_id in sorted(heldout)])
+      connection.execute(
+          'INSERT INTO client_metadata (client_id, split_name, num_examples) '
+          'SELECT client_id, split_name, COUNT(*) FROM examples '
+          'GROUP BY client_id, split_name ORDER BY split_name, client_id;')
+      per_split = {
+          split: (clients, examples) for split, clients, examples in
+          connection.execute(
+              'SELECT split_name, COUNT(*), SUM(num_examples) '
+              'FROM client_metadata GROUP BY split_name;')}
+      _check_no_empty_split(posts_xml, per_split, cutoff, inserted,
+                            len(client_ids) - len(heldout))
+      connection.commit()
+    finally:
+      connection.close()
+    with open(temp_path, 'rb') as f:
+      os.fsync(f.fileno())
+    # mkstemp makes the file private (0600); give it the usual mode.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temp_path, 0o666 & ~umask)
+    os.replace(temp_path, database_path)
+  except BaseException:  # KeyboardInterrupt too: never leave the temp file.
+    _remove_quietly(temp_path)
+    raise
+
+  clients = {split: per_split.get(split, (0, 0))[0] for split in SPLIT_NAMES}
+  examples = {split: per_split.get(split, (0, 0))[1] for split in SPLIT_NAMES}
+  return ConversionSummary(
+      database_path=database_path,
+      rows_read=counts.rows_read,
+      skipped_other_type=counts.skipped['other_type'],
+      skipped_no_owner=counts.skipped['no_owner'],
+      skipped_empty_body=counts.skipped['empty_body'],
+      train_examples=examples[TRAIN_SPLIT],
+      heldout_examples=examples[HELDOUT_SPLIT],
+      test_examples=examples[TEST_SPLIT],
+      train_clients=clients[TRAIN_SPLIT],
+      heldout_clients=clients[HELDOUT_SPLIT],
+      test_clients=clients[TEST_SPLIT])

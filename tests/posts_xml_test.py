@@ -1,0 +1,454 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests of the `Posts.xml` to `stackoverflow.sqlite` converter.
+
+The round trip goes through `tff.simulation.datasets.stackoverflow.load_data`,
+TFF's real loader, reading the converted file from its `cache_dir`; loading
+runs no TFF computation, so no TFF worker process is started.
+"""
+
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import NamedTuple, Optional
+from unittest import mock
+from xml.sax import saxutils
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from experiments.stackoverflow_wikipedia import posts_xml_lib
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CUTOFF = '2016-01-01'
+
+
+class _Row(NamedTuple):
+  """One `<row>` of a fake Posts.xml and what it must become."""
+  post_id: int
+  type_id: str
+  date: str
+  owner: Optional[str]
+  body: str  # HTML, as the dump holds it once XML-unescaped.
+  score: int = 0
+  title: str = ''
+  tags: str = ''  # As in the dump: `<a><b>`.
+  tokens: str = ''  # The expected text; unused for skipped rows.
+  expected_tags: str = ''
+
+
+# A handful of owners with questions and answers on both sides of _CUTOFF,
+# plus rows that must be skipped: no owner (Id 3), an empty body (Id 4),
+# post types other than question and answer (Ids 9, 10).
+_ROWS = (
+    _Row(1, '1', '2015-03-01T10:00:00.123', '3',
+         '<p>What makes an <em>IPA</em> bitter?</p>\n\n<p>Ales &amp; lagers'
+         ' &lt;3</p>\n', score=5, title='Bitterness of IPAs & "ales"',
+         tags='<ipa><hops>', tokens='What makes an IPA bitter? Ales & lagers'
+         ' <3', expected_tags='ipa|hops'),
+    _Row(2, '2', '2015-04-01T08:30:00.5', '7',
+         '<p>Hops contain <a href="http://x.org/a?b=1&amp;c=2">alpha'
+         ' acids</a>.<br>See below:</p>\n<pre><code>IBU = 40\n  AA = 10%'
+         '</code></pre>\n', score=-2,
+         tokens='Hops contain alpha acids. See below: IBU = 40 AA = 10%'),
+    _Row(3, '1', '2015-04-02T00:00:00', None, '<p>Orphan question</p>',
+         title='Orphan', tags='<misc>'),
+    _Row(4, '2', '2015-04-03T00:00:00', '7', '<p> \n </p>'),
+    _Row(5, '2', '2016-02-01T12:00:00', '3',
+         '<ul><li>Caf&eacute;</li><li>na&#239;ve&nbsp;beer</li></ul>',
+         score=1, tokens='Café naïve beer'),
+    _Row(6, '1', '2015-05-01T00:00:00', '7', '<p>Why <b>lager</b>?</p>',
+         score=3, title='Lager', tags='<lager>', tokens='Why lager?',
+         expected_tags='lager'),
+    _Row(8, '1', '2016-06-01T23:59:59.999', '12',
+         '<p>Stout   or\tporter?</p>', score=0, title='Stout vs porter',
+         tags='<stout><porter><style>', tokens='Stout or porter?',
+         expected_tags='stout|porter|style'),
+    _Row(9, '4', '2015-06-01T00:00:00', '3', '<p>Tag wiki for hops.</p>'),
+    _Row(10, '5', '2015-06-01T00:00:00', None, ''),
+    _Row(11, '2', '2015-01-02T00:00:00', '40', '<p>First!</p>', score=2,
+         tokens='First!'),
+    _Row(12, '2', '2016-01-01T00:00:00', '40', '<p>On the cutoff.</p>',
+         score=4, tokens='On the cutoff.'),
+    _Row(13, '2', '2015-12-31T23:59:59.999', '5', 'Just text, no tags.',
+         score=7, tokens='Just text, no tags.'),
+)
+_CONVERTED = tuple(r for r in _ROWS if r.tokens)
+_CLIENTS = ('12', '3', '40', '5', '7')
+
+
+def _temp_dir(test: absltest.TestCase) -> str:
+  # Not `create_tempdir`: under pytest absl's flags are unparsed.
+  path = tempfile.mkdtemp()
+  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
+  return path
+
+
+def _attr(value: str) -> str:
+  # The dumps escape newlines in attributes as `&#xA;`.
+  return saxutils.quoteattr(value, {'\n': '&#xA;', '\t': '&#x9;'})
+
+
+def _row_xml(row: _Row) -> str:
+  attributes = [f'Id="{row.post_id}"', f'PostTypeId="{row.type_id}"',
+                f'CreationDate="{row.date}"', f'Score="{row.score}"',
+                f'Body={_attr(row.body)}']
+  if row.owner is not None:
+    attributes.append(f'OwnerUserId="{row.owner}"')
+  else:
+    attributes.append('OwnerDisplayName="gone"')
+  if row.type_id == '1':
+    attributes += [f'Title={_attr(row.title)}', f'Tags={_attr(row.tags)}']
+  return '  <row ' + ' '.join(attributes) + ' />'
+
+
+def _write_posts(directory: str, rows=_ROWS, root: str = 'posts',
+                 name: str = 'Posts.xml') -> str:
+  """Writes a Posts.xml like the dumps': UTF-8 BOM and CRLF line ends."""
+  lines = ['<?xml version="1.0" encoding="utf-8"?>', f'<{root}>']
+  lines += [_row_xml(r) for r in rows]
+  lines.append(f'</{root}>')
+  path = os.path.join(directory, name)
+  with open(path, 'wb') as f:
+    f.write(b'\xef\xbb\xbf' + '\r\n'.join(lines).encode('utf-8') + b'\r\n')
+  return path
+
+
+def _expected_split(row: _Row, heldout: frozenset[str]) -> str:
+  if row.owner in heldout:
+    return 'heldout'
+  return 'train' if row.date < _CUTOFF else 'test'
+
+
+def _expected_example(row: _Row) -> tuple[bytes, int, bytes, bytes, bytes,
+                                          bytes]:
+  is_question = row.type_id == '1'
+  return (row.date.encode(), row.score, row.expected_tags.encode(),
+          (row.title if is_question else '').encode(), row.tokens.encode(),
+          b'question' if is_question else b'answer')
+
+
+def _decoded(client_data, client_id):
+  """A client's examples as tuples of Python values, in FEATURE_NAMES order."""
+  examples = []
+  for x in client_data.create_tf_dataset_for_client(client_id):
+    values = tuple(x[k].numpy() for k in posts_xml_lib.FEATURE_NAMES)
+    examples.append(values[:1] + (int(values[1]),) + values[2:])
+  return examples
+
+
+class StripHtmlTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ('paragraphs', '<p>One.</p><p>Two.</p>\n', 'One. Two.'),
+      ('inline_tags_join', 'fo<strong>o</strong>bar <em>x</em>', 'foobar x'),
+      ('entities', 'Ales &amp; lagers &lt;3 &quot;q&quot; &#233;t&eacute;',
+       'Ales & lagers <3 "q" été'),
+      ('line_breaks', 'one<br>two<br/>three<hr />four',
+       'one two three four'),
+      ('code_block', '<pre><code>x = 1\n    y = 2\n</code></pre>',
+       'x = 1 y = 2'),
+      ('link_text_only', 'see <a href="http://a.b/?c=1&amp;d=2">here</a>.',
+       'see here.'),
+      ('list_items', '<ul><li>a</li><li>b</li></ul>', 'a b'),
+      ('nbsp_is_whitespace', 'a&nbsp;&nbsp;b\r\n\tc', 'a b c'),
+      ('comment_dropped', '<!-- hidden -->shown', 'shown'),
+      ('script_dropped', '<script>alert(1)</script>ok', 'ok'),
+      ('image_separates', 'before<img src="x.png" alt="pic">after',
+       'before after'),
+      ('lone_angle_bracket', 'a < b', 'a < b'),
+      ('case_kept', 'Keep THE Case', 'Keep THE Case'),
+      ('empty', '', ''),
+      ('only_markup', '<p> \n </p><br>', ''),
+  )
+  def test_golden(self, html, expected):
+    self.assertEqual(posts_xml_lib.strip_html(html), expected)
+
+
+class HelpersTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ('angle_brackets', '<beer><hops>', 'beer|hops'),
+      ('pipes', '|beer|hops|', 'beer|hops'),
+      ('one_tag', '<c++>', 'c++'),
+      ('empty', '', ''),
+  )
+  def test_tags_field(self, tags, expected):
+    self.assertEqual(posts_xml_lib.tags_field(tags), expected)
+
+  @parameterized.parameters('beer', '<beer', '<>', '<a><>')
+  def test_tags_field_rejects(self, tags):
+    with self.assertRaisesRegex(ValueError, 'Tags must look like'):
+      posts_xml_lib.tags_field(tags)
+
+  def test_parse_cutoff(self):
+    expected = datetime.datetime(2016, 8, 1)
+    self.assertEqual(posts_xml_lib.parse_cutoff('2016-08-01'), expected)
+    self.assertEqual(posts_xml_lib.parse_cutoff(datetime.date(2016, 8, 1)),
+                     expected)
+    self.assertEqual(
+        posts_xml_lib.parse_cutoff('2016-08-01T02:00:00+02:00'), expected)
+    with self.assertRaisesRegex(ValueError, "ISO 8601.*'Aug 2016'"):
+      posts_xml_lib.parse_cutoff('Aug 2016')
+
+  def test_select_heldout_clients(self):
+    ids = [str(i) for i in range(40)]
+    heldout = posts_xml_lib.select_heldout_clients(ids, 0.1, seed=3)
+    self.assertLen(heldout, 4)
+    self.assertContainsSubset(heldout, ids)
+    # Deterministic, and independent of the order the ids come in.
+    self.assertEqual(heldout, posts_xml_lib.select_heldout_clients(
+        list(reversed(ids)), 0.1, seed=3))
+    self.assertNotEqual(heldout, posts_xml_lib.select_heldout_clients(
+        ids, 0.1, seed=4))
+    # At least one, never all.
+    self.assertLen(posts_xml_lib.select_heldout_clients(ids[:3], 0.1, 0), 1)
+    self.assertLen(posts_xml_lib.select_heldout_clients(ids[:3], 0.9, 0), 2)
+    for fraction in (0.0, 1.0):
+      with self.assertRaisesRegex(ValueError, r'heldout_fraction.*\(0, 1\)'):
+        posts_xml_lib.select_heldout_clients(ids, fraction, 0)
+    with self.assertRaisesRegex(ValueError, 'two or more clients, got 1'):
+      posts_xml_lib.select_heldout_clients(ids[:1], 0.5, 0)
+
+
+class ConvertPostsTest(absltest.TestCase):
+
+  def test_round_trip_through_tff_loader(self):
+    directory = _temp_dir(self)
+    cache_dir = os.path.join(directory, 'cache')
+    posts = _write_posts(directory)
+    summary = posts_xml_lib.convert_posts(posts, cache_dir,
+                                          test_cutoff=_CUTOFF)
+    # 5 clients at the default fraction 0.1: rounded to 0, raised to 1.
+    heldout = posts_xml_lib.select_heldout_clients(list(_CLIENTS), 0.1, 0)
+    self.assertLen(heldout, 1)
+
+    expected = {'train': {}, 'heldout': {}, 'test': {}}
+    for row in _CONVERTED:  # In file order, as the loader must return them.
+      expected[_expected_split(row, heldout)].setdefault(
+          row.owner, []).append(_expected_example(row))
+    # The fixture must exercise every split, and a client in two of them.
+    self.assertTrue(all(expected.values()))
+    self.assertTrue(set(expected['train']) & set(expected['test']))
+
+    train, heldout_data, test = tff.simulation.datasets.stackoverflow.load_data(
+        cache_dir=cache_dir)
+    self.assertEqual(os.listdir(cache_dir), ['stackoverflow.sqlite'])
+    for name, client_data in (('train', train), ('heldout', heldout_data),
+                              ('test', test)):
+      with self.subTest(split=name):
+        self.assertEqual(client_data.client_ids, sorted(expected[name]))
+        for client_id in client_data.client_ids:
+          self.assertEqual(_decoded(client_data, client_id),
+                           expected[name][client_id], client_id)
+        spec = client_data.element_type_structure
+        self.assertEqual(spec['score'], tf.TensorSpec([], tf.int64))
+        self.assertEqual(spec['tokens'], tf.TensorSpec([], tf.string))
+
+    self.assertEqual(summary, posts_xml_lib.ConversionSummary(
+        database_path=os.path.join(cache_dir, 'stackoverflow.sqlite'),
+        rows_read=len(_ROWS),
+        skipped_other_type=2,
+        skipped_no_owner=1,
+        skipped_empty_body=1,
+        train_examples=sum(map(len, expected['train'].values())),
+        heldout_examples=sum(map(len, expected['heldout'].values())),
+        test_examples=sum(map(len, expected['test'].values())),
+        train_clients=len(expected['train']),
+        heldout_clients=len(expected['heldout']),
+        test_clients=len(expected['test'])))
+    self.assertEqual(summary.examples_written, len(_CONVERTED))
+
+  def test_time_split_boundary(self):
+    directory = _temp_dir(self)
+    summary = posts_xml_lib.convert_posts(
+        _write_posts(directory), directory, test_cutoff='2016-01-01', seed=1)
+    train, heldout, test = tff.simulation.datasets.stackoverflow.load_data(
+        cache_dir=directory)
+    self.assertEqual(heldout.client_ids, ['7'])
+    self.assertEqual(train.client_ids, ['3', '40', '5'])
+    self.assertEqual(test.client_ids, ['12', '3', '40'])
+    # Id 12 is created exactly at the cutoff (on or after it means test),
+    # Id 13 a millisecond before it.
+    self.assertEqual([x[4] for x in _decoded(test, '40')],
+                     [b'On the cutoff.'])
+    self.assertEqual([x[4] for x in _decoded(train, '5')],
+                     [b'Just text, no tags.'])
+    self.assertEqual((summary.train_examples, summary.heldout_examples,
+                      summary.test_examples), (3, 2, 3))
+
+  def test_empty_split_is_refused(self):
+    # TFF's loader cannot open a database with an empty split.
+    directory = _temp_dir(self)
+    path = _write_posts(directory)
+    with self.assertRaisesRegex(
+        ValueError, f'{path}: the test split would be empty .* cutoff '
+        '2020-01-01 00:00:00; the posts run from 2015-01-02 00:00:00 to '
+        '2016-06-01 23:59:59.999000'):
+      posts_xml_lib.convert_posts(path, directory, test_cutoff='2020-01-01')
+    with self.assertRaisesRegex(ValueError, 'the train split would be empty'):
+      posts_xml_lib.convert_posts(path, directory, test_cutoff='2000-01-01')
+    with self.assertRaisesRegex(ValueError, r'heldout_fraction.*\(0, 1\)'):
+      posts_xml_lib.convert_posts(path, directory, heldout_fraction=0.0)
+    with self.assertRaisesRegex(ValueError, 'only one owner \\(3\\)'):
+      posts_xml_lib.convert_posts(_write_posts(directory, _ROWS[:1]),
+                                  directory)
+    self.assertEqual(os.listdir(directory), ['Posts.xml'])
+
+  def test_skipped_counts(self):
+    directory = _temp_dir(self)
+    extra = (
+        _Row(20, '2', '2015-01-01T00:00:00', None, '<p>no owner</p>'),
+        _Row(21, '2', '2015-01-01T00:00:00', '', '<p>empty owner</p>'),
+        _Row(22, '1', '2015-01-01T00:00:00', '9', '<p><br></p>', title='T'),
+        _Row(23, '2', '2015-01-01T00:00:00', '9', ''),
+        _Row(24, '7', '2015-01-01T00:00:00', '9', '<p>nomination</p>'),
+    )
+    summary = posts_xml_lib.convert_posts(
+        _write_posts(directory, _ROWS + extra), directory,
+        test_cutoff=_CUTOFF)
+    self.assertEqual(summary.rows_read, len(_ROWS) + 5)
+    self.assertEqual(summary.skipped_other_type, 3)
+    self.assertEqual(summary.skipped_no_owner, 3)
+    self.assertEqual(summary.skipped_empty_body, 3)
+    self.assertEqual(summary.examples_written, len(_CONVERTED))
+
+  def test_missing_file(self):
+    directory = _temp_dir(self)
+    path = os.path.join(directory, 'nope', 'Posts.xml')
+    with self.assertRaisesRegex(FileNotFoundError,
+                                f'{path} does not exist'):
+      posts_xml_lib.convert_posts(path, directory)
+    with self.assertRaisesRegex(FileNotFoundError, 'is not a file'):
+      posts_xml_lib.convert_posts(directory, directory)
+
+  def test_malformed_xml(self):
+    directory = _temp_dir(self)
+    cache_dir = os.path.join(directory, 'cache')
+    path = _write_posts(directory)
+    with open(path, 'rb') as f:
+      lines = f.read().split(b'\r\n')
+    # Line 5 (the third row) loses its closing `/>`.
+    lines[4] = lines[4][:-2]
+    with open(path, 'wb') as f:
+      f.write(b'\r\n'.join(lines))
+    with self.assertRaisesRegex(
+        ValueError, f'{path}: malformed XML at line 6, column 2'):
+      posts_xml_lib.convert_posts(path, cache_dir)
+    # Nothing left where the loader looks, nor a temporary file.
+    self.assertEqual(os.listdir(cache_dir), [])
+
+  def test_empty_file(self):
+    directory = _temp_dir(self)
+    path = os.path.join(directory, 'Posts.xml')
+    open(path, 'w').close()
+    with self.assertRaisesRegex(ValueError,
+                                f'{path}: malformed XML at line 1'):
+      posts_xml_lib.convert_posts(path, directory)
+
+  def test_wrong_root(self):
+    directory = _temp_dir(self)
+    path = _write_posts(directory, root='users')
+    with self.assertRaisesRegex(
+        ValueError, f'{path}: the root element must be <posts>.*got <users>'):
+      posts_xml_lib.convert_posts(path, directory)
+
+  def test_no_usable_posts(self):
+    directory = _temp_dir(self)
+    rows = tuple(r for r in _ROWS if not r.tokens)
+    path = _write_posts(directory, rows)
+    with self.assertRaisesRegex(
+        ValueError, f'{path} has no question or answer to convert: of 4 rows,'
+        ' 2 are other post types, 1 have no OwnerUserId and 1 an empty body'):
+      posts_xml_lib.convert_posts(path, directory)
+    self.assertEqual(os.listdir(directory), ['Posts.xml'])
+
+  def test_bad_row(self):
+    directory = _temp_dir(self)
+    bad = _ROWS[0]._replace(post_id=77, date='yesterday')
+    path = _write_posts(directory, (_ROWS[1], bad))
+    with self.assertRaisesRegex(
+        ValueError, f'{path}, row 2 \\(Id=77\\): CreationDate must be an ISO '
+        "8601 date and time, got 'yesterday'"):
+      posts_xml_lib.convert_posts(path, directory)
+
+  def test_interrupted_conversion_keeps_existing_file(self):
+    directory = _temp_dir(self)
+    path = _write_posts(directory)
+    database = os.path.join(directory, 'stackoverflow.sqlite')
+    with open(database, 'wb') as f:
+      f.write(b'previous')
+    real_serialize = posts_xml_lib._serialize_example
+    calls = []
+
+    def serialize_then_interrupt(*args):
+      calls.append(1)
+      if len(calls) == 3:
+        raise KeyboardInterrupt()
+      return real_serialize(*args)
+
+    with mock.patch.object(posts_xml_lib, '_serialize_example',
+                           serialize_then_interrupt):
+      with self.assertRaises(KeyboardInterrupt):
+        posts_xml_lib.convert_posts(path, directory)
+    with open(database, 'rb') as f:
+      self.assertEqual(f.read(), b'previous')
+    self.assertCountEqual(os.listdir(directory),
+                          ['Posts.xml', 'stackoverflow.sqlite'])
+
+
+class ConvertPostsMainTest(absltest.TestCase):
+
+  def _run(self, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+    return subprocess.run(
+        [sys.executable, '-m',
+         'experiments.stackoverflow_wikipedia.convert_posts_main', *args],
+        cwd=_REPO_ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+  def test_converts_and_prints_summary(self):
+    directory = _temp_dir(self)
+    cache_dir = os.path.join(directory, 'cache')
+    result = self._run(f'--posts_xml={_write_posts(directory)}',
+                       f'--cache_dir={cache_dir}', f'--test_cutoff={_CUTOFF}',
+                       '--heldout_fraction=0.1', '--seed=1')
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn(
+        f'Wrote {cache_dir}/stackoverflow.sqlite: 12 rows read, 8 posts '
+        'converted, 4 skipped (2 neither question nor answer, 1 without '
+        'owner, 1 with an empty body).', result.stdout)
+    self.assertIn('train:   3 posts of 3 clients', result.stdout)
+    self.assertIn('heldout: 2 posts of 1 client\n', result.stdout)
+    self.assertIn('test:    3 posts of 3 clients', result.stdout)
+    self.assertTrue(
+        os.path.isfile(os.path.join(cache_dir, 'stackoverflow.sqlite')))
+
+  def test_bad_input_is_one_error_line(self):
+    directory = _temp_dir(self)
+    path = _write_posts(directory, root='users')
+    result = self._run(f'--posts_xml={path}', f'--cache_dir={directory}')
+    self.assertEqual(result.returncode, 1)
+    self.assertIn(f'error: {path}: the root element must be <posts>',
+                  result.stderr)
+    self.assertNotIn('Traceback', result.stderr)
+    self.assertEqual(result.stdout, '')
+
+
+if __name__ == '__main__':
+  absltest.main()
