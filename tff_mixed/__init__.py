@@ -38,6 +38,9 @@ from tff_mixed.core.flops import local_step_flops
 from tff_mixed.core.mixed_process import MixedFLState
 from tff_mixed.models.dense import build_binary_classifier
 from tff_mixed.models.dense import build_linear_regression
+# The character language model (GRU) of the Stack Overflow + Wikipedia task.
+from tff_mixed.models import char_lm
+from tff_mixed.models.char_lm import build_char_lm
 # The movie task's dual encoder (losses, federated_select slicing, recall@k).
 from tff_mixed.models import dual_encoder
 from tff_mixed.models.dual_encoder import build_dual_encoder
@@ -53,8 +56,13 @@ from tff_mixed.training.runner import RunResult
 # Tasks (build_task, evaluate, ...): the bundled digits label imbalance, and
 # the CelebA smile classifier on TFF's CelebA.
 from tff_mixed.tasks import celeba_smile
+# Characters to next-character sequences, and the Stack Overflow + Wikipedia
+# task (TFF's Stack Overflow loader, central texts).
+from tff_mixed.tasks import char_sequences
 from tff_mixed.tasks import digits_label_imbalance
 from tff_mixed.tasks import movielens
+from tff_mixed.tasks import stackoverflow_wikipedia
+from tff_mixed.tasks import text_corpus
 
 __version__ = '0.1.0'
 

@@ -282,6 +282,9 @@ def build_process(
     seed: int,
     model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
     with_diagnostics: bool = False,
+    federated_weight: float = 0.5,
+    central_weight: float = 0.5,
+    central_clip_norm: Optional[float] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds the learning process of one scenario.
 
@@ -300,6 +303,10 @@ def build_process(
       for the weighted mean.
     with_diagnostics: Report the (G, B)-BGD estimates G~_t^2 and B~_t^2
       (arXiv:2205.13655, eq. 7) from Parallel Training and gradient transfer.
+    federated_weight: w_f of the mixed algorithms.
+    central_weight: w_c of the mixed algorithms.
+    central_clip_norm: Clip each central gradient to this L2 norm (`None`:
+      no clipping).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -327,27 +334,25 @@ def build_process(
   else:
     objective = tff_mixed.central_data_objective(central_data,
                                                  name='negatives')
-  diagnostics = dict(with_diagnostics=with_diagnostics)
+  mixing = dict(client_steps=client_steps, federated_weight=federated_weight,
+                central_weight=central_weight, seed=seed,
+                model_aggregator=model_aggregator,
+                central_clip_norm=central_clip_norm,
+                with_diagnostics=with_diagnostics)
   if scenario == PARALLEL_TRAINING:
     return tff_mixed.build_parallel_training(
         model, objective, _sgd(client_lr), _sgd(client_lr), _sgd(1.0),
         _sgd(1.0),
-        central_batch_size=central_batch_sizes.parallel_training,
-        client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed, model_aggregator=model_aggregator, **diagnostics)
+        central_batch_size=central_batch_sizes.parallel_training, **mixing)
   if scenario == ONE_WAY_GT:
     return tff_mixed.build_one_way_gradient_transfer(
         model, objective, _sgd(client_lr), _sgd(1.0),
-        central_batch_size=central_batch_sizes.one_way_gt,
-        client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed, model_aggregator=model_aggregator, **diagnostics)
+        central_batch_size=central_batch_sizes.one_way_gt, **mixing)
   if scenario == TWO_WAY_GT:
     return tff_mixed.build_two_way_gradient_transfer(
         model, objective, _sgd(client_lr), _sgd(client_lr), _sgd(1.0),
         _sgd(1.0),
-        central_batch_size=central_batch_sizes.two_way_gt,
-        client_steps=client_steps, federated_weight=0.5, central_weight=0.5,
-        seed=seed, model_aggregator=model_aggregator, **diagnostics)
+        central_batch_size=central_batch_sizes.two_way_gt, **mixing)
   if scenario == EXAMPLE_TRANSFER:
     return tff_mixed.build_example_transfer(
         model, objective, _sgd(client_lr), _sgd(1.0),

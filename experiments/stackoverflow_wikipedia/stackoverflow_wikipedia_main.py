@@ -1,0 +1,209 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+r"""Stack Overflow + Wikipedia character LM: mixed FL, FL only, transfer.
+
+The mixed FL paper's section 4.2 and appendix B.4.5 (arXiv:2205.13655).
+Federated data: TFF's Stack Overflow database in `--cache_dir` (TFF's
+loader; offline, convert a Stack Exchange `Posts.xml` first with
+`convert_posts_main`). Central data: TFDS Wikipedia (`--tfds_data_dir`, the
+paper's first 5,000,000 articles for training, the rest for evaluation) or
+text files (`--central_train_text`, `--central_eval_text`: a file, a
+directory or a glob; WikiText files are split into articles).
+
+  python -m experiments.stackoverflow_wikipedia.convert_posts_main \
+      --posts_xml=beer.stackexchange.com/Posts.xml --cache_dir=/tmp/so
+  python -m experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main \
+      --cache_dir=/tmp/so --central_train_text=wikitext-2/wiki.valid.tokens \
+      --central_eval_text=wikitext-2/wiki.test.tokens --clients_per_round=10 \
+      --embedding_dim=32 --gru_units=128 --central_batch_size=80 \
+      --one_way_central_batch_size=640 --rounds=100
+
+Writes `metrics.csv`, `accuracy.png`, `results.txt` and `config.json` to
+`--output_dir` and prints the table.
+"""
+
+from collections.abc import Sequence
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from experiments.label_imbalance import label_imbalance_lib
+from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
+import tff_mixed
+
+_LIB = stackoverflow_wikipedia_lib
+_DEFAULTS = _LIB.Config()
+RESULTS_SECTION = 'stackoverflow_wikipedia'
+
+_CACHE_DIR = flags.DEFINE_string(
+    'cache_dir', None, 'Directory holding TFF\'s stackoverflow.sqlite.')
+_CENTRAL_TRAIN_TEXT = flags.DEFINE_string(
+    'central_train_text', None, 'Central training texts: a file, directory '
+    'or glob (instead of --tfds_data_dir).')
+_CENTRAL_EVAL_TEXT = flags.DEFINE_string(
+    'central_eval_text', None, 'Central evaluation texts (with '
+    '--central_train_text).')
+_TFDS_DATA_DIR = flags.DEFINE_string(
+    'tfds_data_dir', None, 'TFDS data directory with a prepared '
+    'wikipedia/20201201.en.')
+_MAX_CENTRAL_TEXTS = flags.DEFINE_integer(
+    'max_central_texts', None, 'Read at most this many central training '
+    'texts (default: all text files, or the first 20,000 of Wikipedia\'s '
+    '5,000,000 training articles, which are held in memory as sequences).',
+    lower_bound=1)
+_MAX_EVAL_CLIENTS = flags.DEFINE_integer(
+    'max_eval_clients', 1000, 'Stack Overflow evaluation clients to read.',
+    lower_bound=1)
+_MAX_EVAL_SEQUENCES = flags.DEFINE_integer(
+    'max_eval_sequences', 4000, 'Cap on the sequences of each evaluation '
+    'corpus.', lower_bound=1)
+_SCENARIOS = flags.DEFINE_list('scenarios', list(_LIB.SCENARIOS),
+                               f'Any of {", ".join(_LIB.SCENARIOS)}.')
+_ROUNDS = flags.DEFINE_integer('rounds', _DEFAULTS.rounds, 'Rounds.',
+                               lower_bound=1)
+_CLIENTS_PER_ROUND = flags.DEFINE_integer(
+    'clients_per_round', _DEFAULTS.clients_per_round, 'S.', lower_bound=1)
+_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
+    'client_batch_size', _DEFAULTS.client_batch_size, '|B_i|.',
+    lower_bound=1)
+_CLIENT_STEPS = flags.DEFINE_integer(
+    'client_steps', _DEFAULTS.client_steps, 'K (also the central steps).',
+    lower_bound=1)
+_CLIENT_LR = flags.DEFINE_float('client_lr', _DEFAULTS.client_lr,
+                                'eta (= eta_c).')
+_TWO_WAY_CLIENT_LR = flags.DEFINE_float(
+    'two_way_client_lr', _DEFAULTS.two_way_client_lr, 'eta of 2-way GT.')
+_CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
+    'central_batch_size', _DEFAULTS.central_batch_size,
+    '|B_c| of PT and 2-way GT (and of central transfer training).',
+    lower_bound=1)
+_ONE_WAY_CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
+    'one_way_central_batch_size', _DEFAULTS.one_way_central_batch_size,
+    '|B_c| of 1-way GT.', lower_bound=1)
+_FEDERATED_WEIGHT = flags.DEFINE_float(
+    'federated_weight', _DEFAULTS.federated_weight, 'w_f.')
+_CENTRAL_WEIGHT = flags.DEFINE_float('central_weight',
+                                     _DEFAULTS.central_weight, 'w_c.')
+_CENTRAL_CLIP_NORM = flags.DEFINE_float(
+    'central_clip_norm', _DEFAULTS.central_clip_norm,
+    'Fixed L2 clip of central gradients.')
+_ADAPTIVE_CLIPPING = flags.DEFINE_bool(
+    'adaptive_clipping', _DEFAULTS.adaptive_clipping,
+    'Clip federated updates adaptively (quantile, no noise).')
+_EMBEDDING_DIM = flags.DEFINE_integer(
+    'embedding_dim', _DEFAULTS.embedding_dim, 'Embedding size.',
+    lower_bound=1)
+_GRU_UNITS = flags.DEFINE_integer('gru_units', _DEFAULTS.gru_units,
+                                  'GRU units.', lower_bound=1)
+_SEQUENCE_LENGTH = flags.DEFINE_integer(
+    'sequence_length', _DEFAULTS.sequence_length, 'Characters per example.',
+    lower_bound=1)
+_SWITCH_ROUND = flags.DEFINE_integer(
+    'switch_round', None, 'Transfer learning switches corpus after this '
+    'round (default: rounds // 2).', lower_bound=1)
+_EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
+                                   'Evaluate every this many rounds.',
+                                   lower_bound=1)
+_SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
+_OUTPUT_DIR = flags.DEFINE_string('output_dir',
+                                  'outputs/stackoverflow_wikipedia',
+                                  'Where to write the outputs.')
+_DATA_NOTE = flags.DEFINE_string(
+    'data_note', '', 'Where the data came from (e.g. which Posts.xml was '
+    'converted), for the report.')
+_RESULTS_MARKDOWN = flags.DEFINE_string(
+    'results_markdown', '', 'If set, also write this run\'s section of a '
+    'Markdown report, e.g. RESULTS.md.')
+
+
+def _central_texts():
+  """(train texts, eval texts, name) from text files or TFDS Wikipedia."""
+  corpus = tff_mixed.text_corpus
+  if _TFDS_DATA_DIR.value:
+    if _CENTRAL_TRAIN_TEXT.value or _CENTRAL_EVAL_TEXT.value:
+      raise ValueError('Pass either --tfds_data_dir or --central_train_text '
+                       'and --central_eval_text, not both.')
+    train = list(corpus.load_tfds_wikipedia(
+        _TFDS_DATA_DIR.value, split=corpus.PAPER_TRAIN_SPLIT,
+        max_articles=_MAX_CENTRAL_TEXTS.value or 20_000))
+    # Each article gives at least one sequence: enough for the cap.
+    evaluation = list(corpus.load_tfds_wikipedia(
+        _TFDS_DATA_DIR.value, split=corpus.PAPER_EVAL_SPLIT,
+        max_articles=_MAX_EVAL_SEQUENCES.value))
+    return train, evaluation, 'Wikipedia (TFDS 20201201.en)'
+  if not (_CENTRAL_TRAIN_TEXT.value and _CENTRAL_EVAL_TEXT.value):
+    raise ValueError('The central corpus is missing: pass --tfds_data_dir, '
+                     'or --central_train_text and --central_eval_text (text '
+                     'files, e.g. WikiText\'s wiki.*.tokens).')
+  train = corpus.read_text_files(_CENTRAL_TRAIN_TEXT.value)
+  if _MAX_CENTRAL_TEXTS.value:
+    train = train[:_MAX_CENTRAL_TEXTS.value]
+  evaluation = corpus.read_text_files(_CENTRAL_EVAL_TEXT.value)
+  return train, evaluation, 'text files'
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  if not _CACHE_DIR.value:
+    sys.exit('error: --cache_dir is required: the directory of TFF\'s '
+             'stackoverflow.sqlite (or convert a Posts.xml into it with '
+             'experiments.stackoverflow_wikipedia.convert_posts_main).')
+  config = _LIB.Config(
+      rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
+      client_batch_size=_CLIENT_BATCH_SIZE.value,
+      client_steps=_CLIENT_STEPS.value, client_lr=_CLIENT_LR.value,
+      two_way_client_lr=_TWO_WAY_CLIENT_LR.value,
+      central_batch_size=_CENTRAL_BATCH_SIZE.value,
+      one_way_central_batch_size=_ONE_WAY_CENTRAL_BATCH_SIZE.value,
+      federated_weight=_FEDERATED_WEIGHT.value,
+      central_weight=_CENTRAL_WEIGHT.value,
+      central_clip_norm=_CENTRAL_CLIP_NORM.value,
+      adaptive_clipping=_ADAPTIVE_CLIPPING.value,
+      embedding_dim=_EMBEDDING_DIM.value, gru_units=_GRU_UNITS.value,
+      sequence_length=_SEQUENCE_LENGTH.value,
+      switch_round=_SWITCH_ROUND.value, eval_every=_EVAL_EVERY.value,
+      seed=_SEED.value)
+  try:
+    train_texts, eval_texts, central_name = _central_texts()
+    data = _LIB.load_data(
+        _CACHE_DIR.value, train_texts, eval_texts,
+        sequence_length=config.sequence_length,
+        max_eval_clients=_MAX_EVAL_CLIENTS.value,
+        max_eval_sequences=_MAX_EVAL_SEQUENCES.value, seed=config.seed,
+        central_name=central_name)
+    if _DATA_NOTE.value:
+      data = data._replace(
+          description=f'{_DATA_NOTE.value}; {data.description}')
+    result = _LIB.run_experiment(data, config, scenarios=_SCENARIOS.value,
+                                 output_dir=_OUTPUT_DIR.value)
+  except (FileNotFoundError, ValueError) as e:
+    sys.exit(f'error: {e}')
+  print(result.table, end='', flush=True)
+  if _RESULTS_MARKDOWN.value:
+    label_imbalance_lib.write_results_section(
+        _RESULTS_MARKDOWN.value, RESULTS_SECTION,
+        _LIB.results_markdown(
+            result, 'python -m experiments.stackoverflow_wikipedia.'
+            'stackoverflow_wikipedia_main ' + ' '.join(sys.argv[1:]),
+            label_imbalance_lib.machine_description(),
+            label_imbalance_lib.utc_now()))
+  for kind, path in result.files.items():
+    logging.info('Wrote %s: %s', kind, path)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,148 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The Stack Overflow + Wikipedia binary end to end, on generated data.
+
+A generated `Posts.xml` goes through the converter into TFF's Stack Overflow
+database, read back by TFF's own loader; WikiText-style files are the
+central corpus. The binary runs in a subprocess (absl flags are global).
+"""
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from absl.testing import absltest
+import numpy as np
+
+from experiments.stackoverflow_wikipedia import posts_xml_lib
+from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_WORDS = ('hops malt yeast lager stout ale brew barrel cask foam glass pint '
+          'bitter sweet sour dark pale').split()
+
+
+def _temp_dir(test: absltest.TestCase) -> str:
+  # Not `create_tempdir`: under pytest absl's flags are unparsed.
+  path = tempfile.mkdtemp()
+  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
+  return path
+
+
+def _write_posts(path: str, num_users: int = 12, seed: int = 0) -> str:
+  """A Posts.xml: each user asks and answers a few posts, 2014-2017."""
+  rng = np.random.default_rng(seed)
+  rows, post_id = [], 1
+  for user in range(1, num_users + 1):
+    for _ in range(int(rng.integers(2, 5))):
+      body = ' '.join(rng.choice(_WORDS, int(rng.integers(8, 40))))
+      year = int(rng.integers(2014, 2018))
+      kind = int(rng.integers(1, 3))
+      title = f' Title="About {rng.choice(_WORDS)}"' if kind == 1 else ''
+      rows.append(
+          f'  <row Id="{post_id}" PostTypeId="{kind}" CreationDate="{year}-'
+          f'03-0{post_id % 9 + 1}T10:00:00.000" Score="1" Body="&lt;p&gt;'
+          f'{body}&lt;/p&gt;" OwnerUserId="{user}"{title} />')
+      post_id += 1
+  with open(path, 'w') as f:
+    f.write('<?xml version="1.0" encoding="utf-8"?>\n<posts>\n'
+            + '\n'.join(rows) + '\n</posts>\n')
+  return path
+
+
+def _write_wikitext(path: str, seed: int) -> str:
+  rng = np.random.default_rng(seed)
+  lines = ['']
+  for article in range(4):
+    lines += [f' = Article {article} = ', '']
+    for _ in range(3):
+      lines += [' ' + ' '.join(rng.choice(_WORDS, 30)) + ' 1 @,@ 000 . ', '']
+  with open(path, 'w') as f:
+    f.write('\n'.join(lines))
+  return path
+
+
+def _run(*args, timeout=900):
+  return subprocess.run(
+      [sys.executable, '-m',
+       'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main',
+       *args], cwd=_REPO, capture_output=True, text=True, timeout=timeout,
+      check=False)
+
+
+class StackOverflowWikipediaBinaryTest(absltest.TestCase):
+
+  def test_two_round_smoke_run_of_every_scenario(self):
+    directory = _temp_dir(self)
+    cache_dir = os.path.join(directory, 'so')
+    posts_xml_lib.convert_posts(
+        _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
+        test_cutoff='2017-01-01', heldout_fraction=0.2)
+    train_text = _write_wikitext(os.path.join(directory, 'wiki.valid.tokens'),
+                                 seed=1)
+    eval_text = _write_wikitext(os.path.join(directory, 'wiki.test.tokens'),
+                                seed=2)
+    output_dir = os.path.join(directory, 'out')
+    results = os.path.join(directory, 'RESULTS.md')
+    run = _run(f'--cache_dir={cache_dir}', f'--central_train_text={train_text}',
+               f'--central_eval_text={eval_text}', '--rounds=2',
+               '--switch_round=1', '--clients_per_round=2',
+               '--client_steps=2', '--client_batch_size=2',
+               '--central_batch_size=4', '--one_way_central_batch_size=8',
+               '--embedding_dim=4', '--gru_units=8', '--sequence_length=20',
+               '--eval_every=1', '--max_eval_sequences=20',
+               '--data_note=generated posts', f'--output_dir={output_dir}',
+               f'--results_markdown={results}')
+    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+    with open(os.path.join(output_dir, 'metrics.csv')) as f:
+      reader = csv.DictReader(f)
+      self.assertEqual(tuple(reader.fieldnames),
+                       stackoverflow_wikipedia_lib.CSV_COLUMNS)
+      rows = list(reader)
+    for scenario in stackoverflow_wikipedia_lib.SCENARIOS:
+      self.assertIn(scenario, run.stdout)
+      scenario_rows = [r for r in rows if r['scenario'] == scenario]
+      self.assertEqual([int(r['round']) for r in scenario_rows], [0, 1, 2])
+      for r in scenario_rows:
+        for name in stackoverflow_wikipedia_lib.EVAL_SETS:
+          self.assertBetween(float(r[f'{name}_accuracy']), 0.0, 1.0)
+      # Every scenario trains: the weights move off round 0's.
+      self.assertNotEqual(scenario_rows[0]['mixed_loss'],
+                          scenario_rows[-1]['mixed_loss'])
+    # Transfer rows report the first corpus at the switch and at the end.
+    self.assertIn('central ', run.stdout.split('central_then_fl')[1])
+    with open(results) as f:
+      report = f.read()
+    self.assertIn('Stack Overflow + Wikipedia character LM', report)
+    self.assertIn('generated posts', report)
+    self.assertTrue(os.path.exists(os.path.join(output_dir, 'accuracy.png')))
+
+  def test_missing_data_is_a_clear_message(self):
+    directory = _temp_dir(self)
+    run = _run(f'--cache_dir={directory}', '--central_train_text=x',
+               '--central_eval_text=y', timeout=300)
+    self.assertEqual(run.returncode, 1)
+    self.assertIn('error:', run.stderr)
+    self.assertNotIn('Traceback', run.stderr)
+    run = _run(f'--cache_dir={directory}', timeout=300)
+    self.assertEqual(run.returncode, 1)
+    self.assertIn('central corpus is missing', run.stderr)
+    self.assertNotIn('Traceback', run.stderr)
+
+
+if __name__ == '__main__':
+  absltest.main()
