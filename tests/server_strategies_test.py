@@ -1,0 +1,311 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests for `tff_mixed.asynchronous.server_strategies` on hand-computed
+updates of tiny weight vectors (expected numbers worked out in comments)."""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+from tff_mixed.asynchronous import server_strategies as strategies
+
+ClientUpdate = strategies.ClientUpdate
+
+
+def _w(*values):
+  return [np.array(values, dtype=np.float64)]
+
+
+class FedAsyncTest(absltest.TestCase):
+
+  def test_one_then_two_updates_polynomial(self):
+    fedasync = strategies.FedAsync(alpha=0.5)  # s(d) = (d + 1)^(-1/2)
+    state = fedasync.initial_state()
+    # staleness 3: alpha_t = 0.5 * 4^(-1/2) = 0.25; client model
+    # base + delta = [0, 0] + [2, 4] = [2, 4];
+    # x = 0.75 [1, 2] + 0.25 [2, 4] = [1.25, 2.5].
+    state, x = fedasync.apply(
+        state, _w(1.0, 2.0),
+        [ClientUpdate(7, _w(2.0, 4.0), staleness=3, base=_w(0.0, 0.0))])
+    np.testing.assert_allclose(x[0], [1.25, 2.5])
+    self.assertEqual(state.num_updates, 1)
+    # Two arrivals in one round, applied in order:
+    # 1) staleness 0: alpha_t = 0.5, client [1, 1] + [1, -1] = [2, 0];
+    #    x = 0.5 [1.25, 2.5] + 0.5 [2, 0] = [1.625, 1.25].
+    # 2) staleness 8: alpha_t = 0.5 / 3, client [0, 0] + [3.625, 4.25];
+    #    x = (5/6) [1.625, 1.25] + (1/6) [3.625, 4.25] = [1.958333.., 1.75].
+    state, x = fedasync.apply(state, x, [
+        ClientUpdate(1, _w(1.0, -1.0), staleness=0, base=_w(1.0, 1.0)),
+        ClientUpdate(2, _w(3.625, 4.25), staleness=8, base=_w(0.0, 0.0)),
+    ])
+    np.testing.assert_allclose(x[0], [1.625 * 5 / 6 + 3.625 / 6, 1.75])
+    self.assertEqual(state.num_updates, 3)
+
+  def test_order_of_arrival_matters(self):
+    fedasync = strategies.FedAsync(
+        alpha=0.5, staleness_fn=strategies.constant_staleness())
+    a = ClientUpdate(0, _w(4.0), staleness=0, base=_w(0.0))
+    b = ClientUpdate(1, _w(0.0), staleness=0, base=_w(0.0))
+    # a then b: 0.5 * 0 + 0.5 * 4 = 2, then 0.5 * 2 + 0 = 1.
+    _, x = fedasync.apply(fedasync.initial_state(), _w(0.0), [a, b])
+    np.testing.assert_allclose(x[0], [1.0])
+    # b then a: 0, then 0.5 * 0 + 0.5 * 4 = 2.
+    _, x = fedasync.apply(fedasync.initial_state(), _w(0.0), [b, a])
+    np.testing.assert_allclose(x[0], [2.0])
+
+  def test_staleness_functions(self):
+    poly = strategies.polynomial_staleness(0.5)
+    self.assertAlmostEqual(poly(0), 1.0)
+    self.assertAlmostEqual(poly(3), 0.5)
+    self.assertAlmostEqual(poly(8), 1.0 / 3.0)
+    hinge = strategies.hinge_staleness(a=1.0, b=2.0)
+    self.assertEqual(hinge(0), 1.0)
+    self.assertEqual(hinge(2), 1.0)
+    self.assertAlmostEqual(hinge(5), 1.0 / (1.0 * 3.0 + 1.0))
+    self.assertEqual(strategies.constant_staleness()(100), 1.0)
+    fedasync = strategies.FedAsync(alpha=0.8, staleness_fn=hinge)
+    self.assertAlmostEqual(fedasync.mixing_weight(5), 0.2)
+
+  def test_no_updates_keeps_weights(self):
+    fedasync = strategies.FedAsync(alpha=1.0)
+    state, x = fedasync.apply(fedasync.initial_state(), _w(1.0, 2.0), [])
+    np.testing.assert_array_equal(x[0], [1.0, 2.0])
+    self.assertEqual(state.num_updates, 0)
+
+
+class FedBuffTest(absltest.TestCase):
+
+  def test_buffer_fills_across_rounds_and_keeps_leftovers(self):
+    fedbuff = strategies.FedBuff(learning_rate=0.5, buffer_size=2)
+    state = fedbuff.initial_state()
+    x = _w(1.0, 1.0, 1.0)
+    # Round 1: one update, the buffer is not full: x unchanged.
+    state, x = fedbuff.apply(state, x,
+                             [ClientUpdate(0, _w(2.0, 0.0, -2.0), 1)])
+    np.testing.assert_array_equal(x[0], [1.0, 1.0, 1.0])
+    self.assertLen(state.buffer, 1)
+    self.assertEqual(state.num_updates, 0)
+    # Round 2: the first update fills the buffer: mean of [2, 0, -2] and
+    # [0, 4, 2] is [1, 2, 0]; x = [1, 1, 1] + 0.5 [1, 2, 0] = [1.5, 2, 1].
+    # The second one stays buffered.
+    state, x = fedbuff.apply(state, x, [
+        ClientUpdate(1, _w(0.0, 4.0, 2.0), 0),
+        ClientUpdate(2, _w(6.0, 6.0, 6.0), 3),
+    ])
+    np.testing.assert_allclose(x[0], [1.5, 2.0, 1.0])
+    self.assertEqual([u.client for u in state.buffer], [2])
+    self.assertEqual(state.num_updates, 1)
+    # Round 3: buffer [6, 6, 6], [-2, 0, 4] -> mean [2, 3, 5];
+    # x = [1.5, 2, 1] + 0.5 [2, 3, 5] = [2.5, 3.5, 3.5].
+    state, x = fedbuff.apply(state, x,
+                             [ClientUpdate(0, _w(-2.0, 0.0, 4.0), 0)])
+    np.testing.assert_allclose(x[0], [2.5, 3.5, 3.5])
+    self.assertEmpty(state.buffer)
+    self.assertEqual(state.num_updates, 2)
+
+  def test_several_steps_in_one_round(self):
+    fedbuff = strategies.FedBuff(learning_rate=1.0, buffer_size=1)
+    # Two steps: 0 + 1 + 2 = 3.
+    state, x = fedbuff.apply(fedbuff.initial_state(), _w(0.0), [
+        ClientUpdate(0, _w(1.0), 0), ClientUpdate(1, _w(2.0), 5)])
+    np.testing.assert_allclose(x[0], [3.0])
+    self.assertEqual(state.num_updates, 2)
+
+  def test_staleness_exponent(self):
+    fedbuff = strategies.FedBuff(learning_rate=0.5, buffer_size=2,
+                                 staleness_exponent=1.0)
+    # Weights 1 / (1 + tau): [2, 0, -2] / 2 = [1, 0, -1] and [0, 4, 2];
+    # mean [0.5, 2, 0.5]; x = [1, 1, 1] + 0.5 [0.5, 2, 0.5].
+    _, x = fedbuff.apply(fedbuff.initial_state(), _w(1.0, 1.0, 1.0), [
+        ClientUpdate(0, _w(2.0, 0.0, -2.0), 1),
+        ClientUpdate(1, _w(0.0, 4.0, 2.0), 0)])
+    np.testing.assert_allclose(x[0], [1.25, 2.0, 1.25])
+
+  def test_several_arrays_and_dtype_kept(self):
+    fedbuff = strategies.FedBuff(learning_rate=1.0, buffer_size=1)
+    weights = [np.zeros((2, 2), np.float32), np.ones(3, np.float32)]
+    delta = [np.full((2, 2), 0.5, np.float32), np.full(3, -1.0, np.float32)]
+    _, x = fedbuff.apply(fedbuff.initial_state(), weights,
+                         [ClientUpdate(0, delta, 0)])
+    self.assertEqual([w.dtype for w in x], [np.float32, np.float32])
+    np.testing.assert_array_equal(x[0], np.full((2, 2), 0.5))
+    np.testing.assert_array_equal(x[1], np.zeros(3))
+
+  def test_inputs_not_modified_and_buffer_not_aliased(self):
+    fedbuff = strategies.FedBuff(learning_rate=1.0, buffer_size=2)
+    weights = _w(1.0, 2.0)
+    delta = _w(3.0, 4.0)
+    state, _ = fedbuff.apply(fedbuff.initial_state(), weights,
+                             [ClientUpdate(0, delta, 0)])
+    delta[0][:] = 100.0  # The caller reuses its array.
+    np.testing.assert_array_equal(weights[0], [1.0, 2.0])
+    np.testing.assert_array_equal(state.buffer[0].delta[0], [3.0, 4.0])
+
+
+class CA2FLTest(parameterized.TestCase):
+
+  def test_two_steps_with_calibration_and_leftover(self):
+    ca2fl = strategies.CA2FL(learning_rate=0.5, buffer_size=2, num_clients=4)
+    state = ca2fl.initial_state()
+    # Round 1: buffer [c0: [4, 0], c1: [0, 8]] is full; the cache is empty,
+    # h_bar = 0, v = 0 + ([4, 0] - 0 + [0, 8] - 0) / 2 = [2, 4];
+    # x = [0, 0] + 0.5 [2, 4] = [1, 2]. Then c0's second update waits.
+    state, x = ca2fl.apply(state, _w(0.0, 0.0), [
+        ClientUpdate(0, _w(4.0, 0.0), 0),
+        ClientUpdate(1, _w(0.0, 8.0), 2),
+        ClientUpdate(0, _w(2.0, 2.0), 0),
+    ])
+    np.testing.assert_allclose(x[0], [1.0, 2.0])
+    self.assertEqual(state.num_updates, 1)
+    self.assertEqual([u.client for u in state.buffer], [0])
+    self.assertCountEqual(state.cache, [0, 1])
+    np.testing.assert_array_equal(state.cache[0][0], [4.0, 0.0])
+    # Round 2: buffer [c0: [2, 2], c2: [6, -2]].
+    # h_bar = ([4, 0] + [0, 8] + 0 + 0) / 4 = [1, 2];
+    # calibration ([2, 2] - [4, 0] + [6, -2] - 0) / 2 = [4, 0] / 2 = [2, 0];
+    # v = [3, 2]; x = [1, 2] + 0.5 [3, 2] = [2.5, 3].
+    state, x = ca2fl.apply(state, x, [ClientUpdate(2, _w(6.0, -2.0), 1)])
+    np.testing.assert_allclose(x[0], [2.5, 3.0])
+    self.assertEqual(state.num_updates, 2)
+    self.assertEmpty(state.buffer)
+    np.testing.assert_array_equal(state.cache[0][0], [2.0, 2.0])
+    np.testing.assert_array_equal(state.cache[1][0], [0.0, 8.0])
+    np.testing.assert_array_equal(state.cache[2][0], [6.0, -2.0])
+
+  def test_cached_clients_average(self):
+    ca2fl = strategies.CA2FL(learning_rate=0.5, buffer_size=2,
+                             cache_average='cached_clients')
+    state, x = ca2fl.apply(ca2fl.initial_state(), _w(0.0, 0.0), [
+        ClientUpdate(0, _w(4.0, 0.0), 0), ClientUpdate(1, _w(0.0, 8.0), 0)])
+    np.testing.assert_allclose(x[0], [1.0, 2.0])
+    # h_bar over the 2 cached clients = [2, 4]; calibration [2, 0] as in the
+    # all-clients test; v = [4, 4]; x = [1, 2] + 0.5 [4, 4] = [3, 4].
+    _, x = ca2fl.apply(state, x, [
+        ClientUpdate(0, _w(2.0, 2.0), 0), ClientUpdate(2, _w(6.0, -2.0), 0)])
+    np.testing.assert_allclose(x[0], [3.0, 4.0])
+
+  def test_same_client_twice_in_one_buffer(self):
+    ca2fl = strategies.CA2FL(learning_rate=1.0, buffer_size=2, num_clients=4)
+    state, x = ca2fl.apply(ca2fl.initial_state(), _w(0.0, 0.0), [
+        ClientUpdate(0, _w(4.0, 0.0), 0), ClientUpdate(1, _w(0.0, 8.0), 0)])
+    np.testing.assert_allclose(x[0], [2.0, 4.0])
+    # Both c0 updates are calibrated by c0's cache before this buffer,
+    # [4, 0]: h_bar = [1, 2]; ([2, 2] - [4, 0] + [0, 4] - [4, 0]) / 2 =
+    # [-3, 3]; v = [-2, 5]; x = [0, 9]; the later update is cached.
+    state, x = ca2fl.apply(state, x, [
+        ClientUpdate(0, _w(2.0, 2.0), 0), ClientUpdate(0, _w(0.0, 4.0), 0)])
+    np.testing.assert_allclose(x[0], [0.0, 9.0])
+    np.testing.assert_array_equal(state.cache[0][0], [0.0, 4.0])
+
+  def test_first_step_equals_fedbuff(self):
+    updates = [ClientUpdate(3, _w(1.0, -1.0, 2.0), 4),
+               ClientUpdate(5, _w(3.0, 1.0, 0.0), 0)]
+    _, x_ca2fl = strategies.CA2FL(0.7, 2, num_clients=10).apply(
+        strategies.CA2FL(0.7, 2, num_clients=10).initial_state(),
+        _w(1.0, 1.0, 1.0), updates)
+    fedbuff = strategies.FedBuff(0.7, 2)
+    _, x_fedbuff = fedbuff.apply(fedbuff.initial_state(), _w(1.0, 1.0, 1.0),
+                                 updates)
+    np.testing.assert_allclose(x_ca2fl[0], x_fedbuff[0])
+    # 1 + 0.7 * [2, 0, 1].
+    np.testing.assert_allclose(x_ca2fl[0], [2.4, 1.0, 1.7])
+
+
+class ValidationTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ('zero', 0.0), ('negative', -0.1), ('above_one', 1.5),
+      ('nan', float('nan')))
+  def test_fedasync_alpha(self, alpha):
+    with self.assertRaisesRegex(ValueError, r'alpha must be in \(0, 1\], '
+                                f'got {alpha!r}'):
+      strategies.FedAsync(alpha=alpha)
+
+  @parameterized.named_parameters(
+      ('fedbuff', strategies.FedBuff), ('ca2fl', strategies.CA2FL))
+  def test_learning_rate_and_buffer_size(self, cls):
+    kwargs = dict(num_clients=4) if cls is strategies.CA2FL else {}
+    for lr in (0.0, -1.0):
+      with self.assertRaisesRegex(
+          ValueError, f'learning_rate must be a finite number > 0, got '
+          f'{lr!r}'):
+        cls(learning_rate=lr, buffer_size=2, **kwargs)
+    for size in (0, -3, 1.5):
+      with self.assertRaisesRegex(
+          ValueError, rf'buffer_size \(M\) must be an integer >= 1, got '
+          f'{size!r}'):
+        cls(learning_rate=1.0, buffer_size=size, **kwargs)
+
+  def test_staleness_parameters(self):
+    with self.assertRaisesRegex(ValueError, r'a must be a finite number >= 0,'
+                                r' got -0.5'):
+      strategies.polynomial_staleness(-0.5)
+    with self.assertRaisesRegex(ValueError, r'b must be a finite number >= 0,'
+                                r' got -1'):
+      strategies.hinge_staleness(1.0, -1)
+    with self.assertRaisesRegex(ValueError, r'staleness_exponent must be a '
+                                r'finite number >= 0, got -1.0'):
+      strategies.FedBuff(1.0, 2, staleness_exponent=-1.0)
+
+  def test_ca2fl_configuration(self):
+    with self.assertRaisesRegex(ValueError, r"cache_average='all_clients' "
+                                r'needs num_clients'):
+      strategies.CA2FL(1.0, 2)
+    with self.assertRaisesRegex(ValueError, r'num_clients must be an integer'
+                                r' >= 1, got 0'):
+      strategies.CA2FL(1.0, 2, num_clients=0)
+    with self.assertRaisesRegex(ValueError, r"cache_average must be one of "
+                                r".*, got 'mean'"):
+      strategies.CA2FL(1.0, 2, num_clients=3, cache_average='mean')
+    ca2fl = strategies.CA2FL(1.0, 2, num_clients=3)
+    with self.assertRaisesRegex(ValueError, r'updates\[0\].client=3 is not in'
+                                r' \[0, num_clients=3\)'):
+      ca2fl.apply(ca2fl.initial_state(), _w(0.0),
+                  [ClientUpdate(3, _w(1.0), 0)])
+
+  def test_bad_updates(self):
+    fedbuff = strategies.FedBuff(1.0, 2)
+    state = fedbuff.initial_state()
+    cases = [
+        ([ClientUpdate(0, _w(1.0, 2.0), 0)],
+         r'updates\[0\].delta\[0\] has shape \(2,\), the weights have '
+         r'\(1,\)'),
+        ([ClientUpdate(0, _w(1.0) * 2, 0)],
+         r'updates\[0\].delta has 2 arrays, the weights have 1'),
+        ([ClientUpdate(0, _w(1.0), -1)],
+         r'updates\[0\].staleness must be an integer >= 0, got -1'),
+        ([ClientUpdate(0, _w(1.0), 0), ClientUpdate(-2, _w(1.0), 0)],
+         r'updates\[1\].client must be an integer >= 0, got -2'),
+        ([(0, _w(1.0), 0)], r'updates\[0\] must be a ClientUpdate, got tuple'),
+        ([ClientUpdate(0, np.ones(1), 0)],
+         r'updates\[0\].delta must be a list or tuple of arrays, got ndarray'),
+    ]
+    for updates, message in cases:
+      with self.assertRaisesRegex(ValueError, message):
+        fedbuff.apply(state, _w(0.0), updates)
+
+  def test_fedasync_needs_base(self):
+    fedasync = strategies.FedAsync(0.5)
+    with self.assertRaisesRegex(ValueError, r'updates\[0\].base is None: '
+                                r'FedAsync mixes in the client model'):
+      fedasync.apply(fedasync.initial_state(), _w(0.0),
+                     [ClientUpdate(0, _w(1.0), 0)])
+    with self.assertRaisesRegex(ValueError, r'updates\[0\].base\[0\] has '
+                                r'shape \(2,\)'):
+      fedasync.apply(fedasync.initial_state(), _w(0.0),
+                     [ClientUpdate(0, _w(1.0), 0, base=_w(1.0, 2.0))])
+
+
+if __name__ == '__main__':
+  absltest.main()

@@ -1,0 +1,486 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Asynchronous server aggregation: FedAsync, FedBuff and CA2FL.
+
+The asynchronous baselines of the guided-model-merging paper (Feddle,
+"Guided Model Merging for Hybrid Data Learning"), as pure functions of the
+server state and the model weights (a sequence of numpy arrays; anything
+`numpy.asarray` accepts, e.g. eager tf tensors). They know nothing of TFF:
+a driver trains clients with a TFF computation, learns from
+`schedule.AsyncSchedule` whose updates arrive, and calls once per round
+
+    state, weights = strategy.apply(state, weights, updates)
+
+with the round's arrived `ClientUpdate`s in order of arrival (possibly none).
+`apply` never modifies its arguments and returns the weights as a new list of
+numpy arrays with the dtypes of the input weights (arithmetic is done in
+float64).
+
+A client update is `delta = client model - model the client started from`
+(so a descent step has the sign of `-gradient`), and `staleness` is the
+number of rounds between the broadcast the client trained from and its
+arrival (`schedule.Arrival.staleness`).
+
+* FedAsync (Xie et al., "Asynchronous Federated Optimization", 2019,
+  Algorithm 1 with adaptive mixing): each update, in order of arrival, mixes
+  the client's model into the server model,
+
+      alpha_t = alpha * s(staleness),
+      x <- (1 - alpha_t) x + alpha_t x_client,  x_client = base + delta,
+
+  where `base` is the model the client started from. Staleness functions
+  `s(d)`: polynomial `(d + 1)^(-a)` (default, a = 0.5), hinge (1 if d <= b,
+  else 1 / (a (d - b) + 1)), or constant 1.
+* FedBuff (Nguyen et al., "Federated Learning with Buffered Asynchronous
+  Aggregation", AISTATS 2022): updates are appended to a buffer; whenever it
+  holds M updates the server applies
+
+      x <- x + eta_g * (1/M) sum_{j in buffer} w(tau_j) delta_j
+
+  and empties it, w(tau) = (1 + tau)^(-p) (p = `staleness_exponent`,
+  default 0: the plain mean).
+* CA2FL (Wang et al., "Tackling the Data Heterogeneity in Asynchronous
+  Federated Learning with Cached Update Calibration", ICLR 2024, Algorithm
+  1): the server caches the latest update h_i of every client (h_i = 0 before
+  client i's first arrival). Whenever the buffer holds M updates,
+
+      h_bar = (1/N) sum_{i=1..N} h_i                ('all_clients', paper)
+           or mean of h_i over clients with a cache ('cached_clients'),
+      v = h_bar + (1/M) sum_{j in buffer} (delta_j - h_j),
+      x <- x + eta_g * v,
+
+  with h_bar and h_j the cache as it was before this buffer (as in the
+  paper, where the calibration uses h_t^j and the cache refreshed during a
+  server round only counts from the next one); then h_j <- delta_j for every
+  buffered update (the later one wins if a client appears twice).
+
+In FedBuff and CA2FL several flushes can happen in one `apply` (if more than
+M updates arrive), and the leftovers stay buffered across rounds.
+"""
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+import numbers
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+# Model weights: one array per variable, in a fixed order.
+Weights = Sequence[Any]
+StalenessFn = Callable[[int], float]
+
+CACHE_AVERAGE_ALL_CLIENTS = 'all_clients'
+CACHE_AVERAGE_CACHED_CLIENTS = 'cached_clients'
+_CACHE_AVERAGES = (CACHE_AVERAGE_ALL_CLIENTS, CACHE_AVERAGE_CACHED_CLIENTS)
+
+# FedAsync's default staleness exponent (polynomial s(d) = (d + 1)^(-a)); one
+# of the values the guided-model-merging paper tunes over ({0.1, 0.5, 0.9}).
+DEFAULT_FEDASYNC_EXPONENT = 0.5
+
+
+class ClientUpdate(NamedTuple):
+  """One client update as it reaches the server.
+
+  Attributes:
+    client: The client id (>= 0).
+    delta: Client model minus `base`, one array per weight.
+    staleness: Rounds between the broadcast the client trained from and the
+      arrival (>= 0).
+    base: The model the client started from; required by FedAsync only.
+  """
+  client: int
+  delta: Weights
+  staleness: int
+  base: Optional[Weights] = None
+
+
+class BufferedUpdate(NamedTuple):
+  """An update waiting in a FedBuff / CA2FL buffer.
+
+  Attributes:
+    client: The client id.
+    delta: The update, a tuple of float64 arrays.
+    staleness: Its staleness when it arrived.
+  """
+  client: int
+  delta: tuple[np.ndarray, ...]
+  staleness: int
+
+
+class FedAsyncState(NamedTuple):
+  """FedAsync server state.
+
+  Attributes:
+    num_updates: Server model updates applied so far (one per arrival).
+  """
+  num_updates: int
+
+
+class FedBuffState(NamedTuple):
+  """FedBuff server state.
+
+  Attributes:
+    buffer: Updates received since the last server step (fewer than M).
+    num_updates: Server steps applied so far (one per full buffer).
+  """
+  buffer: tuple[BufferedUpdate, ...]
+  num_updates: int
+
+
+class CA2FLState(NamedTuple):
+  """CA2FL server state.
+
+  Attributes:
+    buffer: Updates received since the last server step (fewer than M).
+    cache: Client id -> its latest update h_i as of the last server step (a
+      tuple of float64 arrays); clients never seen are absent (h_i = 0).
+      Never modified in place.
+    num_updates: Server steps applied so far (one per full buffer).
+  """
+  buffer: tuple[BufferedUpdate, ...]
+  cache: Mapping[int, tuple[np.ndarray, ...]]
+  num_updates: int
+
+
+def polynomial_staleness(a: float = DEFAULT_FEDASYNC_EXPONENT) -> StalenessFn:
+  """FedAsync's polynomial staleness function s(d) = (d + 1)^(-a).
+
+  Args:
+    a: The exponent, >= 0 (0: no staleness discount).
+
+  Returns:
+    s, a function of the staleness d >= 0.
+
+  Raises:
+    ValueError: If `a` is negative or not finite.
+  """
+  _check_finite_at_least('a', a, 0.0)
+  return lambda d: float((d + 1.0) ** (-a))
+
+
+def hinge_staleness(a: float, b: float) -> StalenessFn:
+  """FedAsync's hinge staleness function.
+
+  s(d) = 1 if d <= b, else 1 / (a (d - b) + 1).
+
+  Args:
+    a: Slope, >= 0.
+    b: Staleness tolerated without discount, >= 0.
+
+  Returns:
+    s, a function of the staleness d >= 0.
+
+  Raises:
+    ValueError: If `a` or `b` is negative or not finite.
+  """
+  _check_finite_at_least('a', a, 0.0)
+  _check_finite_at_least('b', b, 0.0)
+  return lambda d: 1.0 if d <= b else float(1.0 / (a * (d - b) + 1.0))
+
+
+def constant_staleness() -> StalenessFn:
+  """s(d) = 1: FedAsync with a fixed mixing weight alpha."""
+  return lambda d: 1.0
+
+
+def _check_finite_at_least(name: str, value: Any, minimum: float) -> None:
+  if (not isinstance(value, numbers.Real) or not np.isfinite(value)
+      or value < minimum):
+    raise ValueError(
+        f'{name} must be a finite number >= {minimum:g}, got {value!r}.')
+
+
+def _check_learning_rate(learning_rate: Any) -> None:
+  if (not isinstance(learning_rate, numbers.Real)
+      or not np.isfinite(learning_rate) or learning_rate <= 0):
+    raise ValueError(
+        f'learning_rate must be a finite number > 0, got {learning_rate!r}.')
+
+
+def _check_buffer_size(buffer_size: Any) -> None:
+  if (isinstance(buffer_size, bool)
+      or not isinstance(buffer_size, numbers.Integral) or buffer_size < 1):
+    raise ValueError(
+        f'buffer_size (M) must be an integer >= 1, got {buffer_size!r}.')
+
+
+def _as_float64(weights: Weights, name: str) -> tuple[np.ndarray, ...]:
+  if isinstance(weights, np.ndarray) or not isinstance(weights, Sequence):
+    raise ValueError(f'{name} must be a list or tuple of arrays, got '
+                     f'{type(weights).__name__}.')
+  # Copies, so that buffers and caches never alias the caller's arrays.
+  return tuple(np.array(w, dtype=np.float64) for w in weights)
+
+
+def _check_like(reference: Sequence[np.ndarray], other: Sequence[np.ndarray],
+                name: str) -> None:
+  if len(other) != len(reference):
+    raise ValueError(f'{name} has {len(other)} arrays, the weights have '
+                     f'{len(reference)}.')
+  for i, (r, o) in enumerate(zip(reference, other)):
+    if r.shape != o.shape:
+      raise ValueError(f'{name}[{i}] has shape {o.shape}, the weights have '
+                       f'{r.shape}.')
+
+
+def _check_update(update: Any, weights: Sequence[np.ndarray],
+                  position: int) -> tuple[np.ndarray, ...]:
+  """Validates one update; returns its delta as float64 arrays."""
+  if not isinstance(update, ClientUpdate):
+    raise ValueError(f'updates[{position}] must be a ClientUpdate, got '
+                     f'{type(update).__name__}.')
+  if (isinstance(update.client, bool)
+      or not isinstance(update.client, numbers.Integral) or update.client < 0):
+    raise ValueError(f'updates[{position}].client must be an integer >= 0, '
+                     f'got {update.client!r}.')
+  if (isinstance(update.staleness, bool)
+      or not isinstance(update.staleness, numbers.Integral)
+      or update.staleness < 0):
+    raise ValueError(f'updates[{position}].staleness must be an integer >= 0,'
+                     f' got {update.staleness!r}.')
+  delta = _as_float64(update.delta, f'updates[{position}].delta')
+  _check_like(weights, delta, f'updates[{position}].delta')
+  return delta
+
+
+def _cast_like(values: Sequence[np.ndarray], like: Weights) -> list[np.ndarray]:
+  """Returns `values` with the dtypes of the caller's weights."""
+  return [np.asarray(v).astype(np.asarray(w).dtype, copy=False)
+          for v, w in zip(values, like)]
+
+
+class AsyncStrategy(abc.ABC):
+  """Common interface: `initial_state()` and `apply(state, weights, ...)`."""
+
+  @abc.abstractmethod
+  def initial_state(self) -> Any:
+    """The server state before any update arrived."""
+
+  @abc.abstractmethod
+  def apply(self, state: Any, weights: Weights,
+            updates: Sequence[ClientUpdate]) -> tuple[Any, list[np.ndarray]]:
+    """Applies the updates that arrived this round, in order of arrival.
+
+    Args:
+      state: The strategy's state.
+      weights: The current server model.
+      updates: The arrived `ClientUpdate`s (possibly none).
+
+    Returns:
+      (new state, new weights as a list of numpy arrays).
+
+    Raises:
+      ValueError: If an update is malformed or does not match the weights.
+    """
+
+
+class FedAsync(AsyncStrategy):
+  """FedAsync (Xie et al. 2019): mix each arrived model into the server's.
+
+  For each update, in order of arrival:
+  `x <- (1 - alpha_t) x + alpha_t (base + delta)`,
+  `alpha_t = alpha * s(staleness)`.
+  """
+
+  def __init__(self, alpha: float,
+               staleness_fn: Optional[StalenessFn] = None):
+    """Configures FedAsync.
+
+    Args:
+      alpha: The mixing weight, in (0, 1].
+      staleness_fn: s(d); None: `polynomial_staleness(0.5)`.
+
+    Raises:
+      ValueError: If `alpha` is not in (0, 1].
+    """
+    if (not isinstance(alpha, numbers.Real) or not np.isfinite(alpha)
+        or not 0 < alpha <= 1):
+      raise ValueError(f'alpha must be in (0, 1], got {alpha!r}.')
+    self.alpha = float(alpha)
+    self.staleness_fn = (polynomial_staleness() if staleness_fn is None
+                         else staleness_fn)
+
+  def mixing_weight(self, staleness: int) -> float:
+    """alpha_t = alpha * s(staleness)."""
+    return self.alpha * float(self.staleness_fn(staleness))
+
+  def initial_state(self) -> FedAsyncState:
+    return FedAsyncState(num_updates=0)
+
+  def apply(self, state: FedAsyncState, weights: Weights,
+            updates: Sequence[ClientUpdate]
+            ) -> tuple[FedAsyncState, list[np.ndarray]]:
+    """See `AsyncStrategy.apply`; every update needs its `base`."""
+    x = _as_float64(weights, 'weights')
+    for i, update in enumerate(updates):
+      delta = _check_update(update, x, i)
+      if update.base is None:
+        raise ValueError(
+            f'updates[{i}].base is None: FedAsync mixes in the client model '
+            'base + delta and needs the model the client started from.')
+      base = _as_float64(update.base, f'updates[{i}].base')
+      _check_like(x, base, f'updates[{i}].base')
+      alpha_t = self.mixing_weight(update.staleness)
+      x = tuple((1.0 - alpha_t) * xi + alpha_t * (bi + di)
+                for xi, bi, di in zip(x, base, delta))
+    new_state = FedAsyncState(num_updates=state.num_updates + len(updates))
+    return new_state, _cast_like(x, weights)
+
+
+class FedBuff(AsyncStrategy):
+  """FedBuff (Nguyen et al. 2022): average every M buffered updates.
+
+  When the buffer holds M updates:
+  `x <- x + eta_g * (1/M) sum_j (1 + tau_j)^(-p) delta_j`; leftovers stay
+  buffered.
+  """
+
+  def __init__(self, learning_rate: float, buffer_size: int,
+               staleness_exponent: float = 0.0):
+    """Configures FedBuff.
+
+    Args:
+      learning_rate: eta_g, > 0.
+      buffer_size: M, >= 1.
+      staleness_exponent: p >= 0 of the update weights (1 + tau)^(-p); 0
+        (default) gives the plain mean.
+
+    Raises:
+      ValueError: If an argument is out of range.
+    """
+    _check_learning_rate(learning_rate)
+    _check_buffer_size(buffer_size)
+    _check_finite_at_least('staleness_exponent', staleness_exponent, 0.0)
+    self.learning_rate = float(learning_rate)
+    self.buffer_size = int(buffer_size)
+    self.staleness_exponent = float(staleness_exponent)
+
+  def initial_state(self) -> FedBuffState:
+    return FedBuffState(buffer=(), num_updates=0)
+
+  def apply(self, state: FedBuffState, weights: Weights,
+            updates: Sequence[ClientUpdate]
+            ) -> tuple[FedBuffState, list[np.ndarray]]:
+    """See `AsyncStrategy.apply`."""
+    x = _as_float64(weights, 'weights')
+    buffer = list(state.buffer)
+    num_updates = state.num_updates
+    for i, update in enumerate(updates):
+      delta = _check_update(update, x, i)
+      buffer.append(BufferedUpdate(update.client, delta, update.staleness))
+      if len(buffer) == self.buffer_size:
+        step = [np.zeros_like(xi) for xi in x]
+        for entry in buffer:
+          scale = (1.0 + entry.staleness) ** (-self.staleness_exponent)
+          for s, d in zip(step, entry.delta):
+            s += scale * d
+        x = tuple(xi + self.learning_rate * s / self.buffer_size
+                  for xi, s in zip(x, step))
+        buffer = []
+        num_updates += 1
+    return (FedBuffState(buffer=tuple(buffer), num_updates=num_updates),
+            _cast_like(x, weights))
+
+
+class CA2FL(AsyncStrategy):
+  """CA2FL (Wang et al. 2023): FedBuff calibrated by cached client updates.
+
+  When the buffer holds M updates:
+  `v = h_bar + (1/M) sum_j (delta_j - h_j)`, `x <- x + eta_g v`, then
+  `h_j <- delta_j`; see the module docstring for h_bar.
+  """
+
+  def __init__(self, learning_rate: float, buffer_size: int,
+               num_clients: Optional[int] = None,
+               cache_average: str = CACHE_AVERAGE_ALL_CLIENTS):
+    """Configures CA2FL.
+
+    Args:
+      learning_rate: eta_g, > 0.
+      buffer_size: M, >= 1.
+      num_clients: N, the number of clients (ids in [0, N)); required by
+        `cache_average='all_clients'`, else optional (then it only bounds
+        the ids).
+      cache_average: How h_bar averages the cache: 'all_clients' (the paper:
+        (1/N) sum over all N clients, never-seen clients count as 0) or
+        'cached_clients' (mean over the clients that have a cache; 0 while
+        the cache is empty).
+
+    Raises:
+      ValueError: If an argument is out of range.
+    """
+    _check_learning_rate(learning_rate)
+    _check_buffer_size(buffer_size)
+    if cache_average not in _CACHE_AVERAGES:
+      raise ValueError(f'cache_average must be one of {_CACHE_AVERAGES}, got '
+                       f'{cache_average!r}.')
+    if num_clients is None:
+      if cache_average == CACHE_AVERAGE_ALL_CLIENTS:
+        raise ValueError("cache_average='all_clients' needs num_clients.")
+    elif (isinstance(num_clients, bool)
+          or not isinstance(num_clients, numbers.Integral) or num_clients < 1):
+      raise ValueError(
+          f'num_clients must be an integer >= 1, got {num_clients!r}.')
+    self.learning_rate = float(learning_rate)
+    self.buffer_size = int(buffer_size)
+    self.num_clients = None if num_clients is None else int(num_clients)
+    self.cache_average = cache_average
+
+  def initial_state(self) -> CA2FLState:
+    return CA2FLState(buffer=(), cache={}, num_updates=0)
+
+  def cache_mean(self, cache: Mapping[int, Sequence[np.ndarray]],
+                 like: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """h_bar of a cache (arrays shaped like `like`)."""
+    total = [np.zeros_like(w, dtype=np.float64) for w in like]
+    for h in cache.values():
+      for t, hi in zip(total, h):
+        t += hi
+    if self.cache_average == CACHE_AVERAGE_ALL_CLIENTS:
+      count = self.num_clients
+    else:
+      count = max(len(cache), 1)
+    return tuple(t / count for t in total)
+
+  def apply(self, state: CA2FLState, weights: Weights,
+            updates: Sequence[ClientUpdate]
+            ) -> tuple[CA2FLState, list[np.ndarray]]:
+    """See `AsyncStrategy.apply`."""
+    x = _as_float64(weights, 'weights')
+    buffer = list(state.buffer)
+    cache = state.cache
+    num_updates = state.num_updates
+    for i, update in enumerate(updates):
+      delta = _check_update(update, x, i)
+      if self.num_clients is not None and update.client >= self.num_clients:
+        raise ValueError(f'updates[{i}].client={update.client} is not in '
+                         f'[0, num_clients={self.num_clients}).')
+      buffer.append(BufferedUpdate(update.client, delta, update.staleness))
+      if len(buffer) < self.buffer_size:
+        continue
+      v = list(self.cache_mean(cache, x))
+      for entry in buffer:
+        old = cache.get(entry.client)
+        for j, d in enumerate(entry.delta):
+          correction = d if old is None else d - old[j]
+          v[j] = v[j] + correction / self.buffer_size
+      x = tuple(xi + self.learning_rate * vi for xi, vi in zip(x, v))
+      cache = dict(cache)
+      for entry in buffer:
+        cache[entry.client] = entry.delta
+      buffer = []
+      num_updates += 1
+    return (CA2FLState(buffer=tuple(buffer), cache=cache,
+                       num_updates=num_updates),
+            _cast_like(x, weights))
