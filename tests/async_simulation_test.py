@@ -1,0 +1,218 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests for the asynchronous FL loop (`tff_mixed.asynchronous.simulation`)."""
+
+from absl.testing import absltest
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+import tff_mixed
+from tff_mixed.asynchronous import client_training
+from tff_mixed.asynchronous import feddle
+from tff_mixed.asynchronous import schedule as schedule_lib
+from tff_mixed.asynchronous import server_strategies
+from tff_mixed.asynchronous import simulation
+
+_NUM_CLIENTS = 8
+_DIM = 3
+
+
+def _client_arrays(client):
+  rng = np.random.default_rng(100 + client)
+  x = rng.normal(size=(4 + client % 3, _DIM)).astype(np.float32)
+  y = (x @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+       + client * 0.1).astype(np.float32)
+  return x, y
+
+
+def _dataset(client, round_num):
+  del round_num  # The same data every round.
+  return tf.data.Dataset.from_tensor_slices(_client_arrays(client)).batch(3)
+
+
+def _model():
+  return tff_mixed.build_linear_regression(_DIM)
+
+
+def _sgd(lr):
+  return tff.learning.optimizers.build_sgdm(learning_rate=lr)
+
+
+def _loss(weights):
+  w, b = weights
+  losses = []
+  for c in range(_NUM_CLIENTS):
+    x, y = _client_arrays(c)
+    losses.append(float(np.mean((x @ w + b - y) ** 2)))
+  return {'loss': float(np.mean(losses))}
+
+
+class RecordingDatasets:
+  """`dataset_fn` that remembers who trained in which round."""
+
+  def __init__(self):
+    self.calls = []
+
+  def __call__(self, client, round_num):
+    self.calls.append((round_num, client))
+    return _dataset(client, round_num)
+
+
+class RunAsyncTest(absltest.TestCase):
+
+  def test_zero_delay_fedbuff_equals_tffs_unweighted_fed_avg(self):
+    # With no delays every update arrives in its own round; FedBuff with a
+    # buffer of S and server lr 1 is then FedAvg with an unweighted mean.
+    rounds, per_round = 3, 3
+    model = _model()
+    datasets = RecordingDatasets()
+    result = simulation.run_async(
+        server_strategies.FedBuff(learning_rate=1.0, buffer_size=per_round),
+        schedule_lib.AsyncSchedule(_NUM_CLIENTS, per_round, 0.0, rounds,
+                                   seed=3),
+        client_training.build_client_training(model, _sgd(0.05)), datasets,
+        model.initial_weights[0], evaluate_fn=_loss, eval_every=1)
+    fed_avg = tff.learning.algorithms.build_unweighted_fed_avg(
+        model, client_optimizer_fn=_sgd(0.05), server_optimizer_fn=_sgd(1.0))
+    state = fed_avg.initialize()
+    for round_num in range(1, rounds + 1):
+      clients = [c for r, c in datasets.calls if r == round_num]
+      self.assertLen(clients, per_round)
+      state = fed_avg.next(state, [_dataset(c, round_num)
+                                   for c in clients]).state
+    want = fed_avg.get_model_weights(state).trainable
+    for got, expected in zip(result.weights, want):
+      np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    self.assertEqual((result.num_trained, result.num_applied), (9, 9))
+    self.assertEqual([row['round'] for row in result.rows], [0, 1, 2, 3])
+    self.assertLess(result.rows[-1]['loss'], result.rows[0]['loss'])
+
+  def test_stale_updates_carry_their_base_and_staleness(self):
+    model = _model()
+    train = client_training.build_client_training(model, _sgd(0.05))
+
+    class Recorder:
+      """FedAsync that also records what it receives."""
+
+      def __init__(self):
+        self.inner = server_strategies.FedAsync(alpha=0.5)
+        self.received = []
+
+      def initial_state(self):
+        return self.inner.initial_state()
+
+      def apply(self, state, weights, updates):
+        self.received.extend(updates)
+        return self.inner.apply(state, weights, updates)
+
+    recorder = Recorder()
+    weights_at = {0: [np.asarray(w) for w in model.initial_weights[0]]}
+
+    def round_end(round_num, weights):
+      weights_at[round_num] = weights
+
+    schedule = schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 2.0, 12, seed=5)
+    datasets = RecordingDatasets()
+    simulation.run_async(recorder, schedule, train, datasets,
+                         model.initial_weights[0], evaluate_fn=_loss,
+                         eval_every=4, round_end_fn=round_end)
+    sampled_in = {}
+    for round_num, client in datasets.calls:
+      sampled_in.setdefault(client, []).append(round_num)
+    self.assertNotEmpty(recorder.received)
+    self.assertTrue(any(u.staleness > 0 for u in recorder.received))
+    for update in recorder.received:
+      # The update was computed from the model of its sampling round, whose
+      # weights were those at the end of the previous round.
+      sampled = [r for r in sampled_in[update.client]
+                 if r + update.staleness <= 12]
+      base_round = None
+      for r in sampled:
+        base = weights_at[r - 1]
+        if all(np.array_equal(a, b) for a, b in zip(base, update.base)):
+          base_round = r
+      self.assertIsNotNone(base_round)
+      again = train(
+          tff.learning.models.ModelWeights(tuple(update.base), ()),
+          [_dataset(update.client, base_round)])['update'][0]
+      for got, want in zip(update.delta, again):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+  def test_updates_that_cannot_arrive_are_not_trained(self):
+    model = _model()
+    schedule = schedule_lib.AsyncSchedule(
+        _NUM_CLIENTS, 2, 3.0, 6, seed=1, allow_fewer=True,
+        check_delays=False)
+    result = simulation.run_async(
+        server_strategies.FedBuff(learning_rate=1.0, buffer_size=1),
+        schedule, client_training.build_client_training(model, _sgd(0.05)),
+        _dataset, model.initial_weights[0], evaluate_fn=_loss, eval_every=3)
+    self.assertGreater(result.num_dropped, 0)
+    self.assertEqual(result.num_trained, result.num_applied)
+
+  def test_feddle_without_search_steps_is_fedbuff(self):
+    model = _model()
+    server_x, server_y = _client_arrays(0)
+    runs = []
+    for method in (
+        server_strategies.FedBuff(learning_rate=0.8, buffer_size=2),
+        simulation.FeddleMethod(
+            model, feddle.FeddleConfig(max_anchors=4, server_lr=0.8,
+                                       search_steps=0),
+            (server_x, server_y), buffer_size=2)):
+      runs.append(simulation.run_async(
+          method, schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 1.0, 8,
+                                             seed=2),
+          client_training.build_client_training(model, _sgd(0.05)),
+          _dataset, model.initial_weights[0], evaluate_fn=_loss,
+          eval_every=8))
+    for got, want in zip(runs[1].weights, runs[0].weights):
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+  def test_feddle_search_lowers_the_server_loss_against_fedbuff(self):
+    model = _model()
+    server_x, server_y = _client_arrays(0)
+    final = []
+    for steps in (0, 20):
+      final.append(simulation.run_async(
+          simulation.FeddleMethod(
+              model, feddle.FeddleConfig(max_anchors=4, server_lr=1.0,
+                                         search_steps=steps,
+                                         search_lr=0.01),
+              (server_x, server_y), buffer_size=2),
+          schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 1.0, 8, seed=2),
+          client_training.build_client_training(model, _sgd(0.05)),
+          _dataset, model.initial_weights[0],
+          evaluate_fn=lambda w: {'server_loss': float(np.mean(
+              (server_x @ w[0] + w[1] - server_y) ** 2))},
+          eval_every=8).rows[-1]['server_loss'])
+    self.assertLess(final[1], final[0])
+
+  def test_bad_arguments(self):
+    model = _model()
+    with self.assertRaisesRegex(ValueError, '`eval_every`'):
+      simulation.run_async(
+          server_strategies.FedBuff(learning_rate=1.0, buffer_size=1),
+          schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 0.0, 2, seed=0),
+          client_training.build_client_training(model, _sgd(0.05)),
+          _dataset, model.initial_weights[0], evaluate_fn=_loss,
+          eval_every=0)
+    with self.assertRaisesRegex(ValueError, '`buffer_size`'):
+      simulation.FeddleMethod(model, feddle.FeddleConfig(max_anchors=2),
+                              _client_arrays(0), buffer_size=3)
+
+
+if __name__ == '__main__':
+  absltest.main()
