@@ -25,6 +25,17 @@ from tff_mixed.algorithms.example_transfer import build_fedavg_with_shared_data
 from tff_mixed.algorithms.gradient_transfer import build_one_way_gradient_transfer
 from tff_mixed.algorithms.gradient_transfer import build_two_way_gradient_transfer
 from tff_mixed.algorithms.parallel_training import build_parallel_training
+# Asynchronous FL on hybrid data (guided model merging, Feddle): the arrival
+# schedule, client training, FedAsync / FedBuff / CA2FL, Feddle, the loop.
+from tff_mixed.asynchronous import feddle
+from tff_mixed.asynchronous.client_training import build_client_training
+from tff_mixed.asynchronous.schedule import AsyncSchedule
+from tff_mixed.asynchronous.server_strategies import CA2FL
+from tff_mixed.asynchronous.server_strategies import ClientUpdate
+from tff_mixed.asynchronous.server_strategies import FedAsync
+from tff_mixed.asynchronous.server_strategies import FedBuff
+from tff_mixed.asynchronous.simulation import FeddleMethod
+from tff_mixed.asynchronous.simulation import run_async
 from tff_mixed.core.central_objective import central_data_objective
 from tff_mixed.core.central_objective import central_regularizer
 from tff_mixed.core.central_objective import CentralObjective
@@ -63,6 +74,7 @@ from tff_mixed.tasks import digits_label_imbalance
 from tff_mixed.tasks import movielens
 from tff_mixed.tasks import stackoverflow_wikipedia
 from tff_mixed.tasks import text_corpus
+from tff_mixed.tasks.dirichlet_partition import dirichlet_partition
 
 __version__ = '0.1.0'
 
