@@ -1,0 +1,388 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Image data of the hybrid (clients + server data) asynchronous experiment.
+
+Follows the data setup of "Guided Model Merging for Hybrid Data Learning"
+(Feddle; section 5 and appendix D, "Datasets"): the training images are
+split among 500 clients with a Dirichlet(alpha) label partition (alpha 0.1
+and 0.3, Yurochkin et al. 2019); for in-domain server data, 1,000 examples
+are reserved from the evaluation (test) set and the rest of that set is used
+for evaluation; for out-of-domain server data, images of a different data
+set are used (the paper uses an ImageNet subset).
+
+Here:
+
+*   `load_cifar10_npz` reads real CIFAR-10 images stored as concatenated JPEG
+    files in an `.npz` (arrays `jpeg_bytes`, `jpeg_offsets`, `label`). The
+    file is not part of this repository (its licence is unclear); pass its
+    path.
+*   `load_digits_images` gives scikit-learn's bundled handwritten digits
+    (1,797 real 8x8 images), upsampled to 32x32 RGB: the out-of-domain server
+    set for CIFAR-10 clients, and a tiny offline stand-in task, as it ships
+    inside scikit-learn and needs no download.
+*   `build_hybrid_split` draws, from one labelled image set, a held-out
+    evaluation set (the "test set"), takes the server's in-domain examples
+    out of it, and Dirichlet-partitions the remaining training examples over
+    the clients.
+*   `client_data` and `client_dataset` serve the clients' examples to TFF.
+"""
+
+import os
+from typing import NamedTuple, Optional
+
+import numpy as np
+from sklearn import datasets as sk_datasets
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.tasks import dirichlet_partition as dp
+
+_NPZ_ARRAYS = ('jpeg_bytes', 'jpeg_offsets', 'label')
+_CIFAR_SHAPE = (32, 32, 3)
+_DIGITS_MAX_PIXEL = 16.0
+
+
+def load_cifar10_npz(path: str) -> tuple[np.ndarray, np.ndarray]:
+  """Decodes CIFAR-10 images stored as concatenated JPEG files.
+
+  Args:
+    path: An `.npz` with arrays `jpeg_bytes` (uint8, the JPEG files one after
+      another), `jpeg_offsets` (int[N + 1]: image i is
+      `jpeg_bytes[offsets[i]:offsets[i + 1]]`) and `label` (int[N]).
+
+  Returns:
+    `(images, labels)`: float32[N, 32, 32, 3] pixels scaled to [0, 1] and
+    int32[N] labels, in file order.
+
+  Raises:
+    FileNotFoundError: If `path` does not exist.
+    ValueError: If an array is missing or inconsistent, or an image does not
+      decode to 32x32x3.
+  """
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f'No CIFAR-10 JPEG npz at {path!r}.')
+  # No pickles: the arrays are plain numeric data.
+  with np.load(path, allow_pickle=False) as npz:
+    missing = [name for name in _NPZ_ARRAYS if name not in npz.files]
+    if missing:
+      raise ValueError(f'{path!r} lacks array(s) {missing} (has '
+                       f'{sorted(npz.files)}).')
+    data = npz['jpeg_bytes']
+    offsets = npz['jpeg_offsets'].astype(np.int64)
+    labels = npz['label']
+  if data.dtype != np.uint8 or data.ndim != 1:
+    raise ValueError(f'{path!r}: `jpeg_bytes` must be 1-D uint8, got '
+                     f'{data.dtype} of shape {data.shape}.')
+  if (offsets.ndim != 1 or offsets.size < 2 or offsets[0] != 0
+      or offsets[-1] != data.size or np.any(np.diff(offsets) <= 0)):
+    raise ValueError(f'{path!r}: `jpeg_offsets` must rise strictly from 0 to '
+                     f'len(jpeg_bytes) = {data.size}.')
+  if labels.shape != (offsets.size - 1,):
+    raise ValueError(f'{path!r}: `label` has shape {labels.shape}, expected '
+                     f'({offsets.size - 1},) to match `jpeg_offsets`.')
+  if not np.issubdtype(labels.dtype, np.integer):
+    raise ValueError(f'{path!r}: `label` must be integers, got '
+                     f'{labels.dtype}.')
+  raw = data.tobytes()
+  images = np.empty((labels.size, *_CIFAR_SHAPE), np.float32)
+  for i in range(labels.size):
+    image = tf.io.decode_jpeg(raw[offsets[i]:offsets[i + 1]], channels=3)
+    if tuple(image.shape) != _CIFAR_SHAPE:
+      raise ValueError(f'{path!r}: image {i} decodes to shape '
+                       f'{tuple(image.shape)}, expected {_CIFAR_SHAPE}.')
+    images[i] = image.numpy()
+  images /= 255.0
+  return images, labels.astype(np.int32)
+
+
+def load_digits_images(size: int = 32,
+                       channels: int = 3) -> tuple[np.ndarray, np.ndarray]:
+  """scikit-learn's bundled handwritten digits as square images.
+
+  Args:
+    size: Output height and width; the 8x8 originals are resized bilinearly.
+    channels: 1, or 3 to repeat the gray level as RGB (to feed a CIFAR model).
+
+  Returns:
+    `(images, labels)`: float32[1797, size, size, channels] in [0, 1] and
+    int32[1797] digits 0-9, in scikit-learn's order.
+
+  Raises:
+    ValueError: If `size` is not a positive int or `channels` is not 1 or 3.
+  """
+  if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+    raise ValueError(f'`size` must be a positive int, got {size!r}.')
+  if channels not in (1, 3) or isinstance(channels, bool):
+    raise ValueError(f'`channels` must be 1 or 3, got {channels!r}.')
+  digits = sk_datasets.load_digits()
+  gray = (digits.images / _DIGITS_MAX_PIXEL).astype(np.float32)[..., None]
+  resized = tf.image.resize(gray, [size, size], method='bilinear').numpy()
+  # Bilinear interpolation stays within the range; clip float rounding.
+  resized = np.clip(resized, 0.0, 1.0)
+  return (np.repeat(resized, channels, axis=-1).astype(np.float32),
+          digits.target.astype(np.int32))
+
+
+class HybridSplit(NamedTuple):
+  """Clients' training data, server in-domain data and evaluation data.
+
+  Index fields are rows of the `images`/`labels` the split was built from.
+
+  Attributes:
+    images: All images (the input array, not a copy).
+    labels: int32 labels of all images.
+    client_indices: Per client, its sorted int64 row indices.
+    server_indices: Rows of the server's in-domain examples (taken from the
+      held-out evaluation set).
+    eval_indices: Rows of the evaluation examples (the rest of the held-out
+      set).
+    server_x: `images[server_indices]`.
+    server_y: `labels[server_indices]`.
+    eval_x: `images[eval_indices]`.
+    eval_y: `labels[eval_indices]`.
+    description: One line describing the split, for reports.
+  """
+  images: np.ndarray
+  labels: np.ndarray
+  client_indices: tuple[np.ndarray, ...]
+  server_indices: np.ndarray
+  eval_indices: np.ndarray
+  server_x: np.ndarray
+  server_y: np.ndarray
+  eval_x: np.ndarray
+  eval_y: np.ndarray
+  description: str
+
+  @property
+  def num_clients(self) -> int:
+    return len(self.client_indices)
+
+  def client_arrays(self, client: int) -> tuple[np.ndarray, np.ndarray]:
+    """`(x, y)` numpy arrays of client `client` (0-based)."""
+    rows = self.client_indices[_check_client(self, client)]
+    return self.images[rows], self.labels[rows]
+
+
+def _check_count(name: str, value, minimum: int) -> int:
+  if (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+      or value < minimum):
+    raise ValueError(f'`{name}` must be an int >= {minimum}, got {value!r}.')
+  return int(value)
+
+
+def _check_client(split: HybridSplit, client) -> int:
+  """The 0-based index of `client` (an int or its string id)."""
+  index = -1
+  if isinstance(client, str) and client.isdigit():
+    index = int(client)
+  elif isinstance(client, (int, np.integer)) and not isinstance(client, bool):
+    index = int(client)
+  if not 0 <= index < split.num_clients:
+    raise ValueError(f'No client {client!r}: ids are 0..'
+                     f'{split.num_clients - 1}.')
+  return index
+
+
+def build_hybrid_split(images: np.ndarray,
+                       labels: np.ndarray,
+                       *,
+                       num_clients: int,
+                       alpha: float,
+                       server_size: int,
+                       seed: int,
+                       eval_fraction: Optional[float] = None,
+                       eval_size: Optional[int] = None,
+                       top_up: bool = True) -> HybridSplit:
+  """Splits labelled images into clients, server data and evaluation data.
+
+  Conventions (following the Feddle paper, appendix D):
+
+  1.  A uniformly random held-out set of `eval_size` examples (or
+      `round(eval_fraction * N)`) plays the paper's test set; the other
+      examples are the training data.
+  2.  `server_size` uniformly random examples of the held-out set are the
+      server's in-domain data; the rest of the held-out set is the
+      evaluation set. Server and evaluation data are thus disjoint and
+      neither is seen by any client.
+  3.  The training data are partitioned over `num_clients` clients with
+      `dirichlet_partition.dirichlet_partition(..., alpha, top_up=top_up)`
+      (every client gets at least one example).
+
+  Everything is deterministic given `seed`: the held-out draw and the
+  partition use independent streams derived from it.
+
+  Args:
+    images: float32[N, height, width, channels].
+    labels: int[N].
+    num_clients: Number of clients, >= 1.
+    alpha: Dirichlet concentration, > 0.
+    server_size: In-domain server examples, >= 0 (the paper uses 1,000).
+    seed: Integer >= 0.
+    eval_fraction: Fraction of the examples held out, in (0, 1); exactly one
+      of `eval_fraction` and `eval_size` must be given.
+    eval_size: Number of examples held out.
+    top_up: Repair an empty client by moving examples to it (see
+      `dirichlet_partition`) instead of redrawing the partition.
+
+  Returns:
+    A `HybridSplit`.
+
+  Raises:
+    ValueError: If an argument is invalid, the held-out set is not larger
+      than `server_size`, or the training data cannot give every client an
+      example.
+  """
+  images = np.asarray(images)
+  labels = np.asarray(labels)
+  if images.ndim != 4:
+    raise ValueError('`images` must be [N, height, width, channels], got '
+                     f'shape {images.shape}.')
+  if labels.shape != images.shape[:1]:
+    raise ValueError(f'`labels` has shape {labels.shape}, expected '
+                     f'({images.shape[0]},).')
+  if not np.issubdtype(labels.dtype, np.integer):
+    raise ValueError(f'`labels` must be integers, got {labels.dtype}.')
+  num_examples = labels.size
+  num_clients = _check_count('num_clients', num_clients, 1)
+  server_size = _check_count('server_size', server_size, 0)
+  seed = _check_count('seed', seed, 0)
+  if (eval_fraction is None) == (eval_size is None):
+    raise ValueError('Give exactly one of `eval_fraction` and `eval_size`.')
+  if eval_fraction is not None:
+    if (isinstance(eval_fraction, bool)
+        or not isinstance(eval_fraction, (float, int, np.floating))
+        or not 0.0 < eval_fraction < 1.0):
+      raise ValueError('`eval_fraction` must be in (0, 1), got '
+                       f'{eval_fraction!r}.')
+    eval_size = int(round(eval_fraction * num_examples))
+  held_out = _check_count('eval_size', eval_size, 1)
+  if held_out <= server_size:
+    raise ValueError(
+        f'The held-out set ({held_out} examples) must be larger than '
+        f'server_size={server_size}, leaving examples to evaluate on.')
+  if num_examples - held_out < num_clients:
+    raise ValueError(
+        f'{num_examples - held_out} training examples (of {num_examples}, '
+        f'{held_out} held out) cannot give each of {num_clients} clients '
+        'one.')
+
+  split_seed, partition_seed = (
+      int(child.generate_state(1)[0])
+      for child in np.random.SeedSequence(seed).spawn(2))
+  order = np.random.default_rng(split_seed).permutation(num_examples)
+  server_indices = np.sort(order[:server_size]).astype(np.int64)
+  eval_indices = np.sort(order[server_size:held_out]).astype(np.int64)
+  train_indices = np.sort(order[held_out:]).astype(np.int64)
+  parts = dp.dirichlet_partition(labels[train_indices], num_clients, alpha,
+                                 partition_seed, min_examples=1,
+                                 top_up=top_up)
+  client_indices = tuple(train_indices[part] for part in parts)
+
+  sizes = np.array([part.size for part in parts])
+  description = (
+      f'{num_examples} images {images.shape[1:]}: {train_indices.size} '
+      f'training examples over {num_clients} clients by Dirichlet(alpha='
+      f'{alpha}) (client sizes min {sizes.min()}, median '
+      f'{int(np.median(sizes))}, max {sizes.max()}); {held_out} held out: '
+      f'{server_size} server in-domain, {held_out - server_size} evaluation; '
+      f'seed {seed}.')
+  labels = labels.astype(np.int32)
+  return HybridSplit(
+      images=images,
+      labels=labels,
+      client_indices=client_indices,
+      server_indices=server_indices,
+      eval_indices=eval_indices,
+      server_x=images[server_indices],
+      server_y=labels[server_indices],
+      eval_x=images[eval_indices],
+      eval_y=labels[eval_indices],
+      description=description,
+  )
+
+
+def client_data(split: HybridSplit) -> tff.simulation.datasets.ClientData:
+  """The clients' training examples as an in-memory TFF `ClientData`.
+
+  Client ids are '0'..'N-1' (client i holds `split.client_indices[i]`);
+  datasets yield unbatched `(float32[height, width, channels], int32[])`
+  examples in index order.
+
+  The clients' examples are stored once, grouped by client, and a dataset
+  slices its client's group. Called eagerly with a Python id, the slice is
+  taken in numpy; traced with a string tensor id (as in
+  `dataset_computation`), the groups become graph constants, since TFF's
+  graphs cannot capture eager tensors.
+
+  Args:
+    split: A `HybridSplit`.
+
+  Returns:
+    A `tff.simulation.datasets.ClientData`.
+  """
+  rows = np.concatenate(split.client_indices)
+  all_x = split.images[rows].astype(np.float32)
+  all_y = split.labels[rows].astype(np.int32)
+  bounds = np.cumsum([0] + [part.size for part in split.client_indices])
+
+  def dataset_fn(client_id):
+    if isinstance(client_id, str):
+      index = _check_client(split, client_id)
+      start, stop = bounds[index], bounds[index + 1]
+      return tf.data.Dataset.from_tensor_slices(
+          (all_x[start:stop], all_y[start:stop]))
+    index = tf.strings.to_number(client_id, out_type=tf.int64)
+    start = tf.gather(tf.constant(bounds, tf.int64), index)
+    stop = tf.gather(tf.constant(bounds, tf.int64), index + 1)
+    return tf.data.Dataset.from_tensor_slices(
+        (tf.constant(all_x)[start:stop], tf.constant(all_y)[start:stop]))
+
+  return tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
+      [str(i) for i in range(split.num_clients)], dataset_fn)
+
+
+def client_dataset(split: HybridSplit, client, batch_size: int,
+                   num_steps: int, seed: int) -> tf.data.Dataset:
+  """A client's local training stream: `num_steps` shuffled batches.
+
+  The client's examples are shuffled (reshuffled every pass), repeated as
+  often as needed and batched, so every batch is full even when the client
+  holds fewer than `batch_size` examples, as with small Dirichlet alpha.
+
+  Args:
+    split: A `HybridSplit`.
+    client: Client index or id ('0'..'N-1').
+    batch_size: Examples per batch, >= 1.
+    num_steps: Number of batches, >= 1.
+    seed: Shuffle seed (integer >= 0); the same seed gives the same stream
+      for a newly built dataset.
+
+  Returns:
+    A `tf.data.Dataset` of `(float32[batch_size, h, w, c],
+    int32[batch_size])` batches.
+
+  Raises:
+    ValueError: If `client` is unknown or an argument is invalid.
+  """
+  index = _check_client(split, client)
+  batch_size = _check_count('batch_size', batch_size, 1)
+  num_steps = _check_count('num_steps', num_steps, 1)
+  seed = _check_count('seed', seed, 0)
+  x, y = split.client_arrays(index)
+  return (tf.data.Dataset.from_tensor_slices(
+      (x.astype(np.float32), y.astype(np.int32)))
+          .shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
+          .repeat()
+          .batch(batch_size, drop_remainder=True)
+          .take(num_steps))
