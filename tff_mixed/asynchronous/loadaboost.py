@@ -1,0 +1,265 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""LoAdaBoost FedAvg client training, as a TFF federated computation.
+
+LoAdaBoost (Huang et al., "LoAdaBoost: Loss-based AdaBoost federated machine
+learning with reduced computational complexity on IID and non-IID intensive
+care data", PLoS ONE 2020; summarized in the FedAvg slides, seed 004) cuts
+the clients' work where it is not needed: instead of FedAvg's E local epochs
+a client first trains E/2 epochs, then compares its loss L with the median
+L_med of the clients' final losses in the previous round. A client with
+L <= L_med stops; a harder client retrains, checking its loss again after
+each retraining, until L <= L_med or it has trained 3E/2 epochs in all.
+
+Retraining schedule (the slides: "retrain for E/2 - 1 more epochs", the
+following retrainings one epoch shorter each time, until the 3E/2 cap). The
+slides leave open what happens once that length reaches 0; here it stays at
+1 epoch, so the loss is checked after the cumulative epoch counts
+
+    E/2, E/2 + (E/2 - 1), E/2 + (E/2 - 1) + (E/2 - 2), ..., then every
+    epoch, up to 3E/2 (the last retraining is cut at the cap);
+
+e.g. E = 6: 3, 5, 6, 7, 8, 9 and E = 10: 5, 9, 12, 14, 15
+(`check_epochs`). `granularity='epoch'` instead checks after every epoch
+from E/2 on. Both stop at the first check with L <= L_med.
+
+The loss L compared with the threshold is the client's mean loss over its
+whole dataset at its current weights (an evaluation pass at each check,
+example-weighted over batches); the final one is returned so that the
+driver can set the next round's threshold, `next_threshold(final_losses)`
+(the median; +inf in round 1, which makes every client stop after E/2
+epochs). An epoch is one pass of minibatch SGD w <- w - lr * grad over the
+client's batches, in the dataset's order.
+
+Type signature (weights and data types are derived from TFF's own traced
+client work for the model, as in `client_training.py`):
+`(<weights=ModelWeights@SERVER, loss_threshold=float32@SERVER,
+   data={B*}@CLIENTS> ->
+  <update=ModelDelta@CLIENTS, num_examples=float32@CLIENTS,
+   final_loss=float32@CLIENTS, num_epochs=int32@CLIENTS>)`,
+with `update = trained - initial` trainable weights (the sign the
+asynchronous strategies add), `num_examples` the examples in one pass over
+the client's data and `num_epochs` the epochs the client trained (its
+computation, LoAdaBoost's saving). Only these leave a client.
+"""
+
+import collections
+from collections.abc import Mapping
+import math
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+GRANULARITY_SLIDES = 'slides'
+GRANULARITY_EPOCH = 'epoch'
+_GRANULARITIES = (GRANULARITY_SLIDES, GRANULARITY_EPOCH)
+
+
+def _check_epochs(epochs: Any) -> int:
+  if (isinstance(epochs, (bool, np.bool_))
+      or not isinstance(epochs, (int, np.integer)) or epochs < 2
+      or epochs % 2):
+    raise ValueError('`epochs` (FedAvg\'s E; LoAdaBoost trains E/2 to 3E/2) '
+                     f'must be an even int >= 2, got {epochs!r}.')
+  return int(epochs)
+
+
+def check_epochs(epochs: int,
+                 granularity: str = GRANULARITY_SLIDES) -> tuple[int, ...]:
+  """Cumulative epoch counts after which a client checks its loss.
+
+  Args:
+    epochs: FedAvg's number of local epochs E (even, >= 2).
+    granularity: 'slides' (retrainings of E/2 - 1, E/2 - 2, ... epochs,
+      then 1; see the module docstring) or 'epoch' (after every epoch).
+
+  Returns:
+    Increasing epoch counts from E/2 to 3E/2; the last is the cap.
+
+  Raises:
+    ValueError: If `epochs` is not an even int >= 2 or `granularity` is
+      unknown.
+  """
+  epochs = _check_epochs(epochs)
+  if granularity not in _GRANULARITIES:
+    raise ValueError(f'`granularity` must be one of {_GRANULARITIES}, got '
+                     f'{granularity!r}.')
+  half, cap = epochs // 2, 3 * epochs // 2
+  if granularity == GRANULARITY_EPOCH:
+    return tuple(range(half, cap + 1))
+  checks = [half]
+  retrain = half - 1
+  while checks[-1] < cap:
+    checks.append(min(cap, checks[-1] + max(retrain, 1)))
+    retrain -= 1
+  return tuple(checks)
+
+
+def next_threshold(final_losses: Any) -> float:
+  """The next round's loss threshold: the median of the clients' losses.
+
+  Args:
+    final_losses: The `final_loss` values the computation returned for the
+      round's clients (a non-empty 1-D sequence).
+
+  Returns:
+    `np.median(final_losses)` as a Python float.
+
+  Raises:
+    ValueError: If `final_losses` is empty, not 1-D, or holds a NaN (a
+      diverged client would make the median meaningless).
+  """
+  losses = np.asarray(final_losses, np.float64)
+  if losses.ndim != 1 or losses.size == 0:
+    raise ValueError('`final_losses` must be a non-empty 1-D sequence, got '
+                     f'shape {losses.shape}.')
+  if np.any(np.isnan(losses)):
+    raise ValueError(f'`final_losses` holds NaN: {losses.tolist()!r}.')
+  return float(np.median(losses))
+
+
+def _split_batch(batch: Any) -> tuple[Any, Any]:
+  """(x, y) of a batch given as a pair or as a mapping with 'x' and 'y'."""
+  if isinstance(batch, Mapping):
+    return batch['x'], batch['y']
+  x, y = batch
+  return x, y
+
+
+def build_loadaboost_client_training(
+    model: tff.learning.models.FunctionalModel,
+    *,
+    epochs: int,
+    learning_rate: float,
+    granularity: str = GRANULARITY_SLIDES,
+) -> tff.Computation:
+  """LoAdaBoost local training of the sampled clients.
+
+  Args:
+    model: The `FunctionalModel` clients train.
+    epochs: FedAvg's local epochs E (even, >= 2): clients train between E/2
+      and 3E/2 epochs.
+    learning_rate: The clients' SGD step size (> 0).
+    granularity: When the loss is checked after the first E/2 epochs:
+      'slides' (shrinking retrainings, the default) or 'epoch'; see
+      `check_epochs`.
+
+  Returns:
+    The federated computation of the module docstring: called with
+    `(weights, loss_threshold, client_datasets)` (the threshold a Python
+    float or `np.float32`: TFF will not narrow an `np.float64`), it returns
+    an `OrderedDict` with one `update`, `num_examples`, `final_loss` and
+    `num_epochs` per client.
+
+  Raises:
+    TypeError: If `model` is not a `FunctionalModel`.
+    ValueError: If `epochs`, `learning_rate` or `granularity` is invalid.
+  """
+  if not isinstance(model, tff.learning.models.FunctionalModel):
+    raise TypeError('`model` must be a tff.learning.models.FunctionalModel, '
+                    f'got {type(model).__name__}.')
+  checks = check_epochs(epochs, granularity)
+  if (isinstance(learning_rate, (bool, np.bool_))
+      or not isinstance(learning_rate, (int, float, np.integer, np.floating))
+      or not math.isfinite(learning_rate) or learning_rate <= 0):
+    raise ValueError('`learning_rate` must be a finite number > 0, got '
+                     f'{learning_rate!r}.')
+  learning_rate = float(learning_rate)
+
+  # Types derived from TFF's own traced client work for this model, so the
+  # computation accepts exactly what `client_training` does.
+  client_work = tff.learning.templates.build_functional_model_delta_client_work(
+      model=model, optimizer=tff.learning.optimizers.build_sgdm(learning_rate),
+      client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES)
+  next_type = client_work.next.type_signature.parameter
+  weights_type = next_type[1].member
+  data_type = next_type[2]
+
+  @tff.tensorflow.computation(weights_type, np.float32, data_type.member)
+  def client_update(initial_weights, loss_threshold, dataset):
+    trainable = tuple(initial_weights[0])
+    non_trainable = tuple(initial_weights[1])
+
+    def batch_loss(weights, batch):
+      x, y = _split_batch(batch)
+      output = model.predict_on_batch((weights, non_trainable), x,
+                                      training=True)
+      return model.loss(output, y), tf.shape(output)[0]
+
+    def sgd_epoch(weights):
+      def step(weights, batch):
+        with tf.GradientTape() as tape:
+          tape.watch(weights)
+          loss, _ = batch_loss(weights, batch)
+        grads = tape.gradient(
+            loss, weights,
+            unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return tuple(w - tf.cast(learning_rate, w.dtype) * g
+                     for w, g in zip(weights, grads))
+      return dataset.reduce(weights, step)
+
+    def mean_loss(weights):
+      # Example-weighted mean of the batch losses: the loss over the whole
+      # dataset for mean-reduced losses such as the models' in dense.py.
+      def accumulate(sums, batch):
+        loss, n = batch_loss(weights, batch)
+        n = tf.cast(n, tf.float32)
+        return sums[0] + tf.cast(loss, tf.float32) * n, sums[1] + n
+      total, count = dataset.reduce(
+          (tf.constant(0.0), tf.constant(0.0)), accumulate)
+      return tf.math.divide_no_nan(total, count), count
+
+    check_at = tf.constant(checks, tf.int32)
+    last_check = len(checks) - 1
+
+    def body(epoch, k, weights, loss, count, done):
+      weights = sgd_epoch(weights)
+      epoch += 1
+      at_check = tf.equal(epoch, check_at[k])
+      loss, count = tf.cond(at_check, lambda: mean_loss(weights),
+                            lambda: (loss, count))
+      # Stop once the loss is at most the previous round's median, or at
+      # the 3E/2 cap. A NaN loss never compares <=, so it runs to the cap.
+      done = tf.logical_and(
+          at_check,
+          tf.logical_or(loss <= loss_threshold, tf.equal(k, last_check)))
+      k = tf.minimum(k + tf.cast(at_check, tf.int32), last_check)
+      return epoch, k, weights, loss, count, done
+
+    epoch, _, weights, loss, count, _ = tf.while_loop(
+        lambda *state: tf.logical_not(state[-1]), body,
+        (tf.constant(0), tf.constant(0), trainable, tf.constant(0.0),
+         tf.constant(0.0), tf.constant(False)))
+    return collections.OrderedDict(
+        update=tuple(w - w0 for w, w0 in zip(weights, trainable)),
+        num_examples=count,
+        final_loss=loss,
+        num_epochs=epoch)
+
+  @tff.federated_computation(
+      tff.FederatedType(weights_type, tff.SERVER),
+      tff.FederatedType(np.float32, tff.SERVER), data_type)
+  def train(weights, loss_threshold, data):
+    output = tff.federated_map(client_update, (
+        tff.federated_broadcast(weights),
+        tff.federated_broadcast(loss_threshold), data))
+    return collections.OrderedDict(
+        update=output.update,
+        num_examples=output.num_examples,
+        final_loss=output.final_loss,
+        num_epochs=output.num_epochs)
+
+  return train
