@@ -29,7 +29,11 @@ from tff_mixed.algorithms.parallel_training import build_parallel_training
 # schedule, client training, FedAsync / FedBuff / CA2FL, Feddle, the loop.
 from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous.client_training import build_client_training
+from tff_mixed.asynchronous import hybrid_baselines
+from tff_mixed.asynchronous import loadaboost
 from tff_mixed.asynchronous.schedule import AsyncSchedule
+from tff_mixed.asynchronous.schedule import check_delays_arrive
+from tff_mixed.asynchronous.schedule import first_round_with_shortage
 from tff_mixed.asynchronous.server_strategies import CA2FL
 from tff_mixed.asynchronous.server_strategies import ClientUpdate
 from tff_mixed.asynchronous.server_strategies import FedAsync
@@ -52,6 +56,9 @@ from tff_mixed.models.dense import build_linear_regression
 # The character language model (GRU) of the Stack Overflow + Wikipedia task.
 from tff_mixed.models import char_lm
 from tff_mixed.models.char_lm import build_char_lm
+# The small CNN of the guided-model-merging experiments.
+from tff_mixed.models import cnn
+from tff_mixed.models.cnn import build_cnn
 # The movie task's dual encoder (losses, federated_select slicing, recall@k).
 from tff_mixed.models import dual_encoder
 from tff_mixed.models.dual_encoder import build_dual_encoder
@@ -74,6 +81,7 @@ from tff_mixed.tasks import digits_label_imbalance
 from tff_mixed.tasks import movielens
 from tff_mixed.tasks import stackoverflow_wikipedia
 from tff_mixed.tasks import text_corpus
+from tff_mixed.tasks import hybrid_images
 from tff_mixed.tasks.dirichlet_partition import dirichlet_partition
 
 __version__ = '0.1.0'

@@ -1,0 +1,178 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+r"""Hybrid data under asynchrony: Feddle against the baselines, over seeds.
+
+The guided-model-merging paper (seed 003, table 1). Client data: CIFAR-10
+images from a JPEG `.npz` (`--cifar10_npz`; not shipped: its licence is
+unclear) or scikit-learn's bundled digits (`--data=digits`, offline). The
+out-of-domain server set is the other data set (digits for CIFAR-10 clients;
+CIFAR-10 for digits clients, when given).
+
+  python -m experiments.hybrid_async.hybrid_async_main \
+      --cifar10_npz=cifar10_test_500perclass_jpeg.npz --num_clients=100 \
+      --rounds=100 --seeds=0,1,2
+
+Writes `metrics.csv` (accuracy per evaluation, method and seed),
+`feddle_diagnostics.csv` (share of negative coefficients per merge),
+`accuracy.png`, `results.txt` (best of the last 5 evaluations, mean and std
+over seeds) and `config.json` to `--output_dir`.
+"""
+
+from collections.abc import Sequence
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from experiments.hybrid_async import hybrid_async_lib
+from experiments.label_imbalance import label_imbalance_lib
+import tff_mixed
+
+_LIB = hybrid_async_lib
+_DEFAULTS = _LIB.Config()
+RESULTS_SECTION = 'hybrid_async'
+
+_DATA = flags.DEFINE_enum('data', 'cifar10', ['cifar10', 'digits'],
+                          'The clients\' image set.')
+_CIFAR10_NPZ = flags.DEFINE_string(
+    'cifar10_npz', None, 'CIFAR-10 images as a JPEG npz (arrays jpeg_bytes, '
+    'jpeg_offsets, label).')
+_METHODS = flags.DEFINE_list('methods', list(_LIB.METHODS),
+                             f'Any of {", ".join(_LIB.METHODS)}.')
+_SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds (each: data '
+                           'split, initial model, sampling and delays).')
+_ROUNDS = flags.DEFINE_integer('rounds', _DEFAULTS.rounds, 'Rounds.',
+                               lower_bound=1)
+_NUM_CLIENTS = flags.DEFINE_integer('num_clients', _DEFAULTS.num_clients,
+                                    'Clients.', lower_bound=1)
+_CLIENTS_PER_ROUND = flags.DEFINE_integer(
+    'clients_per_round', _DEFAULTS.clients_per_round, 'Sampled per round.',
+    lower_bound=1)
+_DELAY_STD = flags.DEFINE_float('delay_std', _DEFAULTS.delay_std,
+                                'sigma of the |N(0, sigma^2)| delays.')
+_ALPHA = flags.DEFINE_float('alpha', _DEFAULTS.alpha, 'Dirichlet alpha.')
+_SERVER_SIZE = flags.DEFINE_integer(
+    'server_size', _DEFAULTS.server_size, 'In-domain server examples.',
+    lower_bound=1)
+_EVAL_SIZE = flags.DEFINE_integer(
+    'eval_size', _DEFAULTS.eval_size, 'Held-out examples (the server\'s '
+    'come out of them; the rest evaluate).', lower_bound=2)
+_CLIENT_STEPS = flags.DEFINE_integer('client_steps', _DEFAULTS.client_steps,
+                                     'Local steps.', lower_bound=1)
+_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
+    'client_batch_size', _DEFAULTS.client_batch_size, 'Local batch size.',
+    lower_bound=1)
+_CLIENT_LR = flags.DEFINE_float('client_lr', _DEFAULTS.client_lr,
+                                'Client SGD learning rate.')
+_SERVER_LR = flags.DEFINE_float('server_lr', _DEFAULTS.server_lr,
+                                'eta_g of FedBuff, CA2FL, Feddle\'s fallback.')
+_BUFFER_SIZE = flags.DEFINE_integer('buffer_size', _DEFAULTS.buffer_size,
+                                    'M of FedBuff, CA2FL, Feddle.',
+                                    lower_bound=1)
+_FEDASYNC_ALPHA = flags.DEFINE_float('fedasync_alpha',
+                                     _DEFAULTS.fedasync_alpha,
+                                     'FedAsync mixing weight.')
+_SERVER_STEPS = flags.DEFINE_integer(
+    'server_steps', _DEFAULTS.server_steps, 'Server SGD steps per merge '
+    '(Center, Fed+FT, HFCL, FedDF).', lower_bound=0)
+_FEDDLE_STEPS = flags.DEFINE_integer(
+    'feddle_search_steps', _DEFAULTS.feddle_search_steps,
+    'Coefficient search steps.', lower_bound=0)
+_FEDDLE_LR = flags.DEFINE_float('feddle_search_lr',
+                                _DEFAULTS.feddle_search_lr,
+                                'Coefficient search learning rate.')
+_CONV_FILTERS = flags.DEFINE_list(
+    'conv_filters', [str(f) for f in _DEFAULTS.conv_filters],
+    'Filters of the 3 conv layers.')
+_DENSE_UNITS = flags.DEFINE_integer('dense_units', _DEFAULTS.dense_units,
+                                    'Hidden dense units.', lower_bound=1)
+_EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
+                                   'Evaluate every this many rounds.',
+                                   lower_bound=1)
+_OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/hybrid_async',
+                                  'Where to write the outputs.')
+_RESULTS_MARKDOWN = flags.DEFINE_string(
+    'results_markdown', '', 'If set, also write this run\'s section of a '
+    'Markdown report, e.g. RESULTS.md.')
+
+
+def _load(config: 'hybrid_async_lib.Config', seed: int):
+  images = tff_mixed.hybrid_images
+  digits = images.load_digits_images(size=32, channels=3)
+  cifar = (images.load_cifar10_npz(_CIFAR10_NPZ.value)
+           if _CIFAR10_NPZ.value else None)
+  if _DATA.value == 'cifar10':
+    if cifar is None:
+      raise ValueError('--data=cifar10 needs --cifar10_npz (CIFAR-10 is not '
+                       'shipped); or run offline with --data=digits.')
+    main, ood, names = cifar, digits, ('CIFAR-10', 'scikit-learn digits')
+  else:
+    main, ood, names = digits, cifar, ('scikit-learn digits', 'CIFAR-10')
+  if ood is None and any(m in _LIB.OOD_METHODS for m in _METHODS.value):
+    raise ValueError(f'{", ".join(_LIB.OOD_METHODS)} need an out-of-domain '
+                     'server set: pass --cifar10_npz, or leave them out of '
+                     '--methods.')
+  split = images.build_hybrid_split(
+      main[0], main[1], num_clients=config.num_clients, alpha=config.alpha,
+      server_size=config.server_size, eval_size=config.eval_size, seed=seed)
+  description = (f'clients: {names[0]} ({split.description}); '
+                 f'out-of-domain server set: '
+                 f'{names[1] if ood is not None else "none"}')
+  return _LIB.Data(split, *(ood if ood is not None else (None, None)),
+                   description)
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  try:
+    seeds = [int(s) for s in _SEEDS.value]
+    filters = tuple(int(f) for f in _CONV_FILTERS.value)
+  except ValueError as e:
+    sys.exit(f'error: --seeds and --conv_filters take integers: {e}')
+  config = _LIB.Config(
+      rounds=_ROUNDS.value, num_clients=_NUM_CLIENTS.value,
+      clients_per_round=_CLIENTS_PER_ROUND.value, delay_std=_DELAY_STD.value,
+      alpha=_ALPHA.value, server_size=_SERVER_SIZE.value,
+      eval_size=_EVAL_SIZE.value, client_steps=_CLIENT_STEPS.value,
+      client_batch_size=_CLIENT_BATCH_SIZE.value, client_lr=_CLIENT_LR.value,
+      server_lr=_SERVER_LR.value, buffer_size=_BUFFER_SIZE.value,
+      fedasync_alpha=_FEDASYNC_ALPHA.value, server_steps=_SERVER_STEPS.value,
+      feddle_search_steps=_FEDDLE_STEPS.value,
+      feddle_search_lr=_FEDDLE_LR.value, conv_filters=filters,
+      dense_units=_DENSE_UNITS.value, eval_every=_EVAL_EVERY.value)
+  try:
+    _LIB.validate(config, _METHODS.value)
+    # The split is drawn per seed inside run_experiment's loop via data_fn.
+    result = _LIB.run_experiment(
+        lambda seed: _load(config, seed), config, methods=_METHODS.value,
+        seeds=seeds, output_dir=_OUTPUT_DIR.value)
+  except (FileNotFoundError, ValueError) as e:
+    sys.exit(f'error: {e}')
+  print(result.table, end='', flush=True)
+  if _RESULTS_MARKDOWN.value:
+    label_imbalance_lib.write_results_section(
+        _RESULTS_MARKDOWN.value, RESULTS_SECTION,
+        _LIB.results_markdown(
+            result, 'python -m experiments.hybrid_async.hybrid_async_main '
+            + ' '.join(sys.argv[1:]),
+            label_imbalance_lib.machine_description(),
+            label_imbalance_lib.utc_now()))
+  for kind, path in result.files.items():
+    logging.info('Wrote %s: %s', kind, path)
+
+
+if __name__ == '__main__':
+  app.run(main)
