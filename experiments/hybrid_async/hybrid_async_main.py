@@ -87,6 +87,9 @@ _FEDASYNC_ALPHA = flags.DEFINE_float('fedasync_alpha',
 _SERVER_STEPS = flags.DEFINE_integer(
     'server_steps', _DEFAULTS.server_steps, 'Server SGD steps per merge '
     '(Center, Fed+FT, HFCL, FedDF).', lower_bound=0)
+_SERVER_SGD_LR = flags.DEFINE_float(
+    'server_sgd_lr', _DEFAULTS.server_sgd_lr, 'Learning rate of server SGD '
+    '(Center, Fed+FT, HFCL, FedDF).')
 _FEDDLE_STEPS = flags.DEFINE_integer(
     'feddle_search_steps', _DEFAULTS.feddle_search_steps,
     'Coefficient search steps.', lower_bound=0)
@@ -150,6 +153,7 @@ def main(argv: Sequence[str]) -> None:
       client_batch_size=_CLIENT_BATCH_SIZE.value, client_lr=_CLIENT_LR.value,
       server_lr=_SERVER_LR.value, buffer_size=_BUFFER_SIZE.value,
       fedasync_alpha=_FEDASYNC_ALPHA.value, server_steps=_SERVER_STEPS.value,
+      server_sgd_lr=_SERVER_SGD_LR.value,
       feddle_search_steps=_FEDDLE_STEPS.value,
       feddle_search_lr=_FEDDLE_LR.value, conv_filters=filters,
       dense_units=_DENSE_UNITS.value, eval_every=_EVAL_EVERY.value)
