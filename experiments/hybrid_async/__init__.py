@@ -11,4 +11,4 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Hybrid data under asynchrony: Feddle against asynchronous and hybrid baselines."""
+"""Hybrid data under asynchrony: Feddle against the baselines."""

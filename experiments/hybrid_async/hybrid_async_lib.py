@@ -396,10 +396,11 @@ def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
   ax.legend(fontsize=7, ncol=2)
   ax.set_title(title, fontsize=8)
   fig.tight_layout()
-  tmp = path + '.tmp.png'
-  fig.savefig(tmp, dpi=110)
-  plt.close(fig)
-  os.replace(tmp, path)
+  try:
+    tff_mixed.atomic_write(
+        path, lambda f: fig.savefig(f, format='png', dpi=110), mode='wb')
+  finally:
+    plt.close(fig)
 
 
 class ExperimentResult(NamedTuple):

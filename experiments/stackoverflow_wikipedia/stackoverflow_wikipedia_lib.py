@@ -386,10 +386,11 @@ def plot(path: str, results: Sequence[ScenarioResult], config: Config,
   axes[-1].legend(fontsize=8)
   fig.suptitle(title, fontsize=9)
   fig.tight_layout()
-  tmp = path + '.tmp.png'
-  fig.savefig(tmp, dpi=110)
-  plt.close(fig)
-  os.replace(tmp, path)
+  try:
+    tff_mixed.atomic_write(
+        path, lambda f: fig.savefig(f, format='png', dpi=110), mode='wb')
+  finally:
+    plt.close(fig)
 
 
 class ExperimentResult(NamedTuple):

@@ -53,11 +53,12 @@ Conventions chosen here (the paper leaves them open):
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-import math
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
+
+from tff_mixed.asynchronous import checks
 
 Weights = Sequence[Any]
 # loss_fn(weights, batch) -> scalar loss tensor, traceable by tf.function.
@@ -72,44 +73,12 @@ _ADAM_BETA1, _ADAM_BETA2, _ADAM_EPSILON = 0.9, 0.999, 1e-8
 # Validation helpers.
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-  if (isinstance(value, (bool, np.bool_))
-      or not isinstance(value, (int, np.integer)) or value < minimum):
-    raise ValueError(f'`{name}` must be an int >= {minimum}, got {value!r}.')
-  return int(value)
 
 
-def _check_float(name: str, value: Any, minimum: float, strict: bool) -> float:
-  """A finite real number >= minimum (> minimum when `strict`)."""
-  ok = (isinstance(value, (int, float, np.integer, np.floating))
-        and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
-        and (value > minimum if strict else value >= minimum))
-  if not ok:
-    relation = '>' if strict else '>='
-    raise ValueError(f'`{name}` must be a finite number {relation} {minimum}, '
-                     f'got {value!r}.')
-  return float(value)
 
 
-def _as_arrays(weights: Weights, name: str) -> tuple[np.ndarray, ...]:
-  if isinstance(weights, (np.ndarray, tf.Tensor)) or not isinstance(
-      weights, Sequence):
-    raise TypeError(f'`{name}` must be a sequence of weight arrays, got '
-                    f'{type(weights).__name__}.')
-  return tuple(np.asarray(w) for w in weights)
 
 
-def _check_like(value: Weights, reference: Sequence[np.ndarray],
-                name: str) -> tuple[np.ndarray, ...]:
-  """`value` as arrays, checked to have the shapes of `reference`."""
-  arrays = _as_arrays(value, name)
-  shapes = [a.shape for a in arrays]
-  expected = [r.shape for r in reference]
-  if shapes != expected:
-    raise ValueError(f'`{name}` has weight shapes {shapes}, but the model '
-                     f'weights have shapes {expected}.')
-  return tuple(a.astype(r.dtype, copy=False)
-               for a, r in zip(arrays, reference))
 
 
 # ----------------------------------------------------------------------------
@@ -137,7 +106,7 @@ def empty_atlas() -> Atlas:
 def _insert_anchor(atlas: Atlas, delta: Weights, max_size: int,
                    protected: Sequence[int] = ()) -> tuple[Atlas, int]:
   """`add_anchor` that also returns the slot used; never evicts `protected`."""
-  max_size = _check_int('max_size', max_size, 1)
+  max_size = checks.check_int('max_size', max_size, 1)
   if len(atlas.anchors) != len(atlas.scores):
     raise ValueError(f'Atlas has {len(atlas.anchors)} anchors but '
                      f'{len(atlas.scores)} scores.')
@@ -145,9 +114,9 @@ def _insert_anchor(atlas: Atlas, delta: Weights, max_size: int,
     raise ValueError(f'Atlas already holds {len(atlas.anchors)} anchors, more '
                      f'than max_size={max_size}.')
   if atlas.anchors:
-    delta = _check_like(delta, atlas.anchors[0], 'delta')
+    delta = checks.check_like(delta, atlas.anchors[0], 'delta')
   else:
-    delta = tuple(np.array(a) for a in _as_arrays(delta, 'delta'))
+    delta = tuple(np.array(a) for a in checks.as_arrays(delta, 'delta'))
   anchors = list(atlas.anchors)
   scores = np.array(atlas.scores, np.float64)
   if len(anchors) < max_size:
@@ -239,7 +208,8 @@ def normalize_anchors(anchors: Sequence[Weights]) -> NormalizedAnchors:
     A `NormalizedAnchors` with the normalized anchors (same dtypes), the raw
     norms and the median.
   """
-  anchors = tuple(_as_arrays(a, f'anchors[{i}]') for i, a in enumerate(anchors))
+  anchors = tuple(checks.as_arrays(a, f'anchors[{i}]')
+                  for i, a in enumerate(anchors))
   norms = np.array([anchor_norm(a) for a in anchors], np.float64)
   median = _median_norm(norms)
   normalized = []
@@ -276,9 +246,9 @@ def fedbuff_coefficients(num_anchors: int, new_indices: Sequence[int],
     ValueError: On a bad count, rate, index, duplicate index or a norms
       vector of the wrong length.
   """
-  num_anchors = _check_int('num_anchors', num_anchors, 0)
-  server_lr = _check_float('server_lr', server_lr, 0.0, strict=True)
-  new_indices = [_check_int('new_indices', i, 0) for i in new_indices]
+  num_anchors = checks.check_int('num_anchors', num_anchors, 0)
+  server_lr = checks.check_float('server_lr', server_lr, 0.0, strict=True)
+  new_indices = [checks.check_int('new_indices', i, 0) for i in new_indices]
   if any(i >= num_anchors for i in new_indices):
     raise ValueError(f'`new_indices` {new_indices} out of range for '
                      f'{num_anchors} anchors.')
@@ -359,14 +329,14 @@ def merge_anchors(weights: Weights, anchors: Sequence[Weights],
   Raises:
     ValueError: If shapes or the number of coefficients do not match.
   """
-  base = _as_arrays(weights, 'weights')
+  base = checks.as_arrays(weights, 'weights')
   coefficients = np.asarray(coefficients, np.float32).reshape([-1])
   if coefficients.shape[0] != len(anchors):
     raise ValueError(f'{coefficients.shape[0]} coefficients for '
                      f'{len(anchors)} anchors.')
   if not anchors:
     return tuple(np.array(b) for b in base)
-  anchors = [_check_like(a, base, f'anchors[{i}]')
+  anchors = [checks.check_like(a, base, f'anchors[{i}]')
              for i, a in enumerate(anchors)]
   merged = _merge_tf([tf.constant(b) for b in base], _stack(anchors, base),
                      tf.constant(coefficients))
@@ -391,8 +361,8 @@ def coefficient_gradient(loss_fn: LossFn, weights: Weights,
   Returns:
     float32 `[len(anchors)]` gradient of the loss (no fallback term).
   """
-  base = _as_arrays(weights, 'weights')
-  anchors = [_check_like(a, base, f'anchors[{i}]')
+  base = checks.as_arrays(weights, 'weights')
+  anchors = [checks.check_like(a, base, f'anchors[{i}]')
              for i, a in enumerate(anchors)]
   coefficients = np.asarray(coefficients, np.float32).reshape([-1])
   if coefficients.shape[0] != len(anchors) or not anchors:
@@ -611,16 +581,16 @@ def search_coefficients(loss_fn: LossFn, weights: Weights,
     ValueError: On a bad hyperparameter, coefficient count, anchor shape, or
       empty server data.
   """
-  steps = _check_int('steps', steps, 0)
-  learning_rate = _check_float('learning_rate', learning_rate, 0.0,
-                               strict=True)
-  fallback_lambda = _check_float('fallback_lambda', fallback_lambda, 0.0,
-                                 strict=False)
+  steps = checks.check_int('steps', steps, 0)
+  learning_rate = checks.check_float('learning_rate', learning_rate, 0.0,
+                                     strict=True)
+  fallback_lambda = checks.check_float('fallback_lambda', fallback_lambda, 0.0,
+                                       strict=False)
   if optimizer not in _OPTIMIZERS:
     raise ValueError(f'`optimizer` must be one of {_OPTIMIZERS}, got '
                      f'{optimizer!r}.')
-  base = _as_arrays(weights, 'weights')
-  anchors = [_check_like(a, base, f'anchors[{i}]')
+  base = checks.as_arrays(weights, 'weights')
+  anchors = [checks.check_like(a, base, f'anchors[{i}]')
              for i, a in enumerate(anchors)]
   c0 = np.asarray(init_coefficients, np.float32).reshape([-1])
   if c0.shape[0] != len(anchors):
@@ -731,9 +701,9 @@ def fit_linear_head(body_features_fn: Callable[[tf.Tensor], tf.Tensor],
   Raises:
     ValueError: On a bad `num_classes`, `steps`, `lr` or empty data.
   """
-  num_classes = _check_int('num_classes', num_classes, 2)
-  steps = _check_int('steps', steps, 0)
-  lr = _check_float('lr', lr, 0.0, strict=True)
+  num_classes = checks.check_int('num_classes', num_classes, 2)
+  steps = checks.check_int('steps', steps, 0)
+  lr = checks.check_float('lr', lr, 0.0, strict=True)
   batches = _cycle(server_data)
   x0, _ = _split_batch(next(batches))
   features = tf.convert_to_tensor(body_features_fn(x0))
@@ -832,18 +802,19 @@ def validate_config(config: FeddleConfig) -> FeddleConfig:
   if not isinstance(config, FeddleConfig):
     raise TypeError(f'`config` must be a FeddleConfig, got '
                     f'{type(config).__name__}.')
-  _check_int('max_anchors', config.max_anchors, 1)
-  _check_float('server_lr', config.server_lr, 0.0, strict=True)
-  _check_float('search_lr', config.search_lr, 0.0, strict=True)
-  _check_int('search_steps', config.search_steps, 0)
-  _check_float('fallback_lambda', config.fallback_lambda, 0.0, strict=False)
+  checks.check_int('max_anchors', config.max_anchors, 1)
+  checks.check_float('server_lr', config.server_lr, 0.0, strict=True)
+  checks.check_float('search_lr', config.search_lr, 0.0, strict=True)
+  checks.check_int('search_steps', config.search_steps, 0)
+  checks.check_float('fallback_lambda', config.fallback_lambda, 0.0,
+                     strict=False)
   if not isinstance(config.out_of_domain, (bool, np.bool_)):
     raise ValueError('`out_of_domain` must be a bool, got '
                      f'{config.out_of_domain!r}.')
-  _check_int('head_size', config.head_size, 1)
-  _check_int('num_ood_classes', config.num_ood_classes, 2)
-  _check_int('head_steps', config.head_steps, 0)
-  _check_float('head_lr', config.head_lr, 0.0, strict=True)
+  checks.check_int('head_size', config.head_size, 1)
+  checks.check_int('num_ood_classes', config.num_ood_classes, 2)
+  checks.check_int('head_steps', config.head_steps, 0)
+  checks.check_float('head_lr', config.head_lr, 0.0, strict=True)
   if config.optimizer not in _OPTIMIZERS:
     raise ValueError(f'`optimizer` must be one of {_OPTIMIZERS}, got '
                      f'{config.optimizer!r}.')
@@ -920,8 +891,8 @@ def feddle_step(
   """
   validate_config(config)
   reference = tuple(np.asarray(w) for w in model.initial_weights[0])
-  weights = _check_like(weights, reference, 'weights')
-  new_deltas = [_check_like(d, reference, f'new_deltas[{i}]')
+  weights = checks.check_like(weights, reference, 'weights')
+  new_deltas = [checks.check_like(d, reference, f'new_deltas[{i}]')
                 for i, d in enumerate(new_deltas)]
   if len(new_deltas) > config.max_anchors:
     raise ValueError(f'{len(new_deltas)} new deltas exceed max_anchors='

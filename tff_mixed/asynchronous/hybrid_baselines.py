@@ -71,11 +71,12 @@ Conventions chosen here (the papers leave them open):
 """
 
 from collections.abc import Callable, Mapping, Sequence
-import math
 from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
+
+from tff_mixed.asynchronous import checks
 
 # Model weights: one array per trainable variable, in the model's order.
 Weights = Sequence[Any]
@@ -89,44 +90,12 @@ _PREDICT_CHUNK = 4096
 # Validation.
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-  if (isinstance(value, (bool, np.bool_))
-      or not isinstance(value, (int, np.integer)) or value < minimum):
-    raise ValueError(f'`{name}` must be an int >= {minimum}, got {value!r}.')
-  return int(value)
 
 
-def _check_float(name: str, value: Any, minimum: float, strict: bool) -> float:
-  """A finite real number >= minimum (> minimum when `strict`)."""
-  ok = (isinstance(value, (int, float, np.integer, np.floating))
-        and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
-        and (value > minimum if strict else value >= minimum))
-  if not ok:
-    relation = '>' if strict else '>='
-    raise ValueError(f'`{name}` must be a finite number {relation} {minimum}, '
-                     f'got {value!r}.')
-  return float(value)
 
 
-def _as_arrays(weights: Weights, name: str) -> tuple[np.ndarray, ...]:
-  if isinstance(weights, (np.ndarray, tf.Tensor)) or not isinstance(
-      weights, Sequence):
-    raise TypeError(f'`{name}` must be a sequence of weight arrays, got '
-                    f'{type(weights).__name__}.')
-  return tuple(np.asarray(w) for w in weights)
 
 
-def _check_like(value: Weights, reference: Sequence[np.ndarray],
-                name: str, reference_name: str) -> tuple[np.ndarray, ...]:
-  """`value` as arrays with `reference`'s dtypes, checked for its shapes."""
-  arrays = _as_arrays(value, name)
-  shapes = [a.shape for a in arrays]
-  expected = [np.shape(r) for r in reference]
-  if shapes != expected:
-    raise ValueError(f'`{name}` has weight shapes {shapes}, but '
-                     f'{reference_name} has shapes {expected}.')
-  return tuple(a.astype(np.asarray(r).dtype, copy=False)
-               for a, r in zip(arrays, reference))
 
 
 def _check_model(model: Any) -> None:
@@ -142,8 +111,8 @@ def _check_model(model: Any) -> None:
 def _model_weights(model: Any, weights: Weights,
                    name: str) -> tuple[np.ndarray, ...]:
   """`weights` checked against (and cast to) the model's trainable weights."""
-  return _check_like(weights, model.initial_weights[0], name,
-                     "the model's trainable weights")
+  return checks.check_like(weights, model.initial_weights[0], name,
+                           "the model's trainable weights")
 
 
 def _split_spec(input_spec: Any) -> tuple[Any, Any]:
@@ -215,8 +184,8 @@ def steps_per_epoch(num_examples: int, batch_size: int) -> int:
   Raises:
     ValueError: If `num_examples < 1` or `batch_size < 1`.
   """
-  num_examples = _check_int('num_examples', num_examples, 1)
-  batch_size = _check_int('batch_size', batch_size, 1)
+  num_examples = checks.check_int('num_examples', num_examples, 1)
+  batch_size = checks.check_int('batch_size', batch_size, 1)
   return -(-num_examples // batch_size)
 
 
@@ -280,10 +249,10 @@ def _run_sgd(batch_loss: Callable[[tuple[tf.Tensor, ...], Any], tf.Tensor],
 
 def _check_sgd_args(steps: Any, batch_size: Any, learning_rate: Any,
                     seed: Any) -> tuple[int, int, float, int]:
-  return (_check_int('steps', steps, 0),
-          _check_int('batch_size', batch_size, 1),
-          _check_float('learning_rate', learning_rate, 0.0, strict=True),
-          _check_int('seed', seed, 0))
+  return (checks.check_int('steps', steps, 0),
+          checks.check_int('batch_size', batch_size, 1),
+          checks.check_float('learning_rate', learning_rate, 0.0, strict=True),
+          checks.check_int('seed', seed, 0))
 
 
 def server_sgd(model: Any, weights: Weights, server_x: Any, server_y: Any,
@@ -400,7 +369,7 @@ def hfcl_merge(weights: Weights, client_deltas: Sequence[Weights],
     ValueError: If shapes differ, the numbers of updates and weights differ,
       a weight is negative or not finite, or all weights are zero.
   """
-  base = _as_arrays(weights, 'weights')
+  base = checks.as_arrays(weights, 'weights')
   if isinstance(client_deltas, (np.ndarray, tf.Tensor)) or not isinstance(
       client_deltas, Sequence):
     raise TypeError('`client_deltas` must be a sequence of updates, got '
@@ -409,17 +378,19 @@ def hfcl_merge(weights: Weights, client_deltas: Sequence[Weights],
   if len(client_weights) != len(client_deltas):
     raise ValueError(f'Got {len(client_deltas)} client updates but '
                      f'{len(client_weights)} client weights.')
-  client_weights = [_check_float(f'client_weights[{i}]', w, 0.0, strict=False)
+  client_weights = [checks.check_float(f'client_weights[{i}]', w, 0.0,
+                                       strict=False)
                     for i, w in enumerate(client_weights)]
-  server_weight = _check_float('server_weight', server_weight, 0.0,
-                               strict=False)
+  server_weight = checks.check_float('server_weight', server_weight, 0.0,
+                                     strict=False)
   total = sum(client_weights) + server_weight
   if total <= 0.0:
     raise ValueError('The client and server weights sum to 0; HFCL needs at '
                      'least one participant with a positive weight.')
-  deltas = [_check_like(d, base, f'client_deltas[{i}]', '`weights`')
+  deltas = [checks.check_like(d, base, f'client_deltas[{i}]', '`weights`')
             for i, d in enumerate(client_deltas)]
-  deltas.append(_check_like(server_delta, base, 'server_delta', '`weights`'))
+  deltas.append(checks.check_like(server_delta, base, 'server_delta',
+                                  '`weights`'))
   coefficients = [w / total for w in client_weights + [server_weight]]
   merged = []
   for j, w in enumerate(base):
@@ -483,8 +454,8 @@ def models_from_deltas(weights: Weights,
     TypeError, ValueError: If an argument is not a sequence of arrays shaped
       like `weights`.
   """
-  base = _as_arrays(weights, 'weights')
-  return [[w + d for w, d in zip(base, _check_like(
+  base = checks.as_arrays(weights, 'weights')
+  return [[w + d for w, d in zip(base, checks.check_like(
       delta, base, f'deltas[{i}]', '`weights`'))]
           for i, delta in enumerate(deltas)]
 
@@ -559,7 +530,7 @@ def distillation_kl(model: Any, student_weights: Weights,
     The mean over the server inputs of KL(teacher ensemble || student).
   """
   _check_model(model)
-  temperature = _check_float('temperature', temperature, 0.0, strict=True)
+  temperature = checks.check_float('temperature', temperature, 0.0, strict=True)
   student = _model_weights(model, student_weights, 'student_weights')
   teachers = _check_teachers(model, teacher_weight_lists)
   x, num_examples = _server_data(model, server_x, None)
@@ -620,7 +591,7 @@ def feddf_distill(model: Any, student_weights: Weights,
   _check_model(model)
   steps, batch_size, learning_rate, seed = _check_sgd_args(
       steps, batch_size, learning_rate, seed)
-  temperature = _check_float('temperature', temperature, 0.0, strict=True)
+  temperature = checks.check_float('temperature', temperature, 0.0, strict=True)
   student = _model_weights(model, student_weights, 'student_weights')
   teachers = _check_teachers(model, teacher_weight_lists)
   x, num_examples = _server_data(model, server_x, None)

@@ -29,10 +29,10 @@ processed into flat sequences).
 A text becomes `[BOS] + characters + [EOS]`, cut into pieces of
 `sequence_length + 1` ids (the last one padded with 0); each piece gives one
 example `(inputs = piece[:-1], targets = piece[1:])`, like TFF's Shakespeare
-preprocessing, unless its targets are all padding (a lone EOS). The TF version (for client datasets built inside TFF's
-worker) maps code points arithmetically, without a lookup table; the numpy
-version (for central corpora and evaluation sets) also counts what fell out
-of the vocabulary. Both give identical sequences (tested).
+preprocessing, unless its targets are all padding (a lone EOS). The TF
+version (for client datasets built inside TFF's worker) maps code points
+arithmetically, without a lookup table; the numpy version (for central
+corpora and evaluation sets) also counts what fell out of the vocabulary. Both give identical sequences (tested).
 """
 
 from collections.abc import Iterable
