@@ -43,6 +43,7 @@ from collections.abc import Sequence
 import csv
 import json
 import os
+import textwrap
 import time
 from typing import NamedTuple, Optional
 
@@ -384,7 +385,8 @@ def plot(path: str, results: Sequence[ScenarioResult], config: Config,
     ax.set_xlabel('round')
   axes[0].set_ylabel('next-character accuracy')
   axes[-1].legend(fontsize=8)
-  fig.suptitle(title, fontsize=9)
+  # The data description is long: wrap it rather than cut it off.
+  fig.suptitle(textwrap.fill(title, 180), fontsize=8)
   fig.tight_layout()
   try:
     tff_mixed.atomic_write(
