@@ -77,7 +77,6 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 import os
 import sqlite3
 import sys
-import tempfile
 import time
 from typing import Any, NamedTuple, Optional
 import zlib
@@ -242,23 +241,6 @@ def _serialize_example(image: Any, attributes: Mapping[str, Any],
   return example.SerializeToString()
 
 
-def _temp_path_for(database_path: str) -> str:
-  directory = os.path.dirname(os.path.abspath(database_path))
-  os.makedirs(directory, exist_ok=True)
-  fd, path = tempfile.mkstemp(
-      prefix=f'.{os.path.basename(database_path)}.', suffix='.tmp',
-      dir=directory)
-  os.close(fd)
-  return path
-
-
-def _remove_quietly(path: str) -> None:
-  try:
-    os.remove(path)
-  except FileNotFoundError:
-    pass
-  except OSError as e:
-    logging.warning('Could not remove the temporary file %s: %s', path, e)
 
 
 def _write_database(
@@ -293,7 +275,7 @@ def _write_database(
         'test clients.')
 
   counts = collections.Counter()
-  temp_path = _temp_path_for(database_path)
+  temp_path = tff_mixed.temp_path_beside(database_path)
   try:
     connection = sqlite3.connect(temp_path)
     try:
@@ -353,7 +335,7 @@ def _write_database(
     os.chmod(temp_path, 0o666 & ~umask)
     os.replace(temp_path, database_path)
   except BaseException:  # KeyboardInterrupt too: never leave the temp file.
-    _remove_quietly(temp_path)
+    tff_mixed.remove_quietly(temp_path)
     raise
   return DatabaseSummary(
       database_path=database_path,

@@ -37,10 +37,8 @@ deviation over seeds.
 
 import collections
 from collections.abc import Sequence
-import csv
 import json
 import os
-import time
 from typing import Any, NamedTuple, Optional
 
 from absl import logging

@@ -40,7 +40,6 @@ import math
 import os
 import time
 from typing import NamedTuple, Optional
-import zlib
 
 from absl import logging
 import matplotlib

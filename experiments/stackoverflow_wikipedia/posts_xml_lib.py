@@ -101,13 +101,14 @@ from html import parser as html_parser
 import os
 import re
 import sqlite3
-import tempfile
 from typing import NamedTuple, Optional, Union
 import xml.etree.ElementTree as ET
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
+
+import tff_mixed
 
 DATABASE_FILENAME = 'stackoverflow.sqlite'
 TRAIN_SPLIT = 'train'
@@ -478,22 +479,6 @@ def _check_readable_file(path: str) -> None:
     raise FileNotFoundError(f'The posts file {path} is not a file.')
 
 
-def _temp_path_for(database_path: str) -> str:
-  directory = os.path.dirname(os.path.abspath(database_path))
-  fd, path = tempfile.mkstemp(
-      prefix=f'.{os.path.basename(database_path)}.', suffix='.tmp',
-      dir=directory)
-  os.close(fd)
-  return path
-
-
-def _remove_quietly(path: str) -> None:
-  try:
-    os.remove(path)
-  except FileNotFoundError:
-    pass
-  except OSError as e:
-    logging.warning('Could not remove the temporary file %s: %s', path, e)
 
 
 class _Inserted(NamedTuple):
@@ -586,7 +571,7 @@ def convert_posts(
   database_path = os.path.join(cache_dir, DATABASE_FILENAME)
 
   counts = _Counts()
-  temp_path = _temp_path_for(database_path)
+  temp_path = tff_mixed.temp_path_beside(database_path)
   try:
     connection = sqlite3.connect(temp_path)
     try:
@@ -644,7 +629,7 @@ def convert_posts(
     os.chmod(temp_path, 0o666 & ~umask)
     os.replace(temp_path, database_path)
   except BaseException:  # KeyboardInterrupt too: never leave the temp file.
-    _remove_quietly(temp_path)
+    tff_mixed.remove_quietly(temp_path)
     raise
 
   clients = {split: per_split.get(split, (0, 0))[0] for split in SPLIT_NAMES}

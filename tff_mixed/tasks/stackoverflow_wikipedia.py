@@ -33,7 +33,7 @@ Client datasets are built inside TFF's worker from client id strings
 
 import os
 from collections.abc import Sequence
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from absl import logging
 import numpy as np

@@ -22,6 +22,8 @@ rewriting one section keeps the others.
 import os
 import tempfile
 
+from absl import logging
+
 
 def _current_umask() -> int:
   umask = os.umask(0)
@@ -53,6 +55,30 @@ def atomic_write(path: str, write_fn, mode: str = 'w') -> None:
     if os.path.exists(tmp_path):
       os.remove(tmp_path)
     raise
+
+
+def temp_path_beside(path: str) -> str:
+  """A new empty temporary file in `path`'s directory (created if needed).
+
+  For writers that must hand a path (not an open file) to another library,
+  e.g. sqlite3: write there, then `os.replace` it onto `path`.
+  """
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  fd, temp_path = tempfile.mkstemp(
+      prefix=f'.{os.path.basename(path)}.', suffix='.tmp', dir=directory)
+  os.close(fd)
+  return temp_path
+
+
+def remove_quietly(path: str) -> None:
+  """Removes a temporary file; a missing one is fine, a failure is logged."""
+  try:
+    os.remove(path)
+  except FileNotFoundError:
+    pass
+  except OSError as e:
+    logging.warning('Could not remove the temporary file %s: %s', path, e)
 
 
 def atomic_write_text(path: str, text: str) -> None:
