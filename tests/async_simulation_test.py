@@ -162,6 +162,35 @@ class RunAsyncTest(absltest.TestCase):
     self.assertGreater(result.num_dropped, 0)
     self.assertEqual(result.num_trained, result.num_applied)
 
+  def test_methods_without_client_updates_train_no_client(self):
+
+    class ServerOnly:
+      """Moves the weights by one each round; ignores clients (Center)."""
+      uses_client_updates = False
+
+      def __init__(self):
+        self.received = []
+
+      def initial_state(self):
+        return 0
+
+      def apply(self, state, weights, updates):
+        self.received.extend(updates)
+        return state + 1, [w + 1.0 for w in weights]
+
+    model = _model()
+    method = ServerOnly()
+    datasets = RecordingDatasets()
+    result = simulation.run_async(
+        method, schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 0.0, 3, seed=0),
+        client_training.build_client_training(model, _sgd(0.05)), datasets,
+        model.initial_weights[0], evaluate_fn=_loss, eval_every=1)
+    self.assertEqual(datasets.calls, [])
+    self.assertEqual(method.received, [])
+    self.assertEqual(result.num_trained, 0)
+    for got, initial in zip(result.weights, model.initial_weights[0]):
+      np.testing.assert_allclose(got, np.asarray(initial) + 3.0)
+
   def test_feddle_without_search_steps_is_fedbuff(self):
     model = _model()
     server_x, server_y = _client_arrays(0)

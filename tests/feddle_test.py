@@ -279,6 +279,49 @@ class OutOfDomainTest(absltest.TestCase):
     np.testing.assert_allclose(other.coefficients, c_hat, rtol=1e-6)
 
 
+  def test_in_and_out_of_domain_gradient_cosines(self):
+    config = feddle.FeddleConfig(
+        max_anchors=4, search_lr=0.05, search_steps=2, fallback_lambda=0.01,
+        out_of_domain=True, num_ood_classes=3, head_steps=20, head_lr=0.5)
+    probe = _classifier_batches(np.random.default_rng(5), 1, 16)[0]
+    _, atlas, diagnostics = feddle.feddle_step(
+        self.model, self.weights, feddle.empty_atlas(), self.deltas,
+        self.data, config, _features, id_probe=probe)
+    # Oracle: autodiff gradients of both losses w.r.t. the coefficients.
+    anchors = feddle.normalize_anchors(atlas.anchors).anchors
+    surrogate = feddle.surrogate_loss_fn(
+        lambda body, x: _features(body, x), diagnostics.head)
+    task = feddle.model_loss_fn(self.model)
+
+    def autodiff(loss_fn, weights, anchors, at, batch):
+      c = tf.Variable(np.asarray(at, np.float32))
+      with tf.GradientTape() as tape:
+        merged = [w + tf.add_n([c[m] * a[i] for m, a in enumerate(anchors)])
+                  for i, w in enumerate(weights)]
+        loss = loss_fn(merged, batch)
+      return tape.gradient(loss, c).numpy()
+
+    for at, got in ((diagnostics.init_coefficients,
+                     diagnostics.id_ood_cosine),
+                    (np.zeros(2), diagnostics.id_ood_cosine_at_zero)):
+      g_id = autodiff(task, self.weights, anchors, at, probe)
+      g_ood = autodiff(surrogate, self.weights[:2],
+                       [a[:2] for a in anchors], at, self.data[0])
+      want = g_id @ g_ood / np.linalg.norm(g_id) / np.linalg.norm(g_ood)
+      self.assertAlmostEqual(got, float(want), places=4)
+    # Without a probe the diagnostic is NaN, and the update is the same.
+    _, _, plain = feddle.feddle_step(
+        self.model, self.weights, feddle.empty_atlas(), self.deltas,
+        self.data, config, _features)
+    self.assertTrue(np.isnan(plain.id_ood_cosine))
+    np.testing.assert_allclose(plain.coefficients, diagnostics.coefficients,
+                               rtol=1e-6)
+    self.assertTrue(np.isnan(feddle.cosine_similarity([0.0, 0.0],
+                                                      [1.0, 2.0])))
+    self.assertAlmostEqual(feddle.cosine_similarity([1.0, 0.0], [-2.0, 0.0]),
+                           -1.0)
+
+
 class BadInputTest(absltest.TestCase):
 
   def setUp(self):

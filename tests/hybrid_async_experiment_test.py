@@ -63,10 +63,63 @@ def _run(*args, timeout=900):
 
 
 _SMALL = ('--rounds=2', '--num_clients=12', '--clients_per_round=2',
-          '--delay_std=0.5', '--server_size=30', '--eval_size=80',
+          '--alphas=0.5', '--delay_stds=0,0.5', '--server_size=30',
+          '--eval_size=80', '--image_size=16', '--loadaboost_epochs=2',
           '--client_steps=2', '--client_batch_size=4', '--server_steps=1',
           '--feddle_search_steps=1', '--conv_filters=2,4,4',
           '--dense_units=8', '--eval_every=1', '--buffer_size=2')
+
+
+def _rows(method, alpha, delay, seed, accuracies):
+  return [hybrid_async_lib.RunRow(method, alpha, delay, seed, 10 * k, a, 1.0,
+                                  0.0) for k, a in enumerate(accuracies)]
+
+
+class ReportTest(absltest.TestCase):
+  """Table, final metric and ranking from hand-made runs."""
+
+  def setUp(self):
+    super().setUp()
+    lib = hybrid_async_lib
+    self.settings = [lib.Setting(0.1, 5.0), lib.Setting(0.1, 20.0)]
+    self.rows = (
+        # Best of the last 5 evaluations: 0.5 (not the early 0.9).
+        _rows('fedbuff', 0.1, 5.0, 0, [0.9, 0.1, 0.2, 0.5, 0.3, 0.2])
+        + _rows('fedbuff', 0.1, 5.0, 1, [0.0, 0.3, 0.3, 0.3, 0.3, 0.3])
+        + _rows('fedbuff', 0.1, 20.0, 0, [0.1] * 6)
+        # Delay-free: run once (delay 0), shown in both delay columns.
+        + _rows('center', 0.1, 0.0, 0, [0.2] * 6)
+        + _rows('center', 0.1, 0.0, 1, [0.4] * 6)
+        + _rows('feddle_id', 0.1, 5.0, 0, [0.6] * 6)
+        + _rows('feddle_id', 0.1, 5.0, 1, [0.6] * 6)
+        + _rows('feddle_id', 0.1, 20.0, 0, [0.05] * 6))
+    self.methods = ['fedbuff', 'center', 'feddle_id']
+
+  def test_final_metrics_and_table(self):
+    lib = hybrid_async_lib
+    finals = lib.final_metrics(self.rows, self.methods, self.settings)
+    self.assertEqual(finals[('fedbuff', self.settings[0])], [0.5, 0.3])
+    self.assertEqual(finals[('center', self.settings[1])], [0.2, 0.4])
+    table = lib.format_table(self.rows, self.methods, self.settings)
+    lines = table.splitlines()
+    self.assertEqual(lines[0], '| method | server data | Dir(0.1), N(5) | '
+                     'Dir(0.1), N(20) |')
+    self.assertEqual(lines[2], '| fedbuff | none | 40.0 ± 10.0 | '
+                     '10.0 ± 0.0 (1 seeds) |')
+    self.assertEqual(lines[3], '| center * | in-domain | 30.0 ± 10.0 | '
+                     '**30.0 ± 10.0** |')
+    self.assertEqual(lines[4], '| feddle_id | in-domain | **60.0 ± 0.0** | '
+                     '5.0 ± 0.0 (1 seeds) |')
+
+  def test_ranking_summary_says_where_the_paper_is_not_reproduced(self):
+    lines = hybrid_async_lib.ranking_summary(self.rows, self.methods,
+                                             self.settings)
+    self.assertEqual(lines[0], (
+        'Dir(0.1), N(5): best feddle_id (60.0%); feddle_id ranks 1 of 3; '
+        'above Center: feddle_id, fedbuff; paper\'s ranking (Feddle first) '
+        'reproduced.'))
+    self.assertIn('feddle_id ranks 3 of 3', lines[1])
+    self.assertIn('NOT reproduced', lines[1])
 
 
 class HybridAsyncBinaryTest(absltest.TestCase):
@@ -84,23 +137,65 @@ class HybridAsyncBinaryTest(absltest.TestCase):
     for method in hybrid_async_lib.METHODS:
       self.assertIn(method, run.stdout)
       method_rows = [r for r in rows if r['method'] == method]
-      self.assertEqual([int(r['round']) for r in method_rows], [0, 1, 2])
+      # The delay-free methods run once and stand in both delay columns.
+      delays = (['0'] if method in hybrid_async_lib.DELAY_FREE
+                else ['0', '0.5'])
+      self.assertEqual([(r['delay_std'], int(r['round']))
+                        for r in method_rows],
+                       [(d, k) for d in delays for k in (0, 1, 2)])
       for r in method_rows:
+        self.assertEqual(r['alpha'], '0.5')
         self.assertBetween(float(r['accuracy']), 0.0, 1.0)
     with open(os.path.join(output_dir, 'feddle_diagnostics.csv')) as f:
       diagnostics = list(csv.DictReader(f))
     self.assertEqual({d['method'] for d in diagnostics},
                      {'feddle_id', 'feddle_ood'})
+    # Out-of-domain merges carry the gradient-alignment cosines.
+    cosines = [float(d['id_ood_cosine']) for d in diagnostics
+               if d['method'] == 'feddle_ood']
+    self.assertNotEmpty(cosines)
+    for cosine in cosines:
+      self.assertBetween(cosine, -1.0, 1.0)
+    self.assertIn('Dir(0.5), N(0.5)', run.stdout)
     with open(results) as f:
-      self.assertIn('Feddle and baselines', f.read())
-    self.assertTrue(os.path.exists(os.path.join(output_dir, 'accuracy.png')))
+      report = f.read()
+    self.assertIn('Feddle and baselines', report)
+    self.assertIn('LoAdaBoost clients trained', report)
+    self.assertIn("paper's ranking", report)
+    for name in ('accuracy.png', 'feddle_diagnostics.png', 'results.md'):
+      self.assertTrue(os.path.exists(os.path.join(output_dir, name)), name)
+
+    # Running it again reuses every kept run: the same table, no run file
+    # rewritten (12 methods + 9 delay-dependent ones for the second delay).
+    runs_dir = os.path.join(output_dir, 'runs')
+    kept = {name: os.stat(os.path.join(runs_dir, name)).st_mtime_ns
+            for name in os.listdir(runs_dir)}
+    self.assertLen(kept, 21)
+    again = _run(f'--cifar10_npz={npz}', '--seeds=0', *_SMALL,
+                 f'--output_dir={output_dir}')
+    self.assertEqual(again.returncode, 0, again.stderr[-3000:])
+    self.assertEqual(again.stdout, run.stdout)
+    self.assertEqual(
+        {name: os.stat(os.path.join(runs_dir, name)).st_mtime_ns
+         for name in os.listdir(runs_dir)}, kept)
+    # Other settings must not silently mix with the kept runs.
+    other = _run(f'--cifar10_npz={npz}', '--seeds=0', *_SMALL,
+                 '--client_lr=0.5', f'--output_dir={output_dir}')
+    self.assertEqual(other.returncode, 1)
+    self.assertIn('other settings (client_lr)', other.stderr)
 
   def test_bad_settings_fail_before_training(self):
     directory = _temp_dir(self)
     npz = _write_npz(os.path.join(directory, 'cifar.npz'), num_images=120)
     cases = [
         # Delays that would never arrive within the run.
-        (['--delay_std=5'], 'delay'),
+        (['--delay_stds=5'], 'delay'),
+        # More clients busy than there are (long delays, few clients).
+        (['--delay_stds=0.5', '--rounds=20', '--num_clients=3'],
+         'idle clients'),
+        (['--client_optimizer=rmsprop'], 'client_optimizer'),
+        (['--loadaboost_epochs=3'], 'even int'),
+        (['--image_size=12'], 'image_size'),
         # More clients per round than clients.
         (['--clients_per_round=20'], 'clients_per_round'),
         # CIFAR-10 requested but not given.

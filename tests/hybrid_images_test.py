@@ -141,6 +141,28 @@ class LoadDigitsImagesTest(parameterized.TestCase):
       hybrid_images.load_digits_images(**kwargs)
 
 
+class DownsampleImagesTest(absltest.TestCase):
+
+  def test_block_means(self):
+    images = np.arange(2 * 4 * 4 * 3, dtype=np.float32).reshape(2, 4, 4, 3)
+    small = hybrid_images.downsample_images(images, 2)
+    self.assertEqual(small.shape, (2, 2, 2, 3))
+    self.assertEqual(small.dtype, np.float32)
+    np.testing.assert_allclose(small[1, 0, 1],
+                               images[1, 0:2, 2:4].mean(axis=(0, 1)))
+    np.testing.assert_array_equal(hybrid_images.downsample_images(images, 1),
+                                  images)
+
+  def test_bad_arguments(self):
+    images = np.zeros([1, 6, 6, 3], np.float32)
+    with self.assertRaisesRegex(ValueError, 'does not divide'):
+      hybrid_images.downsample_images(images, 4)
+    with self.assertRaisesRegex(ValueError, 'positive int'):
+      hybrid_images.downsample_images(images, 0)
+    with self.assertRaisesRegex(ValueError, 'channels'):
+      hybrid_images.downsample_images(images[0], 2)
+
+
 class BuildHybridSplitTest(parameterized.TestCase):
 
   def _split(self, **kwargs):

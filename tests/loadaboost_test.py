@@ -136,6 +136,28 @@ class ClientTrainingTest(absltest.TestCase):
     np.testing.assert_allclose(result['update'][1][0], 0.0)
     self.assertEqual(result['final_loss'][1], 0.0)
 
+  def test_driver_carries_the_median_threshold(self):
+    losses = [loss for _, loss in self.history]
+    easy = tf.data.Dataset.from_tensor_slices(
+        (_X, np.zeros_like(_Y))).batch(2)
+    driver = loadaboost.LoAdaBoostTraining(self.per_epoch, epochs=6)
+    self.assertTrue(np.isnan(driver.mean_epochs))
+    # Round 1: threshold +inf, both clients stop after E/2 = 3 epochs.
+    first = driver(self.weights, self.data + [easy])
+    self.assertEqual(driver.client_epochs, [3, 3])
+    self.assertAlmostEqual(first['loss'], losses[2] / 2, places=5)
+    self.assertAlmostEqual(driver.threshold, losses[2] / 2, places=5)
+    # Round 2 uses the median: the hard client trains until its loss is at
+    # most L(3) / 2 (or to the 3E/2 cap), the easy one still stops at 3.
+    expected = next((e for e in range(3, 10)
+                     if losses[e - 1] <= driver.threshold), 9)
+    self.assertGreater(expected, 3)
+    driver(self.weights, self.data + [easy])
+    self.assertEqual(driver.client_epochs, [3, 3, expected, 3])
+    self.assertAlmostEqual(driver.mean_epochs, (9 + expected) / 4)
+    with self.assertRaisesRegex(ValueError, 'even int'):
+      loadaboost.LoAdaBoostTraining(self.per_epoch, epochs=3)
+
   def test_type_signature(self):
     signature = self.slides.type_signature
     parameter = signature.parameter

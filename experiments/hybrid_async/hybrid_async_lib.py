@@ -16,28 +16,37 @@
 The guided-model-merging paper (Feddle, seed 003, section 5, table 1):
 clients hold a Dirichlet(alpha) split of an image set and report after
 |N(0, sigma^2)| rounds; the server holds 1,000 in-domain examples (taken out
-of the test set) or out-of-domain images. Methods, each on the same
-schedule, client data and initial model for a seed:
+of the test set) or out-of-domain images. Table 1 crosses two label skews
+(alpha 0.1, 0.3) with two delay levels (sigma 5, 20): the `settings` here.
+Methods, each on the same schedule, client data and initial model for a
+seed and setting:
 
 *   without server data: `fedavg` (synchronous: no delays, FedBuff with a
     buffer of S and server lr 1, i.e. the unweighted FedAvg mean),
-    `fedasync`, `fedbuff`, `ca2fl`;
-*   with in-domain server data: `center` (server data only), `fed_ft`
-    (FedBuff, then fine-tuning on the server data each round), `hfcl` (the
-    server trains a copy and joins the merge as one more participant),
-    `feddf_id` (FedBuff, then ensemble distillation of the arrived client
-    models on the server images), `feddle_id`;
+    `loadaboost` (the same with LoAdaBoost's loss-driven local epochs, seed
+    004), `fedasync`, `fedbuff`, `ca2fl`;
+*   with in-domain server data: `center` (server data only; no client
+    trains), `fed_ft` (FedBuff, then fine-tuning on the server data after
+    each merge), `hfcl` (the server trains a copy and joins the merge as one
+    more participant), `feddf_id` (FedBuff, then ensemble distillation of
+    the arrived client models on the server images), `feddle_id`;
 *   with out-of-domain server data: `feddf_ood`, `feddle_ood` (the
     surrogate loss over a new linear head).
 
+`fedavg`, `loadaboost` and `center` do not depend on the delays: they run
+once per seed and label skew and stand in every delay column.
+
 Reported as the paper does: evaluate every `eval_every` rounds; a run's
 final metric is the best of its last 5 evaluations; mean and standard
-deviation over seeds.
+deviation over seeds. Each finished run is kept in `output_dir/runs/`, so an
+interrupted experiment resumes where it stopped and a report can be rebuilt
+from the runs without training.
 """
 
 import collections
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import json
+import math
 import os
 from typing import Any, NamedTuple, Optional
 
@@ -56,6 +65,7 @@ hybrid_images = tff_mixed.hybrid_images
 hybrid_baselines = tff_mixed.hybrid_baselines
 
 FEDAVG = 'fedavg'
+LOADABOOST = 'loadaboost'
 FEDASYNC = 'fedasync'
 FEDBUFF = 'fedbuff'
 CA2FL = 'ca2fl'
@@ -66,19 +76,31 @@ FEDDF_ID = 'feddf_id'
 FEDDF_OOD = 'feddf_ood'
 FEDDLE_ID = 'feddle_id'
 FEDDLE_OOD = 'feddle_ood'
-METHODS = (FEDAVG, FEDASYNC, FEDBUFF, CA2FL, CENTER, FED_FT, HFCL, FEDDF_ID,
-           FEDDLE_ID, FEDDF_OOD, FEDDLE_OOD)
+METHODS = (FEDAVG, LOADABOOST, FEDASYNC, FEDBUFF, CA2FL, CENTER, FED_FT,
+           HFCL, FEDDF_ID, FEDDLE_ID, FEDDF_OOD, FEDDLE_OOD)
 OOD_METHODS = (FEDDF_OOD, FEDDLE_OOD)
+# Methods that use in-domain server data (the paper's "ID" column).
+ID_METHODS = (CENTER, FED_FT, HFCL, FEDDF_ID, FEDDLE_ID)
+# Methods whose runs do not depend on the delays (synchronous, or no client).
+DELAY_FREE = (FEDAVG, LOADABOOST, CENTER)
+FEDDLE_METHODS = (FEDDLE_ID, FEDDLE_OOD)
+CLIENT_OPTIMIZERS = ('sgd', 'adam')
 METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'accuracy.png'
-TABLE_FILE = 'results.txt'
+TABLE_FILE = 'results.md'
 DIAGNOSTICS_FILE = 'feddle_diagnostics.csv'
+DIAGNOSTICS_PLOT_FILE = 'feddle_diagnostics.png'
 CONFIG_FILE = 'config.json'
+RUNS_DIR = 'runs'
 TAIL_EVALUATIONS = 5
 
 
 class Config(NamedTuple):
-  """Hyperparameters (defaults: the paper's setting where it gives one)."""
+  """Hyperparameters (defaults: the paper's setting where it gives one).
+
+  `alpha` and `delay_std` are one setting's; `run_experiment` replaces them
+  for each of its settings.
+  """
 
   rounds: int = 200
   num_clients: int = 500
@@ -89,6 +111,7 @@ class Config(NamedTuple):
   eval_size: int = 2000
   client_steps: int = 10
   client_batch_size: int = 32
+  client_optimizer: str = 'sgd'
   client_lr: float = 0.05
   server_lr: float = 1.0
   buffer_size: int = 10
@@ -100,13 +123,29 @@ class Config(NamedTuple):
   feddle_search_lr: float = 0.01
   feddle_ood_lambda: float = 0.01
   distill_temperature: float = 1.0
+  loadaboost_epochs: int = 2
+  id_probe_size: int = 256
   conv_filters: tuple[int, ...] = (32, 64, 64)
   dense_units: int = 64
   eval_every: int = 10
 
 
+class Setting(NamedTuple):
+  """One column of the paper's table 1: label skew and delay level."""
+
+  alpha: float
+  delay_std: float
+
+  @property
+  def label(self) -> str:
+    return f'Dir({self.alpha:g}), N({self.delay_std:g})'
+
+
 class CenterMethod:
   """Center: server data only, `server_steps` SGD steps a round."""
+
+  # No client trains for Center (`run_async` skips their training).
+  uses_client_updates = False
 
   def __init__(self, model, server_x, server_y, config: Config, seed: int):
     self._args = (model, server_x, server_y)
@@ -117,7 +156,7 @@ class CenterMethod:
     return 0
 
   def apply(self, state, weights, updates):
-    del updates  # Client updates are ignored.
+    del updates  # None arrive: Center trains no client.
     return state + 1, self.train(weights, state)
 
   def train(self, weights, step: int):
@@ -225,7 +264,7 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
   split = data.split
   fedbuff = tff_mixed.FedBuff(learning_rate=c.server_lr,
                               buffer_size=c.buffer_size)
-  if method == FEDAVG:
+  if method in (FEDAVG, LOADABOOST):
     return tff_mixed.FedBuff(learning_rate=1.0,
                              buffer_size=c.clients_per_round)
   if method == FEDASYNC:
@@ -248,7 +287,7 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
   if method in (FEDDF_ID, FEDDF_OOD):
     x = split.server_x if method == FEDDF_ID else data.ood_x
     return FedDFMethod(fedbuff, model, x, c, seed)
-  if method in (FEDDLE_ID, FEDDLE_OOD):
+  if method in FEDDLE_METHODS:
     ood = method == FEDDLE_OOD
     config = tff_mixed.feddle.FeddleConfig(
         max_anchors=2 * c.clients_per_round, server_lr=c.server_lr,
@@ -259,13 +298,18 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
     if ood:
       server_data = _batches(data.ood_x, data.ood_y, c.server_batch_size,
                              seed)
+      # The in-domain probe only measures the alignment of the surrogate's
+      # coefficient gradient with the task's (paper, eq. 7 and Fig. 9).
+      probe = (split.server_x[:c.id_probe_size],
+               split.server_y[:c.id_probe_size])
     else:
       server_data = _batches(split.server_x, split.server_y,
                              c.server_batch_size, seed)
+      probe = None
     return tff_mixed.FeddleMethod(
         model, config, server_data, buffer_size=min(c.buffer_size,
                                                     config.max_anchors),
-        features_fn=cnn.features if ood else None)
+        features_fn=cnn.features if ood else None, id_probe=probe)
   raise ValueError(f'`method` must be one of {METHODS}, got {method!r}.')
 
 
@@ -276,22 +320,25 @@ def _batches(x, y, batch_size, seed):
           for i in range(0, len(x) - batch_size + 1, batch_size)] or [(x, y)]
 
 
+@tf.function(reduce_retracing=True)
+def _correct_and_loss(weights, x, y):
+  # Module level so that every run and seed reuses one trace.
+  logits = cnn.logits(weights, x)
+  losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                          logits=logits)
+  correct = tf.reduce_sum(tf.cast(tf.equal(
+      tf.argmax(logits, axis=-1, output_type=tf.int32), y), tf.float32))
+  return correct, tf.reduce_sum(losses)
+
+
 def _evaluate_fn(eval_x, eval_y):
-  @tf.function
-  def correct_and_loss(weights, x, y):
-    logits = cnn.logits(weights, x)
-    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
-                                                            logits=logits)
-    correct = tf.reduce_sum(tf.cast(tf.equal(
-        tf.argmax(logits, axis=-1, output_type=tf.int32), y), tf.float32))
-    return correct, tf.reduce_sum(losses)
 
   def evaluate(weights):
     weights = [tf.constant(w) for w in weights]
     correct = loss = 0.0
-    for start in range(0, len(eval_x), 512):
-      c, l = correct_and_loss(weights, eval_x[start:start + 512],
-                              eval_y[start:start + 512])
+    for start in range(0, len(eval_x), 500):
+      c, l = _correct_and_loss(weights, eval_x[start:start + 500],
+                               eval_y[start:start + 500])
       correct += float(c)
       loss += float(l)
     return {'accuracy': correct / len(eval_x), 'loss': loss / len(eval_x)}
@@ -301,6 +348,8 @@ def _evaluate_fn(eval_x, eval_y):
 
 class RunRow(NamedTuple):
   method: str
+  alpha: float
+  delay_std: float  # 0 for the delay-free methods.
   seed: int
   round: int
   accuracy: float
@@ -308,42 +357,95 @@ class RunRow(NamedTuple):
   seconds: float
 
 
-def run_method(method: str, data: Data, config: Config, seed: int,
-               diagnostics: Optional[list] = None) -> list[RunRow]:
-  """One method, one seed: `run_async` on the seed's schedule."""
+class MethodRun(NamedTuple):
+  """One method's run for one seed and setting.
+
+  Attributes:
+    rows: One `RunRow` per evaluation.
+    diagnostics: Feddle only: one dict per merge (round, negative share,
+      out-of-domain gradient cosine similarities).
+    notes: Method-specific numbers, e.g. LoAdaBoost's mean client epochs.
+  """
+  rows: list[RunRow]
+  diagnostics: list[dict[str, float]]
+  notes: dict[str, float]
+
+
+def _client_optimizer(config: Config):
+  if config.client_optimizer == 'adam':
+    return tff.learning.optimizers.build_adam(learning_rate=config.client_lr)
+  return tff.learning.optimizers.build_sgdm(learning_rate=config.client_lr)
+
+
+def _client_training(method: str, model, config: Config, cache: dict):
+  """The method's client training; traced once per model shape and kind.
+
+  The computations depend on the model's functions, not on its initial
+  weights, so every seed reuses them.
+  """
   c = config
+  kind = ('loadaboost', c.loadaboost_epochs, c.client_lr) if (
+      method == LOADABOOST) else (c.client_optimizer, c.client_lr)
+  key = (tuple(model.input_spec[0].shape), c.conv_filters, c.dense_units,
+         int(model.initial_weights[0][-1].shape[0])) + kind
+  if key not in cache:
+    if method == LOADABOOST:
+      cache[key] = tff_mixed.loadaboost.build_loadaboost_client_training(
+          model, epochs=c.loadaboost_epochs, learning_rate=c.client_lr)
+    else:
+      cache[key] = tff_mixed.build_client_training(model,
+                                                   _client_optimizer(c))
+  if method == LOADABOOST:
+    # A fresh driver per run: the loss threshold starts at +inf.
+    return tff_mixed.loadaboost.LoAdaBoostTraining(cache[key],
+                                                    c.loadaboost_epochs)
+  return cache[key]
+
+
+def loadaboost_epoch_steps(config: Config) -> int:
+  """Batches in one LoAdaBoost epoch: E epochs make FedAvg's K steps.
+
+  Clients here hold a handful of examples each (Dirichlet splits of a few
+  thousand images), so a pass over a client's data is not a meaningful
+  unit; an epoch is K / E batches of the same stream FedAvg's clients see,
+  and LoAdaBoost clients train between K/2 and 3K/2 steps.
+  """
+  return max(1, config.client_steps // config.loadaboost_epochs)
+
+
+def run_method(method: str, data: Data, config: Config, seed: int,
+               cache: Optional[dict] = None) -> MethodRun:
+  """One method, one seed, the setting in `config`: `run_async`."""
+  c = config
+  cache = {} if cache is None else cache
   split = data.split
   model = tff_mixed.build_cnn(
       input_shape=split.images.shape[1:], num_classes=int(
           split.labels.max()) + 1, conv_filters=c.conv_filters,
       dense_units=c.dense_units, seed=seed)
-  delay_std = 0.0 if method == FEDAVG else c.delay_std
-  short = tff_mixed.first_round_with_shortage(
-      c.num_clients, c.clients_per_round, delay_std, c.rounds, seed)
-  if short is not None:
-    raise ValueError(
-        f'With {c.num_clients} clients, {c.clients_per_round} per round and '
-        f'delays of std {delay_std}, round {short} (seed {seed}) has fewer '
-        'idle clients than clients per round: use more clients, fewer per '
-        'round or shorter delays.')
+  delay_std = 0.0 if method in DELAY_FREE else c.delay_std
   schedule = tff_mixed.AsyncSchedule(
       c.num_clients, c.clients_per_round, delay_std, c.rounds, seed=seed)
-  training = tff_mixed.build_client_training(
-      model, tff.learning.optimizers.build_sgdm(learning_rate=c.client_lr))
   server_method = build_method(method, model, data, c, seed)
+  training = _client_training(method, model, c, cache)
+  steps = loadaboost_epoch_steps(c) if method == LOADABOOST else (
+      c.client_steps)
 
   def dataset_fn(client, round_num):
     return hybrid_images.client_dataset(
-        split, client, c.client_batch_size, c.client_steps,
+        split, client, c.client_batch_size, steps,
         seed=seed * 1000003 + round_num)
+
+  diagnostics = []
 
   def round_end(round_num, weights):
     del weights
     last = getattr(server_method, 'last_diagnostics', None)
-    if diagnostics is not None and last is not None:
+    if last is not None:
       diagnostics.append(dict(
-          method=method, seed=seed, round=round_num,
-          negative_share=float(last.negative_share)))
+          round=round_num, negative_share=float(last.negative_share),
+          id_ood_cosine=float(last.id_ood_cosine),
+          id_ood_cosine_at_zero=float(last.id_ood_cosine_at_zero)))
       server_method.last_diagnostics = None
 
   result = tff_mixed.run_async(
@@ -351,49 +453,251 @@ def run_method(method: str, data: Data, config: Config, seed: int,
       model.initial_weights[0],
       evaluate_fn=_evaluate_fn(split.eval_x, split.eval_y),
       eval_every=c.eval_every, round_end_fn=round_end)
-  return [RunRow(method, seed, int(r['round']), r['accuracy'], r['loss'],
-                 r['seconds']) for r in result.rows]
+  notes = {}
+  if method == LOADABOOST:
+    notes['mean_client_epochs'] = training.mean_epochs
+    notes['epochs'] = float(c.loadaboost_epochs)
+  rows = [RunRow(method, float(c.alpha), float(delay_std), seed,
+                 int(r['round']), r['accuracy'], r['loss'], r['seconds'])
+          for r in result.rows]
+  return MethodRun(rows, diagnostics, notes)
 
 
 def final_metric(rows: Sequence[RunRow]) -> float:
   """The paper's final metric: best accuracy of the last 5 evaluations."""
+  rows = sorted(rows, key=lambda r: r.round)
   return max(r.accuracy for r in rows[-TAIL_EVALUATIONS:])
 
 
-def format_table(rows: Sequence[RunRow], methods: Sequence[str]) -> str:
-  lines = ['method       final accuracy (mean +- std over seeds)  seeds  '
-           's/run',
-           '-----------  ---------------------------------------  -----  '
-           '-----']
+# ----------------------------------------------------------------------------
+# Runs kept on disk: resuming and rebuilding reports.
+
+
+def _run_key(method: str, setting: Setting, seed: int) -> str:
+  delay = 'none' if method in DELAY_FREE else f'{setting.delay_std:g}'
+  return f'{method}_alpha{setting.alpha:g}_delay{delay}_seed{seed}'
+
+
+def _fingerprint(config: Config, description: str) -> dict[str, Any]:
+  """What a kept run must match to be reused (the setting is in its name)."""
+  fields = config._asdict()
+  del fields['alpha'], fields['delay_std']
+  fields['conv_filters'] = list(fields['conv_filters'])
+  return dict(fields, data=description)
+
+
+def _save_run(path: str, fingerprint: dict[str, Any], run: MethodRun
+              ) -> None:
+  tff_mixed.atomic_write_text(path, json.dumps(dict(
+      fingerprint=fingerprint, rows=[r._asdict() for r in run.rows],
+      diagnostics=run.diagnostics, notes=run.notes)) + '\n')
+
+
+def _load_run(path: str, fingerprint: dict[str, Any]) -> Optional[MethodRun]:
+  """A kept run, None if there is none; an error if its config differs."""
+  if not os.path.exists(path):
+    return None
+  try:
+    with open(path) as f:
+      kept = json.load(f)
+    rows = [RunRow(**r) for r in kept['rows']]
+  except (ValueError, KeyError, TypeError) as e:
+    raise ValueError(f'Kept run {path!r} is unreadable ({e}); remove it to '
+                     'run it again.') from e
+  if kept['fingerprint'] != fingerprint:
+    differing = sorted(k for k in set(fingerprint) | set(kept['fingerprint'])
+                       if fingerprint.get(k) != kept['fingerprint'].get(k))
+    raise ValueError(
+        f'{path!r} was run with other settings ({", ".join(differing)}); '
+        'use a new --output_dir, or remove its runs/ to start over.')
+  return MethodRun(rows, kept['diagnostics'], kept['notes'])
+
+
+# ----------------------------------------------------------------------------
+# Reports.
+
+
+def _cell(values: Sequence[float]) -> str:
+  return f'{100 * np.mean(values):.1f} ± {100 * np.std(values):.1f}'
+
+
+def final_metrics(rows: Sequence[RunRow], methods: Sequence[str],
+                  settings: Sequence[Setting]
+                 ) -> dict[tuple[str, Setting], list[float]]:
+  """Per method and setting, the final metric of each seed."""
+  by_run = collections.defaultdict(list)
+  for r in rows:
+    by_run[(r.method, r.alpha, r.delay_std, r.seed)].append(r)
+  finals = {}
   for method in methods:
-    per_seed = collections.defaultdict(list)
-    for r in rows:
-      if r.method == method:
-        per_seed[r.seed].append(r)
-    finals = [final_metric(sorted(v, key=lambda r: r.round))
-              for v in per_seed.values()]
-    seconds = [max(r.seconds for r in v) for v in per_seed.values()]
-    lines.append(f'{method:<11}  {100 * np.mean(finals):>27.1f} +- '
-                 f'{100 * np.std(finals):<9.1f}  {len(finals):>5}  '
-                 f'{np.mean(seconds):>5.0f}')
+    for setting in settings:
+      delay = 0.0 if method in DELAY_FREE else setting.delay_std
+      finals[(method, setting)] = [
+          final_metric(v) for (m, a, d, _), v in sorted(by_run.items())
+          if m == method and a == setting.alpha and d == delay]
+  return finals
+
+
+def format_table(rows: Sequence[RunRow], methods: Sequence[str],
+                 settings: Sequence[Setting]) -> str:
+  """A Markdown table like the paper's table 1 (best per column in bold)."""
+  finals = final_metrics(rows, methods, settings)
+  means = {k: np.mean(v) if v else -1.0 for k, v in finals.items()}
+  lines = ['| method | server data | ' + ' | '.join(
+      s.label for s in settings) + ' |',
+           '| --- | --- |' + ' --- |' * len(settings)]
+  for method in methods:
+    server = ('in-domain' if method in ID_METHODS else
+              'out-of-domain' if method in OOD_METHODS else 'none')
+    cells = []
+    for setting in settings:
+      values = finals[(method, setting)]
+      if not values:
+        cells.append('n/a')
+        continue
+      best = max(means[(m, setting)] for m in methods)
+      cell = _cell(values)
+      if len(values) != max(len(finals[(m, setting)]) for m in methods):
+        cell += f' ({len(values)} seeds)'
+      cells.append(f'**{cell}**' if means[(method, setting)] == best
+                   else cell)
+    name = method + (' *' if method in DELAY_FREE else '')
+    lines.append(f'| {name} | {server} | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines) + '\n'
 
 
+def ranking_summary(rows: Sequence[RunRow], methods: Sequence[str],
+                    settings: Sequence[Setting]) -> list[str]:
+  """Per setting, where Feddle ranks: the paper has it first everywhere,
+  above Center, in- and out-of-domain."""
+  finals = final_metrics(rows, methods, settings)
+  lines = []
+  for setting in settings:
+    means = {m: np.mean(finals[(m, setting)]) for m in methods
+             if finals[(m, setting)]}
+    if not means:
+      continue
+    order = sorted(means, key=lambda m: -means[m])
+    parts = [f'best {order[0]} ({100 * means[order[0]]:.1f}%)']
+    for m in FEDDLE_METHODS:
+      if m in means:
+        parts.append(f'{m} ranks {order.index(m) + 1} of {len(order)}')
+    if CENTER in means:
+      above = [m for m in order if means[m] > means[CENTER]]
+      parts.append('above Center: ' + (', '.join(above) or 'none'))
+    reproduced = bool(order) and order[0] in FEDDLE_METHODS
+    parts.append('paper\'s ranking (Feddle first) '
+                 + ('reproduced' if reproduced else 'NOT reproduced'))
+    lines.append(f'{setting.label}: ' + '; '.join(parts) + '.')
+  return lines
+
+
+def diagnostics_summary(diagnostics: Sequence[dict[str, Any]],
+                        settings: Sequence[Setting]) -> list[str]:
+  """Feddle's diagnostics per setting, averaged over merges and seeds."""
+  lines = []
+  for setting in settings:
+    parts = []
+    for method in FEDDLE_METHODS:
+      ds = [d for d in diagnostics if d['method'] == method
+            and d['alpha'] == setting.alpha
+            and d['delay_std'] == setting.delay_std]
+      if not ds:
+        continue
+      text = (f'{method}: {100 * np.mean([d["negative_share"] for d in ds]):.0f}% '
+              f'negative coefficients')
+      with_fallback = [d['id_ood_cosine'] for d in ds
+                       if math.isfinite(d['id_ood_cosine'])]
+      without = [d['id_ood_cosine_at_zero'] for d in ds
+                 if math.isfinite(d['id_ood_cosine_at_zero'])]
+      if with_fallback:
+        text += (f', ID/OOD coefficient-gradient cosine '
+                 f'{np.mean(with_fallback):.2f} at the fallback start vs '
+                 f'{np.mean(without):.2f} at c = 0')
+      parts.append(text)
+    if parts:
+      lines.append(f'{setting.label}: ' + '; '.join(parts) + '.')
+  return lines
+
+
+def _setting_rows(rows, setting: Setting):
+  return [r for r in rows if r.alpha == setting.alpha and (
+      r.delay_std == setting.delay_std
+      or (r.method in DELAY_FREE and r.delay_std == 0.0))]
+
+
 def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
-         title: str) -> None:
-  fig, ax = plt.subplots(figsize=(8, 4.5))
-  for method in methods:
-    by_round = collections.defaultdict(list)
-    for r in rows:
-      if r.method == method:
-        by_round[r.round].append(r.accuracy)
-    rounds = sorted(by_round)
-    ax.plot(rounds, [np.mean(by_round[k]) for k in rounds], label=method)
-  ax.set_xlabel('round')
-  ax.set_ylabel('test accuracy (mean over seeds)')
-  ax.legend(fontsize=7, ncol=2)
-  ax.set_title(title, fontsize=8)
+         settings: Sequence[Setting], title: str) -> None:
+  """Accuracy against rounds, mean over seeds, one panel per setting."""
+  columns = min(2, len(settings))
+  panels = math.ceil(len(settings) / columns)
+  fig, axes = plt.subplots(panels, columns, figsize=(6 * columns,
+                                                     3.8 * panels),
+                           squeeze=False)
+  for ax, setting in zip(axes.flat, settings):
+    selected = _setting_rows(rows, setting)
+    for method in methods:
+      by_round = collections.defaultdict(list)
+      for r in selected:
+        if r.method == method:
+          by_round[r.round].append(r.accuracy)
+      rounds = sorted(by_round)
+      ax.plot(rounds, [np.mean(by_round[k]) for k in rounds], label=method,
+              linestyle='--' if method in DELAY_FREE else '-')
+    ax.set_title(setting.label, fontsize=9)
+    ax.set_xlabel('round')
+    ax.set_ylabel('test accuracy (mean over seeds)')
+  for ax in list(axes.flat)[len(settings):]:
+    ax.axis('off')
+  axes.flat[0].legend(fontsize=6, ncol=2)
+  fig.suptitle(title, fontsize=8, wrap=True)
   fig.tight_layout()
+  _save_figure(fig, path)
+
+
+def plot_diagnostics(path: str, diagnostics: Sequence[dict[str, Any]],
+                     settings: Sequence[Setting]) -> None:
+  """Feddle's share of negative coefficients and, out-of-domain, the cosine
+  similarity of the in- and out-of-domain coefficient gradients (paper,
+  Figs. 7-9), per merge round, mean over seeds."""
+  fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+  for setting in settings:
+    for method in FEDDLE_METHODS:
+      by_round = collections.defaultdict(list)
+      cos = collections.defaultdict(list)
+      cos_zero = collections.defaultdict(list)
+      for d in diagnostics:
+        if (d['method'] == method and d['alpha'] == setting.alpha
+            and d['delay_std'] == setting.delay_std):
+          by_round[d['round']].append(d['negative_share'])
+          if math.isfinite(d['id_ood_cosine']):
+            cos[d['round']].append(d['id_ood_cosine'])
+            cos_zero[d['round']].append(d['id_ood_cosine_at_zero'])
+      if by_round:
+        rounds = sorted(by_round)
+        left.plot(rounds, [np.mean(by_round[k]) for k in rounds],
+                  label=f'{method}, {setting.label}')
+      if cos:
+        rounds = sorted(cos)
+        line, = right.plot(rounds, [np.mean(cos[k]) for k in rounds],
+                           label=f'fallback start, {setting.label}')
+        right.plot(rounds, [np.nanmean(cos_zero[k]) for k in rounds],
+                   linestyle=':', color=line.get_color(),
+                   label=f'c = 0, {setting.label}')
+  left.set_title('share of negative merging coefficients', fontsize=9)
+  left.set_xlabel('round')
+  right.set_title('cosine(ID, OOD coefficient gradients), feddle_ood',
+                  fontsize=9)
+  right.set_xlabel('round')
+  right.set_ylim(-1.05, 1.05)
+  for ax in (left, right):
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend(fontsize=6)
+  fig.tight_layout()
+  _save_figure(fig, path)
+
+
+def _save_figure(fig, path: str) -> None:
   try:
     tff_mixed.atomic_write(
         path, lambda f: fig.savefig(f, format='png', dpi=110), mode='wb')
@@ -401,16 +705,37 @@ def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
     plt.close(fig)
 
 
+# ----------------------------------------------------------------------------
+# The experiment.
+
+
 class ExperimentResult(NamedTuple):
   rows: list[RunRow]
+  diagnostics: list[dict[str, Any]]
+  notes: dict[str, float]
   table: str
   files: dict[str, str]
   config: Config
+  settings: tuple[Setting, ...]
   description: str
   seeds: tuple[int, ...]
 
 
-def validate(config: Config, methods: Sequence[str]) -> None:
+def _check_idle_clients(config: Config, setting: Setting, seed: int) -> None:
+  short = tff_mixed.first_round_with_shortage(
+      config.num_clients, config.clients_per_round, setting.delay_std,
+      config.rounds, seed)
+  if short is not None:
+    raise ValueError(
+        f'With {config.num_clients} clients, {config.clients_per_round} per '
+        f'round and delays of std {setting.delay_std:g}, round {short} (seed '
+        f'{seed}) has fewer idle clients than clients per round: use more '
+        'clients, fewer per round or shorter delays.')
+
+
+def validate(config: Config, methods: Sequence[str],
+             settings: Sequence[Setting] = (),
+             seeds: Sequence[int] = ()) -> None:
   """Clear errors before any training."""
   if (not methods or len(set(methods)) != len(methods)
       or any(m not in METHODS for m in methods)):
@@ -419,7 +744,7 @@ def validate(config: Config, methods: Sequence[str]) -> None:
   for name in ('rounds', 'num_clients', 'clients_per_round', 'server_size',
                'eval_size', 'client_steps', 'client_batch_size',
                'buffer_size', 'server_batch_size', 'dense_units',
-               'eval_every'):
+               'eval_every', 'id_probe_size'):
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
@@ -427,93 +752,169 @@ def validate(config: Config, methods: Sequence[str]) -> None:
     if getattr(config, name) < 0:
       raise ValueError(f'`{name}` must be >= 0, got '
                        f'{getattr(config, name)}.')
+  if config.client_optimizer not in CLIENT_OPTIMIZERS:
+    raise ValueError(f'`client_optimizer` must be one of {CLIENT_OPTIMIZERS},'
+                     f' got {config.client_optimizer!r}.')
+  if LOADABOOST in methods:
+    tff_mixed.loadaboost.check_epochs(config.loadaboost_epochs)
   if config.clients_per_round > config.num_clients:
     raise ValueError(f'`clients_per_round` ({config.clients_per_round}) '
                      f'exceeds `num_clients` ({config.num_clients}).')
-  tff_mixed.check_delays_arrive(config.delay_std, config.rounds)
+  settings = list(settings) or [Setting(config.alpha, config.delay_std)]
+  if len(set(settings)) != len(settings):
+    raise ValueError(f'Settings must be distinct, got {settings}.')
+  for setting in settings:
+    if not setting.alpha > 0:
+      raise ValueError(f'Dirichlet alpha must be > 0, got {setting.alpha}.')
+    tff_mixed.check_delays_arrive(setting.delay_std, config.rounds)
+    for seed in seeds:
+      _check_idle_clients(config, setting, seed)
 
 
-def run_experiment(data_fn, config: Config, *, methods: Sequence[str],
-                   seeds: Sequence[int], output_dir: str
-                  ) -> ExperimentResult:
-  """Every method for every seed; CSVs, plot, table, config.
+def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
+                   methods: Sequence[str], seeds: Sequence[int],
+                   output_dir: str,
+                   settings: Sequence[Setting] = ()) -> ExperimentResult:
+  """Every method for every setting and seed; CSVs, plots, table, config.
+
+  Seeds are the outer loop, so an experiment stopped early has whole seeds
+  for every setting. Each finished run is kept in `output_dir/runs/` and
+  reused when the experiment is run again with the same configuration.
 
   Args:
-    data_fn: `data_fn(seed) -> Data`: the seed also draws the split, as in
-      the paper (network initialization, sampling, delays and partition).
-    config: The hyperparameters.
+    data_fn: `data_fn(seed, alpha) -> Data`: the seed also draws the split,
+      as in the paper (network initialization, sampling, delays and
+      partition).
+    config: The hyperparameters (`alpha` and `delay_std` are replaced by each
+      setting's).
     methods: Names from `METHODS`.
     seeds: The seeds.
     output_dir: Where the files go.
+    settings: `Setting`s (label skew, delay level); default: the config's.
 
   Returns:
     An `ExperimentResult`.
 
   Raises:
-    ValueError: For bad settings, before any training.
+    ValueError: For bad settings, before any training; or for kept runs made
+      with another configuration.
   """
-  validate(config, methods)
   if not seeds or len(set(seeds)) != len(seeds):
     raise ValueError(f'`seeds` must be distinct, got {list(seeds)}.')
-  os.makedirs(output_dir, exist_ok=True)
-  rows, diagnostics = [], []
+  settings = tuple(settings) or (Setting(config.alpha, config.delay_std),)
+  validate(config, methods, settings, seeds)
+  runs_dir = os.path.join(output_dir, RUNS_DIR)
+  os.makedirs(runs_dir, exist_ok=True)
+  rows, diagnostics, notes = [], [], collections.defaultdict(list)
   descriptions = []
+  cache = {}
   for seed in seeds:
-    data = data_fn(seed)
-    descriptions.append(data.description)
-    for method in methods:
-      logging.info('%s, seed %d', method, seed)
-      rows.extend(run_method(method, data, config, seed, diagnostics))
+    for setting in settings:
+      c = config._replace(alpha=setting.alpha, delay_std=setting.delay_std)
+      data = data_fn(seed, setting.alpha)
+      descriptions.append(data.description)
+      fingerprint = _fingerprint(c, data.description)
+      for method in methods:
+        key = _run_key(method, setting, seed)
+        if method in DELAY_FREE and any(
+            _run_key(method, s, seed) == key for s in settings[
+                :settings.index(setting)]):
+          continue  # Already run for an earlier delay of this alpha.
+        path = os.path.join(runs_dir, key + '.json')
+        run = _load_run(path, fingerprint)
+        if run is None:
+          logging.info('%s: %s, seed %d', setting.label, method, seed)
+          run = run_method(method, data, c, seed, cache)
+          _save_run(path, fingerprint, run)
+        else:
+          logging.info('%s: %s, seed %d: kept run', setting.label, method,
+                       seed)
+        rows.extend(run.rows)
+        diagnostics.extend(dict(d, method=method, alpha=setting.alpha,
+                                delay_std=setting.delay_std, seed=seed)
+                           for d in run.diagnostics)
+        for name, value in run.notes.items():
+          notes[f'{method}.{name}'].append(value)
+  notes = {k: float(np.mean(v)) for k, v in notes.items()}
   files = {k: os.path.join(output_dir, v) for k, v in (
       ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),
-      ('diagnostics', DIAGNOSTICS_FILE), ('config', CONFIG_FILE))}
+      ('diagnostics', DIAGNOSTICS_FILE),
+      ('diagnostics_plot', DIAGNOSTICS_PLOT_FILE), ('config', CONFIG_FILE))}
   lines = [','.join(RunRow._fields)] + [
-      f'{r.method},{r.seed},{r.round},{r.accuracy:.6g},{r.loss:.6g},'
-      f'{r.seconds:.1f}' for r in rows]
+      f'{r.method},{r.alpha:g},{r.delay_std:g},{r.seed},{r.round},'
+      f'{r.accuracy:.6g},{r.loss:.6g},{r.seconds:.1f}' for r in rows]
   tff_mixed.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
-  diag_lines = ['method,seed,round,negative_share'] + [
-      f'{d["method"]},{d["seed"]},{d["round"]},{d["negative_share"]:.4f}'
-      for d in diagnostics]
+  diag_fields = ('method', 'alpha', 'delay_std', 'seed', 'round',
+                 'negative_share', 'id_ood_cosine', 'id_ood_cosine_at_zero')
+  diag_lines = [','.join(diag_fields)] + [
+      ','.join(f'{d[k]:.4g}' if isinstance(d[k], float) else str(d[k])
+               for k in diag_fields) for d in diagnostics]
   tff_mixed.atomic_write_text(files['diagnostics'],
                               '\n'.join(diag_lines) + '\n')
-  table = format_table(rows, methods)
-  tff_mixed.atomic_write_text(files['table'], table)
-  plot(files['plot'], rows, methods, descriptions[0])
+  table = format_table(rows, methods, settings)
+  tff_mixed.atomic_write_text(files['table'], table + '\n' + '\n'.join(
+      ranking_summary(rows, methods, settings)
+      + diagnostics_summary(diagnostics, settings)) + '\n')
+  plot(files['plot'], rows, methods, settings, descriptions[0])
+  plot_diagnostics(files['diagnostics_plot'], diagnostics, settings)
   tff_mixed.atomic_write_text(files['config'], json.dumps(
       dict(config._asdict(), methods=list(methods), seeds=list(seeds),
-           data=descriptions), indent=2) + '\n')
-  return ExperimentResult(rows, table, files, config, descriptions[0],
-                          tuple(seeds))
+           settings=[s._asdict() for s in settings], data=descriptions),
+      indent=2) + '\n')
+  return ExperimentResult(rows, diagnostics, notes, table, files, config,
+                          settings, descriptions[0], tuple(seeds))
 
 
 def results_markdown(result: ExperimentResult, command: str, machine: str,
                      date: str) -> str:
   """The RESULTS.md section of a run."""
   c = result.config
-  return '\n'.join([
+  settings = result.settings
+  lines = [
       '## Hybrid data under asynchrony: Feddle and baselines (guided model '
       'merging, seed 003, table 1)',
       '',
       f'Generated on {date} by `{command}`.',
       '',
       f'* Machine: {machine}.',
-      f'* Data (seed {result.seeds[0]}): {result.description}.',
-      f'* Setting: {c.num_clients} clients, {c.clients_per_round} per round, '
-      f'delays |N(0, {c.delay_std}^2)| rounds (FedAvg: none), Dirichlet '
-      f'alpha {c.alpha}, {c.rounds} rounds, K = {c.client_steps} local SGD '
+      f'* Data (seed {result.seeds[0]}, first setting): '
+      f'{result.description}.',
+      f'* Settings (the columns): '
+      + ', '.join(s.label for s in settings) + '; seeds '
+      f'{list(result.seeds)} (each draws the split, the initial model, the '
+      'sampling and the delays).',
+      f'* {c.num_clients} clients, {c.clients_per_round} per round, '
+      f'{c.rounds} rounds; K = {c.client_steps} local {c.client_optimizer} '
       f'steps of batch {c.client_batch_size} at lr {c.client_lr}; server lr '
       f'{c.server_lr}, buffer M = {c.buffer_size}, FedAsync alpha '
-      f'{c.fedasync_alpha}; server SGD {c.server_steps} steps; Feddle atlas '
-      f'{2 * c.clients_per_round}, {c.feddle_search_steps} search steps at '
-      f'lr {c.feddle_search_lr}, lambda 0 (in-domain) / '
-      f'{c.feddle_ood_lambda} (out-of-domain); CNN filters '
-      f'{list(c.conv_filters)}, dense {c.dense_units}; seeds '
-      f'{list(result.seeds)}.',
+      f'{c.fedasync_alpha}; server SGD {c.server_steps} steps at lr '
+      f'{c.server_sgd_lr}; Feddle atlas {2 * c.clients_per_round}, '
+      f'{c.feddle_search_steps} search steps at lr {c.feddle_search_lr}, '
+      f'lambda 0 (in-domain) / {c.feddle_ood_lambda} (out-of-domain); '
+      f'LoAdaBoost E = {c.loadaboost_epochs} (SGD); CNN filters '
+      f'{list(c.conv_filters)}, dense {c.dense_units}.',
       '',
-      'Final accuracy: best of the last 5 evaluations (every '
-      f'{c.eval_every} rounds), mean +- std over seeds, as in the paper.',
+      'Final accuracy (%): best of the last 5 evaluations (every '
+      f'{c.eval_every} rounds), mean ± std over seeds, as in the paper; best '
+      'of each column in bold. * no delays (synchronous, or no client '
+      'trains): the same runs stand in every delay column.',
       '',
-      '```',
       result.table.rstrip('\n'),
-      '```',
-  ])
+      '',
+  ]
+  if LOADABOOST + '.mean_client_epochs' in result.notes:
+    lines += [
+        f'LoAdaBoost clients trained {result.notes[LOADABOOST + ".mean_client_epochs"]:.2f} '
+        f'epochs on average (FedAvg: E = {c.loadaboost_epochs}; one epoch '
+        f'= {loadaboost_epoch_steps(c)} batches).', '']
+  lines += ['Against the paper (Feddle best in every column, above Center):',
+            '']
+  lines += [f'* {line}' for line in ranking_summary(
+      result.rows, [m for m in METHODS if any(
+          r.method == m for r in result.rows)], settings)]
+  diagnostics = diagnostics_summary(result.diagnostics, settings)
+  if diagnostics:
+    lines += ['', 'Feddle diagnostics (mean over merges and seeds; plots in '
+              f'`{DIAGNOSTICS_PLOT_FILE}`):', '']
+    lines += [f'* {line}' for line in diagnostics]
+  return '\n'.join(lines)

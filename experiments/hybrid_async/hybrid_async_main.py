@@ -13,23 +13,31 @@
 # limitations under the License.
 r"""Hybrid data under asynchrony: Feddle against the baselines, over seeds.
 
-The guided-model-merging paper (seed 003, table 1). Client data: CIFAR-10
-images from a JPEG `.npz` (`--cifar10_npz`; not shipped: its licence is
-unclear) or scikit-learn's bundled digits (`--data=digits`, offline). The
-out-of-domain server set is the other data set (digits for CIFAR-10 clients;
-CIFAR-10 for digits clients, when given).
+The guided-model-merging paper (seed 003, table 1): every method for each
+setting (Dirichlet alpha x delay sigma; default the paper's 0.1, 0.3 x 5,
+20) and seed. Client data: CIFAR-10 images from a JPEG `.npz`
+(`--cifar10_npz`; not shipped: its licence is unclear) or scikit-learn's
+bundled digits (`--data=digits`, offline). The out-of-domain server set is
+the other data set (digits for CIFAR-10 clients; CIFAR-10 for digits
+clients, when given). `--image_size=16` averages 2x2 pixel blocks, a quarter
+of the convolution cost.
 
   python -m experiments.hybrid_async.hybrid_async_main \
-      --cifar10_npz=cifar10_test_500perclass_jpeg.npz --num_clients=100 \
+      --cifar10_npz=cifar10_test_500perclass_jpeg.npz --num_clients=300 \
       --rounds=100 --seeds=0,1,2
 
-Writes `metrics.csv` (accuracy per evaluation, method and seed),
-`feddle_diagnostics.csv` (share of negative coefficients per merge),
-`accuracy.png`, `results.txt` (best of the last 5 evaluations, mean and std
-over seeds) and `config.json` to `--output_dir`.
+Writes `metrics.csv` (accuracy per evaluation, method, setting and seed),
+`feddle_diagnostics.csv` (per merge: share of negative coefficients and,
+out-of-domain, the in-/out-of-domain coefficient-gradient cosines),
+`accuracy.png`, `feddle_diagnostics.png`, `results.md` (the table: best of
+the last 5 evaluations, mean and std over seeds) and `config.json` to
+`--output_dir`. Finished runs are kept in `--output_dir/runs/`: running the
+same command again resumes an interrupted experiment, or only rebuilds the
+report.
 """
 
 from collections.abc import Sequence
+import functools
 import sys
 
 from absl import app
@@ -60,9 +68,14 @@ _NUM_CLIENTS = flags.DEFINE_integer('num_clients', _DEFAULTS.num_clients,
 _CLIENTS_PER_ROUND = flags.DEFINE_integer(
     'clients_per_round', _DEFAULTS.clients_per_round, 'Sampled per round.',
     lower_bound=1)
-_DELAY_STD = flags.DEFINE_float('delay_std', _DEFAULTS.delay_std,
-                                'sigma of the |N(0, sigma^2)| delays.')
-_ALPHA = flags.DEFINE_float('alpha', _DEFAULTS.alpha, 'Dirichlet alpha.')
+_DELAY_STDS = flags.DEFINE_list(
+    'delay_stds', ['5', '20'], 'Delay levels: sigma of the |N(0, sigma^2)| '
+    'delays, in rounds (table 1\'s columns, with --alphas).')
+_ALPHAS = flags.DEFINE_list('alphas', ['0.1', '0.3'],
+                            'Dirichlet alphas of the label skew.')
+_IMAGE_SIZE = flags.DEFINE_integer(
+    'image_size', 32, 'Image side: CIFAR-10 is averaged down from 32 by an '
+    'integer factor (32, 16, 8); digits are resized to it.', lower_bound=8)
 _SERVER_SIZE = flags.DEFINE_integer(
     'server_size', _DEFAULTS.server_size, 'In-domain server examples.',
     lower_bound=1)
@@ -74,8 +87,18 @@ _CLIENT_STEPS = flags.DEFINE_integer('client_steps', _DEFAULTS.client_steps,
 _CLIENT_BATCH_SIZE = flags.DEFINE_integer(
     'client_batch_size', _DEFAULTS.client_batch_size, 'Local batch size.',
     lower_bound=1)
+_CLIENT_OPTIMIZER = flags.DEFINE_enum(
+    'client_optimizer', _DEFAULTS.client_optimizer,
+    list(_LIB.CLIENT_OPTIMIZERS), 'Local optimizer (LoAdaBoost: SGD).')
 _CLIENT_LR = flags.DEFINE_float('client_lr', _DEFAULTS.client_lr,
-                                'Client SGD learning rate.')
+                                'Client learning rate.')
+_LOADABOOST_EPOCHS = flags.DEFINE_integer(
+    'loadaboost_epochs', _DEFAULTS.loadaboost_epochs, 'LoAdaBoost\'s E (even;'
+    ' clients train E/2 to 3E/2 epochs of client_steps / E batches).')
+_ID_PROBE_SIZE = flags.DEFINE_integer(
+    'id_probe_size', _DEFAULTS.id_probe_size, 'In-domain examples probing '
+    'the alignment of feddle_ood\'s coefficient gradient (diagnostic only).',
+    lower_bound=1)
 _SERVER_LR = flags.DEFINE_float('server_lr', _DEFAULTS.server_lr,
                                 'eta_g of FedBuff, CA2FL, Feddle\'s fallback.')
 _BUFFER_SIZE = flags.DEFINE_integer('buffer_size', _DEFAULTS.buffer_size,
@@ -111,11 +134,24 @@ _RESULTS_MARKDOWN = flags.DEFINE_string(
     'Markdown report, e.g. RESULTS.md.')
 
 
-def _load(config: 'hybrid_async_lib.Config', seed: int):
+@functools.lru_cache(maxsize=None)
+def _images(name: str, size: int):
+  """Decoded once per run of the binary (every seed and setting reuse it)."""
   images = tff_mixed.hybrid_images
-  digits = images.load_digits_images(size=32, channels=3)
-  cifar = (images.load_cifar10_npz(_CIFAR10_NPZ.value)
-           if _CIFAR10_NPZ.value else None)
+  if name == 'digits':
+    return images.load_digits_images(size=size, channels=3)
+  x, y = images.load_cifar10_npz(_CIFAR10_NPZ.value)
+  if x.shape[1] % size:
+    raise ValueError(f'--image_size={size} must divide CIFAR-10\'s '
+                     f'{x.shape[1]} pixels.')
+  return images.downsample_images(x, x.shape[1] // size), y
+
+
+def _load(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
+  images = tff_mixed.hybrid_images
+  size = _IMAGE_SIZE.value
+  digits = _images('digits', size)
+  cifar = _images('cifar10', size) if _CIFAR10_NPZ.value else None
   if _DATA.value == 'cifar10':
     if cifar is None:
       raise ValueError('--data=cifar10 needs --cifar10_npz (CIFAR-10 is not '
@@ -128,10 +164,10 @@ def _load(config: 'hybrid_async_lib.Config', seed: int):
                      'server set: pass --cifar10_npz, or leave them out of '
                      '--methods.')
   split = images.build_hybrid_split(
-      main[0], main[1], num_clients=config.num_clients, alpha=config.alpha,
+      main[0], main[1], num_clients=config.num_clients, alpha=alpha,
       server_size=config.server_size, eval_size=config.eval_size, seed=seed)
-  description = (f'clients: {names[0]} ({split.description}); '
-                 f'out-of-domain server set: '
+  description = (f'clients: {names[0]} at {size}x{size} '
+                 f'({split.description}); out-of-domain server set: '
                  f'{names[1] if ood is not None else "none"}')
   return _LIB.Data(split, *(ood if ood is not None else (None, None)),
                    description)
@@ -143,26 +179,37 @@ def main(argv: Sequence[str]) -> None:
   try:
     seeds = [int(s) for s in _SEEDS.value]
     filters = tuple(int(f) for f in _CONV_FILTERS.value)
+    settings = [_LIB.Setting(float(a), float(d)) for a in _ALPHAS.value
+                for d in _DELAY_STDS.value]
   except ValueError as e:
-    sys.exit(f'error: --seeds and --conv_filters take integers: {e}')
+    sys.exit(f'error: --seeds and --conv_filters take integers, --alphas '
+             f'and --delay_stds numbers: {e}')
   config = _LIB.Config(
       rounds=_ROUNDS.value, num_clients=_NUM_CLIENTS.value,
-      clients_per_round=_CLIENTS_PER_ROUND.value, delay_std=_DELAY_STD.value,
-      alpha=_ALPHA.value, server_size=_SERVER_SIZE.value,
+      clients_per_round=_CLIENTS_PER_ROUND.value,
+      delay_std=settings[0].delay_std if settings else 0.0,
+      alpha=settings[0].alpha if settings else 0.0,
+      server_size=_SERVER_SIZE.value,
       eval_size=_EVAL_SIZE.value, client_steps=_CLIENT_STEPS.value,
-      client_batch_size=_CLIENT_BATCH_SIZE.value, client_lr=_CLIENT_LR.value,
+      client_batch_size=_CLIENT_BATCH_SIZE.value,
+      client_optimizer=_CLIENT_OPTIMIZER.value, client_lr=_CLIENT_LR.value,
       server_lr=_SERVER_LR.value, buffer_size=_BUFFER_SIZE.value,
       fedasync_alpha=_FEDASYNC_ALPHA.value, server_steps=_SERVER_STEPS.value,
       server_sgd_lr=_SERVER_SGD_LR.value,
       feddle_search_steps=_FEDDLE_STEPS.value,
-      feddle_search_lr=_FEDDLE_LR.value, conv_filters=filters,
+      feddle_search_lr=_FEDDLE_LR.value,
+      loadaboost_epochs=_LOADABOOST_EPOCHS.value,
+      id_probe_size=_ID_PROBE_SIZE.value, conv_filters=filters,
       dense_units=_DENSE_UNITS.value, eval_every=_EVAL_EVERY.value)
   try:
-    _LIB.validate(config, _METHODS.value)
-    # The split is drawn per seed inside run_experiment's loop via data_fn.
+    if not settings:
+      raise ValueError('--alphas and --delay_stds must be non-empty.')
+    _LIB.validate(config, _METHODS.value, settings, seeds)
+    # The split is drawn per seed and alpha inside run_experiment's loop.
     result = _LIB.run_experiment(
-        lambda seed: _load(config, seed), config, methods=_METHODS.value,
-        seeds=seeds, output_dir=_OUTPUT_DIR.value)
+        lambda seed, alpha: _load(config, seed, alpha), config,
+        methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
+        settings=settings)
   except (FileNotFoundError, ValueError) as e:
     sys.exit(f'error: {e}')
   print(result.table, end='', flush=True)

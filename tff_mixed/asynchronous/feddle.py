@@ -368,13 +368,12 @@ def coefficient_gradient(loss_fn: LossFn, weights: Weights,
   if coefficients.shape[0] != len(anchors) or not anchors:
     raise ValueError(f'{coefficients.shape[0]} coefficients for '
                      f'{len(anchors)} anchors; need one per anchor, >= 1.')
-  @tf.function
-  def gradient(base, stacked, c, batch):
-    return _loss_and_projected_gradient(loss_fn, base, stacked, c, batch)[1]
-
+  # Eager: a diagnostic called once per round would retrace a tf.function
+  # (new Python closures) every call.
   batch = tf.nest.map_structure(tf.convert_to_tensor, batch)
-  return gradient([tf.constant(b) for b in base], _stack(anchors, base),
-                  tf.constant(coefficients), batch).numpy()
+  return _loss_and_projected_gradient(
+      loss_fn, [tf.constant(b) for b in base], _stack(anchors, base),
+      tf.constant(coefficients), batch)[1].numpy()
 
 
 # ----------------------------------------------------------------------------
@@ -713,18 +712,30 @@ def fit_linear_head(body_features_fn: Callable[[tf.Tensor], tf.Tensor],
   bias = tf.zeros([num_classes], dtype)
 
   @tf.function(reduce_retracing=True)
-  def step(kernel, bias, batch):
-    x, labels = _split_batch(batch)
-    features = tf.stop_gradient(body_features_fn(x))
+  def step(kernel, bias, features, labels):
     with tf.GradientTape() as tape:
       tape.watch([kernel, bias])
       loss = linear_head_loss((kernel, bias), features, labels)
     grad_kernel, grad_bias = tape.gradient(loss, [kernel, bias])
     return kernel - lr * grad_kernel, bias - lr * grad_bias
 
-  batches = _cycle(server_data)
-  for _ in range(steps):
-    kernel, bias = step(kernel, bias, next(batches))
+  # The body is frozen, so each batch's features are computed once: steps
+  # cycle through a list of batches many times (a Dataset yields new
+  # tensors each pass and is recomputed).
+  features_of = {}
+  batches = _iterable_batches(server_data)
+  batches = batches if isinstance(batches, list) else None
+  cycle = _cycle(server_data)
+  for t in range(steps):
+    key = t % len(batches) if batches else None
+    if key is None or key not in features_of:
+      x, labels = _split_batch(next(cycle))
+      value = (tf.convert_to_tensor(body_features_fn(x)), labels)
+      if key is not None:
+        features_of[key] = value
+    else:
+      value = features_of[key]
+    kernel, bias = step(kernel, bias, *value)
   return LinearHead(kernel.numpy(), bias.numpy())
 
 
@@ -837,6 +848,13 @@ class FeddleDiagnostics(NamedTuple):
       without the fallback term.
     median_norm: The eq. 4 median anchor norm.
     head: The fitted surrogate head theta* (OOD), else None.
+    id_ood_cosine: OOD with an in-domain probe only, else NaN: the cosine
+      similarity of the in-domain loss gradient dl/dc (the full model, on
+      the probe) and the surrogate gradient dh/dc (on the first server
+      batch), both at the search's starting point, FedBuff's c' (eq. 7 /
+      eq. 17, the paper's Fig. 9 "with fallback").
+    id_ood_cosine_at_zero: The same at c = 0, the current global model,
+      i.e. a search started without the fallback (Fig. 9 "without").
   """
   new_indices: tuple[int, ...]
   init_coefficients: np.ndarray
@@ -846,6 +864,18 @@ class FeddleDiagnostics(NamedTuple):
   gradients: np.ndarray
   median_norm: float
   head: Optional[LinearHead]
+  id_ood_cosine: float = float('nan')
+  id_ood_cosine_at_zero: float = float('nan')
+
+
+def cosine_similarity(a: Any, b: Any) -> float:
+  """<a, b> / (|a| |b|) of two vectors; NaN if either is zero."""
+  a = np.asarray(a, np.float64).reshape([-1])
+  b = np.asarray(b, np.float64).reshape([-1])
+  if a.shape != b.shape:
+    raise ValueError(f'Vectors of different sizes: {a.shape} and {b.shape}.')
+  norms = np.linalg.norm(a) * np.linalg.norm(b)
+  return float(a @ b / norms) if norms > 0 else float('nan')
 
 
 def feddle_step(
@@ -856,6 +886,7 @@ def feddle_step(
     server_data: Any,
     config: FeddleConfig,
     features_fn: Optional[Callable[[list[tf.Tensor], Any], Any]] = None,
+    id_probe: Any = None,
 ) -> tuple[tuple[np.ndarray, ...], Atlas, FeddleDiagnostics]:
   """One Feddle server round (Algorithm 1, UpdateAtlas + GlobalModelUpdate).
 
@@ -878,6 +909,10 @@ def feddle_step(
     config: A `FeddleConfig`.
     features_fn: OOD only: `features_fn(body_weights, x) -> features`, with
       body_weights the weights without the last `head_size` arrays.
+    id_probe: OOD only, optional: one in-domain batch (matching the model's
+      input spec) for the `id_ood_cosine` diagnostics. It is never used for
+      the update: Feddle out-of-domain has no in-domain data; the probe only
+      measures how well the surrogate's direction agrees with the task's.
 
   Returns:
     `(new_weights, new_atlas, diagnostics)`: numpy weights, the updated
@@ -918,6 +953,7 @@ def feddle_step(
                 fallback_lambda=config.fallback_lambda,
                 optimizer=config.optimizer)
   head = None
+  alignment = {}
   if not atlas.anchors:
     result = search_coefficients(model_loss_fn(model), weights, (), c_prior,
                                  server_data, **search)
@@ -954,6 +990,19 @@ def feddle_step(
     }[config.ood_head_rule]
     new_weights = result.weights + merge_anchors(
         weights[split:], head_anchors, head_coefficients)
+    if id_probe is not None:
+      check_server_data(id_probe, model.input_spec, labels_from_model=True)
+      surrogate = surrogate_loss_fn(cast_features_fn, head)
+      ood_batch = next(_cycle(server_data))
+      cosines = []
+      for at in (c_prior, np.zeros_like(c_prior)):
+        cosines.append(cosine_similarity(
+            coefficient_gradient(model_loss_fn(model), weights,
+                                 normalized.anchors, at, id_probe),
+            coefficient_gradient(surrogate, weights[:split], body_anchors,
+                                 at, ood_batch)))
+      alignment = dict(id_ood_cosine=cosines[0],
+                       id_ood_cosine_at_zero=cosines[1])
 
   coefficients = result.coefficients
   new_atlas = Atlas(atlas.anchors, np.abs(coefficients).astype(np.float64))
@@ -965,5 +1014,6 @@ def feddle_step(
       losses=result.diagnostics.losses,
       gradients=result.diagnostics.gradients,
       median_norm=normalized.median,
-      head=head)
+      head=head,
+      **alignment)
   return tuple(new_weights), new_atlas, diagnostics

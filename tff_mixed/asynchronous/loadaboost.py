@@ -263,3 +263,49 @@ def build_loadaboost_client_training(
         num_epochs=output.num_epochs)
 
   return train
+
+
+class LoAdaBoostTraining:
+  """LoAdaBoost's round-to-round driver, callable like `client_training`.
+
+  `simulation.run_async` calls its client training as
+  `training(weights, client_datasets)` and reads `update` and `loss`. This
+  wrapper holds what LoAdaBoost carries between rounds, the loss threshold
+  (the median of the previous round's final client losses; +inf before the
+  first round), passes it to the federated computation and updates it from
+  the clients' `final_loss`. It also counts the epochs the clients trained,
+  LoAdaBoost's saving against FedAvg's fixed E.
+  """
+
+  def __init__(self, training: tff.Computation, epochs: int):
+    """Wraps `build_loadaboost_client_training(..., epochs=epochs)`.
+
+    Args:
+      training: The computation from `build_loadaboost_client_training`.
+      epochs: The E it was built with (for `mean_epochs` comparisons).
+
+    Raises:
+      ValueError: If `epochs` is not an even int >= 2.
+    """
+    self._training = training
+    self.epochs = _check_epochs(epochs)
+    self.threshold = math.inf
+    self.client_epochs: list[int] = []
+
+  @property
+  def mean_epochs(self) -> float:
+    """Mean epochs per trained client so far (NaN before any round)."""
+    if not self.client_epochs:
+      return float('nan')
+    return float(np.mean(self.client_epochs))
+
+  def __call__(self, weights, client_datasets) -> dict[str, Any]:
+    output = self._training(weights, np.float32(self.threshold),
+                            client_datasets)
+    losses = [float(l) for l in output['final_loss']]
+    self.threshold = next_threshold(losses)
+    self.client_epochs.extend(int(e) for e in output['num_epochs'])
+    return collections.OrderedDict(
+        update=output['update'],
+        num_examples=output['num_examples'],
+        loss=float(np.mean(losses)))

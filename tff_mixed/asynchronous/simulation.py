@@ -25,7 +25,8 @@ Each round k (the guided-model-merging paper's asynchronous setting, seed
 
 A server method is any object with `initial_state()` and
 `apply(state, weights, updates) -> (state, weights)`, where `updates` are
-`server_strategies.ClientUpdate`s in arrival order: FedAsync, FedBuff and
+`server_strategies.ClientUpdate`s in arrival order (none, and no client
+trains, if it sets `uses_client_updates = False`): FedAsync, FedBuff and
 CA2FL (`server_strategies`), and `FeddleMethod` here (Feddle behind a
 FedBuff-style buffer, so that zero search steps give FedBuff).
 """
@@ -60,13 +61,16 @@ class FeddleMethod:
   Arrived updates are buffered; every `buffer_size` of them trigger one
   `feddle.feddle_step` (atlas update, coefficient search on the server data
   from FedBuff's coefficients). `last_diagnostics` keeps the diagnostics of
-  the latest merge (share of negative coefficients, coefficient gradients).
+  the latest merge (share of negative coefficients, coefficient gradients;
+  out-of-domain with an `id_probe`, the in-domain/out-of-domain gradient
+  cosine similarities).
   """
 
   def __init__(self, model: tff.learning.models.FunctionalModel,
                config: feddle.FeddleConfig, server_data: Any,
                buffer_size: int,
-               features_fn: Optional[Callable[..., Any]] = None):
+               features_fn: Optional[Callable[..., Any]] = None,
+               id_probe: Any = None):
     feddle.validate_config(config)
     if isinstance(buffer_size, bool) or not isinstance(
         buffer_size, int) or buffer_size < 1:
@@ -80,6 +84,15 @@ class FeddleMethod:
     self._server_data = server_data
     self._buffer_size = buffer_size
     self._features_fn = features_fn
+    # Out-of-domain only: an in-domain batch for the gradient-alignment
+    # diagnostics (never used for the update).
+    if id_probe is not None:
+      if not config.out_of_domain:
+        raise ValueError('`id_probe` is a diagnostic of out-of-domain Feddle; '
+                         'in-domain Feddle searches on the probe\'s kind of '
+                         'data already.')
+      feddle.check_server_data(id_probe, model.input_spec)
+    self._id_probe = id_probe
     self.last_diagnostics: Optional[feddle.FeddleDiagnostics] = None
 
   def initial_state(self) -> FeddleState:
@@ -96,7 +109,8 @@ class FeddleMethod:
                        buffer[self._buffer_size:])
       new_weights, atlas, self.last_diagnostics = feddle.feddle_step(
           self._model, weights, atlas, [u.delta for u in batch],
-          self._server_data, self._config, features_fn=self._features_fn)
+          self._server_data, self._config, features_fn=self._features_fn,
+          id_probe=self._id_probe)
       weights = [np.asarray(w, dtype=old.dtype)
                  for w, old in zip(new_weights, weights)]
       merges += 1
@@ -160,6 +174,8 @@ def run_async(
     raise ValueError(f'`eval_every` must be an int >= 1, got {eval_every!r}.')
   weights = [np.asarray(w) for w in initial_weights]
   state = method.initial_state()
+  # A method that ignores client updates (Center) spares their training.
+  uses_updates = getattr(method, 'uses_client_updates', True)
   pending: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
   rows = [dict(round=0, train_loss=float('nan'), seconds=0.0,
                **evaluate_fn(weights))]
@@ -172,6 +188,8 @@ def run_async(
              if a.sampled_round == round_num}
     to_train = [c for c in sampled if c not in never]
     dropped += len(sampled) - len(to_train)
+    if not uses_updates:
+      to_train = []
     if to_train:
       result = client_training(
           tff.learning.models.ModelWeights(trainable=tuple(weights),
