@@ -105,11 +105,11 @@ class ReportTest(absltest.TestCase):
     self.assertEqual(lines[0], '| method | server data | Dir(0.1), N(5) | '
                      'Dir(0.1), N(20) |')
     self.assertEqual(lines[2], '| fedbuff | none | 40.0 ± 10.0 | '
-                     '10.0 ± 0.0 (1 seeds) |')
+                     '10.0 ± 0.0 (n = 1) |')
     self.assertEqual(lines[3], '| center * | in-domain | 30.0 ± 10.0 | '
                      '**30.0 ± 10.0** |')
     self.assertEqual(lines[4], '| feddle_id | in-domain | **60.0 ± 0.0** | '
-                     '5.0 ± 0.0 (1 seeds) |')
+                     '5.0 ± 0.0 (n = 1) |')
 
   def test_ranking_summary_says_where_the_paper_is_not_reproduced(self):
     lines = hybrid_async_lib.ranking_summary(self.rows, self.methods,

@@ -558,7 +558,7 @@ def format_table(rows: Sequence[RunRow], methods: Sequence[str],
       best = max(means[(m, setting)] for m in methods)
       cell = _cell(values)
       if len(values) != max(len(finals[(m, setting)]) for m in methods):
-        cell += f' ({len(values)} seeds)'
+        cell += f' (n = {len(values)})'
       cells.append(f'**{cell}**' if means[(method, setting)] == best
                    else cell)
     name = method + (' *' if method in DELAY_FREE else '')
@@ -896,8 +896,9 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
       '',
       'Final accuracy (%): best of the last 5 evaluations (every '
       f'{c.eval_every} rounds), mean ± std over seeds, as in the paper; best '
-      'of each column in bold. * no delays (synchronous, or no client '
-      'trains): the same runs stand in every delay column.',
+      'of each column in bold; (n = k): only k seeds finished. * no delays '
+      '(synchronous, or no client trains): the same runs stand in every '
+      'delay column.',
       '',
       result.table.rstrip('\n'),
       '',
