@@ -115,9 +115,9 @@ class ReportTest(absltest.TestCase):
     lines = hybrid_async_lib.ranking_summary(self.rows, self.methods,
                                              self.settings)
     self.assertEqual(lines[0], (
-        'Dir(0.1), N(5): best feddle_id (60.0%); feddle_id ranks 1 of 3; '
-        'above Center: feddle_id, fedbuff; paper\'s ranking (Feddle first) '
-        'reproduced.'))
+        'Dir(0.1), N(5): best feddle_id (60.0%); feddle_id ranks 1 of 3 '
+        '(+20.0 points vs fedbuff); above Center: feddle_id, fedbuff; '
+        'paper\'s ranking (Feddle first) reproduced.'))
     self.assertIn('feddle_id ranks 3 of 3', lines[1])
     self.assertIn('NOT reproduced', lines[1])
 

@@ -581,7 +581,12 @@ def ranking_summary(rows: Sequence[RunRow], methods: Sequence[str],
     parts = [f'best {order[0]} ({100 * means[order[0]]:.1f}%)']
     for m in FEDDLE_METHODS:
       if m in means:
-        parts.append(f'{m} ranks {order.index(m) + 1} of {len(order)}')
+        text = f'{m} ranks {order.index(m) + 1} of {len(order)}'
+        # FedBuff is Feddle's fallback: the search's own contribution.
+        if FEDBUFF in means:
+          text += (f' ({100 * (means[m] - means[FEDBUFF]):+.1f} points vs '
+                   'fedbuff)')
+        parts.append(text)
     if CENTER in means:
       above = [m for m in order if means[m] > means[CENTER]]
       parts.append('above Center: ' + (', '.join(above) or 'none'))
