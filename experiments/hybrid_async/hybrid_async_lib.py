@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 import json
 import math
 import os
+import textwrap
 from typing import Any, NamedTuple, Optional
 
 from absl import logging
@@ -631,6 +632,10 @@ def _setting_rows(rows, setting: Setting):
       or (r.method in DELAY_FREE and r.delay_std == 0.0))]
 
 
+# One color per method in every panel (tab10 has 10; METHODS has 12).
+_METHOD_COLORS = list(plt.get_cmap('tab10').colors) + ['black', 'gold']
+
+
 def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
          settings: Sequence[Setting], title: str) -> None:
   """Accuracy against rounds, mean over seeds, one panel per setting."""
@@ -648,6 +653,8 @@ def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
           by_round[r.round].append(r.accuracy)
       rounds = sorted(by_round)
       ax.plot(rounds, [np.mean(by_round[k]) for k in rounds], label=method,
+              color=_METHOD_COLORS[METHODS.index(method) % len(
+                  _METHOD_COLORS)],
               linestyle='--' if method in DELAY_FREE else '-')
     ax.set_title(setting.label, fontsize=9)
     ax.set_xlabel('round')
@@ -655,7 +662,7 @@ def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
   for ax in list(axes.flat)[len(settings):]:
     ax.axis('off')
   axes.flat[0].legend(fontsize=6, ncol=2)
-  fig.suptitle(title, fontsize=8, wrap=True)
+  fig.suptitle(textwrap.fill(title, 75 * columns), fontsize=8)
   fig.tight_layout()
   _save_figure(fig, path)
 
