@@ -122,6 +122,15 @@ class ReportTest(absltest.TestCase):
     self.assertIn('NOT reproduced', lines[1])
 
 
+  def test_paper_reference_table(self):
+    lib = hybrid_async_lib
+    table = lib.paper_table(['fedbuff', 'loadaboost'],
+                            [lib.Setting(0.1, 5.0), lib.Setting(0.2, 5.0)])
+    self.assertEqual(table.splitlines()[2:], ['| fedbuff | 33.2 | n/a |',
+                                              '| loadaboost | n/a | n/a |'])
+    self.assertIsNone(lib.paper_table(['fedbuff'], [lib.Setting(0.5, 1.0)]))
+
+
 class HybridAsyncBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_method(self):
