@@ -53,6 +53,7 @@ Conventions chosen here (the paper leaves them open):
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+import itertools
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -719,23 +720,19 @@ def fit_linear_head(body_features_fn: Callable[[tf.Tensor], tf.Tensor],
     grad_kernel, grad_bias = tape.gradient(loss, [kernel, bias])
     return kernel - lr * grad_kernel, bias - lr * grad_bias
 
-  # The body is frozen, so each batch's features are computed once: steps
-  # cycle through a list of batches many times (a Dataset yields new
-  # tensors each pass and is recomputed).
-  features_of = {}
+  def features_and_labels(batch):
+    x, labels = _split_batch(batch)
+    return tf.convert_to_tensor(body_features_fn(x)), labels
+
+  stream = map(features_and_labels, _cycle(server_data))
   batches = _iterable_batches(server_data)
-  batches = batches if isinstance(batches, list) else None
-  cycle = _cycle(server_data)
-  for t in range(steps):
-    key = t % len(batches) if batches else None
-    if key is None or key not in features_of:
-      x, labels = _split_batch(next(cycle))
-      value = (tf.convert_to_tensor(body_features_fn(x)), labels)
-      if key is not None:
-        features_of[key] = value
-    else:
-      value = features_of[key]
-    kernel, bias = step(kernel, bias, *value)
+  if isinstance(batches, list):
+    # The body is frozen: one pass of features serves every later pass (a
+    # Dataset may yield different batches each pass, so it is recomputed).
+    stream = itertools.cycle(
+        list(itertools.islice(stream, min(steps, len(batches)))))
+  for features, labels in itertools.islice(stream, steps):
+    kernel, bias = step(kernel, bias, features, labels)
   return LinearHead(kernel.numpy(), bias.numpy())
 
 
