@@ -14,14 +14,17 @@
 """Tests for `tff_mixed.asynchronous.hybrid_baselines` (seed 003 baselines).
 
 Oracles: hand-computed SGD steps on linear regression, the hand-computed
-HFCL weighted mean, and closed-form binary KL values and gradients for
-FedDF on logistic regression.
+HFCL weighted mean, closed-form binary KL values and gradients for FedDF on
+logistic regression, and, for FedDF on 3-class softmax regression, the
+teacher of Lin et al. 2020 (arXiv:2006.07242, eq. (1): softmax of the
+clients' averaged logits) and Adam with cosine annealing, both in numpy.
 """
 
 import math
 
 from absl.testing import absltest
 import numpy as np
+import tensorflow as tf
 
 import tff_mixed
 from tff_mixed.asynchronous import hybrid_baselines as hb
@@ -54,6 +57,46 @@ def _logistic(bias=0.0, kernel=(0.0, 0.0)):
 
 def _binary_kl(p, q):
   return p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
+
+
+class _SoftmaxRegression:
+  """Multiclass logits x @ kernel + bias, with FunctionalModel's interface.
+
+  The module duck-types its model argument; this one keeps the FedDF oracle
+  a few lines of numpy (`_np_logits`).
+  """
+
+  def __init__(self, dim: int, classes: int):
+    self.initial_weights = ((np.zeros([dim, classes], np.float32),
+                             np.zeros([classes], np.float32)), ())
+    self.input_spec = (tf.TensorSpec([None, dim], tf.float32),
+                       tf.TensorSpec([None], tf.int32))
+
+  def predict_on_batch(self, weights, x, training=True):
+    del training  # No dropout or batch statistics.
+    (kernel, bias), _ = weights
+    return tf.matmul(x, kernel) + bias
+
+  def loss(self, output, label, sample_weight=None):
+    del sample_weight
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        label, output))
+
+
+def _np_logits(weights, x):
+  kernel, bias = weights
+  return x.astype(np.float64) @ kernel.astype(np.float64) + bias
+
+
+def _np_softmax(z):
+  e = np.exp(z - z.max(axis=-1, keepdims=True))
+  return e / e.sum(axis=-1, keepdims=True)
+
+
+def _np_feddf_teacher(teachers, x, temperature):
+  """Lin et al. 2020 (arXiv:2006.07242), eq. (1): softmax of mean logits."""
+  mean_logits = np.mean([_np_logits(t, x) for t in teachers], axis=0)
+  return _np_softmax(mean_logits / temperature)
 
 
 class ServerSgdTest(absltest.TestCase):
@@ -171,21 +214,62 @@ class FedDfTest(absltest.TestCase):
     self.x = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0], [-1.0, 0.5]],
                       np.float32)
 
-  def test_kl_is_the_closed_form_and_averages_probabilities(self):
+  def test_kl_is_the_closed_form_and_averages_logits(self):
     student = _logistic(0.0)
     kl = hb.distillation_kl(self.model, student, [_logistic(math.log(3.0))],
                             self.x)
     self.assertAlmostEqual(kl, _binary_kl(0.75, 0.5), places=5)
-    # Teachers p = 0.75 and 0.5 average to 0.625 (averaged logits would
-    # give sigmoid(log(3) / 2) ~ 0.634).
+    # FedDF's teacher (arXiv:2006.07242, eq. (1)) is the softmax of the
+    # mean logit: logits log(3) and 0 give sigmoid(log(3) / 2) =
+    # sqrt(3) / (1 + sqrt(3)) ~ 0.634, not the mean probability 0.625.
     kl = hb.distillation_kl(self.model, student,
                             [_logistic(math.log(3.0)), _logistic(0.0)],
                             self.x)
-    self.assertAlmostEqual(kl, _binary_kl(0.625, 0.5), places=5)
+    p = math.sqrt(3.0) / (1.0 + math.sqrt(3.0))
+    self.assertAlmostEqual(kl, _binary_kl(p, 0.5), places=5)
     # Temperature 2 halves the teacher's logit.
     kl = hb.distillation_kl(self.model, student, [_logistic(math.log(9.0))],
                             self.x, temperature=2.0)
     self.assertAlmostEqual(kl, _binary_kl(0.75, 0.5), places=5)
+
+  def test_multiclass_teacher_is_the_softmax_of_the_mean_logits(self):
+    # Three fixed 3-class teachers, a fixed student, three inputs, T = 2;
+    # the oracle is eq. (1) of Lin et al. 2020 written out in numpy.
+    model = _SoftmaxRegression(dim=2, classes=3)
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, -1.0]], np.float32)
+    teachers = [
+        [np.array([[4.0, 0.0, -1.0], [0.0, 0.0, 3.0]], np.float32),
+         np.array([0.0, 1.0, 0.0], np.float32)],
+        [np.array([[-2.0, 5.0, 0.0], [1.0, -1.0, 0.0]], np.float32),
+         np.array([0.5, 0.0, 0.0], np.float32)],
+        [np.array([[0.0, 0.0, 6.0], [-3.0, 2.0, 0.0]], np.float32),
+         np.array([0.0, 0.0, -0.5], np.float32)],
+    ]
+    student = [np.array([[0.5, -0.5, 0.0], [0.0, 1.0, -1.0]], np.float32),
+               np.array([0.1, 0.0, -0.1], np.float32)]
+    temperature = 2.0
+    p_t = _np_feddf_teacher(teachers, x, temperature)
+    p_s = _np_softmax(_np_logits(student, x) / temperature)
+    want = float(np.mean(np.sum(p_t * (np.log(p_t) - np.log(p_s)), axis=1)))
+    got = hb.distillation_kl(model, student, teachers, x,
+                             temperature=temperature)
+    self.assertAlmostEqual(got, want, places=5)
+    # The fixed models are diverse enough that averaging probabilities
+    # instead would be caught: that teacher's KL differs clearly.
+    p_avg = np.mean([_np_softmax(_np_logits(t, x) / temperature)
+                     for t in teachers], axis=0)
+    other = float(np.mean(np.sum(p_avg * (np.log(p_avg) - np.log(p_s)),
+                                 axis=1)))
+    self.assertGreater(abs(other - want), 1e-2)
+    # One full-batch SGD step: dKL/dz = (p_S - p_T) / T per example.
+    got = hb.feddf_distill(model, student, teachers, x, steps=1,
+                           batch_size=3, learning_rate=0.5,
+                           temperature=temperature)
+    g = (p_s - p_t) / temperature / len(x)
+    np.testing.assert_allclose(got[0], student[0] - 0.5 * x.T @ g,
+                               atol=1e-5)
+    np.testing.assert_allclose(got[1], student[1] - 0.5 * g.sum(0),
+                               atol=1e-5)
 
   def test_one_step_is_the_hand_computed_gradient(self):
     got = hb.feddf_distill(self.model, _logistic(0.0),
@@ -195,6 +279,48 @@ class FedDfTest(absltest.TestCase):
     np.testing.assert_allclose(got[1], [0.25], atol=1e-6)
     np.testing.assert_allclose(got[0][:, 0], 0.25 * self.x.mean(0),
                                atol=1e-6)
+
+  def test_adam_with_cosine_annealing_is_the_hand_computed_adam(self):
+    # FedDF's server optimizer (arXiv:2006.07242, section 4.1): Adam with a
+    # cosine-annealed learning rate lr_j = lr (1 + cos(pi j / N)) / 2. The
+    # oracle replays N = 3 full-batch steps of textbook Adam in numpy.
+    model = _SoftmaxRegression(dim=2, classes=3)
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, -1.0]], np.float32)
+    teachers = [
+        [np.array([[2.0, 0.0, -1.0], [0.0, 1.0, 0.0]], np.float32),
+         np.array([0.0, 0.5, 0.0], np.float32)],
+        [np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 2.0]], np.float32),
+         np.array([0.0, 0.0, 0.5], np.float32)],
+    ]
+    student = [np.array([[0.5, -0.5, 0.0], [0.0, 1.0, -1.0]], np.float32),
+               np.array([0.1, 0.0, -0.1], np.float32)]
+    lr, steps, temperature = 0.1, 3, 1.5
+    p_t = _np_feddf_teacher(teachers, x, temperature)
+    w = [a.astype(np.float64) for a in student]
+    m = [np.zeros_like(a) for a in w]
+    v = [np.zeros_like(a) for a in w]
+    for j in range(steps):
+      g_z = (_np_softmax(_np_logits(w, x) / temperature) - p_t) / (
+          temperature * len(x))
+      grads = [x.T.astype(np.float64) @ g_z, g_z.sum(0)]
+      rate = lr * (1.0 + math.cos(math.pi * j / steps)) / 2.0
+      for i, g in enumerate(grads):
+        m[i] = 0.9 * m[i] + 0.1 * g
+        v[i] = 0.999 * v[i] + 0.001 * g * g
+        m_hat = m[i] / (1.0 - 0.9 ** (j + 1))
+        v_hat = v[i] / (1.0 - 0.999 ** (j + 1))
+        w[i] = w[i] - rate * m_hat / (np.sqrt(v_hat) + 1e-8)
+    got = hb.feddf_distill(model, student, teachers, x, steps=steps,
+                           batch_size=3, learning_rate=lr,
+                           temperature=temperature, optimizer='adam')
+    np.testing.assert_allclose(got[0], w[0], atol=1e-5)
+    np.testing.assert_allclose(got[1], w[1], atol=1e-5)
+    # Adam's first step moves every weight with a gradient by lr (m / sqrt(v)
+    # = sign(g)), unlike an SGD step of size lr * |g|.
+    first = hb.feddf_distill(model, student, teachers, x, steps=1,
+                             batch_size=3, learning_rate=lr,
+                             temperature=temperature, optimizer='adam')
+    np.testing.assert_allclose(np.abs(first[1] - student[1]), lr, rtol=1e-4)
 
   def test_teacher_equal_to_student_leaves_it_unchanged(self):
     model = tff_mixed.build_binary_classifier(2, hidden_units=(4,), seed=1)
@@ -231,6 +357,9 @@ class FedDfTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, '`steps`'):
       hb.feddf_distill(self.model, student, [student], self.x,
                        **{**args, 'steps': -2})
+    with self.assertRaisesRegex(ValueError, '`optimizer`.*momentum'):
+      hb.feddf_distill(self.model, student, [student], self.x,
+                       optimizer='momentum', **args)
     with self.assertRaisesRegex(ValueError, r'server_x.*\(4,\).*TensorSpec'):
       hb.feddf_distill(self.model, student, [student], np.ones(4), **args)
 

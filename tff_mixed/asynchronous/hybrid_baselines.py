@@ -36,14 +36,17 @@ ways of using the server's own data next to the clients' updates:
                                                          (`hfcl_merge`)
 
 * FedDF (Lin et al., "Ensemble Distillation for Robust Model Fusion in
-  Federated Learning", NeurIPS 2020): the merged model is the student and
-  the ensemble of client models the teacher; on the server's inputs x (in
-  domain, or out of domain: labels are never used) the student minimizes
+  Federated Learning", NeurIPS 2020, arXiv:2006.07242): the merged model is
+  the student and the ensemble of client models the teacher; on the
+  server's inputs x (in domain, or out of domain: labels are never used)
+  the student minimizes
 
-      KL(p_T || p_S),  p_T = (1/K) sum_k softmax(f(x; w_k) / T),
+      KL(p_T || p_S),  p_T = softmax((1/K) sum_k f(x; w_k) / T),
                        p_S = softmax(f(x; w) / T)        (`feddf_distill`)
 
-  by minibatch SGD.
+  by minibatch steps: the teacher averages the client models' logits
+  before the softmax (the paper's AVGLOGITS, Algorithm 1 line 9 and
+  eq. (1)), it does not average their probabilities.
 
 All four share one building block, minibatch SGD on the server data
 (`server_sgd`). The functions are plain TF/numpy on model weights (the
@@ -62,10 +65,17 @@ Conventions chosen here (the papers leave them open):
     the caller passes (their example counts, for HFCL's size-weighted
     average); stale client updates are merged as they are, since HFCL has no
     notion of staleness.
-  * FedDF's teacher averages the teachers' probabilities (not logits); a
-    model with a single output column is a binary classifier whose logit z
-    gives the two classes softmax([0, z]) = (1 - sigmoid(z), sigmoid(z)).
-    The KL is not rescaled by T^2 (the learning rate absorbs it).
+  * FedDF's eq. (1) has no temperature (T = 1, the default here); T > 1
+    divides the mean logit and the student's logits alike, and the KL is
+    not rescaled by T^2 (the learning rate absorbs it). A model with a
+    single output column is a binary classifier whose logit z gives the two
+    classes softmax([0, z]) = (1 - sigmoid(z), sigmoid(z)), so its teacher
+    is sigmoid(mean_k z_k / T).
+  * FedDF's server optimizer: `optimizer='sgd'` (default, like every other
+    baseline here) or `'adam'`, the paper's choice (section 4.1: Adam at
+    learning rate 1e-3 with cosine annealing, up to 1e4 steps of batch
+    128); the paper's early stopping on a labelled validation set is not
+    done (the server runs exactly `steps` steps).
   * The teachers predict with `training=False`; the student, like
     `server_sgd`, trains with `training=True`.
 """
@@ -209,18 +219,36 @@ def _batch_plan(num_examples: int, batch_size: int, steps: int,
   return order, np.stack([starts, ends], axis=1).astype(np.int64)
 
 
+SGD = 'sgd'
+ADAM = 'adam'
+_OPTIMIZERS = (SGD, ADAM)
+
+# Adam's constants: those of Kingma & Ba (2015), which are also PyTorch's
+# defaults, the optimizer FedDF's authors used.
+_ADAM_BETA1 = 0.9
+_ADAM_BETA2 = 0.999
+_ADAM_EPSILON = 1e-8
+
+
 def _run_sgd(batch_loss: Callable[[tuple[tf.Tensor, ...], Any], tf.Tensor],
              weights: tuple[np.ndarray, ...], data: Any, num_examples: int,
              *, steps: int, batch_size: int, learning_rate: float,
-             seed: int) -> list[np.ndarray]:
-  """`steps` SGD steps w <- w - lr * grad batch_loss(w, batch)."""
+             seed: int, optimizer: str = SGD) -> list[np.ndarray]:
+  """`steps` minibatch steps on batch_loss(w, batch).
+
+  `optimizer='sgd'`: w <- w - lr * g. `'adam'` (FedDF's server optimizer):
+  Adam (beta1 0.9, beta2 0.999, eps 1e-8, bias-corrected moments) whose
+  step size at step j = 0, ..., steps - 1 is the cosine-annealed
+  lr_j = lr * (1 + cos(pi j / steps)) / 2.
+  """
   order, bounds = _batch_plan(num_examples, batch_size, steps, seed)
+  use_adam = optimizer == ADAM
 
   # One graph for the whole loop: the batches are gathered in TF, so no
   # Python round trip (and no retracing for the smaller last batch) per step.
   @tf.function
   def run(trainable, data, order, bounds):
-    def body(i, trainable):
+    def body(i, trainable, m, v):
       index = order[bounds[i, 0]:bounds[i, 1]]
       batch = tf.nest.map_structure(lambda a: tf.gather(a, index), data)
       with tf.GradientTape() as tape:
@@ -230,13 +258,32 @@ def _run_sgd(batch_loss: Callable[[tuple[tf.Tensor, ...], Any], tf.Tensor],
       grads = tape.gradient(
           loss, trainable,
           unconnected_gradients=tf.UnconnectedGradients.ZERO)
-      return i + 1, tuple(
-          w - tf.cast(learning_rate, w.dtype) * g
-          for w, g in zip(trainable, grads))
+      if not use_adam:
+        return i + 1, tuple(
+            w - tf.cast(learning_rate, w.dtype) * g
+            for w, g in zip(trainable, grads)), m, v
+      t = tf.cast(i, tf.float64)
+      rate = learning_rate * 0.5 * (1.0 + tf.cos(np.pi * t / steps))
+      m = tuple(_ADAM_BETA1 * mi + (1.0 - _ADAM_BETA1) * g
+                for mi, g in zip(m, grads))
+      v = tuple(_ADAM_BETA2 * vi + (1.0 - _ADAM_BETA2) * tf.square(g)
+                for vi, g in zip(v, grads))
+      correction1 = 1.0 - tf.pow(tf.constant(_ADAM_BETA1, tf.float64), t + 1)
+      correction2 = 1.0 - tf.pow(tf.constant(_ADAM_BETA2, tf.float64), t + 1)
+      new = []
+      for w, mi, vi in zip(trainable, m, v):
+        dtype = w.dtype
+        m_hat = mi / tf.cast(correction1, dtype)
+        v_hat = vi / tf.cast(correction2, dtype)
+        new.append(w - tf.cast(rate, dtype) * m_hat
+                   / (tf.sqrt(v_hat) + tf.cast(_ADAM_EPSILON, dtype)))
+      return i + 1, tuple(new), m, v
 
-    _, trainable = tf.while_loop(
-        lambda i, _: i < tf.shape(bounds)[0], body,
-        (tf.constant(0), trainable))
+    # Adam's moments m and v (empty for SGD).
+    zeros = tuple(tf.zeros_like(w) for w in trainable) if use_adam else ()
+    _, trainable, _, _ = tf.while_loop(
+        lambda i, *_: i < tf.shape(bounds)[0], body,
+        (tf.constant(0), trainable, zeros, zeros))
     return trainable
 
   if steps == 0:
@@ -483,14 +530,18 @@ def _kl(teacher_probs: tf.Tensor, student_log_probs: tf.Tensor) -> tf.Tensor:
 def _ensemble_probs(model: Any, teachers: Sequence[tuple[np.ndarray, ...]],
                     x: Any, num_examples: int,
                     temperature: float) -> np.ndarray:
-  """p_T: the teachers' class probabilities averaged, `[n, classes]`."""
+  """p_T = softmax(mean_k f(x; w_k) / T), `[n, classes]` (float64).
+
+  FedDF's AVGLOGITS (arXiv:2006.07242, Algorithm 1 line 9, eq. (1)): the
+  teachers' logits are averaged, then one softmax is taken (not the mean
+  of the teachers' softmaxes, which differs wherever they disagree).
+  """
   non_trainable = tuple(model.initial_weights[1])
 
   @tf.function
-  def probs(trainable, x):
-    output = model.predict_on_batch((trainable, non_trainable), x,
-                                    training=False)
-    return tf.exp(_log_probs(output, temperature))
+  def logits(trainable, x):
+    return model.predict_on_batch((trainable, non_trainable), x,
+                                  training=False)
 
   total = None
   for teacher in teachers:
@@ -499,10 +550,11 @@ def _ensemble_probs(model: Any, teachers: Sequence[tuple[np.ndarray, ...]],
     for start in range(0, num_examples, _PREDICT_CHUNK):
       chunk = tf.nest.map_structure(
           lambda a, s=start: tf.convert_to_tensor(a[s:s + _PREDICT_CHUNK]), x)
-      chunks.append(probs(trainable, chunk).numpy().astype(np.float64))
-    p = np.concatenate(chunks, axis=0)
-    total = p if total is None else total + p
-  return total / len(teachers)
+      chunks.append(logits(trainable, chunk).numpy().astype(np.float64))
+    z = np.concatenate(chunks, axis=0)
+    total = z if total is None else total + z
+  mean_logits = tf.constant(total / len(teachers), tf.float64)
+  return np.exp(_log_probs(mean_logits, temperature).numpy())
 
 
 def _check_teachers(model: Any, teacher_weight_lists: Any
@@ -522,6 +574,8 @@ def distillation_kl(model: Any, student_weights: Weights,
                     teacher_weight_lists: Sequence[Weights], server_x: Any,
                     *, temperature: float = 1.0) -> float:
   """FedDF's objective KL(p_T || p_S) on all of `server_x` (a diagnostic).
+
+  p_T is the softmax of the teachers' averaged logits (see `feddf_distill`).
 
   The student predicts with `training=False` here, so the value is
   deterministic. Arguments and errors are those of `feddf_distill`.
@@ -547,22 +601,31 @@ def distillation_kl(model: Any, student_weights: Weights,
 def feddf_distill(model: Any, student_weights: Weights,
                   teacher_weight_lists: Sequence[Weights], server_x: Any,
                   *, steps: int, batch_size: int, learning_rate: float,
-                  temperature: float = 1.0,
-                  seed: int = 0) -> list[np.ndarray]:
+                  temperature: float = 1.0, seed: int = 0,
+                  optimizer: str = SGD) -> list[np.ndarray]:
   """FedDF: distills the client ensemble into the merged model.
 
-  The student starts from the merged model (FedAvg / FedBuff's
-  `strategy.apply`) and runs `steps` SGD steps on
+  Lin et al., "Ensemble Distillation for Robust Model Fusion in Federated
+  Learning" (NeurIPS 2020, arXiv:2006.07242), Algorithm 1 lines 7-10 and
+  eq. (1). The student starts from the merged model (the paper: the
+  size-weighted mean of the client models, Algorithm 1 line 6; here the
+  caller's merge, e.g. FedBuff's `strategy.apply`) and runs `steps` steps
+  on
 
       KL(p_T || p_S) = mean_x sum_c p_T,c (log p_T,c - log p_S,c),
-      p_T = (1/K) sum_k softmax(f(x; w_k) / T),  p_S = softmax(f(x; w) / T),
+      p_T = softmax((1/K) sum_k f(x; w_k) / T),  p_S = softmax(f(x; w) / T),
 
-  over minibatches of `server_x` (module convention for batches). Only
-  inputs are used, so the same call serves FedDF-ID (the server's in-domain
-  x) and FedDF-OOD (out-of-domain x, e.g. the paper's ImageNet subset).
-  Appendix D tunes the server learning rate in {1e-5, 1e-4, 1e-3} and
-  epochs in {1, 10, 20}. The teachers' probabilities are computed once, as
-  they do not change during distillation.
+  over minibatches of `server_x` (module convention for batches): the
+  teacher is the softmax of the clients' averaged logits (AVGLOGITS), not
+  the average of their probabilities. Only inputs are used, so the same
+  call serves FedDF-ID (the server's in-domain x) and FedDF-OOD
+  (out-of-domain x, e.g. the paper's ImageNet subset). The guided merging
+  paper (seed 003, appendix D) tunes the server learning rate in {1e-5,
+  1e-4, 1e-3} and epochs in {1, 10, 20}; FedDF's own paper (section 4.1)
+  distills with Adam at 1e-3, cosine annealed (`optimizer='adam'`), for up
+  to 1e4 steps of 128 inputs with early stopping on validation accuracy
+  (not done here). The teacher is computed once, as it does not change
+  during distillation.
 
   Args:
     model: A `tff.learning.models.FunctionalModel` whose outputs are logits
@@ -571,11 +634,14 @@ def feddf_distill(model: Any, student_weights: Weights,
     teacher_weight_lists: The K >= 1 client models (see
       `models_from_deltas`).
     server_x: Server inputs matching the model's x input spec.
-    steps: Number of SGD steps (>= 0).
+    steps: Number of steps (>= 0).
     batch_size: Examples per batch (>= 1).
-    learning_rate: The SGD step size (> 0).
-    temperature: The softmax temperature T (> 0).
+    learning_rate: The step size (> 0; with 'adam', the initial one).
+    temperature: The softmax temperature T (> 0; the paper's eq. (1): 1).
     seed: Seeds the batch order.
+    optimizer: 'sgd' (plain steps, like the other baselines) or 'adam'
+      (the paper's: Adam with its learning rate cosine annealed from
+      `learning_rate` towards 0 over `steps`; see `_run_sgd`).
 
   Returns:
     The distilled weights, a new list of numpy arrays with the model's
@@ -584,14 +650,17 @@ def feddf_distill(model: Any, student_weights: Weights,
   Raises:
     TypeError: If `model` lacks FunctionalModel's interface or a weights
       argument is not a sequence.
-    ValueError: If an argument is out of range, the teacher list is empty,
-      weight shapes differ from the model's, or `server_x` does not match
-      the model's x input spec.
+    ValueError: If an argument is out of range, `optimizer` is unknown, the
+      teacher list is empty, weight shapes differ from the model's, or
+      `server_x` does not match the model's x input spec.
   """
   _check_model(model)
   steps, batch_size, learning_rate, seed = _check_sgd_args(
       steps, batch_size, learning_rate, seed)
   temperature = checks.check_float('temperature', temperature, 0.0, strict=True)
+  if optimizer not in _OPTIMIZERS:
+    raise ValueError(f'`optimizer` must be one of {_OPTIMIZERS}, got '
+                     f'{optimizer!r}.')
   student = _model_weights(model, student_weights, 'student_weights')
   teachers = _check_teachers(model, teacher_weight_lists)
   x, num_examples = _server_data(model, server_x, None)
@@ -611,4 +680,5 @@ def feddf_distill(model: Any, student_weights: Weights,
   return _run_sgd(batch_loss, student,
                   (x, teacher_probs.astype(dtype)), num_examples,
                   steps=steps, batch_size=batch_size,
-                  learning_rate=learning_rate, seed=seed)
+                  learning_rate=learning_rate, seed=seed,
+                  optimizer=optimizer)
