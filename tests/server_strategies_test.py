@@ -222,6 +222,105 @@ class CA2FLTest(parameterized.TestCase):
     np.testing.assert_allclose(x_ca2fl[0], [2.4, 1.0, 1.7])
 
 
+class FLSimEquivalenceTest(absltest.TestCase):
+  """Equivalences stated by FLSim's FedBuff tests, on our strategies.
+
+  Source: repository facebookresearch/FLSim, flsim/trainers/tests/
+  test_fedbuff.py (`test_async_hybrid_same_sync_every_client`: FedBuff with
+  buffer size 1 equals asynchronous SGD with the same server learning rate
+  and weights; `test_sync_hybrid_same_sgd`: FedBuff whose clients all start
+  from one model equals one synchronous FedAvg round when FedBuff's server
+  learning rate is the synchronous one divided by the buffer size), with the
+  server steps of flsim/optimizers/async_aggregators.py: its FedBuff
+  (`HybridAggregator`) steps along the weighted SUM of the buffered deltas,
+  its asynchronous aggregator along one delta times its weight, by default
+  applied to the current model ('fed_buff_aggregation'), optionally as
+  x - lr w (x - client model) ('fed_async_aggregation').
+
+  Conventions here: our FedBuff steps along the MEAN,
+  x + eta (1/M) sum_j w(tau_j) delta_j, as the FedBuff update is stated in
+  the guided merging paper (seed 003, appendix, eta_g / M times the sum of
+  the buffered updates), so FLSim's learning rate is ours / M. Our FedAsync
+  is Xie et al. 2019, Algorithm 1 (slides, seed 004): it mixes the client
+  MODEL in, x <- (1 - alpha_t) x + alpha_t (base + delta), FLSim's
+  'fed_async_aggregation' direction with lr w = alpha_t. It equals
+  FedBuff(M = 1) with eta = alpha, s = w, only while each client's base is
+  the server model its update meets; otherwise the two differ by exactly
+  alpha_t (base - x). (FLSim also divides its staleness weight by its value
+  at an `avg_staleness`, 1 by default; ours is not normalized.)
+  """
+
+  def _sequential_updates(self):
+    # (delta, staleness) of four clients, 3 weights each.
+    return [(np.array([1.0, -2.0, 0.5]), 0), (np.array([0.0, 3.0, -1.0]), 3),
+            (np.array([-4.0, 1.0, 2.0]), 1), (np.array([2.0, 2.0, 2.0]), 8)]
+
+  def test_fedbuff_of_one_is_fedasync_when_clients_start_from_the_server(
+      self):
+    eta, p = 0.4, 0.5
+    fedbuff = strategies.FedBuff(learning_rate=eta, buffer_size=1,
+                                 staleness_exponent=p)
+    fedasync = strategies.FedAsync(
+        alpha=eta, staleness_fn=strategies.polynomial_staleness(p))
+    x0 = np.array([0.5, -1.0, 2.0])
+    buff_state, buff_x = fedbuff.initial_state(), [x0]
+    async_state, async_x = fedasync.initial_state(), [x0]
+    want = x0.copy()
+    for i, (delta, tau) in enumerate(self._sequential_updates()):
+      # Each client trained from the model its update meets (FLSim: training
+      # rate >> training duration), here tagged with a staleness for the
+      # weights' sake.
+      update = ClientUpdate(i, [delta], tau, base=[async_x[0].copy()])
+      buff_state, buff_x = fedbuff.apply(buff_state, buff_x, [update])
+      async_state, async_x = fedasync.apply(async_state, async_x, [update])
+      want = want + eta * (1.0 + tau) ** (-p) * delta
+      np.testing.assert_allclose(buff_x[0], async_x[0], atol=1e-12)
+    np.testing.assert_allclose(buff_x[0], want, atol=1e-12)
+    self.assertEqual(buff_state.num_updates, async_state.num_updates)
+
+  def test_fedasync_mixes_the_client_model_where_fedbuff_applies_delta(self):
+    # A stale client: it trained from `base`, the server has since moved to
+    # x. FLSim's default asynchronous step (and FedBuff, M = 1) gives
+    # x + a delta; FedAsync (Xie et al.) gives (1 - a) x + a (base + delta).
+    a = 0.5 * 4.0 ** -0.5  # alpha 0.5, staleness 3, s = (3 + 1)^(-1/2)
+    x = np.array([1.0, 2.0])
+    base = np.array([0.0, -2.0])
+    delta = np.array([2.0, 4.0])
+    update = ClientUpdate(0, [delta], 3, base=[base])
+    fedasync = strategies.FedAsync(alpha=0.5)
+    fedbuff = strategies.FedBuff(learning_rate=0.5, buffer_size=1,
+                                 staleness_exponent=0.5)
+    _, mixed = fedasync.apply(fedasync.initial_state(), [x], [update])
+    _, stepped = fedbuff.apply(fedbuff.initial_state(), [x], [update])
+    np.testing.assert_allclose(stepped[0], x + a * delta)
+    np.testing.assert_allclose(mixed[0], (1 - a) * x + a * (base + delta))
+    np.testing.assert_allclose(mixed[0] - stepped[0], a * (base - x))
+    self.assertGreater(np.abs(mixed[0] - stepped[0]).min(), 0.1)
+
+  def test_fedbuff_of_clients_from_one_model_is_one_fedavg_round(self):
+    # M = 4 clients all trained from x0 (no staleness) and arrive over two
+    # rounds. FedAvg (McMahan et al., equal weights) with server learning
+    # rate g: x0 + g mean_j delta_j; g = 1 is the mean of the client models.
+    # FLSim's FedBuff reaches it with learning rate g / M on the sum.
+    x0 = np.array([0.5, -1.0, 2.0])
+    deltas = [d for d, _ in self._sequential_updates()]
+    for g in (1.0, 0.3):
+      fedbuff = strategies.FedBuff(learning_rate=g, buffer_size=4)
+      state = fedbuff.initial_state()
+      updates = [ClientUpdate(i, [d], 0) for i, d in enumerate(deltas)]
+      state, x = fedbuff.apply(state, [x0], updates[:1])
+      np.testing.assert_array_equal(x[0], x0)  # Buffered, no step yet.
+      state, x = fedbuff.apply(state, x, updates[1:])
+      fedavg = x0 + g * np.mean(deltas, axis=0)
+      np.testing.assert_allclose(x[0], fedavg, atol=1e-12)
+      flsim_convention = x0 + (g / len(deltas)) * np.sum(deltas, axis=0)
+      np.testing.assert_allclose(x[0], flsim_convention, atol=1e-12)
+      self.assertEqual(state.num_updates, 1)
+      if g == 1.0:
+        np.testing.assert_allclose(
+            x[0], np.mean([x0 + d for d in deltas], axis=0), atol=1e-12)
+
+
 class ValidationTest(parameterized.TestCase):
 
   @parameterized.named_parameters(

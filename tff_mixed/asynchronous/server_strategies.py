@@ -49,7 +49,13 @@ arrival (`schedule.Arrival.staleness`).
       x <- x + eta_g * (1/M) sum_{j in buffer} w(tau_j) delta_j
 
   and empties it, w(tau) = (1 + tau)^(-p) (p = `staleness_exponent`,
-  default 0: the plain mean).
+  default 0: the plain mean). The step is along the mean, as the guided
+  merging paper states FedBuff (seed 003, appendix: eta_g / M times the sum
+  of the buffered updates); FLSim's FedBuff steps along the sum, so its
+  server learning rate is eta_g / M. With M = 1 and every client starting
+  from the current model, FedBuff is FedAsync with alpha = eta_g and
+  s = w; with M clients from one model it is one FedAvg round with server
+  learning rate eta_g (tests/server_strategies_test.py, FLSim equivalences).
 * CA2FL (Wang et al., "Tackling the Data Heterogeneity in Asynchronous
   Federated Learning with Cached Update Calibration", ICLR 2024, Algorithm
   1): the server caches the latest update h_i of every client (h_i = 0 before
