@@ -132,6 +132,8 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/hybrid_async',
 _RESULTS_MARKDOWN = flags.DEFINE_string(
     'results_markdown', '', 'If set, also write this run\'s section of a '
     'Markdown report, e.g. RESULTS.md.')
+_RESULTS_SECTION, _RESULTS_NOTE = (
+    label_imbalance_lib.define_results_section_flags(RESULTS_SECTION))
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,12 +217,13 @@ def main(argv: Sequence[str]) -> None:
   print(result.table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:
     label_imbalance_lib.write_results_section(
-        _RESULTS_MARKDOWN.value, RESULTS_SECTION,
+        _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
         _LIB.results_markdown(
             result, 'python -m experiments.hybrid_async.hybrid_async_main '
             + ' '.join(sys.argv[1:]),
             label_imbalance_lib.machine_description(),
-            label_imbalance_lib.utc_now()))
+            label_imbalance_lib.utc_now()),
+        note=_RESULTS_NOTE.value)
   for kind, path in result.files.items():
     logging.info('Wrote %s: %s', kind, path)
 

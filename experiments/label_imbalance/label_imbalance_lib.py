@@ -39,9 +39,11 @@ import json
 import math
 import os
 import platform
+import re
 import time
 from typing import Any, NamedTuple, Optional, Union
 
+from absl import flags
 from absl import logging
 import matplotlib
 matplotlib.use('Agg')  # Headless: no display on CI machines or laptops' ssh.
@@ -849,9 +851,40 @@ def machine_description() -> str:
           f'{tff.__version__}')
 
 
-def write_results_section(path: str, section: str, markdown: str) -> None:
-  """Replaces (or appends) one generated section of RESULTS.md."""
+def write_results_section(path: str, section: str, markdown: str,
+                          note: str = '') -> None:
+  """Replaces (or appends) one generated section of RESULTS.md.
+
+  Args:
+    path: The Markdown file.
+    section: The section's name (its BEGIN/END markers).
+    markdown: The section's text; its first line is its heading.
+    note: Optional paragraph placed under the heading, e.g. why a run of a
+      few scenarios has a section of its own (`--results_note`).
+  """
+  if note:
+    heading, _, rest = markdown.partition('\n')
+    markdown = f'{heading}\n\n{note.strip()}\n{rest}'
   tff_mixed.write_markdown_section(path, section, markdown, title='Results')
+
+
+def define_results_section_flags(default_section: str):
+  """`--results_section` and `--results_note` of an experiment binary.
+
+  A run of some scenarios (say, those a fix changed) can then write a
+  section of its own instead of replacing the whole experiment's section.
+  Returns the two flag holders.
+  """
+  section = flags.DEFINE_string(
+      'results_section', default_section, 'Name of the generated section '
+      'of --results_markdown this run writes (one word).')
+  note = flags.DEFINE_string(
+      'results_note', '', 'Optional paragraph written under the section '
+      'heading (e.g. which rows of another section this run supersedes).')
+  flags.register_validator(
+      'results_section', lambda name: re.fullmatch(r'\w+', name) is not None,
+      message='--results_section must be one word (letters, digits, _).')
+  return section, note
 
 
 def outcome_lines(result: ComparisonResult) -> list[str]:

@@ -127,6 +127,8 @@ _DATA_NOTE = flags.DEFINE_string(
 _RESULTS_MARKDOWN = flags.DEFINE_string(
     'results_markdown', '', 'If set, also write this run\'s section of a '
     'Markdown report, e.g. RESULTS.md.')
+_RESULTS_SECTION, _RESULTS_NOTE = (
+    label_imbalance_lib.define_results_section_flags(RESULTS_SECTION))
 
 
 def _central_texts():
@@ -195,12 +197,13 @@ def main(argv: Sequence[str]) -> None:
   print(result.table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:
     label_imbalance_lib.write_results_section(
-        _RESULTS_MARKDOWN.value, RESULTS_SECTION,
+        _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
         _LIB.results_markdown(
             result, 'python -m experiments.stackoverflow_wikipedia.'
             'stackoverflow_wikipedia_main ' + ' '.join(sys.argv[1:]),
             label_imbalance_lib.machine_description(),
-            label_imbalance_lib.utc_now()))
+            label_imbalance_lib.utc_now()),
+        note=_RESULTS_NOTE.value)
   for kind, path in result.files.items():
     logging.info('Wrote %s: %s', kind, path)
 
