@@ -102,7 +102,9 @@ def build_parallel_training(
       client only its rows of the embedding table (and of g~_c) with
       `tff.federated_select`, and scatter its row updates back, instead of
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
-      Opt-in: clients then also upload their gradient at x^(t).
+      The server then learns which rows each client needs (its
+      `federated_select` keys); updates still arrive only aggregated. Not
+      combinable with `with_diagnostics`.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.

@@ -51,7 +51,9 @@ class ClientOutput(NamedTuple):
       non-finite.
     metrics: The model's unfinalized metrics state (reset if non-finite).
     probe_gradient: Opt-in diagnostic: the local loss gradient at x^(t) on
-      the first local batch (the g_i(x^(t)) of the paper's eq. 7), or `()`.
+      the first local batch (the g_i(x^(t)) of the paper's eq. 7), or `()`:
+      the first step's gradient before any augmenting term, zeros for a
+      client without data.
   """
 
   update: Any
@@ -148,24 +150,24 @@ def build_client_update_fn(
     options.autotune.enabled = False
     dataset = dataset.with_options(options)
 
-    if with_probe_gradient:
-      zeros = tuple(tf.zeros_like(w) for w in initial_trainable)
-      probe_gradient = dataset.take(1).reduce(
-          zeros,
-          lambda _, batch: tuple(
-              _batch_gradient(model, (initial_trainable, non_trainable),
-                              batch)[2]))
-    else:
-      probe_gradient = ()
-
     trainable_specs = tuple(
         tf.TensorSpec.from_tensor(w) for w in initial_trainable)
 
     def reduce_fn(state, batch):
-      trainable, optimizer_state, metrics_state, num_examples = state
+      (trainable, optimizer_state, metrics_state, num_examples, step,
+       probe_gradient) = state
       output, loss, gradients = _batch_gradient(
           model, (trainable, non_trainable), batch)
       gradients = tuple(gradients)
+      if with_probe_gradient:
+        # The first step's gradient is taken at x^(t): it is g_i(x^(t)) on
+        # the first batch trained on. Taking it from the training pass,
+        # not from a pass of its own, keeps the diagnostic from changing
+        # what is trained: a reshuffling dataset gives each pass its own
+        # order.
+        first = tf.equal(step, 0)
+        probe_gradient = tuple(
+            tf.where(first, g, p) for g, p in zip(gradients, probe_gradient))
       if use_augmenting_gradient:
         gradients = tuple(
             federated_weight * g + central_weight * a
@@ -180,16 +182,21 @@ def build_client_update_fn(
           batch_output=tff.learning.models.BatchOutput(
               loss=loss, predictions=output, num_examples=batch_num_examples),
           labels=y)
-      return tuple(trainable), optimizer_state, metrics_state, num_examples
+      return (tuple(trainable), optimizer_state, metrics_state, num_examples,
+              step + 1, probe_gradient)
 
     initial_state = (
         initial_trainable,
         optimizer.initialize(trainable_specs),
         model.initialize_metrics_state(),
         tf.constant(0, tf.int64),
+        tf.constant(0, tf.int64),
+        # Zeros for a client without data.
+        tuple(tf.zeros_like(w) for w in initial_trainable)
+        if with_probe_gradient else (),
     )
-    trainable, _, metrics_state, num_examples = dataset.reduce(
-        initial_state, reduce_fn)
+    trainable, _, metrics_state, num_examples, _, probe_gradient = (
+        dataset.reduce(initial_state, reduce_fn))
     update = tuple(
         tf.subtract(a, b) for a, b in zip(initial_trainable, trainable))
     update, has_non_finite = _zero_all_if_any_non_finite(update)
