@@ -69,6 +69,7 @@ def assemble(
                                   require_positive_federated=two_way)
   validation.check_positive_int('client_steps', client_steps, allow_none=True)
   validation.check_client_weighting(client_weighting)
+  requested_aggregator = model_aggregator
   if model_aggregator is None:
     model_aggregator = tff.aggregators.MeanFactory()
   model_aggregator = validation.weighted_aggregator(model_aggregator)
@@ -104,10 +105,7 @@ def assemble(
     if with_diagnostics or transfer_examples > 0:
       raise ValueError('`embedding_selection` does not support '
                        '`with_diagnostics` or transferred examples.')
-    if not isinstance(model_aggregator, tff.aggregators.MeanFactory):
-      # The scatter-back is a weighted mean by construction.
-      raise ValueError('`embedding_selection` aggregates updates with its own '
-                       'sparse weighted mean; leave `model_aggregator` unset.')
+    validation.check_no_selection_aggregator(requested_aggregator)
 
   client_learning_rate = None
   if two_way:

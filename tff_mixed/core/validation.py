@@ -197,6 +197,31 @@ def weighted_aggregator(model_aggregator: Any):
       f'{type(model_aggregator).__name__}.')
 
 
+def check_no_selection_aggregator(model_aggregator: Any) -> None:
+  """Refuses any `model_aggregator` next to an `EmbeddingSelection`.
+
+  With `federated_select`, clients upload only their selected rows, and the
+  sparse scatter-back `federated_aggregate` (`embedding_select.py`) adds them
+  into the table at each client's row ids; it takes the place of the model
+  aggregator, so an aggregator passed here would be silently ignored (even a
+  `MeanFactory` whose sums are secure). A secure sum adds only dense tensors
+  of one shape, so it cannot take rows that arrive with their keys.
+  """
+  if model_aggregator is None:
+    return
+  raise ValueError(
+      '`model_aggregator` must be left unset with `embedding_selection`: the '
+      'selected rows come back through a sparse scatter-back '
+      '`tff.federated_aggregate` keyed by each client\'s row ids, which takes '
+      'the place of any model aggregator. Secure aggregation (e.g. '
+      '`tff.learning.secure_aggregator`, `tff.aggregators.SecureSumFactory`) '
+      'cannot be applied to it: a secure sum adds only dense tensors, so '
+      'clients would have to reveal their row keys or upload the whole table, '
+      'which `federated_select` exists to avoid. To aggregate with this '
+      'aggregator, set `embedding_selection=None` (the table is then '
+      f'broadcast and uploaded whole); got {type(model_aggregator).__name__}.')
+
+
 def check_client_weighting(client_weighting: Any) -> None:
   if not isinstance(client_weighting, tff.learning.ClientWeighting):
     raise TypeError('`client_weighting` must be a `tff.learning.ClientWeighting`'
