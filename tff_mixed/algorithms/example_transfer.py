@@ -15,9 +15,14 @@
 
 Example Transfer: arXiv:2111.12150 ("Jointly Learning from Decentralized
 (Federated) and Centralized Data to Mitigate Distribution Shift"),
-Algorithm 3. FedAvg with shared data: Zhao et al., "Federated Learning with
-Non-IID Data", arXiv:1806.00582 (warm-up on a shared set G, then an
-alpha-fraction of G on every client; beta = |G| / |D|).
+Algorithm 3: every client of every round gets its own fresh sample of central
+examples. FedAvg with shared data: Zhao et al., "Federated Learning with
+Non-IID Data", arXiv:1806.00582 (warm-up on a shared set G, then each client
+gets its own random alpha-portion of G, once; beta = |G| / |D|).
+
+Both send each client only its own examples, by `tff.federated_select` with
+indices the client draws from a fingerprint of its data, the seed and (Example
+Transfer) the round (`tff_mixed/core/transfer_select.py`).
 
 Both need the central examples themselves on clients, which real FL
 deployments usually forbid; they are here as reference points.
@@ -59,12 +64,17 @@ def build_example_transfer(
       <state=MixedFLState@SERVER, metrics=M@SERVER>)`
   *   `get_model_weights`, `set_model_weights`, `get_hparams`, `set_hparams`.
 
-  Each round the server samples `examples_per_client` fresh central examples
-  (reproducibly from `seed` and the round) and broadcasts them with x^(t).
-  Each client unbatches its data, merges in the central examples, shuffles,
-  re-batches with `client_batch_size` and trains as in FedAvg; the server
-  applies SERVEROPTIMIZER to the weighted mean update. The paper samples per
-  client; a TFF broadcast sends every client of a round the same sample.
+  Each round every client gets its own `examples_per_client` central examples,
+  drawn without replacement afresh for that client and round (Algorithm 3,
+  line 3). In a simulation clients have no id, so the draw is seeded by a
+  fingerprint of the client's examples, `seed` and the round number (which the
+  state holds, so a resumed run draws the same examples); two clients with
+  identical data therefore get the same examples. The client sends the drawn
+  indices to `tff.federated_select`, which delivers only those examples (the
+  download is x^(t) plus `examples_per_client` examples). Each client
+  unbatches its data, merges in its central examples, shuffles (seeded per
+  client and round), re-batches with `client_batch_size` and trains as in
+  FedAvg; the server applies SERVEROPTIMIZER to the weighted mean update.
 
   Args:
     model: A `tff.learning.models.FunctionalModel`.
@@ -72,7 +82,8 @@ def build_example_transfer(
       (`tff_mixed.central_data_objective`) in the model's input structure.
     client_optimizer: CLIENTOPTIMIZER.
     server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1.
-    examples_per_client: Central examples sent to each client per round.
+    examples_per_client: Central examples sent to each client per round (all
+      of them if the central set is smaller).
     client_batch_size: Local batch size of the merged data.
     client_steps: K exact local steps, or `None` for one pass over the merged
       data.
@@ -80,7 +91,7 @@ def build_example_transfer(
     model_aggregator: A `tff.aggregators.WeightedAggregationFactory`, or an
       unweighted one such as `tff.learning.dp_aggregator` (DP-FedAvg).
     metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
-    seed: Seeds the central sample and the shuffle.
+    seed: Seeds each client's central sample and shuffle.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -135,11 +146,17 @@ def build_fedavg_with_shared_data(
   Type signatures as in `build_example_transfer`.
 
   A shared set G of `round(beta * num_client_examples)` central examples is
-  drawn once (seeded). The initial model is warmed up with `warmup_steps`
-  SGD steps on G. Every round every client receives the same fixed random
-  `round(alpha * |G|)` examples of G, merged into its data as in Example
-  Transfer (in a simulation without client state, re-sending a fixed subset
-  each round is the same as giving it to clients once).
+  drawn once (seeded, `shared_set_indices`). The initial model is warmed up
+  with `warmup_steps` SGD steps on G. Each client has its own random
+  `max(1, round(alpha * |G|))` examples of G, fixed for the whole run: Zhao et
+  al. (section 4, figure 6) distribute "a random alpha portion of G" to each
+  client once, with the warm-up model. The portion is drawn, as in
+  `build_example_transfer`, from a fingerprint of the client's data and
+  `seed` (not the round), so the same client gets the same portion every
+  round and after a resume, and two clients with identical data get the same
+  portion. Simulated clients keep no state between rounds, so the portion is
+  re-sent each round with `tff.federated_select` (only those examples), and
+  merged into the client's data as in Example Transfer.
 
   Args:
     model: A `tff.learning.models.FunctionalModel`.
@@ -147,7 +164,7 @@ def build_fedavg_with_shared_data(
     client_optimizer: CLIENTOPTIMIZER.
     server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1.
     beta: |G| / |D|, the size of the shared set relative to all client data.
-    alpha: Fraction of G given to every client, in (0, 1].
+    alpha: Fraction of G given to each client, in (0, 1].
     num_client_examples: |D|, the total number of client examples.
     client_batch_size: Local batch size of the merged data.
     warmup_steps: SGD steps on G for the initial model (0: no warm-up).
@@ -158,7 +175,8 @@ def build_fedavg_with_shared_data(
     model_aggregator: A `tff.aggregators.WeightedAggregationFactory`, or an
       unweighted one such as `tff.learning.dp_aggregator` (DP-FedAvg).
     metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
-    seed: Seeds G, its client subset, the warm-up batches and the shuffle.
+    seed: Seeds G, each client's portion, the warm-up batches and the
+      shuffles.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -185,8 +203,7 @@ def build_fedavg_with_shared_data(
         f'{shared_size} shared examples, but it must be between 1 and the '
         f'{available} central examples available.')
   per_client = max(1, int(round(alpha * shared_size)))
-  rng = np.random.default_rng(seed)
-  indices = np.sort(rng.choice(available, size=shared_size, replace=False))
+  indices = shared_set_indices(available, shared_size, seed)
   shared = central_lib.central_data_objective(
       tf.nest.map_structure(lambda a: a[indices], central_objective.data),
       loss_fn=central_objective.loss_fn,
@@ -220,3 +237,14 @@ def build_fedavg_with_shared_data(
       transfer_batch_size=client_batch_size,
       initial_trainable_fn=warmup if warmup_steps > 0 else None,
   )
+
+
+def shared_set_indices(num_central: int, shared_size: int,
+                       seed: int) -> np.ndarray:
+  """The indices (into the central data) of the shared set G, sorted.
+
+  A uniform sample without replacement of `shared_size` of `num_central`
+  indices, from numpy's generator seeded by `seed`.
+  """
+  rng = np.random.default_rng(seed)
+  return np.sort(rng.choice(num_central, size=shared_size, replace=False))

@@ -22,7 +22,8 @@ Algorithms 3-4):
 * Gradient Transfer (1-way and 2-way): every local step uses the gradient of
   the mixed loss, `w_f * g_i + w_c * g~_c`, where `g~_c` is the central
   gradient the server broadcast this round.
-* Example Transfer: central examples broadcast this round are merged and
+* Example Transfer (and FedAvg with shared data): the client's own central
+  examples, selected for it this round (`transfer_select.py`), are merged and
   shuffled into the local examples before batching.
 * Parallel Training: plain FedAvg local training.
 
@@ -37,6 +38,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective
+from tff_mixed.core import transfer_select
 
 
 class ClientOutput(NamedTuple):
@@ -99,7 +101,6 @@ def build_client_update_fn(
     central_weight: float,
     use_augmenting_gradient: bool,
     transfer_batch_size: Optional[int],
-    seed: int,
     with_probe_gradient: bool,
 ):
   """Builds the `tf.function` run on every client.
@@ -116,29 +117,30 @@ def build_client_update_fn(
     use_augmenting_gradient: Whether local steps add `w_c * g~_c`.
     transfer_batch_size: For Example Transfer, the local batch size used after
       merging central examples into the (unbatched) client data; else `None`.
-    seed: Seeds the shuffle of merged examples (with the round number).
     with_probe_gradient: Whether to also return g_i(x^(t)) (diagnostics).
 
   Returns:
     A `tf.function` `(optimizer, initial_weights, dataset, augmenting_gradient,
-    transferred_examples, round_num) -> ClientOutput`.
+    transferred_examples, shuffle_seed) -> ClientOutput`, where
+    `transferred_examples` is a `tf.data.Dataset` of single central examples
+    (unbatched, like `dataset.unbatch()`) and `shuffle_seed` an int64 scalar
+    that seeds their shuffle with the local data; both are ignored (pass `()`
+    and 0) without Example Transfer.
   """
 
   @tf.function
   def client_update(optimizer, initial_weights, dataset, augmenting_gradient,
-                    transferred_examples, round_num):
+                    transferred_examples, shuffle_seed):
     initial_trainable, non_trainable = initial_weights
     initial_trainable = tuple(initial_trainable)
     non_trainable = tuple(non_trainable)
     if transfer_batch_size is not None:
       # Example Transfer: merge central examples into the local data and
       # shuffle them together, so that local batches mix both sources.
-      transferred = tf.data.Dataset.from_tensor_slices(transferred_examples)
-      merged = dataset.unbatch().concatenate(transferred)
-      shuffle_seed = (tf.cast(round_num, tf.int64) * 7919
-                      + tf.constant(seed, tf.int64))
+      merged = dataset.unbatch().concatenate(transferred_examples)
       dataset = merged.shuffle(
-          buffer_size=100_000, seed=shuffle_seed,
+          buffer_size=transfer_select.SHUFFLE_BUFFER_SIZE,
+          seed=tf.cast(shuffle_seed, tf.int64),
           reshuffle_each_iteration=False).batch(transfer_batch_size)
     if num_steps is not None:
       dataset = dataset.repeat().take(num_steps)

@@ -21,8 +21,9 @@ computations. Each round (arXiv:2205.13655, Algorithms 1-2):
 ```
   x^(t)@SERVER --(optional: g~_c = grad f_c(x^(t)), federated_map)---------+
       |                                                                     |
-  federated_broadcast(<x^(t), [g~_c], [central examples], [t]>)             |
-      |                                                                     |
+  federated_broadcast(<x^(t), [g~_c]>)                                      |
+      |      [Example Transfer: each client's own central examples,         |
+      |       federated_select(keys drawn on the client, central set)]      |
   federated_map(client_update) over {D*}@CLIENTS                            |
       |                                                                     |
   aggregator.next(update, update_weight)   metrics: sum_then_finalize       |
@@ -38,6 +39,11 @@ With an `EmbeddingSelection` (the movie task), the embedding table is not
 broadcast: each client's keys select its rows (and its rows of g~_c) with
 `federated_select`, and its row updates come back through a scatter-back
 `federated_aggregate` (`embedding_select.py`); the server math is unchanged.
+
+Example Transfer and FedAvg with shared data send each client its own central
+examples the same way: the client draws their indices (seeded by a
+fingerprint of its data, the seed and the round) and `federated_select`
+delivers just those examples (`transfer_select.py`).
 """
 
 import collections
@@ -52,6 +58,7 @@ from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import client_update as client_update_lib
 from tff_mixed.core import embedding_select as select_lib
 from tff_mixed.core import server_update as server_update_lib
+from tff_mixed.core import transfer_select as transfer_lib
 
 
 class MixedFLState(NamedTuple):
@@ -90,10 +97,10 @@ class ProcessConfig(NamedTuple):
     client_weighting: A `tff.learning.ClientWeighting`.
     send_central_gradient: Broadcast g~_c(x^(t)) and add `w_c g~_c` to every
       client step (gradient transfer).
-    transfer_examples: Example Transfer: central examples sent to every client
-      per round (0: none).
+    transfer_examples: Example Transfer: central examples sent to each client
+      per round, drawn per client (0: none).
     resample_transfer_each_round: Fresh examples each round (Example
-      Transfer) or one fixed sample (FedAvg with shared data).
+      Transfer) or each client's fixed portion (FedAvg with shared data).
     transfer_batch_size: Local batch size after merging transferred examples.
     initial_trainable_fn: Optional `tf.function` mapping the initial
       `(trainable, non_trainable)` to new trainable weights (warm-up).
@@ -287,24 +294,17 @@ def build_mixed_process(
       return loss, gradient
 
   if config.transfer_examples > 0:
-
-    @tff.tensorflow.computation(round_type)
-    def transfer_sample_computation(round_num):
-      # A fixed sample (shared data) uses one seed for every round.
-      sample_round = (round_num if config.resample_transfer_each_round
-                      else tf.constant(0, tf.int32))
-      # Step index 1 << 15 keeps these draws apart from central batches.
-      return central_lib.sample_batch(objective, config.transfer_examples,
-                                      server_config.seed + 1, sample_round,
-                                      tf.constant(1 << 15, tf.int32))
+    # Each client's own central examples (arXiv:2111.12150, Algorithm 3,
+    # line 3), not one broadcast sample for all.
+    transfer = transfer_lib.build_transfer_computations(
+        objective, data_type, examples_per_client=config.transfer_examples,
+        seed=server_config.seed,
+        redraw_each_round=config.resample_transfer_each_round)
+    transfer_draw_type = transfer.draw.type_signature.result
 
   broadcast_members = collections.OrderedDict(weights=weights_type)
   if config.send_central_gradient:
     broadcast_members['augmenting_gradient'] = trainable_type
-  if config.transfer_examples > 0:
-    broadcast_members['examples'] = (
-        transfer_sample_computation.type_signature.result)
-    broadcast_members['round_num'] = round_type
   broadcast_type = tff.to_type(broadcast_members)
 
   # --- Client computation. ---
@@ -317,11 +317,27 @@ def build_mixed_process(
       use_augmenting_gradient=config.send_central_gradient,
       transfer_batch_size=(config.transfer_batch_size
                            if config.transfer_examples > 0 else None),
-      seed=server_config.seed,
       with_probe_gradient=server_config.with_diagnostics,
   )
 
-  if selection is None:
+  if selection is None and config.transfer_examples > 0:
+    examples_type = tff.SequenceType(
+        transfer.select_fn.type_signature.result)
+
+    @tff.tensorflow.computation(broadcast_type, data_type, examples_type,
+                                transfer_draw_type.shuffle_seed)
+    def client_computation(message, dataset, examples, shuffle_seed):
+      weights = message['weights']
+      return client_update_fn(
+          client_optimizer,
+          (tuple(weights.trainable), tuple(weights.non_trainable)),
+          dataset,
+          message['augmenting_gradient'] if config.send_central_gradient
+          else (),
+          examples,
+          shuffle_seed,
+      )
+  elif selection is None:
 
     @tff.tensorflow.computation(broadcast_type, data_type)
     def client_computation(message, dataset):
@@ -332,8 +348,8 @@ def build_mixed_process(
           dataset,
           message['augmenting_gradient'] if config.send_central_gradient
           else (),
-          message['examples'] if config.transfer_examples > 0 else (),
-          message['round_num'] if config.transfer_examples > 0 else 0,
+          (),
+          0,
       )
   else:
     (keys_computation, split_computation, split_gradient_computation,
@@ -405,14 +421,24 @@ def build_mixed_process(
       central_loss, central_gradient = tff.federated_map(
           central_gradient_computation, (weights, state.round_num))
       message['augmenting_gradient'] = central_gradient
-    if config.transfer_examples > 0:
-      message['examples'] = tff.federated_map(transfer_sample_computation,
-                                              state.round_num)
-      message['round_num'] = state.round_num
     if selection is None:
       message_at_clients = tff.federated_broadcast(tff.federated_zip(message))
-      client_outputs = tff.federated_map(client_computation,
-                                         (message_at_clients, client_data))
+      if config.transfer_examples > 0:
+        # Each client draws the indices of its examples; federated_select
+        # sends it only those.
+        draws = tff.federated_map(
+            transfer.draw,
+            (tff.federated_broadcast(state.round_num), client_data))
+        examples = tff.federated_select(
+            draws.keys, tff.federated_value(transfer.max_key, tff.SERVER),
+            tff.federated_eval(transfer.central_set, tff.SERVER),
+            transfer.select_fn)
+        client_outputs = tff.federated_map(
+            client_computation,
+            (message_at_clients, client_data, examples, draws.shuffle_seed))
+      else:
+        client_outputs = tff.federated_map(client_computation,
+                                           (message_at_clients, client_data))
       aggregation_output = aggregation_process.next(
           state.aggregator, client_outputs.update,
           client_outputs.update_weight)

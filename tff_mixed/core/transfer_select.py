@@ -1,0 +1,254 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Central examples chosen per client and sent by `tff.federated_select`.
+
+Two algorithms send central examples to clients, and both choose them per
+client:
+
+*   Example Transfer ("Jointly Learning from Decentralized (Federated) and
+    Centralized Data to Mitigate Distribution Shift", arXiv:2111.12150,
+    Algorithm 3, line 3): inside the loop over the round's clients, "sample a
+    batch B^(t) of centralized data, send to client i". A fresh batch per
+    client and per round.
+*   FedAvg with shared data (Zhao et al., "Federated Learning with Non-IID
+    Data", arXiv:1806.00582, section 4 and its figure 6): the warm-up model
+    and "a random alpha portion of G" are distributed to each client at
+    initialization; each client then trains on that portion together with its
+    own data. One portion per client, fixed for the whole run.
+
+A TFF broadcast sends one value to every client, so the examples cannot be
+broadcast. Instead each client draws the indices of its examples, and
+`federated_select(keys, |central| - 1, central set, select_fn)` sends it just
+those examples: the download is `num_keys` examples per client, not the
+whole central set.
+
+A CLIENTS-placed computation has no client id, and a real device would draw
+its indices with its own randomness. To make a simulation reproducible, the
+draw here is seeded instead by a fingerprint of the client's examples (an
+order- and batching-independent hash), the process seed and, for Example
+Transfer, the round number (held in the server state, so a resumed run draws
+the same examples). Consequences, documented for users:
+
+*   Two clients with identical examples draw the same indices.
+*   The keys a client selects are a function of its data. The privacy tests
+    check what clients upload by type, and a `federated_select` result stays
+    at the clients; but a deployment that cannot hide the keys from the
+    server should draw them from client-local randomness instead.
+
+The same per-client seed also seeds the shuffle of the merged local data, so
+clients of one round do not share one permutation.
+
+Pure TF, except the small `tff.tensorflow.computation`s that
+`build_transfer_computations` returns for the wiring in `mixed_process.py`.
+"""
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import example_store as example_store_lib
+
+# The round number of a draw that must not change with the round (FedAvg with
+# shared data): every round then draws what round `FIXED_ROUND` would.
+FIXED_ROUND = -1
+# Buffer of the merged-data shuffle; at least the merged size gives a uniform
+# permutation.
+SHUFFLE_BUFFER_SIZE = 100_000
+# Fingerprints and seeds stay below 2**52 so that summing per-example hashes
+# (then reducing modulo this bound) cannot overflow int64.
+_HASH_BOUND = 1 << 52
+
+
+def data_fingerprint(dataset: tf.data.Dataset) -> tf.Tensor:
+  """An int64 fingerprint of the multiset of a client's examples.
+
+  Each example (one row of every batch) is serialized and hashed with the
+  stable `tf.strings.to_hash_bucket_fast` (FarmHash Fingerprint64); the
+  hashes are summed modulo 2**52. The result depends neither on the order of
+  the examples nor on how they are batched, only on their values: clients
+  with the same examples get the same fingerprint.
+
+  Args:
+    dataset: The client's batched dataset (elements with a leading batch
+      dimension, as the model's `input_spec`).
+
+  Returns:
+    A scalar int64 tensor in [0, 2**52); 0 for an empty dataset.
+  """
+
+  def add(total, example):
+    serialized = tf.strings.join(
+        [tf.io.serialize_tensor(t) for t in tf.nest.flatten(example)])
+    example_hash = tf.strings.to_hash_bucket_fast(serialized, _HASH_BOUND)
+    return tf.math.floormod(total + example_hash, _HASH_BOUND)
+
+  return dataset.unbatch().reduce(tf.constant(0, tf.int64), add)
+
+
+def _client_seed(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
+                 purpose: str) -> tf.Tensor:
+  """A stateless-RNG seed `int64[2]` for one client, round and purpose."""
+  key = tf.strings.join([
+      purpose,
+      tf.strings.as_string(tf.constant(seed, tf.int64)),
+      tf.strings.as_string(tf.cast(round_num, tf.int64)),
+      tf.strings.as_string(tf.cast(fingerprint, tf.int64)),
+  ], separator='/')
+  return tf.stack([tf.strings.to_hash_bucket_fast(key, _HASH_BOUND),
+                   tf.cast(fingerprint, tf.int64)])
+
+
+def transfer_keys(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
+                  num_keys: int, num_examples: int) -> tf.Tensor:
+  """The indices of the central examples one client receives.
+
+  A uniform sample of `num_keys` of `num_examples` indices without
+  replacement (the top scores of a stateless random permutation), seeded by
+  the client's fingerprint, the process seed and the round.
+
+  Args:
+    fingerprint: The client's `data_fingerprint`.
+    seed: The process seed.
+    round_num: The round (scalar int), or `FIXED_ROUND` for a draw that stays
+      the same every round.
+    num_keys: Examples to draw, at most `num_examples`.
+    num_examples: Size of the set drawn from.
+
+  Returns:
+    An int32 tensor of shape `[num_keys]` (static), distinct indices.
+  """
+  scores = tf.random.stateless_uniform(
+      [num_examples],
+      seed=_client_seed(fingerprint, seed, round_num, 'examples'))
+  return tf.math.top_k(scores, k=num_keys, sorted=True).indices
+
+
+def shuffle_seed(fingerprint: tf.Tensor, seed: int,
+                 round_num: tf.Tensor) -> tf.Tensor:
+  """The int64 seed of one client's shuffle of its merged data in a round."""
+  return _client_seed(fingerprint, seed, round_num, 'shuffle')[0]
+
+
+class TransferDraw(NamedTuple):
+  """What a client draws before the examples are selected for it.
+
+  Attributes:
+    keys: int32 `[num_keys]`, indices into the central set.
+    shuffle_seed: int64 scalar, seeds the shuffle of the merged local data.
+  """
+
+  keys: Any
+  shuffle_seed: Any
+
+
+def draw(dataset: tf.data.Dataset, round_num: tf.Tensor, *, seed: int,
+         num_keys: int, num_examples: int,
+         redraw_each_round: bool) -> TransferDraw:
+  """One client's keys and shuffle seed (run on the client).
+
+  Args:
+    dataset: The client's batched dataset.
+    round_num: The round (scalar int32 tensor).
+    seed: The process seed.
+    num_keys: Central examples the client receives.
+    num_examples: Size of the central set they are drawn from.
+    redraw_each_round: Draw new examples every round (Example Transfer) or
+      the same ones every round (FedAvg with shared data). The shuffle is
+      redrawn every round in both cases, as FedAvg reshuffles local data.
+
+  Returns:
+    A `TransferDraw`.
+  """
+  fingerprint = data_fingerprint(dataset)
+  key_round = (round_num if redraw_each_round
+               else tf.constant(FIXED_ROUND, tf.int32))
+  return TransferDraw(
+      keys=transfer_keys(fingerprint, seed, key_round, num_keys, num_examples),
+      shuffle_seed=shuffle_seed(fingerprint, seed, round_num))
+
+
+def _is_store(objective: central_lib.CentralObjective) -> bool:
+  return isinstance(objective.data, example_store_lib.ExampleStore)
+
+
+class TransferComputations(NamedTuple):
+  """The TF computations of the transfer path of `mixed_process`.
+
+  Attributes:
+    central_set: `( -> T)`, the server value `federated_select` reads: the
+      central examples (numpy data) or a placeholder int32 0 (an
+      `ExampleStore`, which `select_fn` reads from disk by index).
+    draw: `(<int32, {B*}> -> TransferDraw)`, run on every client.
+    select_fn: `(<T, int32> -> E)`, one central example E by index.
+    max_key: The largest key, `num_examples - 1`.
+    num_keys: Examples each client receives.
+  """
+
+  central_set: tff.Computation
+  draw: tff.Computation
+  select_fn: tff.Computation
+  max_key: int
+  num_keys: int
+
+
+def build_transfer_computations(
+    objective: central_lib.CentralObjective,
+    data_type: tff.SequenceType,
+    *,
+    examples_per_client: int,
+    seed: int,
+    redraw_each_round: bool,
+) -> TransferComputations:
+  """Builds the computations that send each client its own central examples.
+
+  Args:
+    objective: The f_c whose examples are sent (numpy data or an
+      `ExampleStore`).
+    data_type: The clients' `tff.SequenceType` of batches.
+    examples_per_client: Requested examples per client; a client receives
+      `min(examples_per_client, |central set|)`.
+    seed: The process seed.
+    redraw_each_round: See `draw`.
+
+  Returns:
+    A `TransferComputations`.
+  """
+  num_examples = objective.num_examples
+  num_keys = min(examples_per_client, num_examples)
+
+  @tff.tensorflow.computation
+  def central_set():
+    if _is_store(objective):
+      return tf.constant(0, tf.int32)
+    return tf.nest.map_structure(tf.constant, objective.data)
+
+  @tff.tensorflow.computation(tff.TensorType(np.int32), data_type)
+  def draw_computation(round_num, dataset):
+    return draw(dataset, round_num, seed=seed, num_keys=num_keys,
+                num_examples=num_examples,
+                redraw_each_round=redraw_each_round)
+
+  @tff.tensorflow.computation(central_set.type_signature.result, np.int32)
+  def select_fn(central, key):
+    if _is_store(objective):
+      batch = objective.data.read(tf.reshape(key, [1]))
+      return tf.nest.map_structure(lambda t: t[0], batch)
+    return tf.nest.map_structure(lambda t: tf.gather(t, key), central)
+
+  return TransferComputations(
+      central_set=central_set, draw=draw_computation, select_fn=select_fn,
+      max_key=num_examples - 1, num_keys=num_keys)
