@@ -13,8 +13,10 @@
 # limitations under the License.
 """Tests of embedding slices by `tff.federated_select` and the scatter-back.
 
-The oracle is dense FedAvg on the full table: a round that selects every row
-a client uses and scatters the row updates back must equal it.
+Two oracles: dense FedAvg on the full table (a round that selects every row
+every client uses must equal it), and, where clients hold different rows, a
+round of gradient transfer replayed by hand in numpy on a bag-of-embeddings
+model.
 """
 
 import collections
@@ -27,6 +29,7 @@ import tensorflow_federated as tff
 import tff_mixed
 from tff_mixed.core import communication
 from tff_mixed.core import embedding_select
+from tff_mixed.models import dense as dense_models
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 
@@ -254,6 +257,213 @@ class SelectRoundTest(absltest.TestCase):
           central_batch_size=1, client_steps=2,
           embedding_selection=self.selection,
           model_aggregator=tff.aggregators.SumFactory())
+
+
+# --- A bag-of-embeddings model: clients hold different rows of its table. ---
+
+_BAG_ROWS, _BAG_DIM, _BAG_KEYS = 8, 2, 4
+# The ids of each client's examples (-1: none). Rows 1, 2 and 6 are held by
+# one client each, row 4 by two, row 3 by all three; no client holds rows 5
+# and 7, nor row 0 (the padding row). With 4 keys per client every client
+# has padding slots (two, one and one).
+_BAG_IDS = (
+    np.array([[1, 3], [3, -1], [1, 1], [-1, 3]], np.int32),
+    np.array([[2, 3], [4, 4], [3, -1], [2, 4], [4, 2], [-1, 3]], np.int32),
+    np.array([[6, 3], [4, -1]], np.int32),
+)
+# With K = 2 steps: clients train on 4, 6 and 4 examples (the third cycles
+# its single batch), so the aggregation weights differ.
+_BAG_BATCH_SIZES = (2, 3, 2)
+_BAG_K = 2
+
+
+def _bag_model(rows, initial=None):
+  """pred = (sum of the example's embedding rows) . v, squared error."""
+  if initial is None:
+    initial = (np.zeros([rows, _BAG_DIM], np.float32),
+               np.zeros([_BAG_DIM], np.float32))
+
+  @tf.function
+  def predict_on_batch(model_weights, x, training=True):
+    del training  # No dropout.
+    (table, v), _ = model_weights
+    mask = tf.cast(x >= 0, tf.float32)[..., tf.newaxis]
+    bag = tf.reduce_sum(tf.gather(table, tf.maximum(x, 0)) * mask, axis=1)
+    return tf.linalg.matvec(bag, v)
+
+  def loss(output, label, sample_weight=None):
+    del sample_weight  # Unused.
+    return tf.reduce_mean(tf.square(output - label))
+
+  return tff.learning.models.FunctionalModel(
+      initial_weights=(tuple(initial), ()),
+      predict_on_batch_fn=predict_on_batch,
+      loss_fn=loss,
+      metrics_fns=dense_models.mean_metric_fns(with_accuracy=False),
+      input_spec=(tf.TensorSpec([None, 2], tf.int32),
+                  tf.TensorSpec([None], tf.float32)))
+
+
+def _bag_selection():
+  return embedding_select.EmbeddingSelection(
+      table_index=0, num_rows=_BAG_ROWS, keys_per_client=_BAG_KEYS,
+      local_model=_bag_model(_BAG_KEYS), ids_fn=lambda batch: batch[0],
+      remap_fn=lambda batch, lookup: (lookup(batch[0]), batch[1]))
+
+
+def _bag_gradient(table, v, ids, y):
+  """numpy gradient of mean((bag . v - y)^2) in (table, v)."""
+  mask = ids >= 0
+  bag = (table[np.maximum(ids, 0)] * mask[..., np.newaxis]).sum(axis=1)
+  scale = 2.0 / len(y) * (bag @ v - y)
+  g_table = np.zeros_like(table)
+  for b, row in zip(*np.nonzero(mask)):
+    g_table[ids[b, row]] += scale[b] * v
+  return [g_table, scale @ bag]
+
+
+class SelectedRowsRecoveryTest(absltest.TestCase):
+  """Gradient transfer with clients that hold different rows, against numpy.
+
+  The oracle: a client trains only the rows it holds (its local table), so
+  it applies `w_c g~_c` only to them; the table's update is the cohort's
+  weighted mean of the client deltas (a client adds nothing to a row it
+  does not hold); 2-way GT's g~_f is the gradient of the cohort's federated
+  loss, the weighted mean over clients of their mean step gradient, zero on
+  rows no client holds (arXiv:2205.13655, appendix A.2, eq. 10 with the
+  clients' gradients zero on rows their loss does not touch).
+  """
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    rng = np.random.default_rng(11)
+    cls.x0 = [rng.normal(size=(_BAG_ROWS, _BAG_DIM)).astype(np.float32),
+              np.array([0.8, -0.5], np.float32)]
+    cls.model = _bag_model(_BAG_ROWS, cls.x0)
+    cls.selection = _bag_selection()
+    cls.labels = [rng.normal(size=len(ids)).astype(np.float32)
+                  for ids in _BAG_IDS]
+    cls.data = [
+        tf.data.Dataset.from_tensor_slices((ids, y)).batch(b)
+        for ids, y, b in zip(_BAG_IDS, cls.labels, _BAG_BATCH_SIZES)]
+    table_target = rng.normal(size=(_BAG_ROWS, _BAG_DIM)).astype(np.float32)
+    v_target = np.array([-0.3, 0.6], np.float32)
+    cls.targets = [table_target, v_target]
+
+    def pull_to_targets(model_weights, batch):
+      # A gradient on every row, row 0 included: x - target.
+      del batch  # Data-free.
+      (table, v), _ = model_weights
+      return 0.5 * (tf.reduce_sum(tf.square(table - table_target))
+                    + tf.reduce_sum(tf.square(v - v_target)))
+
+    cls.regularizer = tff_mixed.central_regularizer(pull_to_targets)
+    cls.w_f, cls.w_c = 0.6, 0.4
+    cls.lr, cls.lr_c, cls.lr_s, cls.lr_m, cls.k_c = 0.1, 0.2, 0.9, 0.8, 3
+
+  def _central_gradient(self, x):
+    return [xi - t for xi, t in zip(x, self.targets)]
+
+  def _clients(self, x, augmenting):
+    """(cohort mean update, cohort mean client gradient) of one round."""
+    updates, gradients, weights = [], [], []
+    for ids, y, batch_size in zip(_BAG_IDS, self.labels, _BAG_BATCH_SIZES):
+      held = np.zeros([_BAG_ROWS, 1], np.float32)
+      held[ids[ids > 0]] = 1.0
+      batches = [(ids[i:i + batch_size], y[i:i + batch_size])
+                 for i in range(0, len(y), batch_size)]
+      current = [p.copy() for p in x]
+      gradient_sum = [np.zeros_like(p) for p in x]
+      examples = 0
+      for step in range(_BAG_K):
+        bx, by = batches[step % len(batches)]
+        g = _bag_gradient(*current, bx, by)
+        gradient_sum = [s + gi for s, gi in zip(gradient_sum, g)]
+        # The local table holds only the client's rows.
+        a = [augmenting[0] * held, augmenting[1]]
+        current = [c - self.lr * (self.w_f * gi + self.w_c * ai)
+                   for c, gi, ai in zip(current, g, a)]
+        examples += len(by)
+      updates.append([p - c for p, c in zip(x, current)])
+      gradients.append([s / _BAG_K for s in gradient_sum])
+      weights.append(examples)
+    total = float(sum(weights))
+
+    def mean(values):
+      return [sum(w * v[i] for v, w in zip(values, weights)) / total
+              for i in range(2)]
+
+    return mean(updates), mean(gradients)
+
+  def _build_two_way(self, option):
+    kwargs = {} if option is None else dict(augmenting_central_gradient=option)
+    return tff_mixed.build_two_way_gradient_transfer(
+        self.model, self.regularizer, _sgd(self.lr), _sgd(self.lr_c),
+        _sgd(self.lr_s), _sgd(self.lr_m), central_batch_size=1,
+        client_steps=_BAG_K, central_steps=self.k_c,
+        federated_weight=self.w_f, central_weight=self.w_c,
+        embedding_selection=self.selection, **kwargs)
+
+  def _check_two_way(self, option):
+    process = self._build_two_way(option)
+    fresh = option == 'fresh'
+    state = process.initialize()
+    x = [p.copy() for p in self.x0]
+    g_f = [np.zeros_like(p) for p in x]
+    g_c = [np.zeros_like(p) for p in x]
+    for round_num in range(2):
+      state = process.next(state, self.data).state
+      augmenting = self._central_gradient(x) if fresh else g_c
+      mean_update, mean_gradient = self._clients(x, augmenting)
+      x_f = [xi - self.lr_s * u for xi, u in zip(x, mean_update)]
+      x_c, central_gradients = [p.copy() for p in x], []
+      for _ in range(self.k_c):
+        g = self._central_gradient(x_c)
+        central_gradients.append(g)
+        x_c = [c - self.lr_c * (self.w_c * gi + self.w_f * fi)
+               for c, gi, fi in zip(x_c, g, g_f)]
+      x = [xi + self.lr_m * (self.w_f * (f - xi) + self.w_c * (c - xi))
+           for xi, f, c in zip(x, x_f, x_c)]
+      g_f = mean_gradient
+      g_c = [np.mean([g[i] for g in central_gradients], axis=0)
+             for i in range(2)]
+      for name, got, want in (
+          ('model', _weights(process, state), x),
+          ('g~_f', state.federated_gradient, g_f)):
+        for i, (a, b) in enumerate(zip(got, want)):
+          np.testing.assert_allclose(
+              a, b, atol=1e-5,
+              err_msg=f'{name}, weight {i}, after round {round_num}')
+      if not fresh:
+        for i, (a, b) in enumerate(zip(state.central_gradient, g_c)):
+          np.testing.assert_allclose(
+              a, b, atol=1e-5,
+              err_msg=f'g~_c, weight {i}, after round {round_num}')
+    # Rows no client holds: no federated gradient.
+    np.testing.assert_array_equal(
+        np.asarray(state.federated_gradient[0])[[0, 5, 7]], 0.0)
+
+  def test_two_way_with_algorithm_1_augmenting_gradients(self):
+    self._check_two_way(None)  # The default: 'previous_round_mean'.
+
+  def test_two_way_with_fresh_augmenting_central_gradient(self):
+    self._check_two_way('fresh')
+
+  def test_padding_slots_add_nothing_to_row_zero(self):
+    # 1-way GT: g~_c = grad f_c(x^(0)) is nonzero on every row, row 0
+    # included, but no client holds rows 0, 5 or 7: the round must leave
+    # them exactly as they were, whatever the clients' padding slots held.
+    process = tff_mixed.build_one_way_gradient_transfer(
+        self.model, self.regularizer, _sgd(self.lr), central_batch_size=1,
+        client_steps=_BAG_K, federated_weight=self.w_f,
+        central_weight=self.w_c, embedding_selection=self.selection)
+    state = process.next(process.initialize(), self.data).state
+    table = _weights(process, state)[0]
+    np.testing.assert_array_equal(table[[0, 5, 7]], self.x0[0][[0, 5, 7]])
+    mean_update, _ = self._clients(self.x0, self._central_gradient(self.x0))
+    for got, x, u in zip(_weights(process, state), self.x0, mean_update):
+      np.testing.assert_allclose(got, x - u, atol=1e-5)
 
 
 class DualEncoderLossTest(absltest.TestCase):

@@ -27,6 +27,11 @@ from tff_mixed.core import validation
 DEFAULT_SERVER_LEARNING_RATE = 1.0
 DEFAULT_MERGE_LEARNING_RATE = 1.0
 
+# 2-way GT's augmenting central gradient g~_c (`augmenting_central_gradient`).
+PREVIOUS_ROUND_MEAN = 'previous_round_mean'
+FRESH = 'fresh'
+AUGMENTING_CENTRAL_GRADIENTS = (PREVIOUS_ROUND_MEAN, FRESH)
+
 
 def assemble(
     *,
@@ -49,6 +54,7 @@ def assemble(
     with_diagnostics: bool = False,
     send_central_gradient: bool = False,
     two_way: bool = False,
+    augmenting_central_gradient: str = FRESH,
     transfer_examples: int = 0,
     resample_transfer_each_round: bool = True,
     transfer_batch_size: Optional[int] = None,
@@ -107,6 +113,16 @@ def assemble(
                        '`with_diagnostics` or transferred examples.')
     validation.check_no_selection_aggregator(requested_aggregator)
 
+  if augmenting_central_gradient not in AUGMENTING_CENTRAL_GRADIENTS:
+    raise ValueError('`augmenting_central_gradient` must be one of '
+                     f'{AUGMENTING_CENTRAL_GRADIENTS}, got '
+                     f'{augmenting_central_gradient!r}.')
+  carry_central_gradient = augmenting_central_gradient == PREVIOUS_ROUND_MEAN
+  if carry_central_gradient and not (two_way and send_central_gradient):
+    raise ValueError(
+        f'`augmenting_central_gradient={PREVIOUS_ROUND_MEAN!r}` needs 2-way '
+        'gradient transfer: g~_c is the mean of its central gradients.')
+
   client_learning_rate = None
   if two_way:
     client_learning_rate = validation.plain_sgd_learning_rate(
@@ -132,7 +148,11 @@ def assemble(
           client_steps=client_steps,
           seed=seed,
           with_diagnostics=with_diagnostics,
-          report_central_loss=not send_central_gradient,
+          # Else f_c(x^(t)) comes with the g~_c computed before the
+          # broadcast.
+          report_central_loss=(carry_central_gradient
+                               or not send_central_gradient),
+          carry_central_gradient=carry_central_gradient,
       ),
       client_steps=client_steps,
       client_weighting=client_weighting,

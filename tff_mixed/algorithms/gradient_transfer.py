@@ -77,7 +77,9 @@ def build_one_way_gradient_transfer(
     client_optimizer: CLIENTOPTIMIZER (learning rate eta).
     server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1
       (`build_adam` here gives FedAdam).
-    central_batch_size: Central examples in the batch g~_c is computed on.
+    central_batch_size: Central examples in the batch g~_c is computed on;
+      the paper uses `K S |B_i|` (S clients per round, client batches B_i;
+      appendix B.2), as g~_c stands in for the K S client batches it augments.
     client_steps: K exact local steps, or `None` for one pass over the data.
     federated_weight: w_f in [0, 1].
     central_weight: w_c in [0, 1]; `w_f + w_c` must be 1.
@@ -93,6 +95,9 @@ def build_one_way_gradient_transfer(
       client only its rows of the embedding table (and of g~_c) with
       `tff.federated_select`, and scatter its row updates back, instead of
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
+      A client applies `w_c g~_c` only to the rows it holds, and the table's
+      update is the cohort's weighted mean of the client deltas, so a round
+      equals the dense one only when every client holds every row.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -143,27 +148,62 @@ def build_two_way_gradient_transfer(
     with_diagnostics: bool = False,
     embedding_selection: Optional[
         embedding_select.EmbeddingSelection] = None,
+    augmenting_central_gradient: str = _common.PREVIOUS_ROUND_MEAN,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a 2-way Gradient Transfer `tff.learning.templates.LearningProcess`.
 
-  Type signatures as in `build_parallel_training`.
+  Type signatures as in `build_parallel_training`; the state's
+  `federated_gradient` holds g~_f and, by default, its `central_gradient`
+  holds g~_c.
 
-  Parallel Training in which both sides use the other side's gradient:
+  Parallel Training in which both sides use the other side's gradient
+  (arXiv:2205.13655, Algorithm 1, whose inputs include both augmenting
+  gradients g~_c^(0), g~_f^(0), zeroed). In round t:
 
-  *   clients step with `w_f g_i + w_c g~_c`, where g~_c is the gradient of f_c
-      at x^(t) on the round's first central batch (as in 1-way GT);
-  *   the K_c central steps use `w_c g_c + w_f g~_f`, where g~_f is the
-      previous round's mean client gradient (zero in round 0);
-  *   the deltas are merged with `w_f`, `w_c` and MERGEOPTIMIZER.
+  *   clients step with `w_f g_i + w_c g~_c^(t)`;
+  *   the K_c central steps use `w_c g_c + w_f g~_f^(t)`;
+  *   the deltas are merged with `w_f`, `w_c` and MERGEOPTIMIZER;
+  *   the round yields g~_f^(t+1), the mean client gradient of round t, and
+      g~_c^(t+1) for the next round.
+
+  g~_c depends on `augmenting_central_gradient`:
+
+  *   `'previous_round_mean'` (the default, Algorithm 1 as written): g~_c is
+      state like g~_f, symmetrically: g~_c^(t+1) is the mean of round t's
+      K_c central gradients g_c (clipped when `central_clip_norm` is set,
+      without the `w_f g~_f` term), the central analogue of eq. 10 and the
+      'meta-SCAFFOLD' view of appendix C.3; g~_c^(0) = 0. No central
+      gradient is computed before the broadcast.
+  *   `'fresh'`: g~_c^(t) is the gradient of f_c at x^(t) on the round's
+      first central batch, computed before the broadcast as in 1-way GT
+      (Algorithm 2): current rather than a round old, at the cost of one more
+      f_c evaluation per round.
+
+  The paper sets batch sizes so that client and central gradient noise weigh
+  alike: `|B_c| = S |B_i|` for Parallel Training and 2-way GT, `K S |B_i|`
+  for 1-way GT, with S clients per round and client batches B_i (appendix
+  B.2, "General Notes on Comparing Algorithms").
 
   g~_f is recovered at the server from the aggregated update clients already
   upload (appendix A.2, eq. 10): with SGD and K steps per client, the mean
-  per-step gradient is `mean_update / (eta K)`; subtracting `w_c g~_c` and
-  dividing by `w_f` leaves the aggregation-weighted mean client gradient
-  (eq. 10's K_i-weighted mean when aggregation weights are equal per step,
-  e.g. uniform weighting or equal-size client batches). So 2-way GT uploads
-  exactly what FedAvg uploads. Adaptive clipping of client updates makes the
-  recovered gradient approximate.
+  per-step gradient is `mean_update / (eta K)`; subtracting the `w_c g~_c^(t)`
+  the clients used and dividing by `w_f` leaves the aggregation-weighted
+  mean client gradient (eq. 10's K_i-weighted mean when aggregation weights
+  are equal per step, e.g. uniform weighting or equal-size client batches).
+  So 2-way GT uploads exactly what FedAvg uploads. The recovery uses the
+  update the server applies: with a `model_aggregator` that clips client
+  updates (`tff.learning.robust_aggregator`, `tff.learning.dp_aggregator`,
+  `tff.aggregators.clipping_factory`) or adds noise, g~_f is eq. 10 of the
+  clipped (noised) mean, a biased estimate of the mean client gradient;
+  it is exact only without clipping and noise.
+
+  With `embedding_selection`, a client applies `w_c g~_c` only to the table
+  rows it holds, so a row's mean update holds `w_c g~_c` times the share of
+  the cohort's weight that held it; the recovery removes exactly that, and
+  g~_f is the gradient of the cohort's federated loss (zero on rows nobody
+  held). The table's update is the cohort's weighted mean of the client
+  deltas (a client adds nothing to rows it did not hold), so a round equals
+  the dense round only when every client holds every row.
 
   Args:
     model: A `tff.learning.models.FunctionalModel`.
@@ -189,14 +229,17 @@ def build_two_way_gradient_transfer(
       client only its rows of the embedding table (and of g~_c) with
       `tff.federated_select`, and scatter its row updates back, instead of
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
+    augmenting_central_gradient: `'previous_round_mean'` (Algorithm 1) or
+      `'fresh'`, as described above.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
 
   Raises:
     TypeError: If an argument has the wrong type.
-    ValueError: If a value is out of range, f_c does not fit the model, or the
-      client optimizer is not plain SGD.
+    ValueError: If a value is out of range, f_c does not fit the model, the
+      client optimizer is not plain SGD, or `augmenting_central_gradient` is
+      not one of the two options.
   """
   validation.check_positive_int('client_steps', client_steps)
   if central_steps is None:
@@ -223,4 +266,5 @@ def build_two_way_gradient_transfer(
       embedding_selection=embedding_selection,
       send_central_gradient=True,
       two_way=True,
+      augmenting_central_gradient=augmenting_central_gradient,
   )

@@ -30,13 +30,29 @@ Per round and client:
     they are ignored, as a label the example carries no loss.
 2.  Rows (select): `federated_select(keys, num_rows - 1, table, gather)`.
 3.  Local training (client): the model's local twin, whose table has
-    `keys_per_client` rows, on batches remapped to local row indices.
+    `keys_per_client` rows, on batches remapped to local row indices. Its
+    padding slots get no augmenting gradient `w_c g~_c`.
 4.  Scatter-back (aggregation): the client uploads `<keys, row updates,
     other updates, weight>`; `federated_aggregate` scatter-adds the weighted
-    row updates into a table-shaped accumulator and divides by the total
-    weight. That is exactly the weighted mean of the dense table updates
-    (rows a client did not receive contribute zero), so with enough keys a
-    round equals dense FedAvg's (`tests/embedding_select_test.py`).
+    row updates into a table-shaped accumulator, and each row's weight
+    total beside it, and divides the sums by the cohort's total weight.
+    Padding slots add nothing, neither to the sums nor to the row totals.
+
+What the round means. The table's update is the cohort's weighted mean of
+what the clients did, a client adding zero to a row it did not receive:
+`sum_{i holds r} p_i Delta_i[r] / sum_i p_i`. Without gradient transfer a
+client leaves the rows it does not hold unchanged in dense FedAvg too (its
+loss does not touch them), so with enough keys the round equals dense
+FedAvg's (`tests/embedding_select_test.py`). With gradient
+transfer a client applies `w_c g~_c` only to the rows it holds (its local
+table), while a dense client would move every row by it: the round equals
+the dense round only when every client holds every row. Averaging over a
+row's holders only (`/ sum_{i holds r} p_i`) would give rarely held rows
+larger steps than FedAvg, and adding at the server the augmenting steps the
+non-holders did not take would credit clients with work they did not do;
+neither is done. The row weight fractions `sum_{i holds r} p_i / sum_i p_i`
+come back with the mean, so that 2-way GT can remove from each row exactly
+the `w_c g~_c` its clients applied (`server_update.py`).
 
 The key selection and remapping are pure TF; the TFF computations here are
 the select function and the aggregation's four computations.
@@ -151,23 +167,42 @@ def rows_from_sequence(rows: tf.data.Dataset, keys_per_client: int,
   return tf.reshape(stacked, [keys_per_client, *row_shape])
 
 
+def padding_mask(keys: tf.Tensor, dtype=tf.float32) -> tf.Tensor:
+  """`[keys_per_client, 1]`: 1 for a selected row, 0 for a padding slot.
+
+  Multiplies the `[keys_per_client, d]` rows of a client's local table.
+  """
+  return tf.cast(keys > 0, dtype)[:, tf.newaxis]
+
+
 def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
   """The scatter-back aggregation (step 4).
 
   Returns `aggregate(keys@CLIENTS, update@CLIENTS, weight@CLIENTS) ->
-  mean_update@SERVER`, a Python function of federated values (call it inside
-  a `tff.federated_computation`). The client values are the local update
-  (a tuple like the trainable weights whose table has `keys_per_client`
-  rows), its keys and its weight; the result has the full trainable type.
-  Built on `tff.federated_aggregate`, whose accumulator is the dense
-  table-shaped weighted sum.
+  <mean_update, row_weight_fraction>@SERVER`, a Python function of federated
+  values (call it inside a `tff.federated_computation`). The client values
+  are the local update (a tuple like the trainable weights whose table has
+  `keys_per_client` rows), its keys and its weight p_i. The results:
+
+  *   `mean_update` (the full trainable type): `sum_i p_i Delta_i / sum_i
+      p_i`, where a client's Delta_i is zero on the table rows it did not
+      select;
+  *   `row_weight_fraction` (float32 `[num_rows]`): for each table row,
+      `sum_{i selected r} p_i / sum_i p_i`, the share of the cohort's weight
+      that trained the row (0 for a row nobody selected, 1 for a row
+      everybody did).
+
+  Padding slots (key 0) add nothing to either. Built on
+  `tff.federated_aggregate`, whose accumulator is the dense table-shaped
+  weighted sum, the per-row weight totals and the total weight.
   """
   full_specs = [tf.TensorSpec(t.shape, t.dtype) for t in trainable_type]
+  num_rows = full_specs[table_index].shape[0]
 
   @tff.tensorflow.computation
   def zero():
     return (tuple(tf.zeros(s.shape, s.dtype) for s in full_specs),
-            tf.constant(0.0, tf.float32))
+            tf.zeros([num_rows], tf.float32), tf.constant(0.0, tf.float32))
 
   accumulator_type = zero.type_signature.result
   local_type = tff.StructWithPythonType(
@@ -180,26 +215,32 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
 
   @tff.tensorflow.computation(accumulator_type, value_type)
   def accumulate(accumulator, value):
-    sums, total = accumulator
+    sums, row_weights, total = accumulator
     keys, update, weight = value
+    # Under gradient transfer a padding slot may hold a nonzero update;
+    # it is no row of the client's, so it must not reach row 0.
+    mask = padding_mask(keys)
     new_sums = []
     for i, (s, u) in enumerate(zip(sums, update)):
       if i == table_index:
-        # Padding keys are row 0 with a zero update: adding it is harmless.
         new_sums.append(tf.tensor_scatter_nd_add(
-            s, keys[:, tf.newaxis], weight * u))
+            s, keys[:, tf.newaxis], weight * u * mask))
       else:
         new_sums.append(s + weight * u)
-    return tuple(new_sums), total + weight
+    new_row_weights = tf.tensor_scatter_nd_add(
+        row_weights, keys[:, tf.newaxis], weight * mask[:, 0])
+    return tuple(new_sums), new_row_weights, total + weight
 
   @tff.tensorflow.computation(accumulator_type, accumulator_type)
   def merge(a, b):
-    return (tuple(x + y for x, y in zip(a[0], b[0])), a[1] + b[1])
+    return (tuple(x + y for x, y in zip(a[0], b[0])), a[1] + b[1],
+            a[2] + b[2])
 
   @tff.tensorflow.computation(accumulator_type)
   def report(accumulator):
-    sums, total = accumulator
-    return tuple(tf.math.divide_no_nan(s, total) for s in sums)
+    sums, row_weights, total = accumulator
+    return (tuple(tf.math.divide_no_nan(s, total) for s in sums),
+            tf.math.divide_no_nan(row_weights, total))
 
   def aggregate(keys, update, weight):
     return tff.federated_aggregate(
@@ -207,3 +248,21 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
         report)
 
   return aggregate
+
+
+def augmenting_coverage(row_weight_fraction: tf.Tensor, trainable,
+                        table_index: int):
+  """Per weight, the share of the cohort's weight that applied `w_c g~_c`.
+
+  A tuple like `trainable` whose entries broadcast against the weights: the
+  table's is `row_weight_fraction` as `[num_rows, 1, ...]`, every other
+  weight's is 1 (every client trains it).
+  """
+  coverage = []
+  for i, w in enumerate(trainable):
+    if i == table_index:
+      coverage.append(tf.reshape(row_weight_fraction,
+                                 [-1] + [1] * (w.shape.rank - 1)))
+    else:
+      coverage.append(tf.ones([], w.dtype))
+  return tuple(coverage)

@@ -20,7 +20,7 @@ computations. Each round (arXiv:2205.13655, Algorithms 1-2):
 
 ```
   x^(t)@SERVER --(optional: g~_c = grad f_c(x^(t)), federated_map)---------+
-      |                                                                     |
+      |           (2-way GT, Algorithm 1: g~_c^(t) from the state instead)  |
   federated_broadcast(<x^(t), [g~_c]>)                                      |
       |      [Example Transfer: each client's own central examples,         |
       |       federated_select(keys drawn on the client, central set)]      |
@@ -38,7 +38,9 @@ diagnostics off the clients upload exactly what FedAvg uploads.
 With an `EmbeddingSelection` (the movie task), the embedding table is not
 broadcast: each client's keys select its rows (and its rows of g~_c) with
 `federated_select`, and its row updates come back through a scatter-back
-`federated_aggregate` (`embedding_select.py`); the server math is unchanged.
+`federated_aggregate` (`embedding_select.py`), together with each row's
+share of the cohort's weight, which 2-way GT's recovery of g~_f needs
+(clients apply g~_c only to the rows they hold).
 
 Example Transfer and FedAvg with shared data send each client its own central
 examples the same way: the client draws their indices (seeded by a
@@ -76,6 +78,11 @@ class MixedFLState(NamedTuple):
     merge_optimizer: State of MERGEOPTIMIZER (Parallel Training, 2-way GT).
     federated_gradient: 2-way GT's augmenting federated gradient g~_f,
       recovered from the previous round's aggregated update (zero at t=0).
+    central_gradient: 2-way GT's augmenting central gradient g~_c as in
+      Algorithm 1: the mean gradient of the previous round's K_c central
+      steps (zero at t=0), which this round's clients use. `()` for the
+      other algorithms and 2-way GT's 'fresh' option, where g~_c is
+      computed at x^(t) each round.
   """
 
   global_model_weights: Any
@@ -85,6 +92,7 @@ class MixedFLState(NamedTuple):
   central_optimizer: Any
   merge_optimizer: Any
   federated_gradient: Any
+  central_gradient: Any = ()
 
 
 class ProcessConfig(NamedTuple):
@@ -95,8 +103,10 @@ class ProcessConfig(NamedTuple):
     server: The `server_update.ServerUpdateConfig`.
     client_steps: K (exactly K local steps) or `None` (one pass over the data).
     client_weighting: A `tff.learning.ClientWeighting`.
-    send_central_gradient: Broadcast g~_c(x^(t)) and add `w_c g~_c` to every
-      client step (gradient transfer).
+    send_central_gradient: Broadcast g~_c and add `w_c g~_c` to every client
+      step (gradient transfer). g~_c is computed at x^(t) before the
+      broadcast, or, with `server.carry_central_gradient`, taken from the
+      state.
     transfer_examples: Example Transfer: central examples sent to each client
       per round, drawn per client (0: none).
     resample_transfer_each_round: Fresh examples each round (Example
@@ -188,9 +198,11 @@ def _select_computations(selection, weights_type, data_type, config,
         rows, num_keys, row_shape))
     augmenting = ()
     if gradient_rows is not None:
+      # Padding slots are no rows of the client's: no w_c g~_c for them.
       augmenting = with_rows(
           message['augmenting_gradient'],
-          select_lib.rows_from_sequence(gradient_rows, num_keys, row_shape))
+          select_lib.rows_from_sequence(gradient_rows, num_keys, row_shape)
+          * select_lib.padding_mask(keys, table_type.dtype))
     return client_update_fn(
         client_optimizer, (trainable, tuple(weights.non_trainable)),
         select_lib.local_dataset(dataset, keys, selection), augmenting, (), 0)
@@ -249,6 +261,11 @@ def build_mixed_process(
       for w in model.initial_weights[0])
   uses_central_training = server_config.central_steps > 0
   uses_federated_gradient = server_config.augment_central_steps
+  # Gradient transfer's g~_c: state (2-way GT, Algorithm 1) or computed at
+  # x^(t) before the broadcast.
+  carries_central_gradient = server_config.carry_central_gradient
+  computes_central_gradient = (config.send_central_gradient
+                               and not carries_central_gradient)
 
   @tff.tensorflow.computation
   def initial_model_weights_fn():
@@ -270,6 +287,9 @@ def build_mixed_process(
         federated_gradient=(tuple(tf.zeros(s.shape, s.dtype)
                                   for s in trainable_specs)
                             if uses_federated_gradient else ()),
+        central_gradient=(tuple(tf.zeros(s.shape, s.dtype)
+                                for s in trainable_specs)
+                          if carries_central_gradient else ()),
     )
 
   selection = config.selection
@@ -282,7 +302,7 @@ def build_mixed_process(
   round_type = tff.TensorType(np.int32)
 
   # --- Server computations feeding the broadcast. ---
-  if config.send_central_gradient:
+  if computes_central_gradient:
     central_gradient_fn = server_update_lib.build_central_gradient_fn(
         model, objective, server_config.central_batch_size, server_config.seed,
         server_config.central_clip_norm)
@@ -373,12 +393,25 @@ def build_mixed_process(
   )
   if config.send_central_gradient:
     server_input_members['central_gradient'] = trainable_type
+  if computes_central_gradient:
     server_input_members['central_loss'] = tff.TensorType(np.float32)
+  # 2-way GT with federated_select: which share of the cohort applied g~_c
+  # to each table row.
+  needs_row_coverage = (selection is not None
+                        and server_config.recover_federated_gradient)
+  if needs_row_coverage:
+    server_input_members['row_weight_fraction'] = tff.TensorType(
+        np.float32, [selection.num_rows])
   if server_config.with_diagnostics:
     server_input_members['mean_probe_gradient'] = trainable_type
 
   @tff.tensorflow.computation(tff.to_type(server_input_members))
   def server_computation(inputs):
+    coverage = ()
+    if needs_row_coverage:
+      coverage = select_lib.augmenting_coverage(
+          inputs['row_weight_fraction'], inputs['weights'].trainable,
+          selection.table_index)
     return server_update_fn(
         inputs['weights'], inputs['round_num'], inputs['server_optimizer'],
         inputs['central_optimizer'], inputs['merge_optimizer'],
@@ -386,7 +419,8 @@ def build_mixed_process(
         inputs['central_gradient'] if config.send_central_gradient else (),
         inputs['mean_probe_gradient']
         if server_config.with_diagnostics else (),
-        inputs['central_loss'] if config.send_central_gradient else ())
+        inputs['central_loss'] if computes_central_gradient else (),
+        coverage)
 
   if metrics_aggregator is None:
     metrics_aggregator = tff.learning.metrics.sum_then_finalize
@@ -408,6 +442,7 @@ def build_mixed_process(
             central_optimizer=parts.central_optimizer,
             merge_optimizer=parts.merge_optimizer,
             federated_gradient=parts.federated_gradient,
+            central_gradient=parts.central_gradient,
         ))
 
   state_type = init_fn.type_signature.result
@@ -417,9 +452,12 @@ def build_mixed_process(
   def next_fn(state, client_data):
     weights = state.global_model_weights
     message = collections.OrderedDict(weights=weights)
-    if config.send_central_gradient:
+    if computes_central_gradient:
       central_loss, central_gradient = tff.federated_map(
           central_gradient_computation, (weights, state.round_num))
+    elif carries_central_gradient:
+      central_gradient = state.central_gradient
+    if config.send_central_gradient:
       message['augmenting_gradient'] = central_gradient
     if selection is None:
       message_at_clients = tff.federated_broadcast(tff.federated_zip(message))
@@ -464,8 +502,8 @@ def build_mixed_process(
       client_outputs = tff.federated_map(
           client_computation,
           (message_at_clients, client_data, *client_inputs))
-      aggregated_update = sparse_mean(keys, client_outputs.update,
-                                      client_outputs.update_weight)
+      aggregated_update, row_weight_fraction = sparse_mean(
+          keys, client_outputs.update, client_outputs.update_weight)
       aggregator_state = state.aggregator
       aggregator_measurements = tff.federated_value((), tff.SERVER)
     train_metrics = metrics_aggregation_fn(client_outputs.metrics)
@@ -481,14 +519,17 @@ def build_mixed_process(
     )
     if config.send_central_gradient:
       server_inputs['central_gradient'] = central_gradient
+    if computes_central_gradient:
       server_inputs['central_loss'] = central_loss
+    if needs_row_coverage:
+      server_inputs['row_weight_fraction'] = row_weight_fraction
     if server_config.with_diagnostics:
       # Opt-in diagnostic: an extra client upload beyond FedAvg's.
       server_inputs['mean_probe_gradient'] = tff.federated_mean(
           client_outputs.probe_gradient)
     (new_weights, new_round_num, new_server_state, new_central_state,
-     new_merge_state, new_federated_gradient, central_metrics,
-     finalizer_metrics) = tff.federated_map(
+     new_merge_state, new_federated_gradient, new_central_gradient,
+     central_metrics, finalizer_metrics) = tff.federated_map(
          server_computation, tff.federated_zip(server_inputs))
 
     new_state = tff.federated_zip(
@@ -500,6 +541,7 @@ def build_mixed_process(
             central_optimizer=new_central_state,
             merge_optimizer=new_merge_state,
             federated_gradient=new_federated_gradient,
+            central_gradient=new_central_gradient,
         ))
     metrics = collections.OrderedDict(
         client_work=tff.federated_zip(

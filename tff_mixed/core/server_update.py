@@ -16,13 +16,16 @@
 Everything the server computes from the central objective f_c lives here
 (arXiv:2205.13655, Algorithms 1-2 and appendix A.2; eq. 7 for diagnostics):
 
-* the augmenting central gradient g~_c(x^(t)) of gradient transfer;
+* the augmenting central gradient g~_c(x^(t)) of 1-way GT (and of 2-way
+  GT's 'fresh' option);
 * the central model x_c after K_c steps of CENTRALOPTIMIZER (Parallel
-  Training, 2-way GT, whose steps add w_f * g~_f);
+  Training, 2-way GT, whose steps add w_f * g~_f), and for 2-way GT
+  (Algorithm 1) the mean gradient of those steps, the next round's g~_c;
 * the update of the global model: SERVEROPTIMIZER on the aggregated client
   update, then, where there is central training, the merge
   `Delta = w_f Delta_f + w_c Delta_c` applied with MERGEOPTIMIZER;
-* 2-way GT's federated gradient recovered from what FedAvg uploads;
+* 2-way GT's federated gradient g~_f recovered from what FedAvg uploads
+  (appendix A.2, eq. 10), for the next round's central steps;
 * the sampled (G, B)-BGD estimates G~_t^2 and B~_t^2.
 """
 
@@ -50,6 +53,12 @@ class ServerUpdateConfig(NamedTuple):
     augment_central_steps: 2-way GT: central steps add `w_f * g~_f` and use
       the mixed gradient `w_c * g_c + w_f * g~_f`.
     recover_federated_gradient: 2-way GT: recover g~_f for the next round.
+    carry_central_gradient: 2-way GT as in Algorithm 1: g~_c is state. The
+      clients of round t use the g~_c^(t) of the state (zero at t = 0) and
+      the round returns g~_c^(t+1), the mean of its K_c central gradients
+      g_c (clipped when `central_clip_norm` is set; without the `w_f g~_f`
+      term). If False, g~_c is computed at x^(t) before the broadcast (1-way
+      GT; 2-way GT's 'fresh' option) and is no state.
     client_learning_rate: eta, needed to recover g~_f.
     client_steps: K, needed to recover g~_f.
     seed: Seeds central batch sampling.
@@ -70,6 +79,7 @@ class ServerUpdateConfig(NamedTuple):
   seed: int
   with_diagnostics: bool
   report_central_loss: bool = True
+  carry_central_gradient: bool = False
 
 
 def _add(a, b):
@@ -158,16 +168,32 @@ def build_server_update_fn(
 
   The returned function takes `(model_weights, round_num, server_state,
   central_state, merge_state, federated_gradient, aggregated_update,
-  central_gradient, mean_probe_gradient, central_loss)`, where
-  `aggregated_update` is the weighted mean of client updates `x^(t) - x_i`,
-  `central_gradient` and `central_loss` are the g~_c broadcast this round and
-  f_c(x^(t)) (or `()`), and returns `(model_weights, round_num + 1,
-  server_state, central_state, merge_state, federated_gradient,
-  central_metrics, finalizer_metrics)`. Everything the server does after
-  aggregation is this one computation, so a round costs one server call.
-  A non-finite aggregated update is rejected as TFF's FedAvg finalizer does:
-  model and optimizer states stay as they were.
+  central_gradient, mean_probe_gradient, central_loss, augmenting_coverage)`:
+
+  *   `aggregated_update`: the weighted mean of client updates `x^(t) - x_i`
+      (after whatever clipping or noise the model aggregator applies: it is
+      the update the server applies, and the one g~_f is recovered from);
+  *   `central_gradient`: the g~_c this round's clients used (the state's
+      with `carry_central_gradient`, else the one computed at x^(t)), or
+      `()` without gradient transfer;
+  *   `central_loss`: f_c(x^(t)) when computed before the broadcast, or `()`;
+  *   `augmenting_coverage`: `()` when every client applied `w_c g~_c` to
+      every weight; with `federated_select`, per weight the share of the
+      cohort's aggregation weight whose clients applied it
+      (`embedding_select.augmenting_coverage`).
+
+  It returns `(model_weights, round_num + 1, server_state, central_state,
+  merge_state, federated_gradient, central_gradient, central_metrics,
+  finalizer_metrics)`, where `federated_gradient` is g~_f^(t+1) (2-way GT)
+  and `central_gradient` is g~_c^(t+1) with `carry_central_gradient` (else
+  `()`). Everything the server does after aggregation is this one
+  computation, so a round costs one server call. A non-finite aggregated
+  update is rejected as TFF's FedAvg finalizer does: model, optimizer
+  states and augmenting gradients stay as they were.
   """
+  if config.carry_central_gradient and config.central_steps < 1:
+    raise ValueError('`carry_central_gradient` needs central steps: g~_c is '
+                     'their mean gradient.')
   if objective is not None:
     central_gradient_fn = build_central_gradient_fn(
         model, objective, config.central_batch_size, config.seed,
@@ -176,25 +202,34 @@ def build_server_update_fn(
 
   def central_training(trainable, non_trainable, round_num, central_state,
                        federated_gradient):
-    """K_c steps of CENTRALOPTIMIZER from x^(t); returns x_c and f_c(x^(t))."""
-    first_loss = tf.constant(0.0)
+    """K_c steps of CENTRALOPTIMIZER from x^(t).
+
+    Returns `(x_c, central_state, f_c(x^(t)), g_c(x^(t)), mean g_c)`: the
+    loss and gradient of the first step (at x^(t) on the round's first
+    central batch) and the mean of the K_c central gradients.
+    """
     x_c = trainable
+    gradient_sum = tuple(tf.zeros_like(w) for w in trainable)
+    first_loss, first_gradient = None, None
     for step in range(config.central_steps):
       loss, gradient = central_gradient_fn(x_c, non_trainable, round_num, step)
       if step == 0:
-        first_loss = loss
+        first_loss, first_gradient = loss, gradient
+      gradient_sum = _add(gradient_sum, gradient)
       if config.augment_central_steps:
         gradient = _add(_scale(w_c, gradient),
                         _scale(w_f, federated_gradient))
       central_state, x_c = central_optimizer.next(central_state, x_c,
                                                   gradient)
       x_c = tuple(x_c)
-    return x_c, central_state, first_loss
+    mean_gradient = _scale(1.0 / config.central_steps, gradient_sum)
+    return x_c, central_state, first_loss, first_gradient, mean_gradient
 
   @tf.function
   def server_update(model_weights, round_num, server_state, central_state,
                     merge_state, federated_gradient, aggregated_update,
-                    central_gradient, mean_probe_gradient, central_loss_at_x):
+                    central_gradient, mean_probe_gradient, central_loss_at_x,
+                    augmenting_coverage=()):
     x = tuple(model_weights.trainable)
     non_trainable = tuple(model_weights.non_trainable)
     aggregated_update = tuple(aggregated_update)
@@ -205,10 +240,17 @@ def build_server_update_fn(
     x_f = tuple(x_f)
     new_central_state, new_merge_state = central_state, merge_state
     new_federated_gradient = federated_gradient
-    central_loss = None
+    new_central_gradient = ()
+    central_loss, first_central_gradient = None, None
     if config.central_steps > 0:
-      x_c, new_central_state, central_loss = central_training(
-          x, non_trainable, round_num, central_state, federated_gradient)
+      (x_c, new_central_state, central_loss, first_central_gradient,
+       mean_central_gradient) = central_training(
+           x, non_trainable, round_num, central_state, federated_gradient)
+      if config.carry_central_gradient:
+        # Algorithm 1: this round's central gradients become the next
+        # round's g~_c, as its client deltas become g~_f (eq. 10): the
+        # central side of the 'meta-SCAFFOLD' view (appendix C.3).
+        new_central_gradient = mean_central_gradient
       delta_f = tuple(a - b for a, b in zip(x_f, x))
       delta_c = tuple(a - b for a, b in zip(x_c, x))
       merged_delta = _add(_scale(w_f, delta_f), _scale(w_c, delta_c))
@@ -222,19 +264,30 @@ def build_server_update_fn(
     if config.recover_federated_gradient:
       # Appendix A.2, eq. 10: with SGD on clients and K steps each, the mean
       # per-step total gradient is aggregated_update / (eta K); removing the
-      # augmenting term w_c g~_c and the weight w_f leaves the mean client
-      # gradient, used as g~_f in the next round's central steps.
+      # augmenting term w_c g~_c (the one the clients used, where they used
+      # it) and the weight w_f leaves the mean client gradient, used as g~_f
+      # in the next round's central steps. With federated_select a client
+      # applied g~_c only to its rows, so a row's mean holds w_c g~_c times
+      # the share of the cohort that held it; what remains is the gradient
+      # of the cohort's federated loss, zero on rows nobody held.
+      used_central_gradient = tuple(central_gradient)
+      if augmenting_coverage:
+        used_central_gradient = tuple(
+            c * g for c, g in zip(augmenting_coverage, used_central_gradient))
       mean_total_gradient = _scale(
           1.0 / (config.client_learning_rate * config.client_steps),
           aggregated_update)
       new_federated_gradient = _scale(
           1.0 / w_f,
           tuple(t - w_c * c
-                for t, c in zip(mean_total_gradient, central_gradient)))
+                for t, c in zip(mean_total_gradient, used_central_gradient)))
 
     if config.with_diagnostics:
-      if isinstance(central_gradient, tuple) and central_gradient:
+      if (not config.carry_central_gradient
+          and isinstance(central_gradient, tuple) and central_gradient):
         g_c = central_gradient
+      elif first_central_gradient is not None:
+        g_c = first_central_gradient  # At x^(t), on the first batch.
       else:
         _, g_c = central_gradient_fn(x, non_trainable, round_num, 0)
       g_squared, b_squared = bgd_estimates(tuple(mean_probe_gradient), g_c,
@@ -253,6 +306,9 @@ def build_server_update_fn(
     new_central_state = keep(new_central_state, central_state)
     new_merge_state = keep(new_merge_state, merge_state)
     new_federated_gradient = keep(new_federated_gradient, federated_gradient)
+    if config.carry_central_gradient:
+      new_central_gradient = keep(new_central_gradient,
+                                  tuple(central_gradient))
     if central_loss is not None and config.report_central_loss:
       metrics['loss'] = central_loss
     elif tf.is_tensor(central_loss_at_x):
@@ -262,7 +318,7 @@ def build_server_update_fn(
     new_weights = tff.learning.models.ModelWeights(
         trainable=new_x, non_trainable=non_trainable)
     return (new_weights, round_num + 1, new_server_state, new_central_state,
-            new_merge_state, new_federated_gradient, metrics,
-            finalizer_metrics)
+            new_merge_state, new_federated_gradient, new_central_gradient,
+            metrics, finalizer_metrics)
 
   return server_update
