@@ -852,7 +852,7 @@ def machine_description() -> str:
 
 
 def write_results_section(path: str, section: str, markdown: str,
-                          note: str = '') -> None:
+                          note: str = '', after: Optional[str] = None) -> None:
   """Replaces (or appends) one generated section of RESULTS.md.
 
   Args:
@@ -861,11 +861,14 @@ def write_results_section(path: str, section: str, markdown: str,
     markdown: The section's text; its first line is its heading.
     note: Optional paragraph placed under the heading, e.g. why a run of a
       few scenarios has a section of its own (`--results_note`).
+    after: A new section goes right after this one (e.g. the experiment's
+      main section), if present.
   """
   if note:
     heading, _, rest = markdown.partition('\n')
     markdown = f'{heading}\n\n{note.strip()}\n{rest}'
-  tff_mixed.write_markdown_section(path, section, markdown, title='Results')
+  tff_mixed.write_markdown_section(path, section, markdown, title='Results',
+                                   after=after)
 
 
 def define_results_section_flags(default_section: str):

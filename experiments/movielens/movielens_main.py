@@ -119,7 +119,7 @@ def main(argv: Sequence[str]) -> None:
             + ' '.join(sys.argv[1:]),
             label_imbalance_lib.machine_description(),
             label_imbalance_lib.utc_now()),
-        note=_RESULTS_NOTE.value)
+        note=_RESULTS_NOTE.value, after=movielens_lib.RESULTS_SECTION)
   for kind, path in result.files.items():
     logging.info('Wrote %s: %s', kind, path)
 
