@@ -36,6 +36,8 @@ import statistics
 import sys
 import time
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 import numpy as np
@@ -144,7 +146,7 @@ def main(argv: Sequence[str]) -> None:
   unknown = set(_SCENARIOS.value) - set(celeba_smile_lib.SCENARIOS)
   if unknown:
     raise app.UsageError(f'Unknown --scenarios {sorted(unknown)}.')
-  data_dir = _resolve(_DATA_DIR.value)
+  data_dir = tff_mixed.make_directory(_resolve(_DATA_DIR.value), '--data_dir')
   spec = dict(train_clients=_TRAIN_CLIENTS.value,
               test_clients=_TEST_CLIENTS.value,
               images_per_client=_IMAGES_PER_CLIENT.value)
@@ -233,4 +235,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

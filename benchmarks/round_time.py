@@ -61,12 +61,11 @@ import tempfile
 import time
 from typing import Any, NamedTuple, Optional
 
-# Read by TensorFlow's C++ logging when it loads, and inherited by TFF's
-# worker: without it every compilation floods stderr with grappler INFO lines
-# that bury the progress output.
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
-
-# pylint: disable=g-import-not-at-top,g-bad-import-order
+# pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs (grappler INFO lines on every
+# compilation, also in TFF's worker, would bury the progress output) before
+# TensorFlow loads; see cli.py.
+from experiments import cli
 from absl import app
 from absl import flags
 import numpy as np
@@ -77,7 +76,7 @@ import tensorflow_federated as tff
 # that this process starts (see tff_mixed/runtime.py).
 import tff_mixed
 from tff_mixed import runtime
-# pylint: enable=g-import-not-at-top,g-bad-import-order
+# pylint: enable=g-bad-import-order
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -862,4 +861,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

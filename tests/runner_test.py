@@ -167,6 +167,28 @@ class CheckpointSafetyTest(absltest.TestCase):
     self.assertEqual(resumed.resumed_from, 1)
     self.assertTrue(any('unreadable' in line for line in logs.output))
 
+  def test_fallback_keeps_an_earlier_unreadable_checkpoint(self):
+    directory = os.path.join(self.root, 'c')
+    checkpointer = tff_mixed.training_checkpoints.Checkpointer(
+        directory, fingerprint={'a': 1})
+    checkpointer.check_or_write_fingerprint()
+    checkpointer.save((np.arange(3, dtype=np.float32),), 1)
+    # An earlier fallback already moved an unreadable round 2 aside; the
+    # resumed run wrote round 2 again, and it is unreadable again.
+    earlier = os.path.join(directory, 'program_state_2.unreadable')
+    os.makedirs(earlier)
+    with open(os.path.join(earlier, 'kept'), 'w') as f:
+      f.write('evidence')
+    os.makedirs(os.path.join(directory, 'program_state_2'))
+    state, round_num = checkpointer.restore((np.zeros([3], np.float32),))
+    self.assertEqual(round_num, 1)
+    np.testing.assert_array_equal(state[0], [0.0, 1.0, 2.0])
+    self.assertTrue(os.path.exists(os.path.join(earlier, 'kept')))
+    self.assertTrue(os.path.isdir(
+        os.path.join(directory, 'program_state_2.unreadable.2')))
+    self.assertFalse(os.path.exists(
+        os.path.join(directory, 'program_state_2')))
+
   def test_incompatible_structure_is_refused(self):
     checkpointer = tff_mixed.training_checkpoints.Checkpointer(
         os.path.join(self.root, 'c'), fingerprint={'a': 1})

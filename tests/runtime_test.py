@@ -19,9 +19,12 @@ timeout.
 """
 
 import os
+import select
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 from absl.testing import absltest
 
@@ -43,6 +46,35 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
+# Runs one computation (TFF starts its worker), reports the worker, waits.
+_KILLED_SCRIPT = textwrap.dedent("""
+    import time
+    import numpy as np
+    import tensorflow_federated as tff
+    import tff_mixed
+    from tff_mixed import runtime
+
+    @tff.tensorflow.computation
+    def one():
+      return np.int32(1)
+
+    assert one() == 1
+    print('WORKERS', *runtime.own_worker_pids(), flush=True)
+    time.sleep(600)
+""")
+
+
+def _kill_if_worker(pid: int) -> None:
+  """SIGKILLs `pid` if it is still a live TFF worker (not a reused PID)."""
+  try:
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+      is_worker = b'worker_binary' in f.read()
+    if is_worker and runtime.process_alive(pid):
+      os.kill(pid, signal.SIGKILL)
+  except OSError:
+    pass
+
+
 class WorkerCleanupTest(absltest.TestCase):
 
   def test_script_exits_without_leaving_a_worker(self):
@@ -61,6 +93,33 @@ class WorkerCleanupTest(absltest.TestCase):
     self.assertNotEmpty(pids)
     for pid in pids:
       self.assertFalse(runtime.process_alive(pid), f'worker {pid} outlived its script')
+
+  def test_worker_dies_when_its_python_process_is_killed(self):
+    # A SIGKILL skips every exit hook: only the kernel can end the worker.
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = subprocess.Popen(
+        [sys.executable, '-c', _KILLED_SCRIPT], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env=dict(os.environ, PYTHONPATH=repo_root))
+    self.addCleanup(script.stdout.close)
+    self.addCleanup(script.wait)
+    self.addCleanup(script.kill)
+    ready, _, _ = select.select([script.stdout], [], [], 240)
+    self.assertNotEmpty(ready, 'the script reported no worker in 240 s')
+    line = script.stdout.readline().split()
+    self.assertEqual(line[:1], ['WORKERS'], 'the script failed')
+    pids = [int(p) for p in line[1:]]
+    self.assertNotEmpty(pids)
+    for pid in pids:
+      self.addCleanup(_kill_if_worker, pid)  # If the test fails.
+    os.kill(script.pid, signal.SIGKILL)  # The Python process alone.
+    script.wait()
+    deadline = time.monotonic() + 10
+    while (any(runtime.process_alive(p) for p in pids)
+           and time.monotonic() < deadline):
+      time.sleep(0.1)
+    self.assertEqual([p for p in pids if runtime.process_alive(p)], [],
+                     'TFF workers outlived their killed Python process')
 
   def test_own_worker_pids_ignores_other_processes(self):
     sleeper = subprocess.Popen(['sleep', '30'])

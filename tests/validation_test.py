@@ -70,6 +70,13 @@ class BuilderValidationTest(parameterized.TestCase):
       _build(builder, client_optimizer=tu.sgd(0.0))
 
   @parameterized.parameters(*_ALL)
+  def test_client_learning_rate_must_be_finite(self, builder):
+    # Called what it is: inf is not finite (it is positive).
+    with self.assertRaisesRegex(ValueError,
+                                '`client_optimizer`.*finite learning rate'):
+      _build(builder, client_optimizer=tu.sgd(float('inf')))
+
+  @parameterized.parameters(*_ALL)
   def test_central_objective_type(self, builder):
     with self.assertRaisesRegex(TypeError, '`central_objective`'):
       _build(builder, central_objective=tu.central_arrays())

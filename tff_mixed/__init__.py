@@ -66,10 +66,12 @@ from tff_mixed.training import checkpoints as training_checkpoints
 from tff_mixed.training.checkpoints import CheckpointMismatchError
 from tff_mixed.training.reports import atomic_write
 from tff_mixed.training.reports import atomic_write_text
+from tff_mixed.training.reports import make_directory
 from tff_mixed.training.reports import remove_quietly
 from tff_mixed.training.reports import temp_path_beside
 from tff_mixed.training.reports import write_markdown_section
 from tff_mixed.training.runner import DivergenceError
+from tff_mixed.training.runner import prepare_run
 from tff_mixed.training.runner import ROUND_KEY as RUN_ROUND_KEY
 from tff_mixed.training.runner import run_training
 from tff_mixed.training.runner import RunResult

@@ -63,6 +63,8 @@ import grpc
 import portpicker
 import tensorflow_federated as tff
 
+from tff_mixed import runtime
+
 # As TFF's own local runtime (executor_factory.py): allow 2 GB messages.
 _GRPC_MAX_MESSAGE_LENGTH_BYTES = 2 * 1000 * 1000 * 1000
 _GRPC_CHANNEL_OPTIONS = (
@@ -419,7 +421,8 @@ def start_local_workers(
   streams (so `python x.py | tail` cannot hang on them). Stop them with
   `stop_workers` or `WorkerHandle.stop`, or use `local_workers`; any left
   running at interpreter exit are killed by tff_mixed's exit hook
-  (`tff_mixed/runtime.py`), as they are children of this process.
+  (`tff_mixed/runtime.py`), as they are children of this process. Started
+  from the main thread on Linux, they also die if this process is killed.
 
   Note: `worker_binary` has no flag for its bind address; it listens on every
   interface (`[::]:P`). Clients here only ever dial 127.0.0.1.
@@ -456,6 +459,11 @@ def start_local_workers(
     raise RuntimeError(
         f"Expected TFF's worker binary at {binary}; is TFF 0.87 installed?")
 
+  # Linux ends a worker when the thread that started it ends: only the main
+  # thread lives as long as this process.
+  die_with_parent = (
+      runtime.die_with_parent_preexec_fn()
+      if threading.current_thread() is threading.main_thread() else None)
   workers = []
   try:
     for _ in range(num_workers):
@@ -472,7 +480,7 @@ def start_local_workers(
              f'--max_concurrent_computation_calls='
              f'{max_concurrent_computation_calls}'],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            close_fds=True)
+            close_fds=True, preexec_fn=die_with_parent)
       workers.append(
           WorkerHandle(f'{_LOCALHOST}:{port}', port, process, log_path))
     for worker in workers:

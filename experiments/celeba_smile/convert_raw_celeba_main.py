@@ -28,6 +28,8 @@ that they never collide with those of the experiment binaries.
 
 from collections.abc import Sequence
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 
@@ -91,20 +93,16 @@ def _summary_text(summary: raw_celeba_lib.ConversionSummary) -> str:
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  try:
-    summary = raw_celeba_lib.convert_raw_celeba(
-        _RAW_IMAGE_DIR.value,
-        _RAW_ATTR_FILE.value,
-        _RAW_IDENTITY_FILE.value,
-        _SQLITE_OUTPUT_DIR.value,
-        min_images_per_client=_MIN_IMAGES_PER_CLIENT.value,
-        test_client_fraction=_TEST_CLIENT_FRACTION.value,
-        example_test_fraction=_EXAMPLE_TEST_FRACTION.value,
-        seed=_SPLIT_SEED.value,
-        max_images=_MAX_IMAGES.value)
-  except (ValueError, OSError) as e:
-    # Bad inputs get one line, not a traceback.
-    raise SystemExit(f'error: {e}') from None
+  summary = raw_celeba_lib.convert_raw_celeba(
+      _RAW_IMAGE_DIR.value,
+      _RAW_ATTR_FILE.value,
+      _RAW_IDENTITY_FILE.value,
+      _SQLITE_OUTPUT_DIR.value,
+      min_images_per_client=_MIN_IMAGES_PER_CLIENT.value,
+      test_client_fraction=_TEST_CLIENT_FRACTION.value,
+      example_test_fraction=_EXAMPLE_TEST_FRACTION.value,
+      seed=_SPLIT_SEED.value,
+      max_images=_MAX_IMAGES.value)
   print(_summary_text(summary))
   print('Use it with tff.simulation.datasets.celeba.load_data(cache_dir='
         f'{_SQLITE_OUTPUT_DIR.value!r}), or pass '
@@ -112,4 +110,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

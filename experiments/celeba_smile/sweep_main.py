@@ -31,13 +31,14 @@ from collections.abc import Sequence
 import os
 import sys
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 
 from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.label_imbalance import label_imbalance_lib
-import tff_mixed
 
 _SWEEP = flags.DEFINE_enum('sweep', 'central_batch_size',
                            ['central_batch_size', 'lr_steps'],
@@ -53,27 +54,23 @@ _LR_STEPS = flags.DEFINE_list(
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
-  try:
-    kwargs = celeba_flags.experiment_kwargs()
-    if _SWEEP.value == 'central_batch_size':
-      try:
-        sizes = [int(b) for b in _CENTRAL_BATCH_SIZES.value]
-      except ValueError:
-        raise ValueError('--central_batch_sizes must be positive ints, got '
-                         f'{_CENTRAL_BATCH_SIZES.value}.') from None
-      if not sizes or min(sizes) < 1:
-        raise ValueError('--central_batch_sizes must be positive ints, got '
-                         f'{_CENTRAL_BATCH_SIZES.value}.')
-      points = celeba_smile_lib.central_batch_sweep(sizes)
-    else:
-      points = celeba_smile_lib.lr_steps_sweep(
-          celeba_smile_lib.parse_lr_steps(_LR_STEPS.value))
-    output_dir = os.path.join(kwargs.pop('output_dir'), _SWEEP.value)
-    table, plot_path = celeba_smile_lib.run_sweep(
-        points, output_dir=output_dir, **kwargs)
-  except (tff_mixed.celeba_smile.DataNotFoundError, ValueError,
-          TypeError) as e:
-    sys.exit(f'error: {e}')
+  kwargs = celeba_flags.experiment_kwargs()
+  if _SWEEP.value == 'central_batch_size':
+    try:
+      sizes = [int(b) for b in _CENTRAL_BATCH_SIZES.value]
+    except ValueError:
+      raise ValueError('--central_batch_sizes must be positive ints, got '
+                       f'{_CENTRAL_BATCH_SIZES.value}.') from None
+    if not sizes or min(sizes) < 1:
+      raise ValueError('--central_batch_sizes must be positive ints, got '
+                       f'{_CENTRAL_BATCH_SIZES.value}.')
+    points = celeba_smile_lib.central_batch_sweep(sizes)
+  else:
+    points = celeba_smile_lib.lr_steps_sweep(
+        celeba_smile_lib.parse_lr_steps(_LR_STEPS.value))
+  output_dir = os.path.join(kwargs.pop('output_dir'), _SWEEP.value)
+  table, plot_path = celeba_smile_lib.run_sweep(
+      points, output_dir=output_dir, **kwargs)
   print(table, end='', flush=True)
   print(f'Plot: {plot_path}')
   if celeba_flags.RESULTS_MARKDOWN.value:
@@ -89,4 +86,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

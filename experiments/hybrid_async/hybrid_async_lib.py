@@ -861,8 +861,8 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
     raise ValueError(f'`seeds` must be distinct, got {list(seeds)}.')
   settings = tuple(settings) or (Setting(config.alpha, config.delay_std),)
   validate(config, methods, settings, seeds)
-  runs_dir = os.path.join(output_dir, RUNS_DIR)
-  os.makedirs(runs_dir, exist_ok=True)
+  runs_dir = tff_mixed.make_directory(os.path.join(output_dir, RUNS_DIR),
+                                     'runs directory of `output_dir`')
   rows, diagnostics, notes = [], [], collections.defaultdict(list)
   descriptions = []
   cache = {}

@@ -40,6 +40,8 @@ from collections.abc import Sequence
 import functools
 import sys
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 from absl import logging
@@ -184,8 +186,8 @@ def main(argv: Sequence[str]) -> None:
     settings = [_LIB.Setting(float(a), float(d)) for a in _ALPHAS.value
                 for d in _DELAY_STDS.value]
   except ValueError as e:
-    sys.exit(f'error: --seeds and --conv_filters take integers, --alphas '
-             f'and --delay_stds numbers: {e}')
+    raise ValueError('--seeds and --conv_filters take integers, --alphas '
+                     f'and --delay_stds numbers: {e}') from None
   config = _LIB.Config(
       rounds=_ROUNDS.value, num_clients=_NUM_CLIENTS.value,
       clients_per_round=_CLIENTS_PER_ROUND.value,
@@ -203,17 +205,14 @@ def main(argv: Sequence[str]) -> None:
       loadaboost_epochs=_LOADABOOST_EPOCHS.value,
       id_probe_size=_ID_PROBE_SIZE.value, conv_filters=filters,
       dense_units=_DENSE_UNITS.value, eval_every=_EVAL_EVERY.value)
-  try:
-    if not settings:
-      raise ValueError('--alphas and --delay_stds must be non-empty.')
-    _LIB.validate(config, _METHODS.value, settings, seeds)
-    # The split is drawn per seed and alpha inside run_experiment's loop.
-    result = _LIB.run_experiment(
-        lambda seed, alpha: _load(config, seed, alpha), config,
-        methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
-        settings=settings)
-  except (FileNotFoundError, ValueError) as e:
-    sys.exit(f'error: {e}')
+  if not settings:
+    raise ValueError('--alphas and --delay_stds must be non-empty.')
+  _LIB.validate(config, _METHODS.value, settings, seeds)
+  # The split is drawn per seed and alpha inside run_experiment's loop.
+  result = _LIB.run_experiment(
+      lambda seed, alpha: _load(config, seed, alpha), config,
+      methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
+      settings=settings)
   print(result.table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:
     label_imbalance_lib.write_results_section(
@@ -229,4 +228,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

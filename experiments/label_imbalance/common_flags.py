@@ -17,6 +17,8 @@ absl flags are process-global, so both binaries (and a test process importing
 both) must share one definition of each common flag.
 """
 
+import math
+
 from absl import flags
 
 CLIENTS_PER_ROUND = flags.DEFINE_integer(
@@ -36,8 +38,17 @@ SEED = flags.DEFINE_integer(
     'seed', 0, 'The one seed: data split, model initialization, client and '
     'central sampling.', lower_bound=0)
 
-flags.register_validator('client_lr', lambda v: v > 0,
-                         message='--client_lr must be positive.')
+
+
+def _check_client_lr(value: float) -> bool:
+  if not math.isfinite(value):
+    raise flags.ValidationError(f'--client_lr must be finite, got {value}.')
+  if value <= 0:
+    raise flags.ValidationError(f'--client_lr must be positive, got {value}.')
+  return True
+
+
+flags.register_validator('client_lr', _check_client_lr)
 flags.register_multi_flags_validator(
     ['clients_per_round', 'num_clients'],
     lambda v: v['clients_per_round'] <= v['num_clients'],

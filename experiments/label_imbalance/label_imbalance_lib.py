@@ -765,17 +765,19 @@ def compare(
   if clients_per_round > task.num_clients:
     raise ValueError(f'`clients_per_round` ({clients_per_round}) must be at '
                      f'most the number of clients ({task.num_clients}).')
-  if (isinstance(client_lr, bool) or not isinstance(client_lr, (int, float))
-      or not math.isfinite(client_lr) or client_lr <= 0):
-    raise ValueError(
-        f'`client_lr` must be a positive finite number, got {client_lr!r}.')
+  if isinstance(client_lr, bool) or not isinstance(client_lr, (int, float)):
+    raise ValueError(f'`client_lr` must be a number, got {client_lr!r}.')
+  if not math.isfinite(client_lr):
+    raise ValueError(f'`client_lr` must be finite, got {client_lr!r}.')
+  if client_lr <= 0:
+    raise ValueError(f'`client_lr` must be positive, got {client_lr!r}.')
   if (isinstance(target_auc, bool) or not isinstance(target_auc, (int, float))
       or not 0 < target_auc <= 1):
     raise ValueError(f'`target_auc` must be in (0, 1], got {target_auc!r}.')
   if not isinstance(output_dir, (str, os.PathLike)) or not str(output_dir):
     raise TypeError(f'`output_dir` must be a path, got {output_dir!r}.')
-  output_dir = os.fspath(output_dir)
-  os.makedirs(output_dir, exist_ok=True)
+  output_dir = tff_mixed.make_directory(os.fspath(output_dir),
+                                       '`output_dir`')
 
   num_central = task.central_objective.num_examples
   if central_batch_size is None:

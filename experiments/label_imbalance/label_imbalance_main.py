@@ -32,6 +32,8 @@ Writes `metrics.csv`, `auc_accuracy.png`, `results.txt` and `config.json` to
 from collections.abc import Sequence
 import sys
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 from absl import logging
@@ -132,4 +134,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

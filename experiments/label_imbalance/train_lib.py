@@ -109,7 +109,12 @@ def train(
     A `tff_mixed.RunResult`.
 
   Raises:
-    ValueError: For inconsistent or out-of-range arguments.
+    ValueError: For inconsistent or out-of-range arguments, or an output
+      directory that is not writable (before the process is built).
+    tff_mixed.CheckpointMismatchError: If the run's checkpoint directory
+      belongs to another configuration (also before the build).
+    ConnectionError: If a worker of `worker_addresses` does not answer.
+    tff_mixed.DivergenceError: If training diverges.
   """
   if scenario not in label_imbalance_lib.SCENARIOS:
     raise ValueError(f'`scenario` must be one of '
@@ -122,39 +127,36 @@ def train(
                                    clients_per_round)
   task = task_lib.build_task(num_clients=num_clients,
                              client_batch_size=client_batch_size, seed=seed)
-  num_central = len(task.central_indices)
-  batch_sizes = label_imbalance_lib.paper_central_batch_sizes(
-      clients_per_round, client_steps, client_batch_size, num_central)
-  examples_per_client = min(num_central, max(1, round(
-      sum(task.num_client_examples) / num_clients)))
-  model = tff_mixed.build_binary_classifier(
-      task_lib.NUM_FEATURES, hidden_units=label_imbalance_lib.HIDDEN_UNITS,
-      seed=seed)
-  process = label_imbalance_lib.build_process(
-      scenario, model, task.central_data, client_lr=client_lr,
-      client_steps=client_steps, central_batch_sizes=batch_sizes,
-      examples_per_client=examples_per_client,
-      client_batch_size=client_batch_size, seed=seed,
-      model_aggregator=aggregator)
-  client_data_fn, evaluation_fn = label_imbalance_lib.round_functions(
-      scenario, label_imbalance_lib.digits_comparison_task(task, model),
-      clients_per_round=clients_per_round, client_steps=client_steps,
-      seed=seed)
-
-  # `total_rounds` is left out: resuming with more rounds extends a run.
-  hparams = dict(
-      scenario=scenario,
-      clients_per_round=clients_per_round, client_steps=client_steps,
-      client_batch_size=client_batch_size, client_lr=client_lr,
-      num_clients=num_clients, seed=seed,
-      central_batch_sizes=batch_sizes._asdict(),
-      examples_per_client=examples_per_client,
-      hidden_units=list(label_imbalance_lib.HIDDEN_UNITS),
-      dp_noise_multiplier=dp_noise_multiplier, dp_clip_norm=dp_clip_norm)
+  hparams = _hparams(task, scenario=scenario,
+                     clients_per_round=clients_per_round,
+                     client_steps=client_steps,
+                     client_batch_size=client_batch_size, client_lr=client_lr,
+                     num_clients=num_clients, seed=seed,
+                     dp_noise_multiplier=dp_noise_multiplier,
+                     dp_clip_norm=dp_clip_norm)
+  batch_sizes = label_imbalance_lib.CentralBatchSizes(
+      **hparams['central_batch_sizes'])
+  examples_per_client = hparams['examples_per_client']
+  # Before the process is built (and traced): a bad output directory, a
+  # refused resume or an unreachable worker fails in seconds.
+  tff_mixed.prepare_run(root_output_dir, experiment_name, hparams)
   if worker_addresses:
     # Fails fast, naming the address, if a worker is malformed or down.
     tff_mixed.remote.set_remote_execution_context(list(worker_addresses))
   try:
+    model = tff_mixed.build_binary_classifier(
+        task_lib.NUM_FEATURES, hidden_units=label_imbalance_lib.HIDDEN_UNITS,
+        seed=seed)
+    process = label_imbalance_lib.build_process(
+        scenario, model, task.central_data, client_lr=client_lr,
+        client_steps=client_steps, central_batch_sizes=batch_sizes,
+        examples_per_client=examples_per_client,
+        client_batch_size=client_batch_size, seed=seed,
+        model_aggregator=aggregator)
+    client_data_fn, evaluation_fn = label_imbalance_lib.round_functions(
+        scenario, label_imbalance_lib.digits_comparison_task(task, model),
+        clients_per_round=clients_per_round, client_steps=client_steps,
+        seed=seed)
     return tff_mixed.run_training(
         process, client_data_fn=client_data_fn, total_rounds=total_rounds,
         root_output_dir=root_output_dir, experiment_name=experiment_name,
@@ -165,3 +167,46 @@ def train(
   finally:
     if worker_addresses:
       tff_mixed.remote.restore_local_execution_context()
+
+
+def _hparams(task, *, scenario: str, clients_per_round: int,
+             client_steps: int, client_batch_size: int, client_lr: float,
+             num_clients: int, seed: int, dp_noise_multiplier: float,
+             dp_clip_norm: float) -> dict:
+  """The run's fingerprint (what a resumed run must share with it)."""
+  num_central = len(task.central_indices)
+  batch_sizes = label_imbalance_lib.paper_central_batch_sizes(
+      clients_per_round, client_steps, client_batch_size, num_central)
+  examples_per_client = min(num_central, max(1, round(
+      sum(task.num_client_examples) / num_clients)))
+  # `total_rounds` is left out: resuming with more rounds extends a run.
+  return dict(
+      scenario=scenario,
+      clients_per_round=clients_per_round, client_steps=client_steps,
+      client_batch_size=client_batch_size, client_lr=client_lr,
+      num_clients=num_clients, seed=seed,
+      central_batch_sizes=batch_sizes._asdict(),
+      examples_per_client=examples_per_client,
+      hidden_units=list(label_imbalance_lib.HIDDEN_UNITS),
+      dp_noise_multiplier=dp_noise_multiplier, dp_clip_norm=dp_clip_norm)
+
+
+def run_hparams(*, scenario: str, clients_per_round: int = 10,
+                client_steps: int = 10, client_batch_size: int = 8,
+                client_lr: float = 0.25, num_clients: int = 60, seed: int = 0,
+                dp_noise_multiplier: float = 0.0,
+                dp_clip_norm: float = 0.0) -> dict:
+  """The hyperparameters `train` records for these arguments (its defaults).
+
+  They are the run's `hparams.json` and the fingerprint a resumed run must
+  match.
+  """
+  task = task_lib.build_task(num_clients=num_clients,
+                             client_batch_size=client_batch_size, seed=seed)
+  return _hparams(task, scenario=scenario,
+                  clients_per_round=clients_per_round,
+                  client_steps=client_steps,
+                  client_batch_size=client_batch_size, client_lr=client_lr,
+                  num_clients=num_clients, seed=seed,
+                  dp_noise_multiplier=dp_noise_multiplier,
+                  dp_clip_norm=dp_clip_norm)

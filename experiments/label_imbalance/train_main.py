@@ -23,6 +23,8 @@ Outputs go to <root_output_dir>/{checkpoints,results,logdir}/<experiment_name>.
 
 from collections.abc import Sequence
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 from absl import logging
@@ -99,4 +101,4 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == '__main__':
   flags.mark_flag_as_required('experiment_name')
-  app.run(main)
+  cli.run(main)

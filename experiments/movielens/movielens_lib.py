@@ -405,8 +405,12 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
-  if not (math.isfinite(config.client_lr) and config.client_lr > 0):
+  if not math.isfinite(config.client_lr):
+    raise ValueError(f'`client_lr` must be finite, got {config.client_lr}.')
+  if config.client_lr <= 0:
     raise ValueError(f'`client_lr` must be positive, got {config.client_lr}.')
+  # Before the data: a bad directory should not cost the load.
+  tff_mixed.make_directory(output_dir, '`output_dir`')
   data = movielens.load_movielens(
       ratings_file, context_length=config.context_length,
       skip_malformed=skip_malformed, seed=config.seed)
@@ -414,7 +418,6 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
   if config.clients_per_round > num_train:
     raise ValueError(f'`clients_per_round` ({config.clients_per_round}) must '
                      f'be at most the {num_train} training users.')
-  os.makedirs(output_dir, exist_ok=True)
   results = [run_scenario(s, data, config, output_dir, progress)
              for s in scenarios]
   table, cost_table = format_tables(results)

@@ -32,6 +32,8 @@ FLOPs per client and round, measured and the paper's formulas) and
 from collections.abc import Sequence
 import sys
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 from absl import logging
@@ -93,9 +95,9 @@ def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   if not _RATINGS_FILE.value:
-    sys.exit('error: --ratings_file is required: a MovieLens ratings.dat '
-             '(1M) or u.data (100K) from '
-             'https://grouplens.org/datasets/movielens/.')
+    raise app.UsageError(
+        '--ratings_file is required: a MovieLens ratings.dat (1M) or u.data '
+        '(100K) from https://grouplens.org/datasets/movielens/.')
   config = movielens_lib.Config(
       rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
       client_batch_size=_CLIENT_BATCH_SIZE.value,
@@ -104,12 +106,9 @@ def main(argv: Sequence[str]) -> None:
       context_length=_CONTEXT_LENGTH.value,
       keys_per_client=_KEYS_PER_CLIENT.value, eval_every=_EVAL_EVERY.value,
       max_eval_examples=_MAX_EVAL_EXAMPLES.value, seed=_SEED.value)
-  try:
-    result = movielens_lib.run_experiment(
-        _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
-        output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value)
-  except (FileNotFoundError, ValueError) as e:
-    sys.exit(f'error: {e}')
+  result = movielens_lib.run_experiment(
+      _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
+      output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value)
   print(result.table + '\n' + result.cost_table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:
     label_imbalance_lib.write_results_section(
@@ -125,4 +124,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

@@ -26,6 +26,8 @@ the conversion rules and the train/heldout/test splits. A bad input prints one
 
 from collections.abc import Sequence
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 
@@ -74,20 +76,16 @@ def _summary_text(summary: posts_xml_lib.ConversionSummary) -> str:
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  try:
-    summary = posts_xml_lib.convert_posts(
-        _POSTS_XML.value,
-        _CACHE_DIR.value,
-        test_cutoff=_TEST_CUTOFF.value,
-        heldout_fraction=_HELDOUT_FRACTION.value,
-        seed=_SEED.value)
-  except (ValueError, OSError) as e:
-    # Bad inputs get one line, not a traceback.
-    raise SystemExit(f'error: {e}') from None
+  summary = posts_xml_lib.convert_posts(
+      _POSTS_XML.value,
+      _CACHE_DIR.value,
+      test_cutoff=_TEST_CUTOFF.value,
+      heldout_fraction=_HELDOUT_FRACTION.value,
+      seed=_SEED.value)
   print(_summary_text(summary))
   print('Use it with tff.simulation.datasets.stackoverflow.load_data('
         f'cache_dir={_CACHE_DIR.value!r}).')
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

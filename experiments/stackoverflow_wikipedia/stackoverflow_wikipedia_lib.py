@@ -424,13 +424,15 @@ def run_experiment(data: Data, config: Config, *,
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
   for name in ('client_lr', 'two_way_client_lr', 'central_clip_norm'):
     value = getattr(config, name)
-    if not (np.isfinite(value) and value > 0):
+    if not np.isfinite(value):
+      raise ValueError(f'`{name}` must be finite, got {value}.')
+    if value <= 0:
       raise ValueError(f'`{name}` must be positive, got {value}.')
   if any(s in TRANSFER for s in scenarios) and not (
       1 <= config.switch() < config.rounds):
     raise ValueError(f'`switch_round` must be in [1, rounds), got '
                      f'{config.switch()} with {config.rounds} rounds.')
-  os.makedirs(output_dir, exist_ok=True)
+  tff_mixed.make_directory(output_dir, '`output_dir`')
   results = []
   for scenario in scenarios:
     logging.info('Scenario %s', scenario)

@@ -36,6 +36,8 @@ Writes `metrics.csv`, `accuracy.png`, `results.txt` and `config.json` to
 from collections.abc import Sequence
 import sys
 
+# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
+from experiments import cli  # pylint: disable=g-bad-import-order
 from absl import app
 from absl import flags
 from absl import logging
@@ -161,9 +163,10 @@ def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   if not _CACHE_DIR.value:
-    sys.exit('error: --cache_dir is required: the directory of TFF\'s '
-             'stackoverflow.sqlite (or convert a Posts.xml into it with '
-             'experiments.stackoverflow_wikipedia.convert_posts_main).')
+    raise app.UsageError(
+        '--cache_dir is required: the directory of TFF\'s '
+        'stackoverflow.sqlite (or convert a Posts.xml into it with '
+        'experiments.stackoverflow_wikipedia.convert_posts_main).')
   config = _LIB.Config(
       rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
       client_batch_size=_CLIENT_BATCH_SIZE.value,
@@ -179,21 +182,18 @@ def main(argv: Sequence[str]) -> None:
       sequence_length=_SEQUENCE_LENGTH.value,
       switch_round=_SWITCH_ROUND.value, eval_every=_EVAL_EVERY.value,
       seed=_SEED.value)
-  try:
-    train_texts, eval_texts, central_name = _central_texts()
-    data = _LIB.load_data(
-        _CACHE_DIR.value, train_texts, eval_texts,
-        sequence_length=config.sequence_length,
-        max_eval_clients=_MAX_EVAL_CLIENTS.value,
-        max_eval_sequences=_MAX_EVAL_SEQUENCES.value, seed=config.seed,
-        central_name=central_name)
-    if _DATA_NOTE.value:
-      data = data._replace(
-          description=f'{_DATA_NOTE.value}; {data.description}')
-    result = _LIB.run_experiment(data, config, scenarios=_SCENARIOS.value,
-                                 output_dir=_OUTPUT_DIR.value)
-  except (FileNotFoundError, ValueError) as e:
-    sys.exit(f'error: {e}')
+  train_texts, eval_texts, central_name = _central_texts()
+  data = _LIB.load_data(
+      _CACHE_DIR.value, train_texts, eval_texts,
+      sequence_length=config.sequence_length,
+      max_eval_clients=_MAX_EVAL_CLIENTS.value,
+      max_eval_sequences=_MAX_EVAL_SEQUENCES.value, seed=config.seed,
+      central_name=central_name)
+  if _DATA_NOTE.value:
+    data = data._replace(
+        description=f'{_DATA_NOTE.value}; {data.description}')
+  result = _LIB.run_experiment(data, config, scenarios=_SCENARIOS.value,
+                               output_dir=_OUTPUT_DIR.value)
   print(result.table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:
     label_imbalance_lib.write_results_section(
@@ -209,4 +209,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

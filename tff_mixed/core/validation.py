@@ -59,8 +59,13 @@ def check_learning_rate(name: str, optimizer, model) -> None:
   lr = hparams.get('learning_rate') if hasattr(hparams, 'get') else None
   if lr is None:
     return
-  lr = float(np.asarray(lr))
-  if not math.isfinite(lr) or lr <= 0:
+  _check_learning_rate_value(name, float(np.asarray(lr)))
+
+
+def _check_learning_rate_value(name: str, lr: float) -> None:
+  if not math.isfinite(lr):
+    raise ValueError(f'`{name}` must have a finite learning rate, got {lr}.')
+  if lr <= 0:
     raise ValueError(f'`{name}` must have a positive learning rate, got {lr}.')
 
 
@@ -83,8 +88,7 @@ def plain_sgd_learning_rate(name: str, optimizer, model) -> float:
   if set(hparams.keys()) != {'learning_rate'}:
     raise ValueError(f'{message}; got hyperparameters {sorted(hparams)}.')
   lr = float(np.asarray(hparams['learning_rate']))
-  if not math.isfinite(lr) or lr <= 0:
-    raise ValueError(f'`{name}` must have a positive learning rate, got {lr}.')
+  _check_learning_rate_value(name, lr)
   return lr
 
 
@@ -101,10 +105,14 @@ def check_positive_int(name: str, value: Any, allow_none: bool = False,
 def check_positive_float(name: str, value: Any, allow_none: bool = False):
   if value is None and allow_none:
     return
-  if (isinstance(value, bool) or not isinstance(value, (int, float, np.floating))
-      or not math.isfinite(value) or value <= 0):
+  if (isinstance(value, bool)
+      or not isinstance(value, (int, float, np.floating))):
     raise ValueError(f'`{name}` must be a positive finite number, got '
                      f'{value!r}.')
+  if not math.isfinite(value):
+    raise ValueError(f'`{name}` must be finite, got {value!r}.')
+  if value <= 0:
+    raise ValueError(f'`{name}` must be positive, got {value!r}.')
 
 
 def check_mixing_weights(federated_weight: Any, central_weight: Any,

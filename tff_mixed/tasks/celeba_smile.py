@@ -162,10 +162,15 @@ def check_database(database_path: str) -> dict[str, int]:
   Raises:
     DataNotFoundError: If the file does not exist (the message says how to
       get the data).
+    IsADirectoryError: If `database_path` is a directory.
     ValueError: Naming the file, if it is not an SQLite database, lacks a
       table or column, lacks a `split_by_clients_*` split, or an example has
       a missing or unexpected feature or an image of the wrong size.
   """
+  if os.path.isdir(database_path):
+    raise IsADirectoryError(
+        f'The CelebA database {database_path} is a directory; it must be the '
+        "file celeba.sqlite (pass its directory as the cache directory).")
   if not os.path.isfile(database_path):
     raise DataNotFoundError(
         f'The CelebA database {database_path} does not exist. ' +
@@ -312,19 +317,27 @@ def _parse_batch(serialized: list[bytes], label: str):
 
 
 def _scan_split(path: str, split: str, label: str):
-  """Yields `(client_ids, uint8 images, bool labels)` batches of a split."""
+  """Yields `(client_ids, uint8 images, bool labels)` batches of a split.
+
+  Raises:
+    ValueError: Naming the file, if SQLite cannot read it (e.g. a database
+      damaged past what `check_database` reads).
+  """
   connection = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
   try:
-    cursor = connection.execute(
-        'SELECT client_id, serialized_example_proto FROM examples WHERE '
-        'split_name = ?', (split,))
-    while True:
+    try:
+      cursor = connection.execute(
+          'SELECT client_id, serialized_example_proto FROM examples WHERE '
+          'split_name = ?', (split,))
       rows = cursor.fetchmany(_PASS_BATCH)
-      if not rows:
-        return
-      client_ids = [r[0] for r in rows]
-      images, labels = _parse_batch([r[1] for r in rows], label)
-      yield client_ids, images, labels
+      while rows:
+        images, labels = _parse_batch([r[1] for r in rows], label)
+        yield [r[0] for r in rows], images, labels
+        rows = cursor.fetchmany(_PASS_BATCH)
+    except sqlite3.DatabaseError as e:
+      raise ValueError(
+          f'{path} is damaged: SQLite cannot read the examples of split '
+          f'{split!r} ({e}). Get or convert the database again.') from e
   finally:
     connection.close()
 
@@ -562,7 +575,8 @@ def build_task(
     DataNotFoundError: If the data are missing (the message says how to get
       them).
     TypeError, ValueError: For bad arguments or a database that TFF's
-      loader cannot read; or if no federated client holds a positive image.
+      loader cannot read; if no federated client holds a positive image; or
+      if the evaluation set lacks one of the classes (AUC is undefined).
   """
   _check_label(label)
   _check_int('raw_clients_per_client', raw_clients_per_client, 1)
@@ -599,6 +613,17 @@ def build_task(
     keep = np.sort(rng.choice(len(eval_labels), max_eval_examples,
                               replace=False))
     eval_images, eval_labels = eval_images[keep], eval_labels[keep]
+  num_positive = int(np.sum(eval_labels > 0))
+  num_negative = len(eval_labels) - num_positive
+  if not (num_positive and num_negative):
+    # AUC needs both classes: training would end as 'diverged: non-finite
+    # eval/auc' at its first evaluation.
+    raise ValueError(
+        f'The evaluation set holds one class only: {num_positive} images '
+        f'with {label!r}, {num_negative} without; its AUC needs both. Use '
+        'more evaluation images (`max_eval_examples`'
+        f'{"" if max_eval_examples is None else f"={max_eval_examples}"}), or '
+        f'a database whose {TEST_SPLIT} holds both.')
   logging.info(
       'CelebA %s task: %d federated clients (%d positive images), %d central '
       'negatives, %d eval images (%.1f%% positive)', label, len(clients),

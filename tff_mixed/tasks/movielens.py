@@ -181,6 +181,7 @@ def read_ratings(path: str,
 
   Raises:
     FileNotFoundError: If `path` does not exist.
+    IsADirectoryError: If `path` is a directory.
     MalformedRatingsError: For the first malformed line (wrong number of
       fields, a non-integer id or timestamp, a non-numeric or non-finite
       rating, an id < 1, a movie id > `max_movie_id`) unless `skip_malformed`;
@@ -197,6 +198,13 @@ def read_ratings(path: str,
   path = os.fspath(path)
   if not os.path.exists(path):
     raise FileNotFoundError(f'MovieLens ratings file not found: {path}')
+  if os.path.isdir(path):
+    inside = [n for n in ('ratings.dat', 'u.data')
+              if os.path.isfile(os.path.join(path, n))]
+    raise IsADirectoryError(
+        f'The MovieLens ratings file {path} is a directory; pass the ratings '
+        'file itself' + (f', e.g. {os.path.join(path, inside[0])}.'
+                         if inside else ' (ratings.dat or u.data).'))
 
   users, movies, values, times = [], [], [], []
   add_user, add_movie = users.append, movies.append
@@ -600,6 +608,7 @@ def load_movielens(path: str,
 
   Raises:
     FileNotFoundError: If `path` does not exist.
+    IsADirectoryError: If `path` is a directory.
     MalformedRatingsError: For a malformed line unless `skip_malformed`.
     ValueError: For invalid arguments or a file without valid ratings.
   """

@@ -58,6 +58,19 @@ def _signature(structure) -> list[tuple[tuple[int, ...], str]]:
           for x in tf.nest.flatten(structure)]
 
 
+def _free_name(path: str) -> str:
+  """`path`, or `path.2`, `path.3`, ...: the first that does not exist.
+
+  An earlier fallback may have left `program_state_N.unreadable` behind (a
+  later run wrote round N again and lost it again): never overwrite it.
+  """
+  candidate, n = path, 1
+  while os.path.lexists(candidate):
+    n += 1
+    candidate = f'{path}.{n}'
+  return candidate
+
+
 class Checkpointer:
   """Saves and restores a process's state under one directory.
 
@@ -136,15 +149,18 @@ class Checkpointer:
             f'Refusing to resume from checkpoint {version} in '
             f'{self.directory}: its tensors do not match this model '
             '(different shapes or dtypes). Use another --experiment_name.')
+      moved = []
       for bad in unreadable:
         # Keep the unreadable files for inspection, out of the way of the
         # rounds about to be saved again.
         path = os.path.join(self.directory, f'{_PREFIX}{bad}')
-        os.replace(path, f'{path}.unreadable')
+        target = _free_name(f'{path}.unreadable')
+        os.rename(path, target)
+        moved.append(os.path.basename(target))
       if unreadable:
         logging.warning('Resumed from checkpoint %d, not the latest (%d), '
-                        'which could not be read; it was renamed to '
-                        '*.unreadable.', version, versions[-1])
+                        'which could not be read; moved aside: %s.', version,
+                        versions[-1], ', '.join(moved))
       return state, version
     if versions:
       # Starting over would bury the unreadable checkpoints under new ones;

@@ -58,6 +58,49 @@ def atomic_write(path: str, write_fn, mode: str = 'w') -> None:
     raise
 
 
+def file_in_the_way(path: str) -> Optional[str]:
+  """The nearest existing one of `path` and its parents, if not a directory.
+
+  `None` means `path` is a directory or can be created as far as existing
+  files go (permissions aside).
+  """
+  existing = os.path.abspath(os.fspath(path))
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  return None if os.path.isdir(existing) else existing
+
+
+def make_directory(path: str, what: str = 'output directory') -> str:
+  """Creates directory `path` (and its parents) unless it exists.
+
+  Args:
+    path: The directory.
+    what: What it is, for the error message (e.g. '--output_dir').
+
+  Returns:
+    `path`.
+
+  Raises:
+    NotADirectoryError: If `path`, or the nearest of its parents that exists,
+      is not a directory (the message names it).
+    OSError: If it cannot be created otherwise (e.g. no permission), naming
+      `path`.
+  """
+  path = os.fspath(path)
+  blocker = file_in_the_way(path)
+  if blocker == os.path.abspath(path):
+    raise NotADirectoryError(f'The {what} {path} is a file, not a directory.')
+  if blocker is not None:
+    raise NotADirectoryError(f'The {what} {path} cannot be created: '
+                             f'{blocker} is a file, not a directory.')
+  try:
+    os.makedirs(path, exist_ok=True)
+  except OSError as e:
+    raise type(e)(f'The {what} {path} cannot be created: '
+                  f'{e.strerror or e}.') from e
+  return path
+
+
 def temp_path_beside(path: str) -> str:
   """A new empty temporary file in `path`'s directory (created if needed).
 

@@ -47,6 +47,7 @@ import tensorflow_federated as tff
 import tqdm
 
 from tff_mixed.training import checkpoints as checkpoints_lib
+from tff_mixed.training import reports
 
 METRICS_FILE = 'metrics.csv'
 HPARAMS_FILE = 'hparams.json'
@@ -95,6 +96,10 @@ def output_dirs(root_output_dir: str, experiment_name: str) -> dict[str, str]:
 
 
 def _check_writable(path: str) -> None:
+  blocker = reports.file_in_the_way(path)
+  if blocker is not None:
+    raise ValueError(f'Output directory {path} is not writable: {blocker} is '
+                     'a file, not a directory.')
   try:
     os.makedirs(path, exist_ok=True)
     probe = os.path.join(path, '.write_probe')
@@ -102,7 +107,8 @@ def _check_writable(path: str) -> None:
       f.write('')
     os.remove(probe)
   except OSError as e:
-    raise ValueError(f'Output directory {path} is not writable: {e}') from e
+    raise ValueError(f'Output directory {path} is not writable: '
+                     f'{e.strerror or e}.') from e
 
 
 def _check_positive_int(name, value):
@@ -113,6 +119,44 @@ def _check_positive_int(name, value):
 
 def _non_finite(flat: Mapping[str, float]) -> list[str]:
   return [k for k, v in flat.items() if not math.isfinite(v)]
+
+
+def prepare_run(root_output_dir: str, experiment_name: str,
+                hparams: Mapping[str, Any]) -> dict[str, str]:
+  """Checks a run's output directories and claims them; `run_training`'s start.
+
+  Idempotent, and needs no process: a binary calls it before building (and
+  tracing) its process, so that a bad directory or a refused resume fails in
+  seconds, not after the build. `run_training` calls it again.
+
+  Args:
+    root_output_dir: Root of the output layout (see the module docstring).
+    experiment_name: Subdirectory name of the run.
+    hparams: The run's hyperparameters (see `run_training`).
+
+  Returns:
+    The run's directories: `output_dirs(root_output_dir, experiment_name)`.
+
+  Raises:
+    ValueError: For a bad `experiment_name` or an output directory that is
+      not writable.
+    checkpoints_lib.CheckpointMismatchError: If the checkpoint directory
+      belongs to a run with other `hparams`.
+  """
+  if not experiment_name or os.sep in experiment_name:
+    raise ValueError('`experiment_name` must be a non-empty name without '
+                     f'{os.sep!r}, got {experiment_name!r}.')
+  dirs = output_dirs(root_output_dir, experiment_name)
+  for path in dirs.values():
+    _check_writable(path)
+  checkpoints_lib.Checkpointer(
+      dirs['checkpoints'], fingerprint=hparams).check_or_write_fingerprint()
+  hparams_path = os.path.join(dirs['results'], HPARAMS_FILE)
+  if not os.path.exists(hparams_path):
+    with open(hparams_path + '.tmp', 'w') as f:
+      json.dump(dict(hparams), f, indent=2, sort_keys=True, default=str)
+    os.replace(hparams_path + '.tmp', hparams_path)
+  return dirs
 
 
 def run_training(
@@ -172,21 +216,9 @@ def run_training(
                       ('rounds_per_evaluation', rounds_per_evaluation),
                       ('keep_checkpoints', keep_checkpoints)):
     _check_positive_int(name, value)
-  if not experiment_name or os.sep in experiment_name:
-    raise ValueError('`experiment_name` must be a non-empty name without '
-                     f'{os.sep!r}, got {experiment_name!r}.')
-  dirs = output_dirs(root_output_dir, experiment_name)
-  for path in dirs.values():
-    _check_writable(path)
-
+  dirs = prepare_run(root_output_dir, experiment_name, hparams)
   checkpointer = checkpoints_lib.Checkpointer(
       dirs['checkpoints'], fingerprint=hparams, keep_total=keep_checkpoints)
-  checkpointer.check_or_write_fingerprint()
-  hparams_path = os.path.join(dirs['results'], HPARAMS_FILE)
-  if not os.path.exists(hparams_path):
-    with open(hparams_path + '.tmp', 'w') as f:
-      json.dump(dict(hparams), f, indent=2, sort_keys=True, default=str)
-    os.replace(hparams_path + '.tmp', hparams_path)
 
   state, start_round = checkpointer.restore(process.initialize())
   if start_round:

@@ -1,0 +1,230 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The one entry point of every experiment and benchmark binary.
+
+A binary imports this module before anything that loads TensorFlow and ends
+with `cli.run(main)` instead of `absl.app.run(main)`. That gives every binary
+the same console behaviour:
+
+* Errors. A bad input or a fault outside the program (a flag out of range, a
+  missing or unreadable file, a damaged database, an output directory that
+  cannot be written, a run that diverged, a checkpoint directory of another
+  run, a TFF worker that is down) prints exactly one line, `error: ...`, on
+  stderr and exits with status 1. Any other exception is a bug and keeps its
+  traceback. `--verbose` also prints the traceback of the one-line errors.
+* Quiet logs. TensorFlow's C++ log lines (oneDNN, CUDA, grappler), which
+  TensorFlow reads its level for once, when it loads, are off, also in TFF's
+  worker process, which inherits the environment; so are the INFO lines of
+  TensorFlow's and TFF's Python code (checkpoint writes). This program's own
+  log lines stay, without absl's prefix for INFO, and progress bars and tables
+  are untouched. `--verbose` brings everything back, as does setting
+  `TF_CPP_MIN_LOG_LEVEL` yourself (the C++ lines).
+"""
+
+import os
+import sys
+
+_VERBOSE = 'verbose'
+
+
+def verbose_requested(argv) -> bool:
+  """Whether `argv` turns `--verbose` on (the last mention wins).
+
+  Read before absl parses the flags, because TensorFlow's C++ log level must
+  be set before TensorFlow loads. Accepts absl's spellings `--verbose`,
+  `--noverbose` and `--verbose=true|false|t|f|1|0`, with one or two dashes;
+  stops at `--`. (A `--verbose` inside a `--flagfile` comes too late for the
+  C++ lines; it still brings back the Python ones and tracebacks.)
+
+  Args:
+    argv: The command line, program name first.
+
+  Returns:
+    True if the flag is on.
+  """
+  verbose = False
+  for arg in argv[1:]:
+    if arg == '--':
+      break
+    if not arg.startswith('-'):
+      continue
+    name, has_value, value = arg.lstrip('-').partition('=')
+    if name == _VERBOSE:
+      # Another value fails absl's parse, which then says so.
+      verbose = not has_value or value.lower() in ('true', 't', '1')
+    elif name == 'no' + _VERBOSE and not has_value:
+      verbose = False
+  return verbose
+
+
+def _set_native_log_level(argv) -> None:
+  if verbose_requested(argv):
+    os.environ['TF_CPP_MIN_LOG_LEVEL'] = '0'
+  else:
+    # 3 also hides the ERROR lines every start prints on machines without
+    # CUDA ('Unable to register cuDNN factory ...'); a real failure reaches
+    # Python as an exception. A level the user set is kept.
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+
+
+# Before TensorFlow loads: it reads the level once, then never again.
+_set_native_log_level(sys.argv)
+
+# pylint: disable=g-import-not-at-top,g-bad-import-order
+from collections.abc import Callable
+import functools
+import logging as std_logging
+import math
+import sqlite3
+import traceback
+from typing import Any
+
+from absl import app
+from absl import flags
+from absl import logging
+# pylint: enable=g-import-not-at-top,g-bad-import-order
+
+VERBOSE = flags.DEFINE_bool(
+    _VERBOSE, False, "Also print TensorFlow's and TFF's own log lines (C++ "
+    'logs, grappler, checkpoint writes) and the traceback of an error.')
+
+# This repository's packages: their INFO lines are shown by default.
+_OWN_DIRS = tuple(
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                 package) + os.sep
+    for package in ('experiments', 'benchmarks', 'tff_mixed'))
+
+
+def _expected_error_types() -> tuple[type[BaseException], ...]:
+  """Exception types that mean a bad input or an outside fault, not a bug.
+
+  Library types are looked up only if their module is loaded: an exception
+  of a type whose module never loaded cannot have been raised.
+  """
+  types = [app.UsageError, ValueError, TypeError, OSError, sqlite3.Error]
+  runner = sys.modules.get('tff_mixed.training.runner')
+  if runner is not None:
+    types.append(runner.DivergenceError)
+  grpc = sys.modules.get('grpc')
+  if grpc is not None:
+    types.append(grpc.RpcError)  # e.g. a TFF worker that went away.
+  tf = sys.modules.get('tensorflow')
+  if tf is not None:
+    # Files TensorFlow itself reads (e.g. TFDS data, checkpoints).
+    types += [tf.errors.NotFoundError, tf.errors.PermissionDeniedError,
+              tf.errors.DataLossError]
+  return tuple(types)
+
+
+def error_line(error: BaseException) -> str:
+  """The one line (without 'error: ') that describes `error`."""
+  if (isinstance(error, OSError) and error.strerror
+      and error.filename is not None):
+    # '[Errno 21] Is a directory: 'x'' -> 'x: Is a directory'.
+    where = os.fsdecode(error.filename)
+    if error.filename2 is not None:
+      where += f' -> {os.fsdecode(error.filename2)}'
+    text = f'{where}: {error.strerror}'
+  else:
+    text = str(error)
+    if isinstance(error, sqlite3.Error):
+      text = f'SQLite: {text}'  # Its messages do not say they are SQLite's.
+  # One line, whatever the message holds (e.g. a worker's log tail).
+  return ' '.join(text.split()) or type(error).__name__
+
+
+def _fail(error: BaseException) -> None:
+  print(f'error: {error_line(error)}', file=sys.stderr, flush=True)
+  sys.exit(1)
+
+
+def _check_float_flags_finite() -> None:
+  """Refuses inf and nan in every float flag (no flag here means either)."""
+  for name in flags.FLAGS:
+    flag = flags.FLAGS[name]
+    values = flag.value if isinstance(flag.value, list) else [flag.value]
+    for value in values:
+      if isinstance(value, float) and not math.isfinite(value):
+        raise flags.IllegalFlagValueError(
+            f'--{flag.name} must be finite, got {value}.')
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+  """absl's parse, failing in one `error:` line instead of a usage dump."""
+  try:
+    remaining = flags.FLAGS(argv)
+    _check_float_flags_finite()
+  except flags.Error as e:
+    _fail(e)
+  return remaining
+
+
+class _OwnInfoOnly(std_logging.Filter):
+  """Drops INFO (and lower) records of code outside this repository."""
+
+  def filter(self, record: std_logging.LogRecord) -> bool:
+    return (record.levelno >= std_logging.WARNING
+            or os.path.abspath(record.pathname).startswith(_OWN_DIRS))
+
+
+class _PlainFormatter(std_logging.Formatter):
+  """INFO as the bare message; warnings and errors say which they are."""
+
+  def format(self, record: std_logging.LogRecord) -> str:
+    message = record.getMessage()
+    if record.exc_info:
+      message += '\n' + self.formatException(record.exc_info)
+    if record.levelno >= std_logging.WARNING:
+      return f'{record.levelname.lower()}: {message}'
+    return message
+
+
+def _configure_python_logs(verbose: bool) -> None:
+  if verbose:
+    return
+  handler = logging.get_absl_handler()
+  handler.addFilter(_OwnInfoOnly())
+  handler.setFormatter(_PlainFormatter())
+  # TensorFlow's logger has its own stderr handler besides absl's on the root
+  # logger ('INFO:tensorflow:Assets written to ...', then the same line from
+  # absl): below WARNING neither prints, and warnings print once, via absl.
+  tf_logger = std_logging.getLogger('tensorflow')
+  tf_logger.setLevel(std_logging.WARNING)
+  if handler in std_logging.getLogger().handlers and tf_logger.propagate:
+    for own in list(tf_logger.handlers):
+      tf_logger.removeHandler(own)
+
+
+def _run_main(main: Callable[[list[str]], Any], argv: list[str]) -> Any:
+  _configure_python_logs(VERBOSE.value)
+  try:
+    return main(argv)
+  except BaseException as e:  # pylint: disable=broad-except
+    if not isinstance(e, _expected_error_types()):
+      raise  # A bug: keep the traceback.
+    if VERBOSE.value:
+      traceback.print_exc()
+    _fail(e)
+
+
+def run(main: Callable[[list[str]], Any]) -> None:
+  """`absl.app.run(main)` with one-line errors and quiet logs.
+
+  Args:
+    main: The binary's `main(argv)`; it may raise `app.UsageError`,
+      ValueError, TypeError, OSError, `sqlite3.Error`,
+      `tff_mixed.DivergenceError`, gRPC or TensorFlow file errors for bad
+      inputs, each printed as one `error: ...` line with exit status 1.
+  """
+  app.run(functools.partial(_run_main, main), flags_parser=_parse_flags)

@@ -1,0 +1,289 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Every binary fails on a bad input with one `error: ...` line, status 1.
+
+One table of bad inputs, each row `(binary, args, setup, expected text)`, run
+as a new user would: the real binary in a subprocess. The checks: exit status
+1, the last stderr line is the only one starting with `error:` and contains
+the expected text, and stderr holds no traceback. Rows fail before any
+training where the input can be checked up front (each subprocess costs
+TensorFlow's import, seconds); a few faults (a worker killed mid-run, a
+database damaged past the up-front check) can only show up later.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import portpicker
+
+from experiments.label_imbalance import train_lib
+from tests import celeba_testing
+from tff_mixed import remote
+from tff_mixed.tasks import celeba_smile
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_LABEL = 'experiments.label_imbalance.label_imbalance_main'
+_TRAIN = 'experiments.label_imbalance.train_main'
+_CELEBA = 'experiments.celeba_smile.celeba_smile_main'
+_SWEEP = 'experiments.celeba_smile.sweep_main'
+_CONVERT_CELEBA = 'experiments.celeba_smile.convert_raw_celeba_main'
+_MOVIELENS = 'experiments.movielens.movielens_main'
+_LM = 'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main'
+_CONVERT_POSTS = 'experiments.stackoverflow_wikipedia.convert_posts_main'
+_HYBRID = 'experiments.hybrid_async.hybrid_async_main'
+_ROUND_TIME = 'benchmarks.round_time'
+_CELEBA_SCALE = 'benchmarks.celeba_scale'
+_MOVIELENS_SELECT = 'benchmarks.movielens_select'
+
+# A tiny train_main run (the flags every train_main row shares).
+_TRAIN_ARGS = ('--experiment_name=run', '--root_output_dir={d}/out',
+               '--total_rounds=1', '--clients_per_round=2', '--num_clients=4',
+               '--client_steps=1')
+_TRAIN_KWARGS = dict(scenario='two_way_gt', clients_per_round=2,
+                     num_clients=4, client_steps=1)
+# A tiny CelebA run on the fixture of `_celeba` (one federated client).
+_CELEBA_ARGS = ('--cache_dir={celeba}', '--output_dir={d}/out', '--rounds=1',
+                '--clients_per_round=1', '--raw_clients_per_client=1',
+                '--scenarios=fl_only')
+
+
+def _write(path: str, text: str = 'x\n') -> str:
+  with open(path, 'w') as f:
+    f.write(text)
+  return path
+
+
+def _no_setup(d: str) -> dict[str, str]:
+  del d
+  return {}
+
+
+def _celeba(d: str) -> dict[str, str]:
+  """A TFF CelebA cache: 4 training and 2 evaluation celebrities.
+
+  Both splits hold smiling and non-smiling images (5 of 12 in evaluation).
+  """
+  return {'celeba': celeba_testing.make_fake_celeba_cache(
+      os.path.join(d, 'celeba'), num_train_clients=4, num_test_clients=2,
+      images_per_client=6)}
+
+
+def _celeba_damaged_mid_file(d: str) -> dict[str, str]:
+  """A CelebA database with one page of examples overwritten.
+
+  The damage lies past what the up-front check reads (its schema and one
+  example per split) and is found only by the pass over the training
+  images.
+  """
+  paths = _celeba(d)
+  database = os.path.join(paths['celeba'], 'celeba.sqlite')
+  with open(database, 'r+b') as f:
+    size = f.seek(0, os.SEEK_END)
+    f.seek(int(size * 0.4) // 4096 * 4096)
+    f.write(b'\xff' * 4096)
+  celeba_smile.check_database(database)  # The up-front check passes.
+  return paths
+
+
+def _celeba_database_is_a_directory(d: str) -> dict[str, str]:
+  os.makedirs(os.path.join(d, 'cache', 'celeba.sqlite'))
+  return {'cache': os.path.join(d, 'cache')}
+
+
+def _ratings(d: str) -> dict[str, str]:
+  """A u.data-style MovieLens file: 30 users rate 8 of 20 movies each."""
+  lines = [f'{user}\t{(user * 7 + k) % 20 + 1}\t3\t{880000000 + 1000 * k}'
+           for user in range(1, 31) for k in range(8)]
+  return {'ratings': _write(os.path.join(d, 'u.data'), '\n'.join(lines))}
+
+
+def _other_experiments_checkpoints(d: str) -> dict[str, str]:
+  directory = os.path.join(d, 'out', 'checkpoints', 'run')
+  os.makedirs(directory)
+  _write(os.path.join(directory, 'experiment_fingerprint.json'),
+         json.dumps({'scenario': 'fl_only', 'client_lr': 0.5}))
+  return {}
+
+
+def _unreadable_checkpoints(d: str) -> dict[str, str]:
+  """This run's fingerprint, and one checkpoint that cannot be read."""
+  directory = os.path.join(d, 'out', 'checkpoints', 'run')
+  os.makedirs(os.path.join(directory, 'program_state_1'))
+  _write(os.path.join(directory, 'experiment_fingerprint.json'), json.dumps(
+      train_lib.run_hparams(**_TRAIN_KWARGS), sort_keys=True, default=str))
+  return {}
+
+
+def _free_port(d: str) -> dict[str, str]:
+  del d
+  return {'port': str(portpicker.pick_unused_port())}
+
+
+# (name, binary, args, setup, expected text of the error line). Every row
+# may also use {d} (a fresh directory) and {file} (a plain file in it).
+_BAD_INPUTS = (
+    # label_imbalance_main.
+    ('label_lr_inf', _LABEL, ['--client_lr=inf'], _no_setup,
+     '--client_lr must be finite'),
+    ('label_unknown_flag', _LABEL, ['--no_such_flag=1'], _no_setup,
+     'no_such_flag'),
+    ('label_extra_argument', _LABEL, ['extra'], _no_setup,
+     'Unexpected arguments: extra'),
+    ('label_output_dir_is_a_file', _LABEL, ['--output_dir={file}'],
+     _no_setup, 'is a file'),
+    # train_main.
+    ('train_root_output_dir_is_a_file', _TRAIN,
+     [*_TRAIN_ARGS, '--root_output_dir={file}'], _no_setup, 'is a file'),
+    ('train_experiment_name_with_slash', _TRAIN,
+     [*_TRAIN_ARGS, '--experiment_name=a/b'], _no_setup, 'experiment_name'),
+    ('train_lr_inf', _TRAIN, [*_TRAIN_ARGS, '--client_lr=inf'], _no_setup,
+     '--client_lr must be finite'),
+    ('train_refused_resume', _TRAIN, _TRAIN_ARGS,
+     _other_experiments_checkpoints, 'Refusing to resume'),
+    ('train_unreadable_checkpoints', _TRAIN, _TRAIN_ARGS,
+     _unreadable_checkpoints, 'can be read'),
+    ('train_malformed_worker_address', _TRAIN,
+     [*_TRAIN_ARGS, '--worker_addresses=nohost'], _no_setup,
+     'worker_addresses[0]'),
+    ('train_worker_down', _TRAIN,
+     [*_TRAIN_ARGS, '--worker_addresses=127.0.0.1:{port}'], _free_port,
+     'No TFF worker answered'),
+    # celeba_smile_main.
+    ('celeba_database_damaged_mid_file', _CELEBA, _CELEBA_ARGS,
+     _celeba_damaged_mid_file, 'malformed'),
+    ('celeba_output_dir_is_a_file', _CELEBA,
+     [*_CELEBA_ARGS, '--output_dir={file}'], _celeba, 'is a file'),
+    ('celeba_database_is_a_directory', _CELEBA, ['--cache_dir={cache}'],
+     _celeba_database_is_a_directory, 'is a directory'),
+    ('celeba_eval_set_of_one_class', _CELEBA,
+     [*_CELEBA_ARGS, '--max_eval_examples=1'], _celeba, 'one class'),
+    # sweep_main, convert_raw_celeba_main.
+    ('sweep_bad_batch_size', _SWEEP, ['--central_batch_sizes=0'], _no_setup,
+     '--central_batch_sizes'),
+    ('convert_celeba_missing_flags', _CONVERT_CELEBA, [], _no_setup,
+     '--raw_image_dir'),
+    # movielens_main.
+    ('movielens_ratings_file_is_a_directory', _MOVIELENS,
+     ['--ratings_file={d}'], _no_setup, 'is a directory'),
+    ('movielens_output_dir_under_a_file', _MOVIELENS,
+     ['--ratings_file={ratings}', '--clients_per_round=2',
+      '--output_dir={file}/out'], _ratings, 'is a file'),
+    # stackoverflow_wikipedia_main, convert_posts_main.
+    ('lm_no_central_corpus', _LM, ['--cache_dir={d}'], _no_setup,
+     'central corpus is missing'),
+    ('posts_xml_is_a_directory', _CONVERT_POSTS,
+     ['--posts_xml={d}', '--cache_dir={d}/so'], _no_setup, 'is not a file'),
+    # hybrid_async_main.
+    ('hybrid_missing_cifar10', _HYBRID,
+     ['--cifar10_npz={d}/missing.npz', '--seeds=0', '--alphas=0.1',
+      '--delay_stds=5'], _no_setup, 'missing.npz'),
+    # Benchmarks.
+    ('round_time_cohort_not_an_int', _ROUND_TIME,
+     ['--clients_per_round=ten', '--output_markdown={d}/B.md',
+      '--output_json={d}/b.json'], _no_setup, '--clients_per_round'),
+    ('celeba_scale_data_dir_is_a_file', _CELEBA_SCALE,
+     ['--data_dir={file}', '--output_markdown={d}/B.md',
+      '--output_json={d}/b.json'], _no_setup, 'is a file'),
+    ('movielens_select_ratings_file_is_a_directory', _MOVIELENS_SELECT,
+     ['--ratings_file={d}', '--output_markdown={d}/B.md',
+      '--output_json={d}/b.json'], _no_setup, 'is a directory'),
+)
+
+
+def _run(binary: str, args: list[str], directory: str,
+         **kwargs) -> tuple[int, str]:
+  """Runs `python -m binary args`; returns (exit status, stderr)."""
+  # Output to files, not pipes: a TFF worker left behind would hold a pipe.
+  stderr_path = os.path.join(directory, 'stderr.txt')
+  with open(stderr_path, 'w') as err:
+    completed = subprocess.run(
+        [sys.executable, '-m', binary, *args], cwd=_REPO,
+        env=dict(os.environ, PYTHONPATH=_REPO), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=err, timeout=300, check=False,
+        **kwargs)
+  with open(stderr_path) as f:
+    return completed.returncode, f.read()
+
+
+class BadInputsTest(parameterized.TestCase):
+
+  def _temp_dir(self) -> str:
+    # Not `create_tempdir`: under pytest absl's flags are unparsed.
+    path = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+  def assert_one_error_line(self, returncode: int, stderr: str,
+                            expected: str) -> None:
+    tail = stderr[-3000:]
+    self.assertNotIn('Traceback', stderr, tail)
+    self.assertEqual(returncode, 1, tail)
+    lines = stderr.rstrip('\n').splitlines()
+    self.assertNotEmpty(lines, 'nothing on stderr')
+    self.assertStartsWith(lines[-1], 'error: ', tail)
+    self.assertIn(expected, lines[-1])
+    self.assertLen([l for l in lines if l.startswith('error:')], 1, tail)
+
+  @parameterized.named_parameters(*_BAD_INPUTS)
+  def test_bad_input_gives_one_error_line(self, binary, args, setup,
+                                          expected):
+    d = self._temp_dir()
+    values = dict(d=d, file=_write(os.path.join(d, 'a_file.txt')), **setup(d))
+    returncode, stderr = _run(binary, [a.format(**values) for a in args], d)
+    self.assert_one_error_line(returncode, stderr, expected)
+
+  def test_worker_killed_mid_run_gives_one_error_line(self):
+    d = self._temp_dir()
+    port = portpicker.pick_unused_port()
+    worker = subprocess.Popen(
+        [remote.worker_binary_path(), f'--port={port}'],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    self.addCleanup(worker.wait)
+    self.addCleanup(worker.kill)
+    metrics = os.path.join(d, 'out', 'results', 'run', 'metrics.csv')
+    stderr_path = os.path.join(d, 'stderr.txt')
+    with open(stderr_path, 'w') as err:
+      run = subprocess.Popen(
+          [sys.executable, '-m', _TRAIN,
+           *[a.format(d=d) for a in _TRAIN_ARGS], '--total_rounds=100000',
+           f'--worker_addresses=127.0.0.1:{port}'],
+          cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
+          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+      self.addCleanup(run.wait)
+      self.addCleanup(run.kill)
+      deadline = time.monotonic() + 300
+      # Kill the worker once a round is done, i.e. mid-run.
+      while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
+        self.assertIsNone(run.poll(), 'train_main ended before round 1')
+        self.assertLess(time.monotonic(), deadline, 'no round in 300 s')
+        time.sleep(0.5)
+      worker.send_signal(signal.SIGKILL)
+      returncode = run.wait(timeout=300)
+    with open(stderr_path) as f:
+      self.assert_one_error_line(returncode, f.read(),
+                                 'No TFF worker answered')
+
+
+if __name__ == '__main__':
+  absltest.main()
