@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for `tff_mixed.asynchronous.feddle` (guided model merging, seed 003).
+"""Tests for `tff_mixed.asynchronous.feddle` (guided model merging, Zhu et al.).
 
 Oracles: a quadratic loss whose optimal coefficient is known in closed form,
 autodiff through the merged weights for the memory-efficient gradient, and

@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for `tff_mixed.asynchronous.hybrid_baselines` (seed 003 baselines).
+"""Tests for `tff_mixed.asynchronous.hybrid_baselines` (the guided model merging paper's baselines).
 
 Oracles: hand-computed SGD steps on linear regression, the hand-computed
 HFCL weighted mean, closed-form binary KL values and gradients for FedDF on

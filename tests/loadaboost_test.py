@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for `tff_mixed.asynchronous.loadaboost` (seed 004's LoAdaBoost).
+"""Tests for `tff_mixed.asynchronous.loadaboost` (LoAdaBoost FedAvg).
 
 Oracle: minibatch SGD on linear regression computed in numpy, epoch by
 epoch, with the loss after every epoch; thresholds are placed between those

@@ -239,9 +239,9 @@ class FLSimEquivalenceTest(absltest.TestCase):
 
   Conventions here: our FedBuff steps along the MEAN,
   x + eta (1/M) sum_j w(tau_j) delta_j, as the FedBuff update is stated in
-  the guided merging paper (seed 003, appendix, eta_g / M times the sum of
+  the guided merging paper (Zhu et al., appendix, eta_g / M times the sum of
   the buffered updates), so FLSim's learning rate is ours / M. Our FedAsync
-  is Xie et al. 2019, Algorithm 1 (slides, seed 004): it mixes the client
+  is Xie et al. 2019, Algorithm 1: it mixes the client
   MODEL in, x <- (1 - alpha_t) x + alpha_t (base + delta), FLSim's
   'fed_async_aggregation' direction with lr w = alpha_t. It equals
   FedBuff(M = 1) with eta = alpha, s = w, only while each client's base is

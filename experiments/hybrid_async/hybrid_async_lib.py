@@ -13,7 +13,7 @@
 # limitations under the License.
 """Hybrid data under asynchrony: Feddle against the asynchronous baselines.
 
-The guided-model-merging paper (Feddle, seed 003, section 5, table 1):
+The guided-model-merging paper (Feddle, Zhu et al., section 5, table 1):
 clients hold a Dirichlet(alpha) split of an image set and report after
 |N(0, sigma^2)| rounds; the server holds 1,000 in-domain examples (taken out
 of the test set) or out-of-domain images. Table 1 crosses two label skews
@@ -933,7 +933,7 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
   settings = result.settings
   lines = [
       '## Hybrid data under asynchrony: Feddle and baselines (guided model '
-      'merging, seed 003, table 1)',
+      'merging, Zhu et al., table 1)',
       '',
       f'Generated on {date} by `{command}`.',
       '',

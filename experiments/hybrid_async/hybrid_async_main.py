@@ -13,7 +13,7 @@
 # limitations under the License.
 r"""Hybrid data under asynchrony: Feddle against the baselines, over seeds.
 
-The guided-model-merging paper (seed 003, table 1): every method for each
+The guided-model-merging paper (Zhu et al., table 1): every method for each
 setting (Dirichlet alpha x delay sigma; default the paper's 0.1, 0.3 x 5,
 20) and seed. Client data: CIFAR-10 images from a JPEG `.npz`
 (`--cifar10_npz`; not shipped: its licence is unclear) or scikit-learn's

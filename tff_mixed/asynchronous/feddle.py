@@ -14,7 +14,7 @@
 """Feddle: server-guided merging of asynchronous client updates.
 
 In asynchronous FL the server receives stale, heterogeneous client updates.
-Feddle ("Guided Model Merging for Hybrid Data Learning", Zhu et al., seed 003,
+Feddle ("Guided Model Merging for Hybrid Data Learning", Zhu et al.,
 section 4.1 and Algorithm 1) keeps the most useful recent updates as
 *anchors* of a model atlas and, every server round, uses the server's own data
 to choose merging coefficients instead of FedBuff's uniform average:

@@ -14,7 +14,7 @@
 """Server-side hybrid-data baselines: Center, Fed+FT, HFCL and FedDF.
 
 The guided-model-merging paper (Feddle, "Guided Model Merging for Hybrid
-Data Learning", seed 003, section 5 and appendix D) compares Feddle with four
+Data Learning", Zhu et al., section 5 and appendix D) compares Feddle with four
 ways of using the server's own data next to the clients' updates:
 
 * Center: the server trains on its data alone, ignoring the clients,
@@ -620,7 +620,7 @@ def feddf_distill(model: Any, student_weights: Weights,
   the average of their probabilities. Only inputs are used, so the same
   call serves FedDF-ID (the server's in-domain x) and FedDF-OOD
   (out-of-domain x, e.g. the paper's ImageNet subset). The guided merging
-  paper (seed 003, appendix D) tunes the server learning rate in {1e-5,
+  paper (Zhu et al., appendix D) tunes the server learning rate in {1e-5,
   1e-4, 1e-3} and epochs in {1, 10, 20}; FedDF's own paper (section 4.1)
   distills with Adam at 1e-3, cosine annealed (`optimizer='adam'`), for up
   to 1e4 steps of 128 inputs with early stopping on validation accuracy

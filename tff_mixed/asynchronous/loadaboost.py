@@ -15,7 +15,7 @@
 
 LoAdaBoost (Huang et al., "LoAdaBoost: Loss-based AdaBoost federated machine
 learning with reduced computational complexity on IID and non-IID intensive
-care data", PLoS ONE 2020; summarized in the FedAvg slides, seed 004) cuts
+care data", PLoS ONE 2020; summarized in lecture slides on FedAvg and its variants) cuts
 the clients' work where it is not needed: instead of FedAvg's E local epochs
 a client first trains E/2 epochs, then compares its loss L with the median
 L_med of the clients' final losses in the previous round. A client with

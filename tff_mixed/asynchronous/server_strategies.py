@@ -50,7 +50,7 @@ arrival (`schedule.Arrival.staleness`).
 
   and empties it, w(tau) = (1 + tau)^(-p) (p = `staleness_exponent`,
   default 0: the plain mean). The step is along the mean, as the guided
-  merging paper states FedBuff (seed 003, appendix: eta_g / M times the sum
+  merging paper states FedBuff (Zhu et al., appendix: eta_g / M times the sum
   of the buffered updates); FLSim's FedBuff steps along the sum, so its
   server learning rate is eta_g / M. With M = 1 and every client starting
   from the current model, FedBuff is FedAsync with alpha = eta_g and

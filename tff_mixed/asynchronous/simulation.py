@@ -56,7 +56,7 @@ class FeddleState(NamedTuple):
 
 
 class FeddleMethod:
-  """Feddle (seed 003, Algorithm 1) as a server method of `run_async`.
+  """Feddle (Zhu et al., guided model merging, Algorithm 1) as a server method of `run_async`.
 
   Arrived updates are buffered; every `buffer_size` of them trigger one
   `feddle.feddle_step` (atlas update, coefficient search on the server data

@@ -21,11 +21,13 @@ model's loss on datacenter examples, or a data-free regularizer of the weights
 
 This module is pure TensorFlow: no federated types. Small central sets are
 held as numpy arrays and become constants of the server-side TF computations
-that use them (ANCHORS.md 3(a), option 1), so the processes keep the two
-argument `tff.learning.templates.LearningProcess` contract. Large ones live in
-an `ExampleStore` (one file per example) that the computations read by index. Batches are drawn
-by stateless sampling from `(seed, round, step)`, so a round's central batches
-are reproducible and independent of how many rounds ran before.
+that use them (see docs/DESIGN.md, "where does the central data enter?"),
+so the processes keep the two-argument
+`tff.learning.templates.LearningProcess` contract. Large ones live in an
+`ExampleStore` (one file per example) that the computations read by index.
+Batches are drawn by stateless sampling from `(seed, round, step)`, so a
+round's central batches are reproducible and independent of how many rounds
+ran before.
 """
 
 from collections.abc import Callable
