@@ -93,6 +93,23 @@ _CONVERTED = tuple(r for r in _ROWS if r.tokens)
 _CLIENTS = ('12', '3', '40', '5', '7')
 
 
+def _dated_rows() -> list[_Row]:
+  """27 answers of owners 1-4 every 10 days from 2015-01-01, latest first.
+
+  Post i (0-26) is created 10 * i days after 2015-01-01T12:00:00, except
+  post 23, which ties with post 24 on 2015-08-29. The dump ends on
+  2015-09-18, before the old fixed cutoff 2016-08-01. The file lists them
+  latest first, so that a cutoff taken in file order would be wrong.
+  """
+  start = datetime.datetime(2015, 1, 1, 12)
+  rows = []
+  for i in range(27):
+    date = start + datetime.timedelta(days=10 * (24 if i == 23 else i))
+    rows.append(_Row(100 + i, '2', date.isoformat(), str(i % 4 + 1),
+                     f'<p>Post {i}</p>', tokens=f'Post {i}'))
+  return rows[::-1]
+
+
 def _temp_dir(test: absltest.TestCase) -> str:
   # Not `create_tempdir`: under pytest absl's flags are unparsed.
   path = tempfile.mkdtemp()
@@ -272,7 +289,9 @@ class ConvertPostsTest(absltest.TestCase):
         test_examples=sum(map(len, expected['test'].values())),
         train_clients=len(expected['train']),
         heldout_clients=len(expected['heldout']),
-        test_clients=len(expected['test'])))
+        test_clients=len(expected['test']),
+        test_cutoff=datetime.datetime(2016, 1, 1),
+        test_cutoff_derived=False))
     self.assertEqual(summary.examples_written, len(_CONVERTED))
 
   def test_time_split_boundary(self):
@@ -292,6 +311,52 @@ class ConvertPostsTest(absltest.TestCase):
                      [b'Just text, no tags.'])
     self.assertEqual((summary.train_examples, summary.heldout_examples,
                       summary.test_examples), (3, 2, 3))
+
+  def test_default_cutoff_is_the_latest_tenth(self):
+    # 27 posts: round(27 / 10) = 3, so the cutoff is the creation time of
+    # the 3rd latest post (post 24, tied with post 23), which puts 4 posts on
+    # or after it.
+    directory = _temp_dir(self)
+    rows = _dated_rows()
+    summary = posts_xml_lib.convert_posts(_write_posts(directory, rows),
+                                          directory)
+    cutoff = datetime.datetime(2015, 8, 29, 12)
+    self.assertEqual(summary.test_cutoff, cutoff)
+    self.assertTrue(summary.test_cutoff_derived)
+    heldout = posts_xml_lib.select_heldout_clients(['1', '2', '3', '4'], 0.1,
+                                                   0)
+    late = [r for r in rows if r.date >= '2015-08-29T12:00:00']
+    self.assertLen(late, 4)
+    self.assertEqual(summary.test_examples,
+                     sum(r.owner not in heldout for r in late))
+    self.assertEqual(summary.train_examples,
+                     sum(r.owner not in heldout for r in rows) - len(
+                         [r for r in late if r.owner not in heldout]))
+    train, _, test = tff.simulation.datasets.stackoverflow.load_data(
+        cache_dir=directory)
+    for client_id in test.client_ids:
+      for x in _decoded(test, client_id):
+        self.assertGreaterEqual(x[0], b'2015-08-29T12:00:00')
+    for client_id in train.client_ids:
+      for x in _decoded(train, client_id):
+        self.assertLess(x[0], b'2015-08-29T12:00:00')
+
+  def test_explicit_cutoff_wins_over_the_derived_one(self):
+    directory = _temp_dir(self)
+    rows = _dated_rows()
+    summary = posts_xml_lib.convert_posts(
+        _write_posts(directory, rows), directory, test_cutoff='2015-03-01')
+    self.assertEqual(summary.test_cutoff, datetime.datetime(2015, 3, 1))
+    self.assertFalse(summary.test_cutoff_derived)
+    heldout = posts_xml_lib.select_heldout_clients(['1', '2', '3', '4'], 0.1,
+                                                   0)
+    # Posts 6-26 (from 2015-03-02) are on or after 2015-03-01.
+    self.assertEqual(summary.test_examples,
+                     sum(r.owner not in heldout and r.post_id >= 106
+                         for r in rows))
+    self.assertEqual(summary.train_examples,
+                     sum(r.owner not in heldout and r.post_id < 106
+                         for r in rows))
 
   def test_empty_split_is_refused(self):
     # TFF's loader cannot open a database with an empty split.
@@ -438,6 +503,28 @@ class ConvertPostsMainTest(absltest.TestCase):
     self.assertIn('test:    3 posts of 3 clients', result.stdout)
     self.assertTrue(
         os.path.isfile(os.path.join(cache_dir, 'stackoverflow.sqlite')))
+
+  def test_dump_ending_before_2016_converts_with_the_default_cutoff(self):
+    # Such a dump was refused with the old fixed default 2016-08-01.
+    directory = _temp_dir(self)
+    cache_dir = os.path.join(directory, 'cache')
+    result = self._run(
+        f'--posts_xml={_write_posts(directory, _dated_rows())}',
+        f'--cache_dir={cache_dir}')
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn('test:    ', result.stdout)
+    self.assertIn('test cutoff 2015-08-29 12:00:00 (derived: the latest 10% '
+                  'of the posts are on or after it', result.stdout)
+
+  def test_summary_names_an_explicit_cutoff(self):
+    directory = _temp_dir(self)
+    cache_dir = os.path.join(directory, 'cache')
+    result = self._run(
+        f'--posts_xml={_write_posts(directory, _dated_rows())}',
+        f'--cache_dir={cache_dir}', '--test_cutoff=2015-03-01')
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn('test cutoff 2015-03-01 00:00:00 (--test_cutoff)',
+                  result.stdout)
 
   def test_bad_input_is_one_error_line(self):
     directory = _temp_dir(self)

@@ -20,7 +20,9 @@ writes `DIR/stackoverflow.sqlite`, which
 `tff.simulation.datasets.stackoverflow.load_data(cache_dir=DIR)` reads
 without downloading, so that the Stack Overflow experiments run offline on
 real posts of any Stack Exchange site. See `posts_xml_lib` for the features,
-the conversion rules and the train/heldout/test splits. A bad input prints one
+the conversion rules and the train/heldout/test splits: without
+`--test_cutoff`, the cutoff is derived so that the latest tenth of the posts
+are on or after it, and the summary prints it. A bad input prints one
 `error: ...` line and exits with status 1.
 """
 
@@ -40,9 +42,11 @@ _CACHE_DIR = flags.DEFINE_string(
     'if missing); pass it as cache_dir to '
     'tff.simulation.datasets.stackoverflow.load_data.')
 _TEST_CUTOFF = flags.DEFINE_string(
-    'test_cutoff', posts_xml_lib.DEFAULT_TEST_CUTOFF, 'ISO 8601 date (UTC): '
-    'posts created on or after it go to the test split, earlier ones to '
-    'train (held-out clients aside).')
+    'test_cutoff', None, 'ISO 8601 date or date and time (UTC): posts '
+    'created on or after it go to the test split, earlier ones to train '
+    '(held-out clients aside). Unset: derived from the dump, as the creation '
+    'time that puts the latest tenth of the posts on or after it; the '
+    'summary prints it.')
 _HELDOUT_FRACTION = flags.DEFINE_float(
     'heldout_fraction', posts_xml_lib.DEFAULT_HELDOUT_FRACTION, 'Fraction of '
     'the clients, in (0, 1), whose posts of all dates form the heldout split.')
@@ -57,6 +61,11 @@ def _count(n: int, noun: str) -> str:
 
 
 def _summary_text(summary: posts_xml_lib.ConversionSummary) -> str:
+  if summary.test_cutoff_derived:
+    how = (f'derived: the latest {1 / posts_xml_lib.TEST_FRACTION_DENOMINATOR:.0%} of the posts are on or '
+           'after it; --test_cutoff sets another')
+  else:
+    how = '--test_cutoff'
   skipped = (summary.skipped_other_type + summary.skipped_no_owner
              + summary.skipped_empty_body)
   return (
@@ -70,7 +79,8 @@ def _summary_text(summary: posts_xml_lib.ConversionSummary) -> str:
       f'  heldout: {_count(summary.heldout_examples, "post")} of '
       f'{_count(summary.heldout_clients, "client")}\n'
       f'  test:    {_count(summary.test_examples, "post")} of '
-      f'{_count(summary.test_clients, "client")}')
+      f'{_count(summary.test_clients, "client")}\n'
+      f'  test cutoff {summary.test_cutoff.isoformat(sep=" ")} ({how})')
 
 
 def main(argv: Sequence[str]) -> None:

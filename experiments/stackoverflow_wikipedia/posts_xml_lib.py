@@ -81,9 +81,15 @@ Conversion rules:
     -   `train`: the other clients' posts created before `test_cutoff`.
     -   `test`: the other clients' posts created on or after `test_cutoff`.
 
-    The default cutoff, 2016-08-01, puts about 17.5% of the converted posts
-    of the March 2017 beer.stackexchange.com dump (2014-01 to 2017-03) on or
-    after it; pick another one for another site.
+    Without an explicit `test_cutoff`, the cutoff is derived from the dump:
+    it is the creation time of the k-th latest converted post, where k is a
+    tenth (`1 / TEST_FRACTION_DENOMINATOR`) of the n converted posts, rounded half
+    up and at least one (k = max(1, (n + 5) // 10)), held-out clients' posts
+    included. So the latest tenth of the posts (more when several share
+    that time) are on or after it, whatever years the dump covers. A tenth
+    follows TFF's split, whose test posts (16,586,035) are 10.9% of the
+    posts of the clients not held out (152,404,765). The cutoff is an exact
+    creation time, not a day, so that a small dump splits near a tenth too.
 
 The input is stream-parsed (`xml.etree.ElementTree.iterparse`, each row freed
 once read) and posts are written to the database as they are read, so memory
@@ -120,7 +126,10 @@ FEATURE_NAMES = ('creation_date', 'score', 'tags', 'title', 'tokens', 'type')
 QUESTION_TYPE_ID = '1'
 ANSWER_TYPE_ID = '2'
 POST_TYPES = {QUESTION_TYPE_ID: 'question', ANSWER_TYPE_ID: 'answer'}
-DEFAULT_TEST_CUTOFF = '2016-08-01'
+# Without an explicit cutoff, 1 / TEST_FRACTION_DENOMINATOR of the posts are
+# on or after the derived one (see the module docstring); an integer, so that
+# the rounding of n / 10 is exact.
+TEST_FRACTION_DENOMINATOR = 10
 DEFAULT_HELDOUT_FRACTION = 0.1
 
 _ROOT_TAG = 'posts'
@@ -166,6 +175,10 @@ class ConversionSummary(NamedTuple):
     train_clients: Clients with at least one post in `train`.
     heldout_clients: Clients with at least one post in `heldout`.
     test_clients: Clients with at least one post in `test`.
+    test_cutoff: The test cutoff used (naive UTC): posts created on or after
+      it are in `test` (or `heldout`).
+    test_cutoff_derived: Whether `test_cutoff` was derived from the dump's
+      dates (no explicit cutoff given) rather than given.
   """
   database_path: str
   rows_read: int
@@ -178,6 +191,8 @@ class ConversionSummary(NamedTuple):
   train_clients: int
   heldout_clients: int
   test_clients: int
+  test_cutoff: datetime.datetime
+  test_cutoff_derived: bool
 
   @property
   def examples_written(self) -> int:
@@ -487,9 +502,20 @@ class _Inserted(NamedTuple):
   last: Optional[datetime.datetime]  # The latest post's creation time.
 
 
-def _insert_posts(connection: sqlite3.Connection, posts: Iterator[_Post],
-                  cutoff: datetime.datetime) -> _Inserted:
-  """Inserts posts as train or test by date."""
+def _date_key(time: datetime.datetime) -> str:
+  """Returns a creation time as text that sorts in time order."""
+  # Fixed width (microseconds always written), so strings compare as times.
+  return time.isoformat(sep=' ', timespec='microseconds')
+
+
+def _insert_posts(connection: sqlite3.Connection,
+                  posts: Iterator[_Post]) -> _Inserted:
+  """Inserts posts with their `_date_key` as provisional split name.
+
+  `_split_by_date` replaces it with train or test once the cutoff is known,
+  which, when derived, needs all posts' dates: keeping them in the database
+  rather than in memory keeps memory small on large dumps.
+  """
   client_ids = set()
   first = last = None
   batch = []
@@ -497,8 +523,7 @@ def _insert_posts(connection: sqlite3.Connection, posts: Iterator[_Post],
     client_ids.add(post.client_id)
     first = post.creation if first is None else min(first, post.creation)
     last = post.creation if last is None else max(last, post.creation)
-    split = TRAIN_SPLIT if post.creation < cutoff else TEST_SPLIT
-    batch.append((split, post.client_id, post.proto))
+    batch.append((_date_key(post.creation), post.client_id, post.proto))
     if len(batch) >= _INSERT_BATCH:
       connection.executemany(
           'INSERT INTO examples (split_name, client_id, '
@@ -508,6 +533,25 @@ def _insert_posts(connection: sqlite3.Connection, posts: Iterator[_Post],
       'INSERT INTO examples (split_name, client_id, serialized_example_proto)'
       ' VALUES (?, ?, ?);', batch)
   return _Inserted(client_ids, first, last)
+
+
+def _derived_cutoff(connection: sqlite3.Connection,
+                    num_posts: int) -> datetime.datetime:
+  """Returns the creation time of the k-th latest post (module docstring)."""
+  denominator = TEST_FRACTION_DENOMINATOR
+  k = max(1, (num_posts + denominator // 2) // denominator)
+  (key,), = connection.execute(
+      'SELECT split_name FROM examples ORDER BY split_name DESC '
+      'LIMIT 1 OFFSET ?;', (k - 1,))
+  return datetime.datetime.fromisoformat(key)
+
+
+def _split_by_date(connection: sqlite3.Connection,
+                   cutoff: datetime.datetime) -> None:
+  """Replaces the provisional date keys by train (before cutoff) or test."""
+  connection.execute(
+      'UPDATE examples SET split_name = CASE WHEN split_name < ? THEN ? '
+      'ELSE ? END;', (_date_key(cutoff), TRAIN_SPLIT, TEST_SPLIT))
 
 
 def _check_no_empty_split(posts_xml: str, per_split: dict[str, tuple[int, int]],
@@ -529,7 +573,7 @@ def convert_posts(
     posts_xml: str,
     cache_dir: str,
     *,
-    test_cutoff: Union[str, datetime.date] = DEFAULT_TEST_CUTOFF,
+    test_cutoff: Optional[Union[str, datetime.date]] = None,
     heldout_fraction: float = DEFAULT_HELDOUT_FRACTION,
     seed: int = 0,
 ) -> ConversionSummary:
@@ -547,7 +591,9 @@ def convert_posts(
     posts_xml: A data dump's `Posts.xml` (UTF-8, with or without a BOM).
     cache_dir: Directory for `stackoverflow.sqlite`; created if missing.
     test_cutoff: Posts created on or after it (UTC) go to `test`, the others
-      to `train` (except held-out clients'); see `parse_cutoff`.
+      to `train` (except held-out clients'); see `parse_cutoff`. None (the
+      default) derives it from the dump's dates so that the latest tenth of
+      the posts are on or after it (see the module docstring).
     heldout_fraction: Fraction of the clients, in (0, 1), whose posts all go
       to `heldout`; see `select_heldout_clients`.
     seed: Seed of the held-out draw (non-negative).
@@ -563,7 +609,8 @@ def convert_posts(
       clients, or a split that would be empty (TFF's loader fails on one).
     OSError: If the input cannot be read or the output cannot be written.
   """
-  cutoff = parse_cutoff(test_cutoff)
+  derived = test_cutoff is None
+  cutoff = None if derived else parse_cutoff(test_cutoff)
   _check_heldout_fraction(heldout_fraction)
   _check_seed(seed)
   _check_readable_file(posts_xml)
@@ -583,7 +630,7 @@ def convert_posts(
         connection.execute(statement)
       posts = _read_posts(posts_xml, counts)
       try:
-        inserted = _insert_posts(connection, posts, cutoff)
+        inserted = _insert_posts(connection, posts)
       finally:
         posts.close()  # Closes the input file now, even when interrupted.
       client_ids = inserted.client_ids
@@ -598,6 +645,11 @@ def convert_posts(
             f'{posts_xml} has posts of only one owner '
             f'({next(iter(client_ids))}); the held-out split needs one client '
             'and train and test at least one more.')
+      if derived:
+        num_posts, = connection.execute(
+            'SELECT COUNT(*) FROM examples;').fetchone()
+        cutoff = _derived_cutoff(connection, num_posts)
+      _split_by_date(connection, cutoff)
       heldout = select_heldout_clients(sorted(client_ids), heldout_fraction,
                                        seed)
       # Built before the update, so that each client's update is a lookup
@@ -645,4 +697,6 @@ def convert_posts(
       test_examples=examples[TEST_SPLIT],
       train_clients=clients[TRAIN_SPLIT],
       heldout_clients=clients[HELDOUT_SPLIT],
-      test_clients=clients[TEST_SPLIT])
+      test_clients=clients[TEST_SPLIT],
+      test_cutoff=cutoff,
+      test_cutoff_derived=derived)
