@@ -346,7 +346,7 @@ class TwoWayAugmentingGradientsTest(absltest.TestCase):
       trainable = process.initialize.type_signature.result.member[
           'global_model_weights'].trainable
       wanted = tff.StructType([tff.TensorType(np.float32), trainable])
-      return [i for i in _intrinsics(process.next)
+      return [i for i in tu.intrinsics(process.next)
               if i.uri == 'federated_apply'
               and i.type_signature.parameter[0].result.is_equivalent_to(
                   wanted)]
@@ -367,20 +367,6 @@ class TwoWayAugmentingGradientsTest(absltest.TestCase):
           self.model, self.objective, tu.sgd(self.lr), tu.sgd(self.lr_c),
           central_batch_size=self.batch_size, client_steps=self.k,
           augmenting_central_gradient='stale')
-
-
-def _intrinsics(computation):
-  """Every intrinsic call in a computation's compiled form."""
-  found = []
-
-  def visit(block):
-    if isinstance(block, tff.framework.Intrinsic):
-      found.append(block)
-    for child in block.children():
-      visit(child)
-
-  visit(computation.to_building_block())
-  return found
 
 
 class TwoWayRecoveredGradientTest(absltest.TestCase):

@@ -64,24 +64,10 @@ def _placements(type_spec) -> set:
   return found
 
 
-def _intrinsics(computation):
-  """All intrinsic building blocks in a computation's compiled form."""
-  found = []
-
-  def visit(block):
-    if isinstance(block, tff.framework.Intrinsic):
-      found.append(block)
-    for child in block.children():
-      visit(child)
-
-  visit(computation.to_building_block())
-  return found
-
-
 def client_to_server_uploads(computation):
   """Returns (uri, uploaded client type) of every CLIENTS -> SERVER intrinsic."""
   uploads = []
-  for intrinsic in _intrinsics(computation):
+  for intrinsic in tu.intrinsics(computation):
     signature = intrinsic.type_signature
     if not isinstance(signature, tff.FunctionType):
       continue
@@ -114,7 +100,7 @@ def client_value_uses(computation):
   clients, yet its keys go to the server.
   """
   uses = []
-  for intrinsic in _intrinsics(computation):
+  for intrinsic in tu.intrinsics(computation):
     signature = intrinsic.type_signature
     if not isinstance(signature, tff.FunctionType):
       continue

@@ -110,3 +110,17 @@ def weighted_mean(updates, weights):
   total = float(sum(weights))
   return [sum(w * u[i] for u, w in zip(updates, weights)) / total
           for i in range(len(updates[0]))]
+
+
+def intrinsics(computation):
+  """Every intrinsic building block in a computation's compiled form."""
+  found = []
+
+  def visit(block):
+    if isinstance(block, tff.framework.Intrinsic):
+      found.append(block)
+    for child in block.children():
+      visit(child)
+
+  visit(computation.to_building_block())
+  return found
