@@ -197,7 +197,7 @@ class RunAsyncTest(absltest.TestCase):
     runs = []
     for method in (
         server_strategies.FedBuff(learning_rate=0.8, buffer_size=2),
-        simulation.FeddleMethod(
+        feddle.FeddleMethod(
             model, feddle.FeddleConfig(max_anchors=4, server_lr=0.8,
                                        search_steps=0),
             (server_x, server_y), buffer_size=2)):
@@ -216,7 +216,7 @@ class RunAsyncTest(absltest.TestCase):
     final = []
     for steps in (0, 20):
       final.append(simulation.run_async(
-          simulation.FeddleMethod(
+          feddle.FeddleMethod(
               model, feddle.FeddleConfig(max_anchors=4, server_lr=1.0,
                                          search_steps=steps,
                                          search_lr=0.01),
@@ -239,7 +239,7 @@ class RunAsyncTest(absltest.TestCase):
           _dataset, model.initial_weights[0], evaluate_fn=_loss,
           eval_every=0)
     with self.assertRaisesRegex(ValueError, '`buffer_size`'):
-      simulation.FeddleMethod(model, feddle.FeddleConfig(max_anchors=2),
+      feddle.FeddleMethod(model, feddle.FeddleConfig(max_anchors=2),
                               _client_arrays(0), buffer_size=3)
 
 

@@ -38,7 +38,7 @@ from tff_mixed.asynchronous.server_strategies import CA2FL
 from tff_mixed.asynchronous.server_strategies import ClientUpdate
 from tff_mixed.asynchronous.server_strategies import FedAsync
 from tff_mixed.asynchronous.server_strategies import FedBuff
-from tff_mixed.asynchronous.simulation import FeddleMethod
+from tff_mixed.asynchronous.feddle import FeddleMethod
 from tff_mixed.asynchronous.simulation import run_async
 from tff_mixed.core.central_objective import central_data_objective
 from tff_mixed.core.central_objective import central_regularizer

@@ -60,6 +60,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 import tff_mixed
+from tff_mixed.asynchronous import server_data as server_data_lib
 
 cnn = tff_mixed.cnn
 hybrid_images = tff_mixed.hybrid_images
@@ -181,119 +182,9 @@ class Setting(NamedTuple):
     return f'Dir({self.alpha:g}), N({self.delay_std:g})'
 
 
-class CenterMethod:
-  """Center: server data only, `server_steps` SGD steps a round."""
-
-  # No client trains for Center (`run_async` skips their training).
-  uses_client_updates = False
-
-  def __init__(self, model, server_x, server_y, config: Config, seed: int):
-    self._args = (model, server_x, server_y)
-    self._config = config
-    self._seed = seed
-
-  def initial_state(self):
-    return 0
-
-  def apply(self, state, weights, updates):
-    del updates  # None arrive: Center trains no client.
-    return state + 1, self.train(weights, state)
-
-  def train(self, weights, step: int):
-    model, x, y = self._args
-    c = self._config
-    return hybrid_baselines.server_sgd(
-        model, weights, x, y, steps=c.server_steps,
-        batch_size=c.server_batch_size, learning_rate=c.server_sgd_lr,
-        seed=self._seed * 100003 + step)
-
-
 def delay_of(method: str, delay_std: float) -> float:
   """The delay level a method runs at: 0 for the delay-free methods."""
   return 0.0 if method in DELAY_FREE else float(delay_std)
-
-
-def _flushed(before, after, updates) -> bool:
-  """Whether a FedBuff-style state merged its buffer in this call."""
-  return len(after.buffer) < len(before.buffer) + len(updates)
-
-
-class FineTuneMethod:
-  """Fed+FT: FedBuff's merge, then fine-tuning on the server data."""
-
-  def __init__(self, fedbuff, center: CenterMethod):
-    self._fedbuff = fedbuff
-    self._center = center
-    self._merges = 0
-
-  def initial_state(self):
-    return self._fedbuff.initial_state()
-
-  def apply(self, state, weights, updates):
-    new_state, weights = self._fedbuff.apply(state, weights, updates)
-    if _flushed(state, new_state, updates):
-      weights = self._center.train(weights, self._merges)
-      self._merges += 1
-    return new_state, weights
-
-
-class HFCLMethod:
-  """HFCL: the server trains a copy on its data and joins each merge as one
-  more participant weighted by its data size (clients: their mean size)."""
-
-  def __init__(self, model, server_x, server_y, config: Config, seed: int,
-               client_examples: float):
-    self._args = (model, server_x, server_y)
-    self._config = config
-    self._seed = seed
-    self._client_examples = client_examples
-
-  def initial_state(self):
-    return 0
-
-  def apply(self, state, weights, updates):
-    if not updates:
-      return state, weights
-    model, x, y = self._args
-    c = self._config
-    return state + 1, hybrid_baselines.hfcl_round(
-        model, weights, [u.delta for u in updates],
-        [self._client_examples] * len(updates), x, y,
-        steps=c.server_steps, batch_size=c.server_batch_size,
-        learning_rate=c.server_sgd_lr, seed=self._seed * 100003 + state)
-
-
-class FedDFMethod:
-  """FedDF: FedBuff's merge, then distillation of the merged client models
-  (each `base + delta`) into it on the server images (labels unused)."""
-
-  def __init__(self, fedbuff, model, server_x, config: Config, seed: int):
-    self._fedbuff = fedbuff
-    self._model = model
-    self._x = server_x
-    self._config = config
-    self._seed = seed
-    self._teachers = []
-    self._merges = 0
-
-  def initial_state(self):
-    return self._fedbuff.initial_state()
-
-  def apply(self, state, weights, updates):
-    self._teachers.extend(
-        [np.asarray(b) + np.asarray(d) for b, d in zip(u.base, u.delta)]
-        for u in updates)
-    new_state, weights = self._fedbuff.apply(state, weights, updates)
-    if _flushed(state, new_state, updates) and self._teachers:
-      c = self._config
-      weights = hybrid_baselines.feddf_distill(
-          self._model, weights, self._teachers, self._x,
-          steps=c.server_steps, batch_size=c.server_batch_size,
-          learning_rate=c.server_sgd_lr, temperature=c.distill_temperature,
-          seed=self._seed * 100003 + self._merges)
-      self._teachers = []
-      self._merges += 1
-    return new_state, weights
 
 
 class Data(NamedTuple):
@@ -320,18 +211,23 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
     return tff_mixed.CA2FL(learning_rate=c.server_lr,
                            buffer_size=c.buffer_size,
                            num_clients=c.num_clients)
-  center = CenterMethod(model, split.server_x, split.server_y, c, seed)
+  training = hybrid_baselines.ServerTraining(
+      steps=c.server_steps, batch_size=c.server_batch_size,
+      learning_rate=c.server_sgd_lr)
+  center = hybrid_baselines.CenterMethod(model, split.server_x,
+                                         split.server_y, training, seed)
   if method == CENTER:
     return center
   if method == FED_FT:
-    return FineTuneMethod(fedbuff, center)
+    return hybrid_baselines.FineTuneMethod(fedbuff, center)
   if method == HFCL:
     sizes = [len(i) for i in split.client_indices]
-    return HFCLMethod(model, split.server_x, split.server_y, c, seed,
-                      float(np.mean(sizes)))
+    return hybrid_baselines.HFCLMethod(model, split.server_x, split.server_y,
+                                       training, seed, float(np.mean(sizes)))
   if method in (FEDDF_ID, FEDDF_OOD):
     x = split.server_x if method == FEDDF_ID else data.ood_x
-    return FedDFMethod(fedbuff, model, x, c, seed)
+    return hybrid_baselines.FedDFMethod(fedbuff, model, x, training, seed,
+                                        temperature=c.distill_temperature)
   if method in FEDDLE_METHODS:
     ood = method == FEDDLE_OOD
     config = tff_mixed.feddle.FeddleConfig(
@@ -341,28 +237,21 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
         out_of_domain=ood, head_size=cnn.HEAD_SIZE,
         num_ood_classes=int(data.ood_y.max()) + 1 if ood else 2)
     if ood:
-      server_data = _batches(data.ood_x, data.ood_y, c.server_batch_size,
-                             seed)
+      server_data = server_data_lib.shuffled_batches(
+          data.ood_x, data.ood_y, c.server_batch_size, seed)
       # The in-domain probe only measures the alignment of the surrogate's
       # coefficient gradient with the task's (paper, eq. 7 and Fig. 9).
       probe = (split.server_x[:c.id_probe_size],
                split.server_y[:c.id_probe_size])
     else:
-      server_data = _batches(split.server_x, split.server_y,
-                             c.server_batch_size, seed)
+      server_data = server_data_lib.shuffled_batches(
+          split.server_x, split.server_y, c.server_batch_size, seed)
       probe = None
     return tff_mixed.FeddleMethod(
         model, config, server_data, buffer_size=min(c.buffer_size,
                                                     config.max_anchors),
         features_fn=cnn.features if ood else None, id_probe=probe)
   raise ValueError(f'`method` must be one of {METHODS}, got {method!r}.')
-
-
-def _batches(x, y, batch_size, seed):
-  """A fixed shuffled list of server batches (Feddle cycles through them)."""
-  order = np.random.default_rng(seed).permutation(len(x))
-  return [(x[order[i:i + batch_size]], y[order[i:i + batch_size]])
-          for i in range(0, len(x) - batch_size + 1, batch_size)] or [(x, y)]
 
 
 @tf.function(reduce_retracing=True)

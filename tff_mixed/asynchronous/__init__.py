@@ -11,5 +11,20 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Asynchronous FL with hybrid data: arrival scheduling, server strategies
-(FedAsync, FedBuff, CA2FL) and guided model merging (Feddle)."""
+"""Asynchronous FL with hybrid data: arrivals, strategies, Feddle, baselines.
+
+Clients report stale updates at simulated arrival rounds; the server, which
+also holds data of its own, merges them (the guided-model-merging paper,
+Zhu et al., "Guided Model Merging for Hybrid Data Learning"). Modules:
+`schedule` (who is sampled and when each update arrives), `client_training`
+(the TFF federated computation of the clients' local training),
+`loadaboost` (LoAdaBoost's loss-driven local epochs, same contract),
+`server_strategies` (FedAsync, FedBuff, CA2FL), `simulation` (one round as
+`AsyncProcess`, and `run_async`, driven by `training.runner.run_rounds`);
+Feddle in `feddle` (the server round and its server method), `feddle_atlas`
+(anchors, eq. 4 normalization, FedBuff's fallback), `anchor_merging` (eq. 6
+and the coefficient gradient), `coefficient_search` (eqs. 5, 10),
+`ood_surrogate` (eqs. 8-9) and `server_data` (checking and batching the
+server's data); the hybrid baselines in `hybrid_baselines` (Center, Fed+FT,
+HFCL, FedDF as server methods), `server_sgd`, `hfcl` and `feddf`.
+"""

@@ -17,476 +17,80 @@ In asynchronous FL the server receives stale, heterogeneous client updates.
 Feddle ("Guided Model Merging for Hybrid Data Learning", Zhu et al.,
 section 4.1 and Algorithm 1) keeps the most useful recent updates as
 *anchors* of a model atlas and, every server round, uses the server's own data
-to choose merging coefficients instead of FedBuff's uniform average:
+to choose merging coefficients instead of FedBuff's uniform average. This
+module is the Feddle server round (`feddle_step`: UpdateAtlas +
+GlobalModelUpdate) and `FeddleMethod`, Feddle behind a FedBuff-style buffer
+as a server method of `simulation.run_async`. Its parts, one concept a module:
 
-  * atlas (sec. 4.1.1): at most M anchors; when full, a new update replaces
-    the anchor with the smallest importance score s_m = |c_m|;
-  * normalization (eq. 4): each anchor is rescaled to the median anchor norm;
-  * search (eqs. 5-6): minimize the server loss of x + sum_m c_m abar_m over
-    c, starting from FedBuff's coefficients c' and adding the fallback term
-    lambda/2 ||c - c'||^2 (eq. 10);
-  * out-of-domain data (eqs. 8-9): fit a new linear head theta on the server
-    data's own labels over the model body's features, then search the
-    coefficients of the body with that surrogate loss;
-  * memory (appendix E, eqs. 15-16): the anchors stay out of the autodiff
-    graph; one backward pass gives g = dL/dw at the merged weights and
-    dL/dc_m = <g, abar_m>.
+  * `feddle_atlas`: the atlas (sec. 4.1.1), anchor normalization (eq. 4) and
+    FedBuff's fallback coefficients (sec. 4.1.3);
+  * `anchor_merging`: x + sum_m c_m abar_m (eq. 6) and the memory-efficient
+    coefficient gradient (appendix E, eqs. 15-16);
+  * `coefficient_search`: the search on the server data (eqs. 5, 10);
+  * `ood_surrogate`: the out-of-domain surrogate loss (eqs. 8-9);
+  * `server_data`: checking and cycling the server batches.
 
-This module is plain TensorFlow/numpy on lists of weight arrays (the trainable
-weights of a `tff.learning.models.FunctionalModel`); the asynchronous schedule
-and the FedAsync/FedBuff/CA2FL baselines live in `schedule.py` and
-`server_strategies.py`.
+Their public names are also importable from here (`feddle.add_anchor`, ...).
 
 Conventions chosen here (the paper leaves them open):
-  * A new anchor's score is +inf until a search has given it a coefficient
-    (Algorithm 1 only defines scores after a search, line 12), so it cannot
-    be evicted before the server has judged it.
-  * Ties in the eviction argmin go to the lowest atlas index (numpy's argmin).
-  * Eq. 4 is undefined for a zero anchor (0/0): zero anchors stay zero and
-    the median is taken over the nonzero anchors' norms.
-  * The search is plain SGD by default (Adam optional); one step uses one
-    server batch, cycling through the server data.
   * Out of domain, the full model, head included, moves by the searched
     coefficients, as the paper does after eq. 9; `ood_head_rule` can instead
-    apply FedBuff's coefficients c' to the head, or freeze it. The fitted
-    head theta is only a surrogate and never enters the model weights.
+    apply FedBuff's coefficients c' to the head, or freeze it.
+  * The in-domain objective l(D_S, w) of eq. 5 is the model's loss with
+    `training=False`, so the search sees a deterministic loss.
 """
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-import itertools
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_federated as tff
 
-from tff_mixed.asynchronous import checks
+from tff_mixed.asynchronous import anchor_merging
+from tff_mixed.asynchronous import coefficient_search
+from tff_mixed.asynchronous import feddle_atlas
+from tff_mixed.asynchronous import ood_surrogate
+from tff_mixed.asynchronous import server_data as server_data_lib
+from tff_mixed.asynchronous import server_strategies
+from tff_mixed.core import central_objective
+from tff_mixed.core import model_ops
+from tff_mixed.core import validation
+
+# Feddle's parts, importable from here as before the split.
+# pylint: disable=g-bad-import-order,unused-import
+from tff_mixed.asynchronous.anchor_merging import coefficient_gradient
+from tff_mixed.asynchronous.anchor_merging import LossFn
+from tff_mixed.asynchronous.anchor_merging import merge_anchors
+from tff_mixed.asynchronous.coefficient_search import search_coefficients
+from tff_mixed.asynchronous.coefficient_search import SearchDiagnostics
+from tff_mixed.asynchronous.coefficient_search import SearchResult
+from tff_mixed.asynchronous.feddle_atlas import add_anchor
+from tff_mixed.asynchronous.feddle_atlas import anchor_norm
+from tff_mixed.asynchronous.feddle_atlas import Atlas
+from tff_mixed.asynchronous.feddle_atlas import empty_atlas
+from tff_mixed.asynchronous.feddle_atlas import fedbuff_coefficients
+from tff_mixed.asynchronous.feddle_atlas import normalize_anchors
+from tff_mixed.asynchronous.feddle_atlas import NormalizedAnchors
+from tff_mixed.asynchronous.ood_surrogate import fit_linear_head
+from tff_mixed.asynchronous.ood_surrogate import linear_head_loss
+from tff_mixed.asynchronous.ood_surrogate import LinearHead
+from tff_mixed.asynchronous.ood_surrogate import surrogate_loss_fn
+from tff_mixed.asynchronous.server_data import check_server_data
+# pylint: enable=g-bad-import-order,unused-import
 
 Weights = Sequence[Any]
-# loss_fn(weights, batch) -> scalar loss tensor, traceable by tf.function.
-LossFn = Callable[[list[tf.Tensor], Any], tf.Tensor]
 
-_OPTIMIZERS = ('sgd', 'adam')
 _OOD_HEAD_RULES = ('searched', 'fallback', 'frozen')
-_ADAM_BETA1, _ADAM_BETA2, _ADAM_EPSILON = 0.9, 0.999, 1e-8
-
-
-# ----------------------------------------------------------------------------
-# Validation helpers.
-
-
-
-
-
-
-
-
-
-
-# ----------------------------------------------------------------------------
-# Model atlas (section 4.1.1).
-
-
-class Atlas(NamedTuple):
-  """The model atlas of section 4.1.1.
-
-  Attributes:
-    anchors: The raw (unnormalized) anchors, each a tuple of weight arrays
-      shaped like the model's trainable weights.
-    scores: float64 `[len(anchors)]` importance scores s_m = |c_m| from the
-      last search; +inf for anchors added since then.
-  """
-  anchors: tuple[tuple[np.ndarray, ...], ...]
-  scores: np.ndarray
-
-
-def empty_atlas() -> Atlas:
-  """An atlas with no anchors (Algorithm 1, line 3)."""
-  return Atlas(anchors=(), scores=np.zeros([0], np.float64))
-
-
-def _insert_anchor(atlas: Atlas, delta: Weights, max_size: int,
-                   protected: Sequence[int] = ()) -> tuple[Atlas, int]:
-  """`add_anchor` that also returns the slot used; never evicts `protected`."""
-  max_size = checks.check_int('max_size', max_size, 1)
-  if len(atlas.anchors) != len(atlas.scores):
-    raise ValueError(f'Atlas has {len(atlas.anchors)} anchors but '
-                     f'{len(atlas.scores)} scores.')
-  if len(atlas.anchors) > max_size:
-    raise ValueError(f'Atlas already holds {len(atlas.anchors)} anchors, more '
-                     f'than max_size={max_size}.')
-  if atlas.anchors:
-    delta = checks.check_like(delta, atlas.anchors[0], 'delta')
-  else:
-    delta = tuple(np.array(a) for a in checks.as_arrays(delta, 'delta'))
-  anchors = list(atlas.anchors)
-  scores = np.array(atlas.scores, np.float64)
-  if len(anchors) < max_size:
-    # Algorithm 1, line 16: the next free index.
-    index = len(anchors)
-    anchors.append(delta)
-    scores = np.append(scores, np.inf)
-  else:
-    # Algorithm 1, line 18: evict argmin s_m (np.argmin: lowest index on
-    # ties). Anchors added earlier in the same round are protected so that
-    # the round's FedBuff fallback can still reach all of its updates.
-    candidates = scores.copy()
-    candidates[list(protected)] = np.nan
-    if np.all(np.isnan(candidates)):
-      raise ValueError(f'Cannot add more than max_size={max_size} anchors in '
-                       'one round.')
-    index = int(np.nanargmin(candidates))
-    anchors[index] = delta
-    scores[index] = np.inf
-  return Atlas(anchors=tuple(anchors), scores=scores), index
-
-
-def add_anchor(atlas: Atlas, delta: Weights, max_size: int) -> Atlas:
-  """Adds a client update to the atlas (Algorithm 1, UpdateAtlas).
-
-  While the atlas holds fewer than `max_size` anchors, `delta` is appended.
-  Once full, it replaces the anchor with the smallest importance score
-  s_m = |c_m|; ties go to the lowest index. The new anchor's score is +inf
-  until the next search sets it (our choice: Algorithm 1 only defines scores
-  after a search, and a fresh update should not be evicted unjudged).
-
-  Args:
-    atlas: The current `Atlas`.
-    delta: A client update, a sequence of arrays shaped like the anchors.
-    max_size: The atlas size M (the paper uses twice the clients per round).
-
-  Returns:
-    The new `Atlas`; the input is not modified.
-
-  Raises:
-    ValueError: If `max_size < 1`, the atlas is larger than `max_size`, or
-      `delta`'s shapes differ from the anchors'.
-  """
-  return _insert_anchor(atlas, delta, max_size)[0]
-
-
-# ----------------------------------------------------------------------------
-# Anchor normalization (eq. 4) and the FedBuff fallback (section 4.1.3).
-
-
-class NormalizedAnchors(NamedTuple):
-  """Anchors rescaled by eq. 4.
-
-  Attributes:
-    anchors: Tuple of normalized anchors abar_m (tuples of arrays).
-    norms: float64 `[M]` L2 norms of the raw anchors over all their weights.
-    median: The median norm every nonzero anchor now has.
-  """
-  anchors: tuple[tuple[np.ndarray, ...], ...]
-  norms: np.ndarray
-  median: float
-
-
-def anchor_norm(anchor: Weights) -> float:
-  """The L2 norm of an anchor flattened over all its weight arrays."""
-  return float(np.sqrt(sum(
-      np.sum(np.square(np.asarray(a, np.float64))) for a in anchor)))
-
-
-def _median_norm(norms: np.ndarray) -> float:
-  # Zero anchors are left out: eq. 4 is undefined for them (0/0), and counting
-  # them could make the median zero and wipe out every other anchor.
-  nonzero = norms[norms > 0]
-  return float(np.median(nonzero)) if nonzero.size else 0.0
-
-
-def normalize_anchors(anchors: Sequence[Weights]) -> NormalizedAnchors:
-  """Rescales every anchor to the median anchor norm (eq. 4).
-
-  abar_m = median(||a_1||, ..., ||a_|A|||) * a_m / ||a_m||, with norms over
-  whole flattened anchors, so directions are kept and magnitudes equalized.
-  A zero anchor stays zero and does not enter the median (eq. 4 is undefined
-  for it).
-
-  Args:
-    anchors: Sequence of anchors, each a sequence of arrays.
-
-  Returns:
-    A `NormalizedAnchors` with the normalized anchors (same dtypes), the raw
-    norms and the median.
-  """
-  anchors = tuple(checks.as_arrays(a, f'anchors[{i}]')
-                  for i, a in enumerate(anchors))
-  norms = np.array([anchor_norm(a) for a in anchors], np.float64)
-  median = _median_norm(norms)
-  normalized = []
-  for anchor, norm in zip(anchors, norms):
-    scale = median / norm if norm > 0 else 0.0
-    normalized.append(tuple((a * scale).astype(a.dtype) for a in anchor))
-  return NormalizedAnchors(tuple(normalized), norms, median)
-
-
-def fedbuff_coefficients(num_anchors: int, new_indices: Sequence[int],
-                         server_lr: float,
-                         anchor_norms: Optional[Sequence[float]] = None
-                         ) -> np.ndarray:
-  """FedBuff's merge as coefficients of the normalized anchors (sec. 4.1.3).
-
-  FedBuff updates x <- x + server_lr * mean_{m in new} a_m over the K updates
-  buffered this round. With abar_m = (median / ||a_m||) a_m (eq. 4), the same
-  point is x + sum_m c'_m abar_m for
-  c'_m = server_lr / K * ||a_m|| / median on the new anchors and 0 elsewhere.
-  Zero anchors (and an all-zero atlas) get 0, which changes nothing since
-  they add nothing to FedBuff's mean either.
-
-  Args:
-    num_anchors: Number of anchors |A| in the atlas.
-    new_indices: Atlas indices of the updates buffered this round.
-    server_lr: FedBuff's server learning rate eta_g.
-    anchor_norms: Raw norms ||a_m|| (`NormalizedAnchors.norms`); None if the
-      anchors are not rescaled (all factors 1).
-
-  Returns:
-    float32 `[num_anchors]` coefficients c'.
-
-  Raises:
-    ValueError: On a bad count, rate, index, duplicate index or a norms
-      vector of the wrong length.
-  """
-  num_anchors = checks.check_int('num_anchors', num_anchors, 0)
-  server_lr = checks.check_float('server_lr', server_lr, 0.0, strict=True)
-  new_indices = [checks.check_int('new_indices', i, 0) for i in new_indices]
-  if any(i >= num_anchors for i in new_indices):
-    raise ValueError(f'`new_indices` {new_indices} out of range for '
-                     f'{num_anchors} anchors.')
-  if len(set(new_indices)) != len(new_indices):
-    raise ValueError(f'`new_indices` has duplicates: {new_indices}.')
-  coefficients = np.zeros([num_anchors], np.float64)
-  if not new_indices:
-    return coefficients.astype(np.float32)
-  if anchor_norms is None:
-    ratio = np.ones([num_anchors], np.float64)
-  else:
-    norms = np.asarray(anchor_norms, np.float64)
-    if norms.shape != (num_anchors,):
-      raise ValueError(f'`anchor_norms` has shape {norms.shape}, expected '
-                       f'({num_anchors},).')
-    median = _median_norm(norms)
-    ratio = norms / median if median > 0 else np.zeros_like(norms)
-  coefficients[new_indices] = server_lr / len(new_indices) * ratio[new_indices]
-  return coefficients.astype(np.float32)
-
-
-# ----------------------------------------------------------------------------
-# Merging and the coefficient gradient (eqs. 6, 15, 16).
-
-
-def _stack(anchors: Sequence[Sequence[np.ndarray]],
-           reference: Sequence[np.ndarray]) -> list[tf.Tensor]:
-  """Per weight array, the anchors stacked along a new axis 0: [M, ...]."""
-  return [
-      tf.constant(np.stack([np.asarray(a[i], r.dtype) for a in anchors]))
-      for i, r in enumerate(reference)
-  ]
-
-
-def _merge_tf(base, stacked, coefficients):
-  """x + sum_m c_m abar_m, per weight array (eqs. 6 and 15)."""
-  return [
-      b + tf.tensordot(tf.cast(coefficients, s.dtype), s, axes=1)
-      for b, s in zip(base, stacked)
-  ]
-
-
-def _project(gradients, stacked):
-  """dL/dc_m = <dL/dw, abar_m> summed over all weight arrays (eq. 16)."""
-  terms = []
-  for g, s in zip(gradients, stacked):
-    rows = tf.reshape(s, [tf.shape(s)[0], -1])
-    terms.append(tf.cast(tf.linalg.matvec(rows, tf.reshape(g, [-1])),
-                         tf.float32))
-  return tf.add_n(terms)
-
-
-def _loss_and_projected_gradient(loss_fn, base, stacked, coefficients, batch):
-  # The merged weights are computed outside the tape: the anchors never enter
-  # the autodiff graph (eq. 15, stop_grad), and one backward pass through the
-  # model gives the coefficient gradient by inner products (eq. 16).
-  merged = _merge_tf(base, stacked, coefficients)
-  with tf.GradientTape() as tape:
-    tape.watch(merged)
-    loss = loss_fn(merged, batch)
-  gradients = tape.gradient(
-      loss, merged, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-  return tf.cast(loss, tf.float32), _project(gradients, stacked)
-
-
-def merge_anchors(weights: Weights, anchors: Sequence[Weights],
-                  coefficients: Any) -> tuple[np.ndarray, ...]:
-  """The merged model x + sum_m c_m abar_m (eq. 6).
-
-  Args:
-    weights: The global model x, a sequence of arrays.
-    anchors: The (normalized) anchors abar_m.
-    coefficients: `[len(anchors)]` coefficients c.
-
-  Returns:
-    The merged weights as a tuple of numpy arrays (dtypes of `weights`).
-
-  Raises:
-    ValueError: If shapes or the number of coefficients do not match.
-  """
-  base = checks.as_arrays(weights, 'weights')
-  coefficients = np.asarray(coefficients, np.float32).reshape([-1])
-  if coefficients.shape[0] != len(anchors):
-    raise ValueError(f'{coefficients.shape[0]} coefficients for '
-                     f'{len(anchors)} anchors.')
-  if not anchors:
-    return tuple(np.array(b) for b in base)
-  anchors = [checks.check_like(a, base, f'anchors[{i}]')
-             for i, a in enumerate(anchors)]
-  merged = _merge_tf([tf.constant(b) for b in base], _stack(anchors, base),
-                     tf.constant(coefficients))
-  return tuple(m.numpy() for m in merged)
-
-
-def coefficient_gradient(loss_fn: LossFn, weights: Weights,
-                         anchors: Sequence[Weights], coefficients: Any,
-                         batch: Any) -> np.ndarray:
-  """dL/dc at c by one backward pass and inner products (eqs. 15-16).
-
-  Useful to compare search directions, e.g. the cosine similarity of the
-  in-domain and out-of-domain coefficient gradients at the same point (eq. 7).
-
-  Args:
-    loss_fn: `loss_fn(weights, batch) -> scalar` at merged weights.
-    weights: The global model x.
-    anchors: The (normalized) anchors abar_m.
-    coefficients: `[len(anchors)]` coefficients c.
-    batch: One batch as `loss_fn` expects it.
-
-  Returns:
-    float32 `[len(anchors)]` gradient of the loss (no fallback term).
-  """
-  base = checks.as_arrays(weights, 'weights')
-  anchors = [checks.check_like(a, base, f'anchors[{i}]')
-             for i, a in enumerate(anchors)]
-  coefficients = np.asarray(coefficients, np.float32).reshape([-1])
-  if coefficients.shape[0] != len(anchors) or not anchors:
-    raise ValueError(f'{coefficients.shape[0]} coefficients for '
-                     f'{len(anchors)} anchors; need one per anchor, >= 1.')
-  # Eager: a diagnostic called once per round would retrace a tf.function
-  # (new Python closures) every call.
-  batch = tf.nest.map_structure(tf.convert_to_tensor, batch)
-  return _loss_and_projected_gradient(
-      loss_fn, [tf.constant(b) for b in base], _stack(anchors, base),
-      tf.constant(coefficients), batch)[1].numpy()
-
-
-# ----------------------------------------------------------------------------
-# Server data.
-
-
-def _split_batch(batch: Any) -> tuple[Any, Any]:
-  """(x, y) of a batch given as a pair or as a mapping with 'x' and 'y'."""
-  if isinstance(batch, Mapping):
-    return batch['x'], batch['y']
-  x, y = batch
-  return x, y
-
-
-def _element_specs(server_data: Any) -> list[Any]:
-  """Type specs of the batches of `server_data` (see `check_server_data`)."""
-  if isinstance(server_data, tf.data.Dataset):
-    return [server_data.element_spec]
-  to_spec = lambda t: tf.type_spec_from_value(tf.convert_to_tensor(t))
-  if isinstance(server_data, list):
-    return [tf.nest.map_structure(to_spec, b) for b in server_data]
-  if isinstance(server_data, (tuple, Mapping)):
-    return [tf.nest.map_structure(to_spec, server_data)]
-  raise TypeError('Server data must be a tf.data.Dataset of batches, a list '
-                  'of batches or one batch (a tuple or mapping), got '
-                  f'{type(server_data).__name__}.')
-
-
-def _matches(spec: Any, element: Any) -> bool:
-  """Whether `element` has `spec`'s structure and compatible shapes."""
-  try:
-    tf.nest.assert_same_structure(spec, element, check_types=False)
-  except (ValueError, TypeError):
-    return False
-  for s, e in zip(tf.nest.flatten(spec), tf.nest.flatten(element)):
-    if not isinstance(e, tf.TensorSpec) or not s.shape.is_compatible_with(
-        e.shape):
-      return False
-    if s.dtype.is_floating and not (e.dtype.is_floating or e.dtype.is_integer):
-      return False
-  return True
-
-
-def check_server_data(server_data: Any, input_spec: Any,
-                      labels_from_model: bool = True) -> None:
-  """Checks that server batches have the model's input structure.
-
-  Args:
-    server_data: A `tf.data.Dataset` of batches, a list of batches, or one
-      batch (a tuple or mapping of arrays).
-    input_spec: The model's input spec, `(x_spec, y_spec)` or a mapping with
-      'x' and 'y'.
-    labels_from_model: If True (in-domain) the whole batch must match
-      `input_spec`. If False (out-of-domain) only x must match; the labels are
-      one tensor of class ids of any compatible layout.
-
-  Raises:
-    TypeError: If `server_data` is of an unsupported type.
-    ValueError: If the data is empty or a batch's structure, shapes or dtypes
-      do not match, naming both structures.
-  """
-  specs = _element_specs(server_data)
-  if not specs:
-    raise ValueError('Server data is empty.')
-  x_spec, _ = _split_batch(input_spec)
-  for element in specs:
-    if labels_from_model:
-      ok = _matches(input_spec, element)
-      expected = input_spec
-    else:
-      expected = (x_spec, 'labels TensorSpec [batch, ...]')
-      try:
-        x, labels = _split_batch(element)
-        ok = (_matches(x_spec, x) and isinstance(labels, tf.TensorSpec)
-              and labels.shape.rank is not None and labels.shape.rank >= 1)
-      except (ValueError, TypeError, KeyError):
-        ok = False
-    if not ok:
-      raise ValueError('Server data whose element structure does not match '
-                       f'the model: server data element {element!r}, model '
-                       f'input spec {expected!r}.')
-
-
-def _iterable_batches(server_data: Any) -> Any:
-  if isinstance(server_data, (tf.data.Dataset, list)):
-    return server_data
-  if isinstance(server_data, (tuple, Mapping)):
-    return [server_data]
-  raise TypeError('Server data must be a tf.data.Dataset of batches, a list '
-                  'of batches or one batch (a tuple or mapping), got '
-                  f'{type(server_data).__name__}.')
-
-
-def _cycle(server_data: Any) -> Iterator[Any]:
-  """Endless batches: one pass after another through the server data."""
-  batches = _iterable_batches(server_data)
-  while True:
-    empty = True
-    for batch in batches:
-      empty = False
-      yield tf.nest.map_structure(tf.convert_to_tensor, batch)
-    if empty:
-      raise ValueError('Server data is empty.')
 
 
 def model_loss_fn(model: Any, non_trainable: Optional[Weights] = None
                   ) -> LossFn:
-  """The model's own loss on a batch as a function of its trainable weights.
+  """The in-domain objective l(D_S, w) of eq. 5, in the trainable weights.
 
-  This is the in-domain objective l(D_S, w) of eq. 5. Inputs are cast to the
-  model's input spec dtypes; `predict_on_batch` runs with `training=False`
-  so the search sees a deterministic loss.
+  The model's own loss (`model_ops.trainable_loss_fn`), with inputs cast to
+  the model's input spec dtypes and `predict_on_batch` run with
+  `training=False`, so that the search sees a deterministic loss.
 
   Args:
     model: A `tff.learning.models.FunctionalModel`.
@@ -495,265 +99,8 @@ def model_loss_fn(model: Any, non_trainable: Optional[Weights] = None
   Returns:
     `loss_fn(trainable_weights, batch) -> scalar`.
   """
-  if non_trainable is None:
-    non_trainable = model.initial_weights[1]
-  non_trainable = tuple(non_trainable)
-  x_spec, y_spec = _split_batch(model.input_spec)
-
-  def loss_fn(trainable, batch):
-    x, y = _split_batch(batch)
-    x = tf.nest.map_structure(lambda t, s: tf.cast(t, s.dtype), x, x_spec)
-    y = tf.nest.map_structure(lambda t, s: tf.cast(t, s.dtype), y, y_spec)
-    output = model.predict_on_batch((tuple(trainable), non_trainable), x,
-                                    training=False)
-    return model.loss(output, y)
-
-  return loss_fn
-
-
-# ----------------------------------------------------------------------------
-# Coefficient search (eqs. 5, 9, 10).
-
-
-class SearchDiagnostics(NamedTuple):
-  """What a coefficient search did.
-
-  Attributes:
-    init_coefficients: float32 `[M]` starting point c' (the fallback).
-    losses: float32 `[T]` loss at the coefficients before each step.
-    objectives: float32 `[T]` loss plus the fallback term lambda/2 ||c-c'||^2.
-    gradients: float32 `[T, M]` loss gradient dL/dc at each step, without the
-      fallback term (what eq. 7 compares between in- and out-of-domain data).
-    negative_share: Fraction of the final coefficients that are negative.
-  """
-  init_coefficients: np.ndarray
-  losses: np.ndarray
-  objectives: np.ndarray
-  gradients: np.ndarray
-  negative_share: float
-
-
-class SearchResult(NamedTuple):
-  """The result of `search_coefficients`.
-
-  Attributes:
-    weights: The merged weights x + sum_m c_m abar_m (eq. 6), numpy arrays.
-    coefficients: float32 `[M]` searched coefficients c-hat.
-    diagnostics: A `SearchDiagnostics`.
-  """
-  weights: tuple[np.ndarray, ...]
-  coefficients: np.ndarray
-  diagnostics: SearchDiagnostics
-
-
-def search_coefficients(loss_fn: LossFn, weights: Weights,
-                        anchors: Sequence[Weights], init_coefficients: Any,
-                        server_data: Any, *, steps: int,
-                        learning_rate: float, fallback_lambda: float = 0.0,
-                        optimizer: str = 'sgd') -> SearchResult:
-  """Searches merging coefficients on server data (eqs. 5, 9 and 10).
-
-  Minimizes L(x + sum_m c_m abar_m; batch) + lambda/2 ||c - c'||^2 over c by
-  `steps` gradient steps from c = c'. Each step uses the next server batch
-  (cycling) and the memory-efficient gradient of appendix E: the merged
-  weights are formed without gradient to the anchors (eq. 15), one backward
-  pass gives g = dL/dw, and dL/dc_m = <g, abar_m> (eq. 16); the fallback term
-  adds lambda (c - c'). The paper tunes the server optimizer; SGD is the
-  default here, Adam (beta1 0.9, beta2 0.999, eps 1e-8) the alternative.
-
-  Args:
-    loss_fn: `loss_fn(weights, batch) -> scalar`, traceable by tf.function,
-      e.g. `model_loss_fn(model)` or a `surrogate_loss_fn`.
-    weights: The global model x (sequence of arrays).
-    anchors: The normalized anchors abar_m, shaped like `weights`.
-    init_coefficients: `[M]` fallback coefficients c' (start and prior).
-    server_data: A `tf.data.Dataset` of batches, a list of batches or one
-      batch, in the form `loss_fn` expects.
-    steps: Number of gradient steps T; 0 returns the merge at c'.
-    learning_rate: Coefficient learning rate eta_c.
-    fallback_lambda: Fallback strength lambda (paper: 0 in-domain, 0.01 OOD).
-    optimizer: 'sgd' or 'adam'.
-
-  Returns:
-    A `SearchResult`.
-
-  Raises:
-    ValueError: On a bad hyperparameter, coefficient count, anchor shape, or
-      empty server data.
-  """
-  steps = checks.check_int('steps', steps, 0)
-  learning_rate = checks.check_float('learning_rate', learning_rate, 0.0,
-                                     strict=True)
-  fallback_lambda = checks.check_float('fallback_lambda', fallback_lambda, 0.0,
-                                       strict=False)
-  if optimizer not in _OPTIMIZERS:
-    raise ValueError(f'`optimizer` must be one of {_OPTIMIZERS}, got '
-                     f'{optimizer!r}.')
-  base = checks.as_arrays(weights, 'weights')
-  anchors = [checks.check_like(a, base, f'anchors[{i}]')
-             for i, a in enumerate(anchors)]
-  c0 = np.asarray(init_coefficients, np.float32).reshape([-1])
-  if c0.shape[0] != len(anchors):
-    raise ValueError(f'{c0.shape[0]} initial coefficients for '
-                     f'{len(anchors)} anchors.')
-  num = len(anchors)
-  if not num:
-    empty = np.zeros([0], np.float32)
-    return SearchResult(
-        tuple(np.array(b) for b in base), empty,
-        SearchDiagnostics(empty, np.zeros([0], np.float32),
-                          np.zeros([0], np.float32),
-                          np.zeros([0, 0], np.float32), 0.0))
-
-  use_adam = optimizer == 'adam'
-
-  @tf.function(reduce_retracing=True)
-  def step(base, stacked, c, c_prior, m, v, t, batch):
-    loss, grad = _loss_and_projected_gradient(loss_fn, base, stacked, c, batch)
-    total = grad + fallback_lambda * (c - c_prior)
-    objective = loss + 0.5 * fallback_lambda * tf.reduce_sum(
-        tf.square(c - c_prior))
-    if use_adam:
-      m = _ADAM_BETA1 * m + (1.0 - _ADAM_BETA1) * total
-      v = _ADAM_BETA2 * v + (1.0 - _ADAM_BETA2) * tf.square(total)
-      m_hat = m / (1.0 - tf.pow(_ADAM_BETA1, t))
-      v_hat = v / (1.0 - tf.pow(_ADAM_BETA2, t))
-      c = c - learning_rate * m_hat / (tf.sqrt(v_hat) + _ADAM_EPSILON)
-    else:
-      c = c - learning_rate * total
-    return c, m, v, loss, objective, grad
-
-  base_t = [tf.constant(b) for b in base]
-  stacked = _stack(anchors, base)
-  c_prior = tf.constant(c0)
-  c = c_prior
-  m = v = tf.zeros([num], tf.float32)
-  losses, objectives, gradients = [], [], []
-  batches = _cycle(server_data)
-  for t in range(steps):
-    c, m, v, loss, objective, grad = step(base_t, stacked, c, c_prior, m, v,
-                                          tf.constant(t + 1.0), next(batches))
-    losses.append(float(loss))
-    objectives.append(float(objective))
-    gradients.append(grad.numpy())
-  merged = _merge_tf(base_t, stacked, c)
-  c = c.numpy()
-  diagnostics = SearchDiagnostics(
-      init_coefficients=c0,
-      losses=np.array(losses, np.float32),
-      objectives=np.array(objectives, np.float32),
-      gradients=np.array(gradients, np.float32).reshape([steps, num]),
-      negative_share=float(np.mean(c < 0)))
-  return SearchResult(tuple(w.numpy() for w in merged), c, diagnostics)
-
-
-# ----------------------------------------------------------------------------
-# Out-of-domain surrogate (eqs. 8-9).
-
-
-class LinearHead(NamedTuple):
-  """The surrogate classifier head theta of eq. 8: logits = f kernel + bias."""
-  kernel: np.ndarray
-  bias: np.ndarray
-
-
-def linear_head_loss(head: Any, features: tf.Tensor,
-                     labels: tf.Tensor) -> tf.Tensor:
-  """Mean softmax cross-entropy of `head` on features (the h of eqs. 8-9).
-
-  Args:
-    head: A `LinearHead` (arrays or tensors), kernel `[d, C]`, bias `[C]`.
-    features: `[batch, ...]` body features, flattened to `[batch, d]`.
-    labels: Class ids in [0, C), any layout with `batch` elements.
-
-  Returns:
-    A scalar tensor.
-  """
-  kernel = tf.convert_to_tensor(head[0])
-  bias = tf.convert_to_tensor(head[1], kernel.dtype)
-  features = tf.cast(tf.convert_to_tensor(features), kernel.dtype)
-  features = tf.reshape(features, [tf.shape(features)[0], -1])
-  labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
-  logits = tf.matmul(features, kernel) + bias
-  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=labels, logits=logits))
-
-
-def fit_linear_head(body_features_fn: Callable[[tf.Tensor], tf.Tensor],
-                    server_data: Any, num_classes: int, steps: int,
-                    lr: float) -> LinearHead:
-  """Fits the surrogate head theta on the server's own labels (eq. 8).
-
-  The body is frozen: only theta = (kernel, bias) is trained, by `steps`
-  plain gradient steps of softmax regression from zeros (a convex problem, so
-  the zero start is harmless and deterministic), one server batch a step.
-
-  Args:
-    body_features_fn: `x -> [batch, ...] features` of the frozen body.
-    server_data: `(x, labels)` batches (Dataset, list, or one batch).
-    num_classes: Number C of server classes (labels in [0, C)).
-    steps: Number of gradient steps; 0 returns the zero head.
-    lr: Step size.
-
-  Returns:
-    The fitted `LinearHead` (numpy arrays).
-
-  Raises:
-    ValueError: On a bad `num_classes`, `steps`, `lr` or empty data.
-  """
-  num_classes = checks.check_int('num_classes', num_classes, 2)
-  steps = checks.check_int('steps', steps, 0)
-  lr = checks.check_float('lr', lr, 0.0, strict=True)
-  batches = _cycle(server_data)
-  x0, _ = _split_batch(next(batches))
-  features = tf.convert_to_tensor(body_features_fn(x0))
-  dim = int(np.prod(features.shape[1:]))
-  dtype = features.dtype if features.dtype.is_floating else tf.float32
-  kernel = tf.zeros([dim, num_classes], dtype)
-  bias = tf.zeros([num_classes], dtype)
-
-  @tf.function(reduce_retracing=True)
-  def step(kernel, bias, features, labels):
-    with tf.GradientTape() as tape:
-      tape.watch([kernel, bias])
-      loss = linear_head_loss((kernel, bias), features, labels)
-    grad_kernel, grad_bias = tape.gradient(loss, [kernel, bias])
-    return kernel - lr * grad_kernel, bias - lr * grad_bias
-
-  def features_and_labels(batch):
-    x, labels = _split_batch(batch)
-    return tf.convert_to_tensor(body_features_fn(x)), labels
-
-  stream = map(features_and_labels, _cycle(server_data))
-  batches = _iterable_batches(server_data)
-  if isinstance(batches, list):
-    # The body is frozen: one pass of features serves every later pass (a
-    # Dataset may yield different batches each pass, so it is recomputed).
-    stream = itertools.cycle(
-        list(itertools.islice(stream, min(steps, len(batches)))))
-  for features, labels in itertools.islice(stream, steps):
-    kernel, bias = step(kernel, bias, features, labels)
-  return LinearHead(kernel.numpy(), bias.numpy())
-
-
-def surrogate_loss_fn(features_fn: Callable[[list[tf.Tensor], Any], Any],
-                      head: Any) -> LossFn:
-  """The surrogate loss h_theta of eq. 9 as a function of the body weights.
-
-  Args:
-    features_fn: `features_fn(body_weights, x) -> [batch, ...] features`.
-    head: The fitted `LinearHead` theta*, held fixed.
-
-  Returns:
-    `loss_fn(body_weights, (x, labels)) -> scalar`.
-  """
-  head = LinearHead(np.asarray(head[0]), np.asarray(head[1]))
-
-  def loss_fn(body, batch):
-    x, labels = _split_batch(batch)
-    return linear_head_loss(head, features_fn(body, x), labels)
-
-  return loss_fn
+  return model_ops.trainable_loss_fn(model, non_trainable, training=False,
+                                     cast_inputs=True)
 
 
 # ----------------------------------------------------------------------------
@@ -810,21 +157,22 @@ def validate_config(config: FeddleConfig) -> FeddleConfig:
   if not isinstance(config, FeddleConfig):
     raise TypeError(f'`config` must be a FeddleConfig, got '
                     f'{type(config).__name__}.')
-  checks.check_int('max_anchors', config.max_anchors, 1)
-  checks.check_float('server_lr', config.server_lr, 0.0, strict=True)
-  checks.check_float('search_lr', config.search_lr, 0.0, strict=True)
-  checks.check_int('search_steps', config.search_steps, 0)
-  checks.check_float('fallback_lambda', config.fallback_lambda, 0.0,
-                     strict=False)
+  validation.check_int('max_anchors', config.max_anchors, 1)
+  validation.check_float('server_lr', config.server_lr, 0.0, strict=True)
+  validation.check_float('search_lr', config.search_lr, 0.0, strict=True)
+  validation.check_int('search_steps', config.search_steps, 0)
+  validation.check_float('fallback_lambda', config.fallback_lambda, 0.0,
+                          strict=False)
   if not isinstance(config.out_of_domain, (bool, np.bool_)):
     raise ValueError('`out_of_domain` must be a bool, got '
                      f'{config.out_of_domain!r}.')
-  checks.check_int('head_size', config.head_size, 1)
-  checks.check_int('num_ood_classes', config.num_ood_classes, 2)
-  checks.check_int('head_steps', config.head_steps, 0)
-  checks.check_float('head_lr', config.head_lr, 0.0, strict=True)
-  if config.optimizer not in _OPTIMIZERS:
-    raise ValueError(f'`optimizer` must be one of {_OPTIMIZERS}, got '
+  validation.check_int('head_size', config.head_size, 1)
+  validation.check_int('num_ood_classes', config.num_ood_classes, 2)
+  validation.check_int('head_steps', config.head_steps, 0)
+  validation.check_float('head_lr', config.head_lr, 0.0, strict=True)
+  if config.optimizer not in coefficient_search.OPTIMIZERS:
+    raise ValueError('`optimizer` must be one of '
+                     f'{coefficient_search.OPTIMIZERS}, got '
                      f'{config.optimizer!r}.')
   if config.ood_head_rule not in _OOD_HEAD_RULES:
     raise ValueError(f'`ood_head_rule` must be one of {_OOD_HEAD_RULES}, got '
@@ -860,7 +208,7 @@ class FeddleDiagnostics(NamedTuple):
   losses: np.ndarray
   gradients: np.ndarray
   median_norm: float
-  head: Optional[LinearHead]
+  head: Optional[ood_surrogate.LinearHead]
   id_ood_cosine: float = float('nan')
   id_ood_cosine_at_zero: float = float('nan')
 
@@ -878,13 +226,13 @@ def cosine_similarity(a: Any, b: Any) -> float:
 def feddle_step(
     model: Any,
     weights: Weights,
-    atlas: Atlas,
+    atlas: feddle_atlas.Atlas,
     new_deltas: Sequence[Weights],
     server_data: Any,
     config: FeddleConfig,
     features_fn: Optional[Callable[[list[tf.Tensor], Any], Any]] = None,
     id_probe: Any = None,
-) -> tuple[tuple[np.ndarray, ...], Atlas, FeddleDiagnostics]:
+) -> tuple[tuple[np.ndarray, ...], feddle_atlas.Atlas, FeddleDiagnostics]:
   """One Feddle server round (Algorithm 1, UpdateAtlas + GlobalModelUpdate).
 
   Adds this round's client updates as anchors, normalizes the atlas (eq. 4),
@@ -923,86 +271,29 @@ def feddle_step(
   """
   validate_config(config)
   reference = tuple(np.asarray(w) for w in model.initial_weights[0])
-  weights = checks.check_like(weights, reference, 'weights')
-  new_deltas = [checks.check_like(d, reference, f'new_deltas[{i}]')
-                for i, d in enumerate(new_deltas)]
-  if len(new_deltas) > config.max_anchors:
-    raise ValueError(f'{len(new_deltas)} new deltas exceed max_anchors='
-                     f'{config.max_anchors}; FedBuff would need all of them.')
-  if config.out_of_domain:
-    if features_fn is None:
-      raise ValueError('`features_fn` is required when out_of_domain=True.')
-    if config.head_size >= len(reference):
-      raise ValueError(f'`head_size`={config.head_size} leaves no body in a '
-                       f'model with {len(reference)} weight arrays.')
-  check_server_data(server_data, model.input_spec,
-                    labels_from_model=not config.out_of_domain)
-
+  weights, new_deltas = _checked_step_args(model, reference, weights,
+                                           new_deltas, server_data, config,
+                                           features_fn)
   new_indices = []
   for delta in new_deltas:
-    atlas, index = _insert_anchor(atlas, delta, config.max_anchors,
-                                  protected=new_indices)
+    atlas, index = feddle_atlas.insert_anchor(
+        atlas, delta, config.max_anchors, protected=new_indices)
     new_indices.append(index)
-  normalized = normalize_anchors(atlas.anchors)
-  c_prior = fedbuff_coefficients(len(atlas.anchors), new_indices,
-                                 config.server_lr, normalized.norms)
-  search = dict(steps=config.search_steps, learning_rate=config.search_lr,
-                fallback_lambda=config.fallback_lambda,
-                optimizer=config.optimizer)
-  head = None
-  alignment = {}
-  if not atlas.anchors:
-    result = search_coefficients(model_loss_fn(model), weights, (), c_prior,
-                                 server_data, **search)
-    new_weights = result.weights
-  elif not config.out_of_domain:
-    result = search_coefficients(model_loss_fn(model), weights,
-                                 normalized.anchors, c_prior, server_data,
-                                 **search)
-    new_weights = result.weights
+  normalized = feddle_atlas.normalize_anchors(atlas.anchors)
+  c_prior = feddle_atlas.fedbuff_coefficients(
+      len(atlas.anchors), new_indices, config.server_lr, normalized.norms)
+  if config.out_of_domain and atlas.anchors:
+    new_weights, result, head, alignment = _out_of_domain_merge(
+        model, weights, normalized.anchors, c_prior, server_data, config,
+        features_fn, id_probe)
   else:
-    split = len(reference) - config.head_size
-    x_spec, _ = _split_batch(model.input_spec)
-
-    def cast_features_fn(body, x):
-      x = tf.nest.map_structure(lambda t, s: tf.cast(t, s.dtype), x, x_spec)
-      return features_fn(list(body), x)
-
-    body_anchors = [a[:split] for a in normalized.anchors]
-    head_anchors = [a[split:] for a in normalized.anchors]
-    # Eq. 8: theta is fitted where the search starts, at the body merged with
-    # the fallback coefficients c'.
-    start_body = [tf.constant(w) for w in merge_anchors(
-        weights[:split], body_anchors, c_prior)]
-    head = fit_linear_head(lambda x: cast_features_fn(start_body, x),
-                           server_data, config.num_ood_classes,
-                           config.head_steps, config.head_lr)
-    result = search_coefficients(surrogate_loss_fn(cast_features_fn, head),
-                                 weights[:split], body_anchors, c_prior,
-                                 server_data, **search)
-    head_coefficients = {
-        'searched': result.coefficients,
-        'fallback': c_prior,
-        'frozen': np.zeros_like(c_prior),
-    }[config.ood_head_rule]
-    new_weights = result.weights + merge_anchors(
-        weights[split:], head_anchors, head_coefficients)
-    if id_probe is not None:
-      check_server_data(id_probe, model.input_spec, labels_from_model=True)
-      surrogate = surrogate_loss_fn(cast_features_fn, head)
-      ood_batch = next(_cycle(server_data))
-      cosines = []
-      for at in (c_prior, np.zeros_like(c_prior)):
-        cosines.append(cosine_similarity(
-            coefficient_gradient(model_loss_fn(model), weights,
-                                 normalized.anchors, at, id_probe),
-            coefficient_gradient(surrogate, weights[:split], body_anchors,
-                                 at, ood_batch)))
-      alignment = dict(id_ood_cosine=cosines[0],
-                       id_ood_cosine_at_zero=cosines[1])
-
+    result = coefficient_search.search_coefficients(
+        model_loss_fn(model), weights, normalized.anchors, c_prior,
+        server_data, **_search_args(config))
+    new_weights, head, alignment = result.weights, None, {}
   coefficients = result.coefficients
-  new_atlas = Atlas(atlas.anchors, np.abs(coefficients).astype(np.float64))
+  new_atlas = feddle_atlas.Atlas(atlas.anchors,
+                                 np.abs(coefficients).astype(np.float64))
   diagnostics = FeddleDiagnostics(
       new_indices=tuple(new_indices),
       init_coefficients=c_prior,
@@ -1014,3 +305,154 @@ def feddle_step(
       head=head,
       **alignment)
   return tuple(new_weights), new_atlas, diagnostics
+
+
+def _checked_step_args(model, reference, weights, new_deltas, server_data,
+                       config, features_fn):
+  """`feddle_step`'s weights and updates, checked against the model."""
+  weights = validation.check_like(weights, reference, 'weights')
+  new_deltas = [validation.check_like(d, reference, f'new_deltas[{i}]')
+                for i, d in enumerate(new_deltas)]
+  if len(new_deltas) > config.max_anchors:
+    raise ValueError(f'{len(new_deltas)} new deltas exceed max_anchors='
+                     f'{config.max_anchors}; FedBuff would need all of them.')
+  if config.out_of_domain:
+    if features_fn is None:
+      raise ValueError('`features_fn` is required when out_of_domain=True.')
+    if config.head_size >= len(reference):
+      raise ValueError(f'`head_size`={config.head_size} leaves no body in a '
+                       f'model with {len(reference)} weight arrays.')
+  server_data_lib.check_server_data(
+      server_data, model.input_spec,
+      labels_from_model=not config.out_of_domain)
+  return weights, new_deltas
+
+
+def _search_args(config: FeddleConfig) -> dict[str, Any]:
+  return dict(steps=config.search_steps, learning_rate=config.search_lr,
+              fallback_lambda=config.fallback_lambda,
+              optimizer=config.optimizer)
+
+
+def _out_of_domain_merge(model, weights, anchors, c_prior, server_data,
+                         config, features_fn, id_probe):
+  """The body searched with the surrogate loss (eqs. 8-9), then the head.
+
+  Returns:
+    `(new_weights, search_result, head, alignment)`, with `alignment` the
+    `id_ood_cosine*` diagnostics when there is an `id_probe`, else empty.
+  """
+  split = len(weights) - config.head_size
+  x_spec, _ = central_objective.split_batch(model.input_spec)
+
+  def cast_features_fn(body, x):
+    return features_fn(list(body), model_ops.cast_to_spec(x, x_spec))
+
+  body_anchors = [a[:split] for a in anchors]
+  head_anchors = [a[split:] for a in anchors]
+  # Eq. 8: theta is fitted where the search starts, at the body merged with
+  # the fallback coefficients c'.
+  start_body = [tf.constant(w) for w in anchor_merging.merge_anchors(
+      weights[:split], body_anchors, c_prior)]
+  head = ood_surrogate.fit_linear_head(
+      lambda x: cast_features_fn(start_body, x), server_data,
+      config.num_ood_classes, config.head_steps, config.head_lr)
+  surrogate = ood_surrogate.surrogate_loss_fn(cast_features_fn, head)
+  result = coefficient_search.search_coefficients(
+      surrogate, weights[:split], body_anchors, c_prior, server_data,
+      **_search_args(config))
+  head_coefficients = {
+      'searched': result.coefficients,
+      'fallback': c_prior,
+      'frozen': np.zeros_like(c_prior),
+  }[config.ood_head_rule]
+  new_weights = result.weights + anchor_merging.merge_anchors(
+      weights[split:], head_anchors, head_coefficients)
+  alignment = {}
+  if id_probe is not None:
+    server_data_lib.check_server_data(id_probe, model.input_spec,
+                                      labels_from_model=True)
+    ood_batch = next(server_data_lib.cycle_batches(server_data))
+    cosines = [cosine_similarity(
+        anchor_merging.coefficient_gradient(model_loss_fn(model), weights,
+                                            anchors, at, id_probe),
+        anchor_merging.coefficient_gradient(surrogate, weights[:split],
+                                            body_anchors, at, ood_batch))
+               for at in (c_prior, np.zeros_like(c_prior))]
+    alignment = dict(id_ood_cosine=cosines[0],
+                     id_ood_cosine_at_zero=cosines[1])
+  return new_weights, result, head, alignment
+
+
+# ----------------------------------------------------------------------------
+# Feddle as a server method of `simulation.run_async`.
+
+
+class FeddleState(NamedTuple):
+  """Feddle's server state: the atlas and the not yet merged updates."""
+
+  atlas: feddle_atlas.Atlas
+  buffer: tuple[server_strategies.ClientUpdate, ...]
+  num_merges: int
+
+
+class FeddleMethod:
+  """Feddle (Zhu et al., Algorithm 1) as a server method of `run_async`.
+
+  Arrived updates are buffered; every `buffer_size` of them trigger one
+  `feddle.feddle_step` (atlas update, coefficient search on the server data
+  from FedBuff's coefficients). `last_diagnostics` keeps the diagnostics of
+  the latest merge (share of negative coefficients, coefficient gradients;
+  out-of-domain with an `id_probe`, the in-domain/out-of-domain gradient
+  cosine similarities).
+  """
+
+  def __init__(self, model: tff.learning.models.FunctionalModel,
+               config: FeddleConfig, server_data: Any,
+               buffer_size: int,
+               features_fn: Optional[Callable[..., Any]] = None,
+               id_probe: Any = None):
+    validate_config(config)
+    if isinstance(buffer_size, bool) or not isinstance(
+        buffer_size, int) or buffer_size < 1:
+      raise ValueError(f'`buffer_size` must be an int >= 1, got '
+                       f'{buffer_size!r}.')
+    if buffer_size > config.max_anchors:
+      raise ValueError(f'`buffer_size` ({buffer_size}) must be at most the '
+                       f'atlas size `max_anchors` ({config.max_anchors}).')
+    self._model = model
+    self._config = config
+    self._server_data = server_data
+    self._buffer_size = buffer_size
+    self._features_fn = features_fn
+    # Out-of-domain only: an in-domain batch for the gradient-alignment
+    # diagnostics (never used for the update).
+    if id_probe is not None:
+      if not config.out_of_domain:
+        raise ValueError('`id_probe` is a diagnostic of out-of-domain Feddle; '
+                         'in-domain Feddle searches on the probe\'s kind of '
+                         'data already.')
+      server_data_lib.check_server_data(id_probe, model.input_spec)
+    self._id_probe = id_probe
+    self.last_diagnostics: Optional[FeddleDiagnostics] = None
+
+  def initial_state(self) -> FeddleState:
+    return FeddleState(feddle_atlas.empty_atlas(), (), 0)
+
+  def apply(self, state: FeddleState, weights: Weights,
+            updates: Sequence[server_strategies.ClientUpdate]
+           ) -> tuple[FeddleState, list[np.ndarray]]:
+    buffer = list(state.buffer) + list(updates)
+    atlas, merges = state.atlas, state.num_merges
+    weights = [np.asarray(w) for w in weights]
+    while len(buffer) >= self._buffer_size:
+      batch, buffer = (buffer[:self._buffer_size],
+                       buffer[self._buffer_size:])
+      new_weights, atlas, self.last_diagnostics = feddle_step(
+          self._model, weights, atlas, [u.delta for u in batch],
+          self._server_data, self._config, features_fn=self._features_fn,
+          id_probe=self._id_probe)
+      weights = [np.asarray(w, dtype=old.dtype)
+                 for w, old in zip(new_weights, weights)]
+      merges += 1
+    return FeddleState(atlas, tuple(buffer), merges), weights

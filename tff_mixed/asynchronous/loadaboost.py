@@ -15,12 +15,13 @@
 
 LoAdaBoost (Huang et al., "LoAdaBoost: Loss-based AdaBoost federated machine
 learning with reduced computational complexity on IID and non-IID intensive
-care data", PLoS ONE 2020; summarized in lecture slides on FedAvg and its variants) cuts
-the clients' work where it is not needed: instead of FedAvg's E local epochs
-a client first trains E/2 epochs, then compares its loss L with the median
-L_med of the clients' final losses in the previous round. A client with
-L <= L_med stops; a harder client retrains, checking its loss again after
-each retraining, until L <= L_med or it has trained 3E/2 epochs in all.
+care data", PLoS ONE 2020; summarized in lecture slides on FedAvg and its
+variants) cuts the clients' work where it is not needed: instead of FedAvg's
+E local epochs a client first trains E/2 epochs, then compares its loss L
+with the median L_med of the clients' final losses in the previous round. A
+client with L <= L_med stops; a harder client retrains, checking its loss
+again after each retraining, until L <= L_med or it has trained 3E/2 epochs
+in all.
 
 Retraining schedule (the slides: "retrain for E/2 - 1 more epochs", the
 following retrainings one epoch shorter each time, until the 3E/2 cap). The
@@ -55,13 +56,15 @@ computation, LoAdaBoost's saving). Only these leave a client.
 """
 
 import collections
-from collections.abc import Mapping
 import math
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
+
+from tff_mixed.core import central_objective
+from tff_mixed.core import model_ops
 
 GRANULARITY_SLIDES = 'slides'
 GRANULARITY_EPOCH = 'epoch'
@@ -131,12 +134,65 @@ def next_threshold(final_losses: Any) -> float:
   return float(np.median(losses))
 
 
-def _split_batch(batch: Any) -> tuple[Any, Any]:
-  """(x, y) of a batch given as a pair or as a mapping with 'x' and 'y'."""
-  if isinstance(batch, Mapping):
-    return batch['x'], batch['y']
-  x, y = batch
-  return x, y
+def _client_update_fn(model, checks: tuple[int, ...], learning_rate: float):
+  """One client's LoAdaBoost training, a function for a TF computation.
+
+  `client_update(initial_weights, loss_threshold, dataset)` trains epochs of
+  SGD, checks the mean loss after the epoch counts in `checks`, stops at the
+  first check at most `loss_threshold` (or the last), and returns the
+  client's outputs of the module docstring.
+  """
+  def client_update(initial_weights, loss_threshold, dataset):
+    trainable = tuple(initial_weights[0])
+    loss_fn = model_ops.trainable_loss_fn(model, initial_weights[1])
+
+    def sgd_epoch(weights):
+      def step(weights, batch):
+        _, grads = model_ops.trainable_loss_and_gradient(loss_fn, weights,
+                                                         batch)
+        return model_ops.sgd_update(weights, grads, learning_rate)
+      return dataset.reduce(weights, step)
+
+    def mean_loss(weights):
+      # Example-weighted mean of the batch losses: the loss over the whole
+      # dataset for mean-reduced losses such as the models' in dense.py.
+      def accumulate(sums, batch):
+        x, _ = central_objective.split_batch(batch)
+        n = tf.cast(tf.shape(tf.nest.flatten(x)[0])[0], tf.float32)
+        loss = tf.cast(loss_fn(weights, batch), tf.float32)
+        return sums[0] + loss * n, sums[1] + n
+      total, count = dataset.reduce(
+          (tf.constant(0.0), tf.constant(0.0)), accumulate)
+      return tf.math.divide_no_nan(total, count), count
+
+    check_at = tf.constant(checks, tf.int32)
+    last_check = len(checks) - 1
+
+    def body(epoch, k, weights, loss, count, done):
+      weights = sgd_epoch(weights)
+      epoch += 1
+      at_check = tf.equal(epoch, check_at[k])
+      loss, count = tf.cond(at_check, lambda: mean_loss(weights),
+                            lambda: (loss, count))
+      # Stop once the loss is at most the previous round's median, or at
+      # the 3E/2 cap. A NaN loss never compares <=, so it runs to the cap.
+      done = tf.logical_and(
+          at_check,
+          tf.logical_or(loss <= loss_threshold, tf.equal(k, last_check)))
+      k = tf.minimum(k + tf.cast(at_check, tf.int32), last_check)
+      return epoch, k, weights, loss, count, done
+
+    epoch, _, weights, loss, count, _ = tf.while_loop(
+        lambda *state: tf.logical_not(state[-1]), body,
+        (tf.constant(0), tf.constant(0), trainable, tf.constant(0.0),
+         tf.constant(0.0), tf.constant(False)))
+    return collections.OrderedDict(
+        update=tuple(w - w0 for w, w0 in zip(weights, trainable)),
+        num_examples=count,
+        final_loss=loss,
+        num_epochs=epoch)
+
+  return client_update
 
 
 def build_loadaboost_client_training(
@@ -188,66 +244,9 @@ def build_loadaboost_client_training(
   weights_type = next_type[1].member
   data_type = next_type[2]
 
-  @tff.tensorflow.computation(weights_type, np.float32, data_type.member)
-  def client_update(initial_weights, loss_threshold, dataset):
-    trainable = tuple(initial_weights[0])
-    non_trainable = tuple(initial_weights[1])
-
-    def batch_loss(weights, batch):
-      x, y = _split_batch(batch)
-      output = model.predict_on_batch((weights, non_trainable), x,
-                                      training=True)
-      return model.loss(output, y), tf.shape(output)[0]
-
-    def sgd_epoch(weights):
-      def step(weights, batch):
-        with tf.GradientTape() as tape:
-          tape.watch(weights)
-          loss, _ = batch_loss(weights, batch)
-        grads = tape.gradient(
-            loss, weights,
-            unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        return tuple(w - tf.cast(learning_rate, w.dtype) * g
-                     for w, g in zip(weights, grads))
-      return dataset.reduce(weights, step)
-
-    def mean_loss(weights):
-      # Example-weighted mean of the batch losses: the loss over the whole
-      # dataset for mean-reduced losses such as the models' in dense.py.
-      def accumulate(sums, batch):
-        loss, n = batch_loss(weights, batch)
-        n = tf.cast(n, tf.float32)
-        return sums[0] + tf.cast(loss, tf.float32) * n, sums[1] + n
-      total, count = dataset.reduce(
-          (tf.constant(0.0), tf.constant(0.0)), accumulate)
-      return tf.math.divide_no_nan(total, count), count
-
-    check_at = tf.constant(checks, tf.int32)
-    last_check = len(checks) - 1
-
-    def body(epoch, k, weights, loss, count, done):
-      weights = sgd_epoch(weights)
-      epoch += 1
-      at_check = tf.equal(epoch, check_at[k])
-      loss, count = tf.cond(at_check, lambda: mean_loss(weights),
-                            lambda: (loss, count))
-      # Stop once the loss is at most the previous round's median, or at
-      # the 3E/2 cap. A NaN loss never compares <=, so it runs to the cap.
-      done = tf.logical_and(
-          at_check,
-          tf.logical_or(loss <= loss_threshold, tf.equal(k, last_check)))
-      k = tf.minimum(k + tf.cast(at_check, tf.int32), last_check)
-      return epoch, k, weights, loss, count, done
-
-    epoch, _, weights, loss, count, _ = tf.while_loop(
-        lambda *state: tf.logical_not(state[-1]), body,
-        (tf.constant(0), tf.constant(0), trainable, tf.constant(0.0),
-         tf.constant(0.0), tf.constant(False)))
-    return collections.OrderedDict(
-        update=tuple(w - w0 for w, w0 in zip(weights, trainable)),
-        num_examples=count,
-        final_loss=loss,
-        num_epochs=epoch)
+  client_update = tff.tensorflow.computation(
+      weights_type, np.float32, data_type.member)(
+          _client_update_fn(model, checks, learning_rate))
 
   @tff.federated_computation(
       tff.FederatedType(weights_type, tff.SERVER),

@@ -13,8 +13,8 @@
 # limitations under the License.
 """The asynchronous FL loop: schedule, TFF client training, server method.
 
-Each round k (the guided-model-merging paper's asynchronous setting, seed
-003, appendix):
+Each round k (the asynchronous setting of the guided-model-merging paper,
+Zhu et al., "Guided Model Merging for Hybrid Data Learning", appendix):
 
 1.  the schedule samples idle clients (`AsyncSchedule.sample`);
 2.  they train now, in one call of the TFF federated computation
@@ -27,8 +27,16 @@ A server method is any object with `initial_state()` and
 `apply(state, weights, updates) -> (state, weights)`, where `updates` are
 `server_strategies.ClientUpdate`s in arrival order (none, and no client
 trains, if it sets `uses_client_updates = False`): FedAsync, FedBuff and
-CA2FL (`server_strategies`), and `FeddleMethod` here (Feddle behind a
-FedBuff-style buffer, so that zero search steps give FedBuff).
+CA2FL (`server_strategies`), `feddle.FeddleMethod` (Feddle behind a
+FedBuff-style buffer, so that zero search steps give FedBuff) and the hybrid
+baselines of `hybrid_baselines`.
+
+`AsyncProcess` is one round as `initialize()` / `next(state, round_num)`,
+like a `tff.templates.IterativeProcess`; `run_async` drives it with the round
+loop every training run shares (`training.runner.run_rounds`: divergence
+checks, evaluation, progress). Its state holds Python objects (pending
+updates, the method's state) and the schedule advances in place, so rounds
+must run in order, once each.
 """
 
 from collections.abc import Callable, Sequence
@@ -40,81 +48,89 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
+from tff_mixed.training import runner
 
 Weights = Sequence[np.ndarray]
 
 
-class FeddleState(NamedTuple):
-  """Feddle's server state: the atlas and the not yet merged updates."""
+class AsyncState(NamedTuple):
+  """The simulation's state between rounds.
 
-  atlas: feddle.Atlas
-  buffer: tuple[server_strategies.ClientUpdate, ...]
-  num_merges: int
-
-
-class FeddleMethod:
-  """Feddle (Zhu et al., guided model merging, Algorithm 1) as a server method of `run_async`.
-
-  Arrived updates are buffered; every `buffer_size` of them trigger one
-  `feddle.feddle_step` (atlas update, coefficient search on the server data
-  from FedBuff's coefficients). `last_diagnostics` keeps the diagnostics of
-  the latest merge (share of negative coefficients, coefficient gradients;
-  out-of-domain with an `id_probe`, the in-domain/out-of-domain gradient
-  cosine similarities).
+  Attributes:
+    weights: The global trainable weights.
+    method_state: The server method's state.
+    pending: Per client, its trained update and the weights it started from,
+      held until the update arrives.
+    train_loss: The last trained round's mean client loss (NaN before).
+    num_trained: Client updates computed.
+    num_applied: Client updates that arrived and were given to the method.
+    num_dropped: Updates not trained because they could never arrive.
   """
 
-  def __init__(self, model: tff.learning.models.FunctionalModel,
-               config: feddle.FeddleConfig, server_data: Any,
-               buffer_size: int,
-               features_fn: Optional[Callable[..., Any]] = None,
-               id_probe: Any = None):
-    feddle.validate_config(config)
-    if isinstance(buffer_size, bool) or not isinstance(
-        buffer_size, int) or buffer_size < 1:
-      raise ValueError(f'`buffer_size` must be an int >= 1, got '
-                       f'{buffer_size!r}.')
-    if buffer_size > config.max_anchors:
-      raise ValueError(f'`buffer_size` ({buffer_size}) must be at most the '
-                       f'atlas size `max_anchors` ({config.max_anchors}).')
-    self._model = model
-    self._config = config
-    self._server_data = server_data
-    self._buffer_size = buffer_size
-    self._features_fn = features_fn
-    # Out-of-domain only: an in-domain batch for the gradient-alignment
-    # diagnostics (never used for the update).
-    if id_probe is not None:
-      if not config.out_of_domain:
-        raise ValueError('`id_probe` is a diagnostic of out-of-domain Feddle; '
-                         'in-domain Feddle searches on the probe\'s kind of '
-                         'data already.')
-      feddle.check_server_data(id_probe, model.input_spec)
-    self._id_probe = id_probe
-    self.last_diagnostics: Optional[feddle.FeddleDiagnostics] = None
+  weights: list[np.ndarray]
+  method_state: Any
+  pending: dict[int, tuple[list[np.ndarray], list[np.ndarray]]]
+  train_loss: float
+  num_trained: int
+  num_applied: int
+  num_dropped: int
 
-  def initial_state(self) -> FeddleState:
-    return FeddleState(feddle.empty_atlas(), (), 0)
 
-  def apply(self, state: FeddleState, weights: Weights,
-            updates: Sequence[server_strategies.ClientUpdate]
-           ) -> tuple[FeddleState, list[np.ndarray]]:
-    buffer = list(state.buffer) + list(updates)
-    atlas, merges = state.atlas, state.num_merges
-    weights = [np.asarray(w) for w in weights]
-    while len(buffer) >= self._buffer_size:
-      batch, buffer = (buffer[:self._buffer_size],
-                       buffer[self._buffer_size:])
-      new_weights, atlas, self.last_diagnostics = feddle.feddle_step(
-          self._model, weights, atlas, [u.delta for u in batch],
-          self._server_data, self._config, features_fn=self._features_fn,
-          id_probe=self._id_probe)
-      weights = [np.asarray(w, dtype=old.dtype)
-                 for w, old in zip(new_weights, weights)]
-      merges += 1
-    return FeddleState(atlas, tuple(buffer), merges), weights
+class AsyncProcess:
+  """One asynchronous round as `initialize()` / `next(state, round_num)`."""
+
+  def __init__(self, method: Any, schedule: schedule_lib.AsyncSchedule,
+               client_training: Callable[..., Any],
+               dataset_fn: Callable[[int, int], tf.data.Dataset],
+               initial_weights: Weights):
+    """See `run_async` for the arguments; `schedule` must be fresh."""
+    self._method = method
+    self._schedule = schedule
+    self._client_training = client_training
+    self._dataset_fn = dataset_fn
+    self._initial_weights = initial_weights
+    # A method that ignores client updates (Center) spares their training.
+    self._uses_updates = getattr(method, 'uses_client_updates', True)
+
+  def initialize(self) -> AsyncState:
+    return AsyncState([np.asarray(w) for w in self._initial_weights],
+                      self._method.initial_state(), {}, float('nan'), 0, 0, 0)
+
+  def next(self, state: AsyncState, round_num: int) -> AsyncState:
+    """Round `round_num`: sample, train, deliver the arrivals, apply them."""
+    schedule = self._schedule
+    sampled = schedule.sample(round_num)
+    never = {a.client for a in schedule.never_arriving()
+             if a.sampled_round == round_num}
+    to_train = [c for c in sampled if c not in never]
+    dropped = state.num_dropped + len(sampled) - len(to_train)
+    if not self._uses_updates:
+      to_train = []
+    pending = dict(state.pending)
+    trained, train_loss = state.num_trained, state.train_loss
+    if to_train:
+      result = self._client_training(
+          tff.learning.models.ModelWeights(trainable=tuple(state.weights),
+                                           non_trainable=()),
+          [self._dataset_fn(c, round_num) for c in to_train])
+      for client, update in zip(to_train, result['update']):
+        pending[client] = ([np.asarray(u) for u in update], state.weights)
+      trained += len(to_train)
+      train_loss = float(result['loss'])
+    updates = []
+    for arrival in schedule.arrivals(round_num):
+      if arrival.client not in pending:
+        continue  # Never trained: it could not arrive within the run.
+      delta, base = pending.pop(arrival.client)
+      updates.append(server_strategies.ClientUpdate(
+          arrival.client, delta, arrival.staleness, base=base))
+    method_state, weights = self._method.apply(state.method_state,
+                                               state.weights, updates)
+    return AsyncState([np.asarray(w) for w in weights], method_state, pending,
+                      train_loss, trained, state.num_applied + len(updates),
+                      dropped)
 
 
 class AsyncRunResult(NamedTuple):
@@ -152,7 +168,8 @@ def run_async(
   Args:
     method: The server method (`initial_state`, `apply`).
     schedule: A fresh `AsyncSchedule` (it is advanced here).
-    client_training: From `client_training.build_client_training`.
+    client_training: From `client_training.build_client_training` (or a
+      `loadaboost.LoAdaBoostTraining`).
     dataset_fn: `dataset_fn(client, round_num)`: a client's dataset for
       the round it is sampled in.
     initial_weights: The initial global trainable weights.
@@ -172,53 +189,38 @@ def run_async(
   if isinstance(eval_every, bool) or not isinstance(
       eval_every, int) or eval_every < 1:
     raise ValueError(f'`eval_every` must be an int >= 1, got {eval_every!r}.')
-  weights = [np.asarray(w) for w in initial_weights]
-  state = method.initial_state()
-  # A method that ignores client updates (Center) spares their training.
-  uses_updates = getattr(method, 'uses_client_updates', True)
-  pending: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+  process = AsyncProcess(method, schedule, client_training, dataset_fn,
+                         initial_weights)
+  state = process.initialize()
   rows = [dict(round=0, train_loss=float('nan'), seconds=0.0,
-               **evaluate_fn(weights))]
-  trained = applied = dropped = 0
-  train_loss = float('nan')
+               **evaluate_fn(state.weights))]
   start = time.perf_counter()
-  for round_num in range(1, schedule.num_rounds + 1):
-    sampled = schedule.sample(round_num)
-    never = {a.client for a in schedule.never_arriving()
-             if a.sampled_round == round_num}
-    to_train = [c for c in sampled if c not in never]
-    dropped += len(sampled) - len(to_train)
-    if not uses_updates:
-      to_train = []
-    if to_train:
-      result = client_training(
-          tff.learning.models.ModelWeights(trainable=tuple(weights),
-                                           non_trainable=()),
-          [dataset_fn(c, round_num) for c in to_train])
-      for client, update in zip(to_train, result['update']):
-        pending[client] = ([np.asarray(u) for u in update], weights)
-      trained += len(to_train)
-      train_loss = float(result['loss'])
-    updates = []
-    for arrival in schedule.arrivals(round_num):
-      if arrival.client not in pending:
-        continue  # Never trained: it could not arrive within the run.
-      delta, base = pending.pop(arrival.client)
-      updates.append(server_strategies.ClientUpdate(
-          arrival.client, delta, arrival.staleness, base=base))
-    applied += len(updates)
-    state, weights = method.apply(state, weights, updates)
-    weights = [np.asarray(w) for w in weights]
-    if not all(np.all(np.isfinite(w)) for w in weights):
-      raise FloatingPointError(
-          f'The global model became non-finite at round {round_num}.')
+
+  def next_fn(state, round_num):
+    state = process.next(state, round_num)
+    return state, {'train_loss': state.train_loss}, state.weights
+
+  def diverged(round_num, bad):
+    del bad  # Only the weights are checked.
+    return FloatingPointError(
+        f'The global model became non-finite at round {round_num}.')
+
+  def finish_round(round_num, state, metrics):
     if round_end_fn is not None:
-      round_end_fn(round_num, weights)
+      round_end_fn(round_num, state.weights)
     if round_num % eval_every == 0 or round_num == schedule.num_rounds:
-      rows.append(dict(round=round_num, train_loss=train_loss,
+      rows.append(dict(round=round_num, train_loss=state.train_loss,
                        seconds=time.perf_counter() - start,
-                       **evaluate_fn(weights)))
+                       **{k: v for k, v in metrics.items()
+                          if k != 'train_loss'}))
       logging.info('round %d/%d: %s', round_num, schedule.num_rounds,
                    {k: round(v, 4) for k, v in rows[-1].items()
                     if isinstance(v, float)})
-  return AsyncRunResult(weights, rows, trained, applied, dropped)
+
+  state, _ = runner.run_rounds(
+      next_fn, state, first_round=0, total_rounds=schedule.num_rounds,
+      name='async', diverged=diverged, finish_round_fn=finish_round,
+      evaluation_fn=evaluate_fn, rounds_per_evaluation=eval_every,
+      check_metrics=False, progress=False)
+  return AsyncRunResult(state.weights, rows, state.num_trained,
+                        state.num_applied, state.num_dropped)

@@ -31,6 +31,10 @@ which stays intact. Client selection must be a pure function of the round
 number (e.g. `tff.simulation.build_uniform_sampling_fn` with a seed) and our
 processes key all server-side sampling on the round in their state, so a run
 killed and resumed ends exactly where an uninterrupted run ends.
+
+The round loop itself (divergence checks, evaluation, progress) is
+`run_rounds`, which the asynchronous simulation
+(`asynchronous.simulation.run_async`) shares.
 """
 
 import collections
@@ -225,57 +229,119 @@ def run_training(
     logging.info('%s: resuming after round %d from %s', experiment_name,
                  start_round, dirs['checkpoints'])
   metrics_path = os.path.join(dirs['results'], METRICS_FILE)
-  csv_manager = tff.program.CSVFileReleaseManager(
-      metrics_path, save_mode=tff.program.CSVSaveMode.APPEND,
-      key_fieldname=ROUND_KEY)
   managers = tff.program.GroupingReleaseManager([
-      csv_manager,
+      tff.program.CSVFileReleaseManager(
+          metrics_path, save_mode=tff.program.CSVSaveMode.APPEND,
+          key_fieldname=ROUND_KEY),
       tff.program.TensorBoardReleaseManager(dirs['logdir']),
   ])
-  last_good = start_round if start_round else None
+  last_good = [start_round if start_round else None]
+
+  def next_fn(state, round_num):
+    output = process.next(state, client_data_fn(round_num))
+    return (output.state, flatten_metrics(output.metrics, 'train/'),
+            process.get_model_weights(output.state))
+
+  def diverged(round_num, bad):
+    where = (f'checkpoint {last_good[0]} in {dirs["checkpoints"]}'
+             if last_good[0] else 'none (no checkpoint was saved yet)')
+    return DivergenceError(
+        f'{experiment_name} diverged at round {round_num}: non-finite '
+        f'{", ".join(bad)}. Last good checkpoint: {where}, left intact.')
+
+  def finish_round(round_num, state, flat):
+    checkpoints_lib.run_sync(managers.release(flat, key=round_num))
+    if round_num % rounds_per_checkpoint == 0 or round_num == total_rounds:
+      checkpointer.save(state, round_num)
+      last_good[0] = round_num
+    if round_end_fn is not None:
+      round_end_fn(round_num)
+
+  state, history = run_rounds(
+      next_fn, state, first_round=start_round, total_rounds=total_rounds,
+      name=experiment_name, diverged=diverged, finish_round_fn=finish_round,
+      evaluation_fn=None if evaluation_fn is None else (
+          lambda w: flatten_metrics(evaluation_fn(w), 'eval/')),
+      rounds_per_evaluation=rounds_per_evaluation, progress=progress)
+  return RunResult(state=state, history=history, resumed_from=start_round,
+                   metrics_path=metrics_path,
+                   checkpoint_dir=dirs['checkpoints'])
+
+
+def _trainable(weights: Any) -> Any:
+  return getattr(weights, 'trainable', weights)
+
+
+def run_rounds(
+    next_fn: Callable[[Any, int], tuple[Any, Mapping[str, float], Any]],
+    state: Any,
+    *,
+    first_round: int,
+    total_rounds: int,
+    name: str,
+    diverged: Callable[[int, list[str]], Exception],
+    finish_round_fn: Optional[Callable[[int, Any, dict], None]] = None,
+    evaluation_fn: Optional[Callable[[Any], Mapping[str, float]]] = None,
+    rounds_per_evaluation: int = 1,
+    check_metrics: bool = True,
+    progress: Optional[bool] = None,
+) -> tuple[Any, list[dict[str, float]]]:
+  """The round loop of synchronous and asynchronous training.
+
+  Runs rounds `first_round + 1, ..., total_rounds`. Each round
+  `next_fn(state, round_num)` returns `(new_state, metrics, weights)`; the
+  model weights (their `trainable` part for a `tff.learning.models.
+  ModelWeights`) must be finite, and so must the metrics with
+  `check_metrics`. Every `rounds_per_evaluation` rounds and after the last,
+  `evaluation_fn(weights)` adds its metrics (checked likewise). A bad round
+  raises `diverged(round_num, what_was_bad)` and keeps the previous state;
+  a good one becomes the state, then `finish_round_fn(round_num, state,
+  metrics)` releases it (metrics files, checkpoints, hooks). A progress bar
+  (`progress`: True, False, or None for terminals only) or, without one, a
+  log line every tenth of the run shows rounds/s and the ETA.
+
+  `run_training` drives a `tff.learning.templates.LearningProcess` with it,
+  `asynchronous.simulation.run_async` an `AsyncProcess`.
+
+  Returns:
+    `(final_state, history)`, history holding per round its metrics and
+    `ROUND_KEY`.
+
+  Raises:
+    The exception `diverged` returns, on a non-finite value.
+  """
   history = []
-  bar = tqdm.tqdm(total=total_rounds, initial=start_round, unit='round',
-                  desc=experiment_name,
-                  disable=None if progress is None else not progress)
+  bar = tqdm.tqdm(total=total_rounds, initial=first_round, unit='round',
+                  desc=name, disable=None if progress is None else not progress)
   log_every = max(1, total_rounds // 10)
   started = time.perf_counter()
   with bar:
-    for round_num in range(start_round + 1, total_rounds + 1):
-      output = process.next(state, client_data_fn(round_num))
-      flat = flatten_metrics(output.metrics, 'train/')
-      weights = process.get_model_weights(output.state)
-      bad = _non_finite(flat)
-      if not all(np.all(np.isfinite(w)) for w in weights.trainable):
+    for round_num in range(first_round + 1, total_rounds + 1):
+      new_state, metrics, weights = next_fn(state, round_num)
+      flat = dict(metrics)
+      bad = _non_finite(flat) if check_metrics else []
+      if not all(np.all(np.isfinite(w)) for w in _trainable(weights)):
         bad.append('model weights')
       if (evaluation_fn is not None and not bad and
           (round_num % rounds_per_evaluation == 0
            or round_num == total_rounds)):
-        eval_metrics = flatten_metrics(evaluation_fn(weights), 'eval/')
-        bad += _non_finite(eval_metrics)
+        eval_metrics = dict(evaluation_fn(weights))
+        if check_metrics:
+          bad += _non_finite(eval_metrics)
         flat.update(eval_metrics)
       if bad:
-        where = (f'checkpoint {last_good} in {dirs["checkpoints"]}'
-                 if last_good else 'none (no checkpoint was saved yet)')
-        raise DivergenceError(
-            f'{experiment_name} diverged at round {round_num}: non-finite '
-            f'{", ".join(bad)}. Last good checkpoint: {where}, left intact.')
-      state = output.state
-      checkpoints_lib.run_sync(managers.release(flat, key=round_num))
-      if round_num % rounds_per_checkpoint == 0 or round_num == total_rounds:
-        checkpointer.save(state, round_num)
-        last_good = round_num
+        raise diverged(round_num, bad)
+      state = new_state
+      if finish_round_fn is not None:
+        finish_round_fn(round_num, state, flat)
       history.append(dict(flat, **{ROUND_KEY: round_num}))
       bar.update(1)
-      done = round_num - start_round
       if bar.disable and (round_num % log_every == 0
                           or round_num == total_rounds):
         elapsed = time.perf_counter() - started
-        rate = done / elapsed if elapsed > 0 else float('inf')
-        logging.info('%s: round %d/%d, %.2f rounds/s, ETA %.0f s',
-                     experiment_name, round_num, total_rounds, rate,
+        rate = (round_num - first_round) / elapsed if elapsed > 0 else float(
+            'inf')
+        logging.info('%s: round %d/%d, %.2f rounds/s, ETA %.0f s', name,
+                     round_num, total_rounds, rate,
                      (total_rounds - round_num) / rate if rate else 0.0)
-      if round_end_fn is not None:
-        round_end_fn(round_num)
-  return RunResult(state=state, history=history, resumed_from=start_round,
-                   metrics_path=metrics_path,
-                   checkpoint_dir=dirs['checkpoints'])
+  return state, history

@@ -1,0 +1,193 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Feddle's search for merging coefficients on the server data.
+
+Feddle ("Guided Model Merging for Hybrid Data Learning", Zhu et al., eqs. 5,
+9 and 10) minimizes the server loss of the merged model x + sum_m c_m abar_m
+over the coefficients c, from FedBuff's coefficients c' and with the fallback
+term lambda/2 ||c - c'||^2. Each step uses one server batch, cycling through
+the server data, and the memory-efficient coefficient gradient of appendix E
+(`anchor_merging.loss_and_coefficient_gradient`). The search is plain SGD by
+default (Adam optional), a choice the paper leaves open.
+"""
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import tensorflow as tf
+
+from tff_mixed.asynchronous import anchor_merging
+from tff_mixed.asynchronous import server_data as server_data_lib
+from tff_mixed.core import validation
+
+Weights = Sequence[Any]
+LossFn = anchor_merging.LossFn
+
+OPTIMIZERS = ('sgd', 'adam')
+_ADAM_BETA1, _ADAM_BETA2, _ADAM_EPSILON = 0.9, 0.999, 1e-8
+
+
+# ----------------------------------------------------------------------------
+# Coefficient search (eqs. 5, 9, 10).
+
+
+class SearchDiagnostics(NamedTuple):
+  """What a coefficient search did.
+
+  Attributes:
+    init_coefficients: float32 `[M]` starting point c' (the fallback).
+    losses: float32 `[T]` loss at the coefficients before each step.
+    objectives: float32 `[T]` loss plus the fallback term lambda/2 ||c-c'||^2.
+    gradients: float32 `[T, M]` loss gradient dL/dc at each step, without the
+      fallback term (what eq. 7 compares between in- and out-of-domain data).
+    negative_share: Fraction of the final coefficients that are negative.
+  """
+  init_coefficients: np.ndarray
+  losses: np.ndarray
+  objectives: np.ndarray
+  gradients: np.ndarray
+  negative_share: float
+
+
+class SearchResult(NamedTuple):
+  """The result of `search_coefficients`.
+
+  Attributes:
+    weights: The merged weights x + sum_m c_m abar_m (eq. 6), numpy arrays.
+    coefficients: float32 `[M]` searched coefficients c-hat.
+    diagnostics: A `SearchDiagnostics`.
+  """
+  weights: tuple[np.ndarray, ...]
+  coefficients: np.ndarray
+  diagnostics: SearchDiagnostics
+
+
+def _checked_search_args(steps, learning_rate, fallback_lambda, optimizer,
+                         weights, anchors, init_coefficients):
+  """`search_coefficients`' arguments, checked and converted."""
+  steps = validation.check_int('steps', steps, 0)
+  learning_rate = validation.check_float('learning_rate', learning_rate, 0.0,
+                                         strict=True)
+  fallback_lambda = validation.check_float('fallback_lambda', fallback_lambda,
+                                           0.0, strict=False)
+  if optimizer not in OPTIMIZERS:
+    raise ValueError(f'`optimizer` must be one of {OPTIMIZERS}, got '
+                     f'{optimizer!r}.')
+  base = validation.as_arrays(weights, 'weights')
+  anchors = [validation.check_like(a, base, f'anchors[{i}]')
+             for i, a in enumerate(anchors)]
+  c0 = np.asarray(init_coefficients, np.float32).reshape([-1])
+  if c0.shape[0] != len(anchors):
+    raise ValueError(f'{c0.shape[0]} initial coefficients for '
+                     f'{len(anchors)} anchors.')
+  return steps, learning_rate, fallback_lambda, base, anchors, c0
+
+
+def _search_step(loss_fn, learning_rate, fallback_lambda, use_adam):
+  """One search step on c: the loss gradient plus the fallback term (eq. 10)."""
+
+  @tf.function(reduce_retracing=True)
+  def step(base, stacked, c, c_prior, m, v, t, batch):
+    loss, grad = anchor_merging.loss_and_coefficient_gradient(
+        loss_fn, base, stacked, c, batch)
+    total = grad + fallback_lambda * (c - c_prior)
+    objective = loss + 0.5 * fallback_lambda * tf.reduce_sum(
+        tf.square(c - c_prior))
+    if use_adam:
+      m = _ADAM_BETA1 * m + (1.0 - _ADAM_BETA1) * total
+      v = _ADAM_BETA2 * v + (1.0 - _ADAM_BETA2) * tf.square(total)
+      m_hat = m / (1.0 - tf.pow(_ADAM_BETA1, t))
+      v_hat = v / (1.0 - tf.pow(_ADAM_BETA2, t))
+      c = c - learning_rate * m_hat / (tf.sqrt(v_hat) + _ADAM_EPSILON)
+    else:
+      c = c - learning_rate * total
+    return c, m, v, loss, objective, grad
+
+  return step
+
+
+def search_coefficients(loss_fn: LossFn, weights: Weights,
+                        anchors: Sequence[Weights], init_coefficients: Any,
+                        server_data: Any, *, steps: int,
+                        learning_rate: float, fallback_lambda: float = 0.0,
+                        optimizer: str = 'sgd') -> SearchResult:
+  """Searches merging coefficients on server data (eqs. 5, 9 and 10).
+
+  Minimizes L(x + sum_m c_m abar_m; batch) + lambda/2 ||c - c'||^2 over c by
+  `steps` gradient steps from c = c'. Each step uses the next server batch
+  (cycling) and the memory-efficient gradient of appendix E: the merged
+  weights are formed without gradient to the anchors (eq. 15), one backward
+  pass gives g = dL/dw, and dL/dc_m = <g, abar_m> (eq. 16); the fallback term
+  adds lambda (c - c'). The paper tunes the server optimizer; SGD is the
+  default here, Adam (beta1 0.9, beta2 0.999, eps 1e-8) the alternative.
+
+  Args:
+    loss_fn: `loss_fn(weights, batch) -> scalar`, traceable by tf.function,
+      e.g. `feddle.model_loss_fn(model)` or an
+      `ood_surrogate.surrogate_loss_fn`.
+    weights: The global model x (sequence of arrays).
+    anchors: The normalized anchors abar_m, shaped like `weights`.
+    init_coefficients: `[M]` fallback coefficients c' (start and prior).
+    server_data: A `tf.data.Dataset` of batches, a list of batches or one
+      batch, in the form `loss_fn` expects.
+    steps: Number of gradient steps T; 0 returns the merge at c'.
+    learning_rate: Coefficient learning rate eta_c.
+    fallback_lambda: Fallback strength lambda (paper: 0 in-domain, 0.01 OOD).
+    optimizer: 'sgd' or 'adam'.
+
+  Returns:
+    A `SearchResult`.
+
+  Raises:
+    ValueError: On a bad hyperparameter, coefficient count, anchor shape, or
+      empty server data.
+  """
+  steps, learning_rate, fallback_lambda, base, anchors, c0 = (
+      _checked_search_args(steps, learning_rate, fallback_lambda, optimizer,
+                           weights, anchors, init_coefficients))
+  num = len(anchors)
+  if not num:
+    empty = np.zeros([0], np.float32)
+    return SearchResult(
+        tuple(np.array(b) for b in base), empty,
+        SearchDiagnostics(empty, np.zeros([0], np.float32),
+                          np.zeros([0], np.float32),
+                          np.zeros([0, 0], np.float32), 0.0))
+
+  step = _search_step(loss_fn, learning_rate, fallback_lambda,
+                      use_adam=optimizer == 'adam')
+  base_t = [tf.constant(b) for b in base]
+  stacked = anchor_merging.stack_anchors(anchors, base)
+  c_prior = tf.constant(c0)
+  c = c_prior
+  m = v = tf.zeros([num], tf.float32)
+  losses, objectives, gradients = [], [], []
+  batches = server_data_lib.cycle_batches(server_data)
+  for t in range(steps):
+    c, m, v, loss, objective, grad = step(base_t, stacked, c, c_prior, m, v,
+                                          tf.constant(t + 1.0), next(batches))
+    losses.append(float(loss))
+    objectives.append(float(objective))
+    gradients.append(grad.numpy())
+  merged = anchor_merging.merge_tf(base_t, stacked, c)
+  c = c.numpy()
+  diagnostics = SearchDiagnostics(
+      init_coefficients=c0,
+      losses=np.array(losses, np.float32),
+      objectives=np.array(objectives, np.float32),
+      gradients=np.array(gradients, np.float32).reshape([steps, num]),
+      negative_share=float(np.mean(c < 0)))
+  return SearchResult(tuple(w.numpy() for w in merged), c, diagnostics)
+
