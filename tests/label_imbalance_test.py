@@ -27,6 +27,7 @@ import tensorflow_federated as tff
 
 from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import label_imbalance_main
+import tff_mixed
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
