@@ -85,28 +85,12 @@ def run_comparison(
 ) -> comparison.ComparisonResult:
   """Runs the scenarios on the digits task; writes metrics, plot and table.
 
+  Builds the digits task and its MLP, then runs `comparison.compare`, whose
+  arguments these are (see there), except:
+
   Args:
-    scenarios: Names from `scenarios.SCENARIOS`, run in this order.
-    rounds: Training rounds per scenario.
-    clients_per_round: S, clients sampled per round (the same in every
-      scenario).
-    client_steps: K, local SGD steps per client per round (clients cycle
-      through their data).
-    client_batch_size: |B_i|.
-    client_lr: eta, the client learning rate; the central learning rate eta_c
-      equals it, and server and merge learning rates are 1.
-    central_batch_size: |B_c| for all mixed algorithms; `None` applies the
-      paper's rule (`scenarios.paper_central_batch_sizes`).
-    examples_per_client: Central examples Example Transfer sends to each
-      client per round; `None` means the mean client data size.
     num_clients: Number of federated clients.
-    eval_every: Evaluate every this many rounds (and after the last one).
-    target_auc: The eval AUC whose first crossing the table reports.
-    seed: Seeds the task, the model initialization, client sampling and
-      central sampling.
-    output_dir: Directory for the output files (created if missing).
-    progress: Show a progress bar per scenario: `True`, `False`, or `None`
-      for only when stderr is a terminal.
+    seed: Seeds the task and the model initialization too.
 
   Returns:
     A `comparison.ComparisonResult`.
