@@ -36,16 +36,21 @@ import statistics
 import sys
 import time
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 import numpy as np
 
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import raw_celeba_lib
-from experiments.label_imbalance import label_imbalance_lib
 import tff_mixed
+from tff_mixed.experiment import comparison
+from tff_mixed.experiment import results as results_lib
+from tff_mixed.experiment import scenarios as scenarios_lib
 
 celeba = tff_mixed.celeba_smile
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -113,18 +118,18 @@ def _resolve(path: str) -> str:
 
 def _time_scenario(scenario, task, model, comparison_task, rounds,
                    clients_per_round):
-  batch_sizes = label_imbalance_lib.paper_central_batch_sizes(
+  batch_sizes = scenarios_lib.paper_central_batch_sizes(
       clients_per_round, 2, task.client_batch_size,
       task.central_store.num_examples)
   start = time.perf_counter()
-  process = label_imbalance_lib.scenario_process(
+  process = comparison.scenario_process(
       scenario, comparison_task, model, client_lr=0.01, client_steps=2,
       central_batch_sizes=batch_sizes,
       examples_per_client=round(comparison_task.mean_client_examples),
       client_batch_size=task.client_batch_size, seed=0)
   state = process.initialize()
   build_s = time.perf_counter() - start
-  client_data_fn, _ = label_imbalance_lib.round_functions(
+  client_data_fn, _ = comparison.round_functions(
       scenario, comparison_task, clients_per_round=clients_per_round,
       client_steps=2, seed=0)
   round_s = []
@@ -187,7 +192,7 @@ def main(argv: Sequence[str]) -> None:
       command=' '.join(['python -m benchmarks.celeba_scale', *sys.argv[1:]]),
       date=datetime.datetime.now(datetime.timezone.utc).strftime(
           '%Y-%m-%d %H:%M UTC'),
-      machine=label_imbalance_lib.machine_description(),
+      machine=results_lib.machine_description(),
       data=dict(spec, federated_clients=task.num_clients,
                 central_examples=task.central_store.num_examples,
                 eval_examples=len(task.eval_labels),

@@ -33,16 +33,19 @@ import sys
 import tempfile
 import time
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 import numpy as np
 import tensorflow_federated as tff
 
-from experiments.label_imbalance import label_imbalance_lib
 from experiments.movielens import movielens_lib
 import tff_mixed
+from tff_mixed.experiment import results as results_lib
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _RATINGS_FILE = flags.DEFINE_string(
@@ -131,7 +134,7 @@ def main(argv: Sequence[str]) -> None:
       '%Y-%m-%d %H:%M UTC')
   report = dict(date=date, data=source, clients_per_round=clients_per_round,
                 config=config._asdict(), timings=timings,
-                machine=label_imbalance_lib.machine_description())
+                machine=results_lib.machine_description())
   tff_mixed.atomic_write_text(_resolve(_OUTPUT_JSON.value),
                               json.dumps(report, indent=2) + '\n')
   lines = [

@@ -64,8 +64,9 @@ from typing import Any, NamedTuple, Optional
 # pylint: disable=g-bad-import-order
 # First: quiets TensorFlow's C++ logs (grappler INFO lines on every
 # compilation, also in TFF's worker, would bury the progress output) before
-# TensorFlow loads; see cli.py.
-from experiments import cli
+# TensorFlow loads; see experiments/tf_log_level.py.
+from experiments import tf_log_level  # pylint: disable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 import numpy as np
@@ -76,11 +77,12 @@ import tensorflow_federated as tff
 # that this process starts (see tff_mixed/runtime.py).
 import tff_mixed
 from tff_mixed import runtime
+from tff_mixed.algorithms import registry
 # pylint: enable=g-bad-import-order
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-FEDAVG = 'fedavg'
+FEDAVG = registry.FEDAVG
 FLOOR = 'compute_floor'
 _DISPLAY_NAMES = collections.OrderedDict([
     (FEDAVG, 'FedAvg (TFF `build_weighted_fed_avg`)'),
@@ -256,36 +258,16 @@ def make_cohort(workload: Workload, num_clients: int) -> Cohort:
   return Cohort(datasets=datasets, x=x, y=y)
 
 
-def _sgd(learning_rate: float) -> tff.learning.optimizers.Optimizer:
-  return tff.learning.optimizers.build_sgdm(learning_rate=learning_rate)
-
-
 def build_process(name: str, workload: Workload):
-  """Builds the TFF `LearningProcess` of algorithm `name`."""
-  model, objective = workload.model, workload.objective
-  lr = workload.learning_rate
-  if name == FEDAVG:
-    return tff.learning.algorithms.build_weighted_fed_avg(
-        model, client_optimizer_fn=_sgd(lr), server_optimizer_fn=_sgd(1.0))
+  """Builds the TFF `LearningProcess` of algorithm `name` (the registry's)."""
   # Mixed algorithms take exactly K local steps (2-way GT requires it); with
   # K batches per client FedAvg's one pass is the same K steps.
-  common = dict(client_steps=workload.client_steps, seed=workload.seed)
-  central = dict(central_batch_size=workload.central_batch_size, **common)
-  if name == 'parallel_training':
-    return tff_mixed.build_parallel_training(
-        model, objective, _sgd(lr), _sgd(lr), **central)
-  if name == 'one_way_gt':
-    return tff_mixed.build_one_way_gradient_transfer(
-        model, objective, _sgd(lr), **central)
-  if name == 'two_way_gt':
-    return tff_mixed.build_two_way_gradient_transfer(
-        model, objective, _sgd(lr), _sgd(lr), **central)
-  if name == 'example_transfer':
-    return tff_mixed.build_example_transfer(
-        model, objective, _sgd(lr),
-        examples_per_client=workload.transfer_examples,
-        client_batch_size=workload.client_batch_size, **common)
-  raise ValueError(f'Unknown TFF algorithm {name!r}.')
+  return registry.build(
+      name, workload.model, workload.objective,
+      client_lr=workload.learning_rate, client_steps=workload.client_steps,
+      seed=workload.seed, central_batch_size=workload.central_batch_size,
+      examples_per_client=workload.transfer_examples,
+      client_batch_size=workload.client_batch_size)
 
 
 def build_floor_round(model: tff.learning.models.FunctionalModel,

@@ -49,10 +49,10 @@ import tensorflow as tf
 import tensorflow_federated as tff
 from absl.testing import absltest
 
-from experiments.label_imbalance import label_imbalance_lib
+from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed.core import central_objective as central_lib
-from tests import testing_utils as tu
+from tff_mixed.experiment import scenarios as scenarios_lib
 
 ATOL = 1e-6
 ROUNDS = 2
@@ -353,19 +353,19 @@ class UserShuffledClientDataTest(_OracleBase):
 class ExperimentDiagnosticsTest(_OracleBase):
   """The experiments' processes (label_imbalance, celeba_smile) report eq. 7.
 
-  `label_imbalance_lib.build_process` is what both experiments' diagnostics
+  `scenarios_lib.build_process` is what both experiments' diagnostics
   runs use: w_f = w_c = 0.5, the per-algorithm central batch size and seed.
   """
 
   def test_parallel_training_and_one_way_gt(self):
-    sizes = label_imbalance_lib.CentralBatchSizes(
+    sizes = scenarios_lib.CentralBatchSizes(
         parallel_training=CENTRAL_BATCH, one_way_gt=CENTRAL_BATCH + 1,
         two_way_gt=CENTRAL_BATCH)
     for scenario, batch_size in (
-        (label_imbalance_lib.PARALLEL_TRAINING, sizes.parallel_training),
-        (label_imbalance_lib.ONE_WAY_GT, sizes.one_way_gt)):
+        (scenarios_lib.PARALLEL_TRAINING, sizes.parallel_training),
+        (scenarios_lib.ONE_WAY_GT, sizes.one_way_gt)):
       with self.subTest(scenario):
-        process = label_imbalance_lib.build_process(
+        process = scenarios_lib.build_process(
             scenario, tu.linear_model(), self.central, client_lr=LR,
             client_steps=2, central_batch_sizes=sizes, examples_per_client=1,
             client_batch_size=CLIENT_BATCH, seed=SEED, with_diagnostics=True)

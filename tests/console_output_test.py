@@ -27,7 +27,7 @@ import tempfile
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from experiments import cli
+from experiments import tf_log_level
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # TensorFlow's C++ lines ('2026-01-01 12:00:00.000: I tensorflow/...] '),
@@ -80,7 +80,7 @@ class ConsoleOutputTest(parameterized.TestCase):
       (['verbose'], False),
   )
   def test_verbose_is_read_before_the_flags_are_parsed(self, args, verbose):
-    self.assertEqual(cli.verbose_requested(['binary', *args]), verbose)
+    self.assertEqual(tf_log_level.verbose_requested(['binary', *args]), verbose)
 
   def test_default_run_prints_no_log_lines(self):
     returncode, stdout, stderr = _run_demo()

@@ -28,6 +28,9 @@ import tensorflow_federated as tff
 from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import label_imbalance_main
 import tff_mixed
+from tff_mixed.experiment import comparison
+from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.experiment import tables
 from tff_mixed.tasks import digits_label_imbalance as task_lib
 
 _NUM_CLIENTS = 12
@@ -212,38 +215,10 @@ class EvaluateTest(absltest.TestCase):
 
 class RunComparisonTest(parameterized.TestCase):
 
-  def test_paper_central_batch_sizes(self):
-    sizes = label_imbalance_lib.paper_central_batch_sizes(
-        clients_per_round=10, client_steps=5, client_batch_size=8,
-        num_central_examples=300)
-    self.assertEqual(sizes.parallel_training, 80)  # S |B_i|.
-    self.assertEqual(sizes.two_way_gt, 80)
-    self.assertEqual(sizes.one_way_gt, 300)  # K S |B_i| = 400, capped.
-
-  def test_format_table(self):
-    metrics = task_lib.EvalMetrics(accuracy=0.9, loss=0.3, auc=0.96,
-                                   positive_accuracy=0.95,
-                                   negative_accuracy=0.85, num_examples=10)
-    summaries = [
-        label_imbalance_lib.ScenarioSummary(
-            'oracle', metrics, rounds_to_target=12, tail_auc=0.955,
-            tail_accuracy=0.9, seconds=3.21, build_seconds=1.0),
-        label_imbalance_lib.ScenarioSummary(
-            'fl_only', metrics._replace(auc=0.5), rounds_to_target=None,
-            tail_auc=0.5, tail_accuracy=0.5, seconds=2.0, build_seconds=1.0),
-    ]
-    lines = label_imbalance_lib.format_table(summaries, 0.95).splitlines()
-    self.assertLen(lines, 4)  # Header, rule, two rows.
-    self.assertIn('rounds to AUC>=0.95', lines[0])
-    self.assertEqual(lines[2].split(),
-                     ['oracle', '0.960', '0.900', '0.950', '0.850', '0.955',
-                      '0.900', '12', '3.2'])
-    self.assertEqual(lines[3].split()[-2], '-')
-
   def test_smoke_writes_metrics_plot_and_table(self):
     output_dir = _temp_dir(self)
-    scenarios = [label_imbalance_lib.FL_ONLY, label_imbalance_lib.TWO_WAY_GT,
-                 label_imbalance_lib.EXAMPLE_TRANSFER]
+    scenarios = [scenarios_lib.FL_ONLY, scenarios_lib.TWO_WAY_GT,
+                 scenarios_lib.EXAMPLE_TRANSFER]
     result = label_imbalance_lib.run_comparison(
         scenarios=scenarios, rounds=3, clients_per_round=2, client_steps=2,
         client_batch_size=4, client_lr=0.1, num_clients=6, eval_every=2,
@@ -252,7 +227,7 @@ class RunComparisonTest(parameterized.TestCase):
     with open(result.files['metrics']) as f:
       reader = csv.DictReader(f)
       self.assertEqual(tuple(reader.fieldnames),
-                       label_imbalance_lib.CSV_COLUMNS)
+                       tables.CSV_COLUMNS)
       rows = list(reader)
     # Evaluated after rounds 0, 2 (eval_every) and 3 (the last).
     self.assertEqual([(r['scenario'], int(r['round'])) for r in rows],
@@ -281,8 +256,8 @@ class RunComparisonTest(parameterized.TestCase):
     # the runner's layout.
     self.assertCountEqual(
         os.listdir(output_dir),
-        [label_imbalance_lib.METRICS_FILE, label_imbalance_lib.PLOT_FILE,
-         label_imbalance_lib.TABLE_FILE, label_imbalance_lib.CONFIG_FILE,
+        [comparison.METRICS_FILE, comparison.PLOT_FILE,
+         comparison.TABLE_FILE, comparison.CONFIG_FILE,
          'checkpoints', 'results', 'logdir'])
 
   @parameterized.named_parameters(
@@ -306,14 +281,6 @@ class RunComparisonTest(parameterized.TestCase):
     kwargs.update(overrides)
     with self.assertRaisesRegex(error, f'`{name}`'):
       label_imbalance_lib.run_comparison(**kwargs)
-
-  def test_unknown_scenario_process(self):
-    with self.assertRaisesRegex(ValueError, '`scenario`'):
-      label_imbalance_lib.build_process(
-          'fedprox', tff_mixed.build_binary_classifier(2), None,
-          client_lr=0.1, client_steps=1,
-          central_batch_sizes=label_imbalance_lib.CentralBatchSizes(1, 1, 1),
-          examples_per_client=1, client_batch_size=1, seed=0)
 
   def test_main_rejects_extra_arguments(self):
     with self.assertRaisesRegex(Exception, 'Unexpected arguments: extra'):

@@ -39,10 +39,10 @@ import tensorflow_federated as tff
 from absl.testing import absltest
 from absl.testing import parameterized
 
-import tff_mixed
-from experiments.label_imbalance import label_imbalance_lib
 from tests import privacy_test
 from tests import testing_utils as tu
+import tff_mixed
+from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import dual_encoder
 
 # The secure sum clips each weighted value to +-B (B starts at 2 * 50) and
@@ -105,10 +105,10 @@ def _fed_avg(**kwargs):
 def _experiment_fl_only(model_aggregator):
   # The FL-only and oracle baselines, built as the label imbalance experiment
   # builds them (TFF's `build_weighted_fed_avg`).
-  return label_imbalance_lib.build_process(
-      label_imbalance_lib.FL_ONLY, tu.linear_model(), tu.central_arrays(),
+  return scenarios_lib.build_process(
+      scenarios_lib.FL_ONLY, tu.linear_model(), tu.central_arrays(),
       client_lr=0.1, client_steps=2,
-      central_batch_sizes=label_imbalance_lib.CentralBatchSizes(8, 8, 8),
+      central_batch_sizes=scenarios_lib.CentralBatchSizes(8, 8, 8),
       examples_per_client=3, client_batch_size=2, seed=0,
       model_aggregator=model_aggregator)
 

@@ -16,8 +16,8 @@
 Federated clients hold only smiling faces, the datacenter only non-smiling
 ones (`tff_mixed.celeba_smile`); the scenarios, the comparison loop, CSV,
 plot and table are those of the digits label-imbalance job
-(`experiments/label_imbalance/label_imbalance_lib.py`), run on CelebA with
-the paper's model and hyperparameters (appendix B.2.1, tables 5-6):
+(`tff_mixed.experiment.comparison`), run on CelebA with the paper's model
+and hyperparameters (appendix B.2.1, tables 5-6):
 
 *   a fully connected network, one hidden layer of 64 ReLU units, binary
     cross-entropy;
@@ -40,19 +40,24 @@ from typing import Any, NamedTuple, Optional
 from absl import logging
 import numpy as np
 
-from experiments.label_imbalance import label_imbalance_lib
 import tff_mixed
+from tff_mixed.experiment import comparison as comparison_lib
+from tff_mixed.experiment import plots
+from tff_mixed.experiment import records as records_lib
+from tff_mixed.experiment import results as results_lib
+from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.experiment import tables
 
 celeba = tff_mixed.celeba_smile
 
-SCENARIOS = label_imbalance_lib.SCENARIOS
+SCENARIOS = scenarios_lib.SCENARIOS
 HIDDEN_UNITS = (64,)
 RESULTS_SECTION = 'celeba_smile'
 SWEEP_RESULTS_SECTION = 'celeba_smile_sweeps'
 # The paper's table 4 reports the maxima over rounds 10 to 100.
 DIAGNOSTIC_ROUNDS = (10, 100)
-_DIAGNOSED = (label_imbalance_lib.PARALLEL_TRAINING,
-              label_imbalance_lib.ONE_WAY_GT, label_imbalance_lib.TWO_WAY_GT)
+_DIAGNOSED = (scenarios_lib.PARALLEL_TRAINING,
+              scenarios_lib.ONE_WAY_GT, scenarios_lib.TWO_WAY_GT)
 _G2_COLUMN = 'train/central/bgd_G2'
 _B2_COLUMN = 'train/central/bgd_B2'
 
@@ -79,22 +84,22 @@ class ExperimentResult(NamedTuple):
   """What `run_experiment` returns.
 
   Attributes:
-    comparison: The `label_imbalance_lib.ComparisonResult`.
+    comparison: The `comparison_lib.ComparisonResult`.
     diagnostics: One `Diagnostics` per diagnosed scenario (empty without
       `with_diagnostics`).
     data_description: One sentence describing the data the run used.
   """
 
-  comparison: label_imbalance_lib.ComparisonResult
+  comparison: comparison_lib.ComparisonResult
   diagnostics: list[Diagnostics]
   data_description: str
 
 
 def comparison_task(
     task: 'celeba.CelebASmileTask',
-    model) -> label_imbalance_lib.ComparisonTask:
-  """The CelebA smile task as a `label_imbalance_lib.ComparisonTask`."""
-  return label_imbalance_lib.ComparisonTask(
+    model) -> comparison_lib.ComparisonTask:
+  """The CelebA smile task as a `comparison_lib.ComparisonTask`."""
+  return comparison_lib.ComparisonTask(
       title=(f'CelebA {task.label}: clients hold only {task.label} faces, '
              'the datacenter only the others'),
       num_clients=task.num_clients,
@@ -118,7 +123,7 @@ def comparison_task(
 
 
 def read_diagnostics(
-    summaries: Sequence[label_imbalance_lib.ScenarioSummary],
+    summaries: Sequence[records_lib.ScenarioSummary],
     rounds: tuple[int, int] = DIAGNOSTIC_ROUNDS) -> list[Diagnostics]:
   """Max G~^2 and B~^2 per scenario over `rounds` (inclusive).
 
@@ -228,7 +233,7 @@ def run_experiment(
       max_eval_examples=max_eval_examples, seed=seed, download=download)
   model = tff_mixed.build_binary_classifier(
       celeba.NUM_FEATURES, hidden_units=tuple(hidden_units), seed=seed)
-  comparison = label_imbalance_lib.compare(
+  comparison = comparison_lib.compare(
       comparison_task(task, model), model, scenarios=scenarios,
       rounds=rounds, clients_per_round=clients_per_round,
       client_steps=client_steps, client_batch_size=client_batch_size,
@@ -265,9 +270,9 @@ def results_markdown(result: ExperimentResult, command: str) -> str:
   lines = [
       '## CelebA smile classifier (arXiv:2205.13655, section 4.1)',
       '',
-      f'Generated on {label_imbalance_lib.utc_now()} by `{command}`.',
+      f'Generated on {results_lib.utc_now()} by `{command}`.',
       '',
-      f'* Machine: {label_imbalance_lib.machine_description()}.',
+      f'* Machine: {results_lib.machine_description()}.',
       f'* Data: {result.data_description}.',
       f'* Training: {config["rounds"]} rounds, S = '
       f'{config["clients_per_round"]}, K = {config["client_steps"]}, batch '
@@ -281,7 +286,7 @@ def results_markdown(result: ExperimentResult, command: str) -> str:
       result.comparison.table.rstrip('\n'),
       '```',
       '',
-      *label_imbalance_lib.outcome_lines(result.comparison),
+      *results_lib.outcome_lines(result.comparison),
   ]
   if result.diagnostics:
     lines += [
@@ -306,8 +311,8 @@ class SweepPoint(NamedTuple):
 
 def central_batch_sweep(
     batch_sizes: Sequence[int],
-    scenarios: Sequence[str] = (label_imbalance_lib.ONE_WAY_GT,
-                                label_imbalance_lib.TWO_WAY_GT),
+    scenarios: Sequence[str] = (scenarios_lib.ONE_WAY_GT,
+                                scenarios_lib.TWO_WAY_GT),
 ) -> list[SweepPoint]:
   """The |B_c| sweep of the paper's figures 7-8 (appendix B.4.1)."""
   return [SweepPoint(f'{s} |B_c|={b}', s, dict(central_batch_size=int(b)))
@@ -316,9 +321,9 @@ def central_batch_sweep(
 
 def lr_steps_sweep(
     lr_steps: Sequence[tuple[float, int]],
-    scenarios: Sequence[str] = (label_imbalance_lib.PARALLEL_TRAINING,
-                                label_imbalance_lib.ONE_WAY_GT,
-                                label_imbalance_lib.TWO_WAY_GT),
+    scenarios: Sequence[str] = (scenarios_lib.PARALLEL_TRAINING,
+                                scenarios_lib.ONE_WAY_GT,
+                                scenarios_lib.TWO_WAY_GT),
 ) -> list[SweepPoint]:
   """The eta-for-K trade of the paper's figure 9 (appendix B.4.2).
 
@@ -377,13 +382,13 @@ def run_sweep(points: Sequence[SweepPoint], *, output_dir: str,
     summaries += [s._replace(scenario=point.label)
                   for s in result.comparison.summaries]
   target_auc = experiment_kwargs.get('target_auc', 0.9)
-  table = label_imbalance_lib.format_table(summaries, target_auc)
-  plot_path = os.path.join(output_dir, label_imbalance_lib.PLOT_FILE)
-  label_imbalance_lib.plot_metrics(plot_path, rows, target_auc,
+  table = tables.format_table(summaries, target_auc)
+  plot_path = os.path.join(output_dir, comparison_lib.PLOT_FILE)
+  plots.plot_metrics(plot_path, rows, target_auc,
                                    title='CelebA smile sweep')
-  label_imbalance_lib.write_metrics_csv(
-      os.path.join(output_dir, label_imbalance_lib.METRICS_FILE), rows)
+  tables.write_metrics_csv(
+      os.path.join(output_dir, comparison_lib.METRICS_FILE), rows)
   tff_mixed.atomic_write_text(
-      os.path.join(output_dir, label_imbalance_lib.TABLE_FILE), table)
+      os.path.join(output_dir, comparison_lib.TABLE_FILE), table)
   return table, plot_path
 

@@ -36,15 +36,18 @@ scenario), `results.txt`, `config.json` (and `diagnostics.txt`) to
 from collections.abc import Sequence
 import sys
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 from absl import logging
 
 from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import celeba_smile_lib
-from experiments.label_imbalance import label_imbalance_lib
+from tff_mixed.experiment import results as results_lib
 
 _SCENARIOS = flags.DEFINE_list(
     'scenarios', list(celeba_smile_lib.SCENARIOS),
@@ -73,7 +76,7 @@ def main(argv: Sequence[str]) -> None:
     print(celeba_smile_lib.format_diagnostics(result.diagnostics), end='',
           flush=True)
   if celeba_flags.RESULTS_MARKDOWN.value:
-    label_imbalance_lib.write_results_section(
+    results_lib.write_results_section(
         celeba_flags.RESULTS_MARKDOWN.value,
         celeba_smile_lib.RESULTS_SECTION,
         celeba_smile_lib.results_markdown(

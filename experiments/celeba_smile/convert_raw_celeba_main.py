@@ -28,8 +28,11 @@ that they never collide with those of the experiment binaries.
 
 from collections.abc import Sequence
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 

@@ -31,14 +31,17 @@ from collections.abc import Sequence
 import os
 import sys
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 
 from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import celeba_smile_lib
-from experiments.label_imbalance import label_imbalance_lib
+from tff_mixed.experiment import results as results_lib
 
 _SWEEP = flags.DEFINE_enum('sweep', 'central_batch_size',
                            ['central_batch_size', 'lr_steps'],
@@ -76,12 +79,12 @@ def main(argv: Sequence[str]) -> None:
   if celeba_flags.RESULTS_MARKDOWN.value:
     command = ('python -m experiments.celeba_smile.sweep_main '
                + ' '.join(sys.argv[1:]))
-    label_imbalance_lib.write_results_section(
+    results_lib.write_results_section(
         celeba_flags.RESULTS_MARKDOWN.value,
         f'{celeba_smile_lib.SWEEP_RESULTS_SECTION}_{_SWEEP.value}',
         f'## CelebA smile sweep: {_SWEEP.value}\n\nGenerated on '
-        f'{label_imbalance_lib.utc_now()} by `{command}` on '
-        f'{label_imbalance_lib.machine_description()}.\n\n```\n'
+        f'{results_lib.utc_now()} by `{command}` on '
+        f'{results_lib.machine_description()}.\n\n```\n'
         f'{table.rstrip()}\n```\n')
 
 

@@ -14,7 +14,7 @@
 r"""Runs the digits label-imbalance comparison of mixed FL algorithms.
 
 Federated clients hold only positive digits (0-4), the datacenter only
-negative ones (5-9); see `label_imbalance_lib` for the scenarios. Uses
+negative ones (5-9); see `tff_mixed.experiment.scenarios` for the scenarios. Uses
 scikit-learn's bundled digits, so nothing is downloaded.
 
 Full run (about two minutes on a 2-core laptop, TFF tracing included):
@@ -32,14 +32,18 @@ Writes `metrics.csv`, `auc_accuracy.png`, `results.txt` and `config.json` to
 from collections.abc import Sequence
 import sys
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 from absl import logging
 
 from experiments.label_imbalance import common_flags
 from experiments.label_imbalance import label_imbalance_lib
+from tff_mixed.experiment import scenarios as scenarios_lib
 
 # `--quick` replaces these defaults, unless the flag is given explicitly.
 _QUICK_OVERRIDES = {
@@ -65,8 +69,8 @@ _TARGET_AUC = flags.DEFINE_float(
     'target_auc', 0.95, 'Eval AUC whose first crossing the table reports.',
     lower_bound=0.0, upper_bound=1.0)
 _SCENARIOS = flags.DEFINE_list(
-    'scenarios', list(label_imbalance_lib.SCENARIOS),
-    f'Comma-separated scenarios, from {list(label_imbalance_lib.SCENARIOS)}.')
+    'scenarios', list(scenarios_lib.SCENARIOS),
+    f'Comma-separated scenarios, from {list(scenarios_lib.SCENARIOS)}.')
 _OUTPUT_DIR = flags.DEFINE_string(
     'output_dir', 'outputs/label_imbalance', 'Directory for the outputs.')
 _RESULTS_MARKDOWN = flags.DEFINE_string(
@@ -79,10 +83,10 @@ _QUICK = flags.DEFINE_bool(
 
 
 @flags.validator('scenarios', message='--scenarios must name one or more of '
-                 f'{list(label_imbalance_lib.SCENARIOS)}, without repeats.')
+                 f'{list(scenarios_lib.SCENARIOS)}, without repeats.')
 def _check_scenarios(scenarios):
   return (bool(scenarios)
-          and set(scenarios) <= set(label_imbalance_lib.SCENARIOS)
+          and set(scenarios) <= set(scenarios_lib.SCENARIOS)
           and len(set(scenarios)) == len(scenarios))
 
 

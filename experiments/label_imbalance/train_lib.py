@@ -26,6 +26,8 @@ import tensorflow_federated as tff
 
 import tff_mixed
 from experiments.label_imbalance import label_imbalance_lib
+from tff_mixed.experiment import comparison
+from tff_mixed.experiment import scenarios as scenarios_lib
 
 task_lib = tff_mixed.digits_label_imbalance
 
@@ -85,7 +87,7 @@ def train(
   processes' central sampling (keyed on the round in their state).
 
   Args:
-    scenario: One of `label_imbalance_lib.SCENARIOS`.
+    scenario: One of `scenarios.SCENARIOS` (`tff_mixed.experiment`).
     root_output_dir: Root of checkpoints/, results/ and logdir/.
     experiment_name: The run's name under those directories.
     total_rounds: Rounds to reach.
@@ -116,9 +118,9 @@ def train(
     ConnectionError: If a worker of `worker_addresses` does not answer.
     tff_mixed.DivergenceError: If training diverges.
   """
-  if scenario not in label_imbalance_lib.SCENARIOS:
+  if scenario not in scenarios_lib.SCENARIOS:
     raise ValueError(f'`scenario` must be one of '
-                     f'{list(label_imbalance_lib.SCENARIOS)}, got '
+                     f'{list(scenarios_lib.SCENARIOS)}, got '
                      f'{scenario!r}.')
   if clients_per_round > num_clients:
     raise ValueError(f'`clients_per_round` ({clients_per_round}) must be at '
@@ -134,7 +136,7 @@ def train(
                      num_clients=num_clients, seed=seed,
                      dp_noise_multiplier=dp_noise_multiplier,
                      dp_clip_norm=dp_clip_norm)
-  batch_sizes = label_imbalance_lib.CentralBatchSizes(
+  batch_sizes = scenarios_lib.CentralBatchSizes(
       **hparams['central_batch_sizes'])
   examples_per_client = hparams['examples_per_client']
   # Before the process is built (and traced): a bad output directory, a
@@ -147,13 +149,13 @@ def train(
     model = tff_mixed.build_binary_classifier(
         task_lib.NUM_FEATURES, hidden_units=label_imbalance_lib.HIDDEN_UNITS,
         seed=seed)
-    process = label_imbalance_lib.build_process(
+    process = scenarios_lib.build_process(
         scenario, model, task.central_data, client_lr=client_lr,
         client_steps=client_steps, central_batch_sizes=batch_sizes,
         examples_per_client=examples_per_client,
         client_batch_size=client_batch_size, seed=seed,
         model_aggregator=aggregator)
-    client_data_fn, evaluation_fn = label_imbalance_lib.round_functions(
+    client_data_fn, evaluation_fn = comparison.round_functions(
         scenario, label_imbalance_lib.digits_comparison_task(task, model),
         clients_per_round=clients_per_round, client_steps=client_steps,
         seed=seed)
@@ -175,7 +177,7 @@ def _hparams(task, *, scenario: str, clients_per_round: int,
              dp_clip_norm: float) -> dict:
   """The run's fingerprint (what a resumed run must share with it)."""
   num_central = len(task.central_indices)
-  batch_sizes = label_imbalance_lib.paper_central_batch_sizes(
+  batch_sizes = scenarios_lib.paper_central_batch_sizes(
       clients_per_round, client_steps, client_batch_size, num_central)
   examples_per_client = min(num_central, max(1, round(
       sum(task.num_client_examples) / num_clients)))

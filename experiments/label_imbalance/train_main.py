@@ -23,15 +23,18 @@ Outputs go to <root_output_dir>/{checkpoints,results,logdir}/<experiment_name>.
 
 from collections.abc import Sequence
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 from absl import logging
 
 from experiments.label_imbalance import common_flags
-from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import train_lib
+from tff_mixed.experiment import scenarios as scenarios_lib
 
 # Run and output flags.
 _EXPERIMENT_NAME = flags.DEFINE_string(
@@ -48,8 +51,8 @@ _ROUNDS_PER_EVALUATION = flags.DEFINE_integer(
 
 # Training flags.
 _SCENARIO = flags.DEFINE_enum(
-    'scenario', label_imbalance_lib.TWO_WAY_GT,
-    list(label_imbalance_lib.SCENARIOS), 'Algorithm / scenario to train.')
+    'scenario', scenarios_lib.TWO_WAY_GT,
+    list(scenarios_lib.SCENARIOS), 'Algorithm / scenario to train.')
 _TOTAL_ROUNDS = flags.DEFINE_integer('total_rounds', 40, 'Rounds to reach.',
                                      lower_bound=1)
 

@@ -50,6 +50,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 import tff_mixed
+from tff_mixed.algorithms import registry
 
 movielens = tff_mixed.movielens
 dual_encoder = tff_mixed.dual_encoder
@@ -112,10 +113,6 @@ class Costs(NamedTuple):
   paper_flops: float
 
 
-def _sgd(lr: float):
-  return tff.learning.optimizers.build_sgdm(learning_rate=lr)
-
-
 def build_process(scenario: str, data: 'movielens.MovieLensData',
                   config: Config, select: bool = True):
   """The learning process of one scenario.
@@ -129,9 +126,9 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
                       margin=config.margin, seed=config.seed)
   if scenario == BASELINE:
     # All on the client: w_f hinge + w_c spreadout over the broadcast table.
-    return tff.learning.algorithms.build_weighted_fed_avg(
-        client_model(BASELINE, data, config), client_optimizer_fn=_sgd(config.client_lr),
-        server_optimizer_fn=_sgd(1.0))
+    return registry.build(registry.FEDAVG,
+                          client_model(BASELINE, data, config),
+                          client_lr=config.client_lr)
   if scenario not in SCENARIOS:
     raise ValueError(f'`scenario` must be one of {SCENARIOS}, got '
                      f'{scenario!r}.')
@@ -141,23 +138,16 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
       config.embedding_dim, config.context_length, margin=config.margin)
   spreadout = tff_mixed.central_regularizer(dual_encoder.spreadout_loss_fn,
                                             name='spreadout')
-  common = dict(client_steps=config.client_steps,
-                federated_weight=config.federated_weight,
-                central_weight=config.central_weight, central_batch_size=1,
-                seed=config.seed,
-                embedding_selection=selection if select else None)
-  if scenario == PARALLEL_TRAINING:
-    return tff_mixed.build_parallel_training(
-        model, spreadout, _sgd(config.client_lr), _sgd(config.client_lr),
-        _sgd(1.0), _sgd(1.0), central_steps=config.client_steps, **common)
-  if scenario == TWO_WAY_GT:
-    return tff_mixed.build_two_way_gradient_transfer(
-        model, spreadout, _sgd(config.client_lr), _sgd(config.client_lr),
-        _sgd(1.0), _sgd(1.0), central_steps=config.client_steps, **common)
+  # FedAdam is 1-way GT with Adam as SERVEROPTIMIZER; the others take SGD.
   server = (tff.learning.optimizers.build_adam(config.fedadam_lr)
-            if scenario == ONE_WAY_GT_FEDADAM else _sgd(1.0))
-  return tff_mixed.build_one_way_gradient_transfer(
-      model, spreadout, _sgd(config.client_lr), server, **common)
+            if scenario == ONE_WAY_GT_FEDADAM else None)
+  return registry.build(
+      ONE_WAY_GT if scenario == ONE_WAY_GT_FEDADAM else scenario, model,
+      spreadout, client_lr=config.client_lr, server_optimizer=server,
+      client_steps=config.client_steps, central_steps=config.client_steps,
+      federated_weight=config.federated_weight,
+      central_weight=config.central_weight, central_batch_size=1,
+      seed=config.seed, embedding_selection=selection if select else None)
 
 
 def dataset_computation(data: 'movielens.MovieLensData', config: Config,

@@ -32,15 +32,18 @@ FLOPs per client and round, measured and the paper's formulas) and
 from collections.abc import Sequence
 import sys
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 from absl import logging
 
-from experiments.label_imbalance import label_imbalance_lib
 from experiments.movielens import movielens_lib
 import tff_mixed
+from tff_mixed.experiment import results as results_lib
 
 _DEFAULTS = movielens_lib.Config()
 
@@ -88,7 +91,7 @@ _RESULTS_MARKDOWN = flags.DEFINE_string(
     'results_markdown', '', 'If set, also write this run\'s section of a '
     'Markdown report, e.g. RESULTS.md.')
 _RESULTS_SECTION, _RESULTS_NOTE = (
-    label_imbalance_lib.define_results_section_flags(movielens_lib.RESULTS_SECTION))
+    results_lib.define_results_section_flags(movielens_lib.RESULTS_SECTION))
 
 
 def main(argv: Sequence[str]) -> None:
@@ -111,13 +114,13 @@ def main(argv: Sequence[str]) -> None:
       output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value)
   print(result.table + '\n' + result.cost_table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:
-    label_imbalance_lib.write_results_section(
+    results_lib.write_results_section(
         _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
         movielens_lib.results_markdown(
             result, 'python -m experiments.movielens.movielens_main '
             + ' '.join(sys.argv[1:]),
-            label_imbalance_lib.machine_description(),
-            label_imbalance_lib.utc_now()),
+            results_lib.machine_description(),
+            results_lib.utc_now()),
         note=_RESULTS_NOTE.value, after=movielens_lib.RESULTS_SECTION)
   for kind, path in result.files.items():
     logging.info('Wrote %s: %s', kind, path)

@@ -55,16 +55,16 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from experiments.label_imbalance import label_imbalance_lib
 import tff_mixed
+from tff_mixed.experiment import scenarios as scenarios_lib
 
 char_sequences = tff_mixed.char_sequences
 task_lib = tff_mixed.stackoverflow_wikipedia
 
-FL_ONLY = label_imbalance_lib.FL_ONLY
-PARALLEL_TRAINING = label_imbalance_lib.PARALLEL_TRAINING
-ONE_WAY_GT = label_imbalance_lib.ONE_WAY_GT
-TWO_WAY_GT = label_imbalance_lib.TWO_WAY_GT
+FL_ONLY = scenarios_lib.FL_ONLY
+PARALLEL_TRAINING = scenarios_lib.PARALLEL_TRAINING
+ONE_WAY_GT = scenarios_lib.ONE_WAY_GT
+TWO_WAY_GT = scenarios_lib.TWO_WAY_GT
 CENTRAL_THEN_FL = 'central_then_fl'
 FL_THEN_CENTRAL = 'fl_then_central'
 MIXED = (PARALLEL_TRAINING, ONE_WAY_GT, TWO_WAY_GT)
@@ -198,13 +198,13 @@ def build_process(scenario: str, data: Data, config: Config
   algorithm = FL_ONLY if scenario in TRANSFER else scenario
   num_central = len(data.central.inputs)
   batch = min(config.central_batch_size, num_central)
-  batches = label_imbalance_lib.CentralBatchSizes(
+  batches = scenarios_lib.CentralBatchSizes(
       parallel_training=batch,
       one_way_gt=min(config.one_way_central_batch_size, num_central),
       two_way_gt=batch)
   objective = tff_mixed.central_data_objective(
       (data.central.inputs, data.central.targets), name='central_corpus')
-  return label_imbalance_lib.build_process(
+  return scenarios_lib.build_process(
       algorithm, model_for(config), objective,
       client_lr=(config.two_way_client_lr if scenario == TWO_WAY_GT
                  else config.client_lr),

@@ -36,15 +36,18 @@ Writes `metrics.csv`, `accuracy.png`, `results.txt` and `config.json` to
 from collections.abc import Sequence
 import sys
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 from absl import logging
 
-from experiments.label_imbalance import label_imbalance_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 import tff_mixed
+from tff_mixed.experiment import results as results_lib
 
 _LIB = stackoverflow_wikipedia_lib
 _DEFAULTS = _LIB.Config()
@@ -130,7 +133,7 @@ _RESULTS_MARKDOWN = flags.DEFINE_string(
     'results_markdown', '', 'If set, also write this run\'s section of a '
     'Markdown report, e.g. RESULTS.md.')
 _RESULTS_SECTION, _RESULTS_NOTE = (
-    label_imbalance_lib.define_results_section_flags(RESULTS_SECTION))
+    results_lib.define_results_section_flags(RESULTS_SECTION))
 
 
 def _central_texts():
@@ -196,13 +199,13 @@ def main(argv: Sequence[str]) -> None:
                                output_dir=_OUTPUT_DIR.value)
   print(result.table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:
-    label_imbalance_lib.write_results_section(
+    results_lib.write_results_section(
         _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
         _LIB.results_markdown(
             result, 'python -m experiments.stackoverflow_wikipedia.'
             'stackoverflow_wikipedia_main ' + ' '.join(sys.argv[1:]),
-            label_imbalance_lib.machine_description(),
-            label_imbalance_lib.utc_now()),
+            results_lib.machine_description(),
+            results_lib.utc_now()),
         note=_RESULTS_NOTE.value, after=RESULTS_SECTION)
   for kind, path in result.files.items():
     logging.info('Wrote %s: %s', kind, path)

@@ -13,9 +13,10 @@
 # limitations under the License.
 """The one entry point of every experiment and benchmark binary.
 
-A binary imports this module before anything that loads TensorFlow and ends
-with `cli.run(main)` instead of `absl.app.run(main)`. That gives every binary
-the same console behaviour:
+A binary imports `experiments.tf_log_level` before anything that loads
+TensorFlow (it sets TensorFlow's C++ log level, which TensorFlow reads once,
+when it loads) and ends with `cli.run(main)` instead of `absl.app.run(main)`.
+That gives every binary the same console behaviour:
 
 * Errors. A bad input or a fault outside the program (a flag out of range, a
   missing or unreadable file, a damaged database, an output directory that
@@ -23,86 +24,36 @@ the same console behaviour:
   run, a TFF worker that is down) prints exactly one line, `error: ...`, on
   stderr and exits with status 1. Any other exception is a bug and keeps its
   traceback. `--verbose` also prints the traceback of the one-line errors.
-* Quiet logs. TensorFlow's C++ log lines (oneDNN, CUDA, grappler), which
-  TensorFlow reads its level for once, when it loads, are off, also in TFF's
-  worker process, which inherits the environment; so are the INFO lines of
-  TensorFlow's and TFF's Python code (checkpoint writes). This program's own
-  log lines stay, without absl's prefix for INFO, and progress bars and tables
-  are untouched. `--verbose` brings everything back, as does setting
-  `TF_CPP_MIN_LOG_LEVEL` yourself (the C++ lines).
+* Quiet logs. TensorFlow's C++ log lines are off (`experiments.tf_log_level`);
+  so are the INFO lines of TensorFlow's and TFF's Python code (checkpoint
+  writes). This program's own log lines stay, without absl's prefix for INFO,
+  and progress bars and tables are untouched. `--verbose` brings everything
+  back, as does setting `TF_CPP_MIN_LOG_LEVEL` yourself (the C++ lines).
 """
 
-import os
-import sys
-
-_VERBOSE = 'verbose'
-
-
-def verbose_requested(argv) -> bool:
-  """Whether `argv` turns `--verbose` on (the last mention wins).
-
-  Read before absl parses the flags, because TensorFlow's C++ log level must
-  be set before TensorFlow loads. Accepts absl's spellings `--verbose`,
-  `--noverbose` and `--verbose=true|false|t|f|1|0`, with one or two dashes;
-  stops at `--`. (A `--verbose` inside a `--flagfile` comes too late for the
-  C++ lines; it still brings back the Python ones and tracebacks.)
-
-  Args:
-    argv: The command line, program name first.
-
-  Returns:
-    True if the flag is on.
-  """
-  verbose = False
-  for arg in argv[1:]:
-    if arg == '--':
-      break
-    if not arg.startswith('-'):
-      continue
-    name, has_value, value = arg.lstrip('-').partition('=')
-    if name == _VERBOSE:
-      # Another value fails absl's parse, which then says so.
-      verbose = not has_value or value.lower() in ('true', 't', '1')
-    elif name == 'no' + _VERBOSE and not has_value:
-      verbose = False
-  return verbose
-
-
-def _set_native_log_level(argv) -> None:
-  if verbose_requested(argv):
-    os.environ['TF_CPP_MIN_LOG_LEVEL'] = '0'
-  else:
-    # 3 also hides the ERROR lines every start prints on machines without
-    # CUDA ('Unable to register cuDNN factory ...'); a real failure reaches
-    # Python as an exception. A level the user set is kept.
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
-
-
-# Before TensorFlow loads: it reads the level once, then never again.
-_set_native_log_level(sys.argv)
-
-# pylint: disable=g-import-not-at-top,g-bad-import-order
 from collections.abc import Callable
 import functools
 import logging as std_logging
 import math
+import os
 import sqlite3
+import sys
 import traceback
 from typing import Any
 
 from absl import app
 from absl import flags
 from absl import logging
-# pylint: enable=g-import-not-at-top,g-bad-import-order
 
 VERBOSE = flags.DEFINE_bool(
-    _VERBOSE, False, "Also print TensorFlow's and TFF's own log lines (C++ "
+    'verbose', False, "Also print TensorFlow's and TFF's own log lines (C++ "
     'logs, grappler, checkpoint writes) and the traceback of an error.')
 
 # This repository's packages: their INFO lines are shown by default.
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 _OWN_DIRS = tuple(
-    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                 package) + os.sep
+    os.path.join(_REPO_ROOT, package) + os.sep
     for package in ('experiments', 'benchmarks', 'tff_mixed'))
 
 

@@ -1,0 +1,127 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests of the algorithm registry (`tff_mixed.algorithms.registry`)."""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import tensorflow_federated as tff
+
+import tff_mixed
+from tff_mixed.algorithms import registry
+from tests import testing_utils as tu
+
+_K = 2
+_SEED = 3
+
+
+def _objective():
+  return tff_mixed.central_data_objective(tu.central_arrays())
+
+
+# How each algorithm was built before the registry (the experiments' switch:
+# SGD everywhere, eta_c = eta, eta_s = eta_m = 1 given explicitly).
+_DIRECT = {
+    registry.FEDAVG: lambda: tff.learning.algorithms.build_weighted_fed_avg(
+        tu.linear_model(), client_optimizer_fn=tu.sgd(0.1),
+        server_optimizer_fn=tu.sgd(1.0)),
+    registry.PARALLEL_TRAINING: lambda: tff_mixed.build_parallel_training(
+        tu.linear_model(), _objective(), tu.sgd(0.1), tu.sgd(0.1),
+        tu.sgd(1.0), tu.sgd(1.0), central_batch_size=4, client_steps=_K,
+        seed=_SEED),
+    registry.ONE_WAY_GT: lambda: tff_mixed.build_one_way_gradient_transfer(
+        tu.linear_model(), _objective(), tu.sgd(0.1), tu.sgd(1.0),
+        central_batch_size=4, client_steps=_K, seed=_SEED),
+    registry.TWO_WAY_GT: lambda: tff_mixed.build_two_way_gradient_transfer(
+        tu.linear_model(), _objective(), tu.sgd(0.1), tu.sgd(0.1),
+        tu.sgd(1.0), tu.sgd(1.0), central_batch_size=4, client_steps=_K,
+        seed=_SEED),
+    registry.EXAMPLE_TRANSFER: lambda: tff_mixed.build_example_transfer(
+        tu.linear_model(), _objective(), tu.sgd(0.1), tu.sgd(1.0),
+        examples_per_client=3, client_batch_size=2, client_steps=_K,
+        seed=_SEED),
+}
+
+
+def _registered(name):
+  # One call for every algorithm: what an algorithm does not take is dropped.
+  return registry.build(
+      name, tu.linear_model(), _objective(), client_lr=0.1,
+      central_batch_size=4, client_steps=_K, seed=_SEED,
+      examples_per_client=3, client_batch_size=2)
+
+
+class RegistryTest(parameterized.TestCase):
+
+  def test_names(self):
+    self.assertEqual(registry.NAMES,
+                     ('fedavg', 'parallel_training', 'one_way_gt',
+                      'two_way_gt', 'example_transfer'))
+    for name in registry.NAMES:
+      algorithm = registry.get(name)
+      self.assertEqual(algorithm.name, name)
+      self.assertNotEmpty(algorithm.label)
+      self.assertTrue(callable(algorithm.builder))
+    self.assertCountEqual(_DIRECT, registry.NAMES)
+
+  def test_unknown_name_lists_the_names(self):
+    with self.assertRaisesRegex(ValueError, 'fedprox.*parallel_training'):
+      registry.get('fedprox')
+    with self.assertRaisesRegex(ValueError, 'one_way_gt'):
+      registry.build('fedprox', tu.linear_model(), client_lr=0.1)
+
+  def test_unknown_hyperparameter_raises(self):
+    with self.assertRaisesRegex(TypeError, 'central_batchsize'):
+      registry.build(registry.ONE_WAY_GT, tu.linear_model(), _objective(),
+                     client_lr=0.1, central_batchsize=4)
+
+  def test_mixed_algorithm_needs_a_central_objective(self):
+    with self.assertRaisesRegex(ValueError, 'central_objective'):
+      registry.build(registry.PARALLEL_TRAINING, tu.linear_model(),
+                     client_lr=0.1, central_batch_size=4, client_steps=_K)
+
+  def test_unweighted_aggregator_builds_unweighted_fed_avg(self):
+    process = registry.build(
+        registry.FEDAVG, tu.linear_model(), client_lr=0.1,
+        model_aggregator=tff.aggregators.UnweightedMeanFactory())
+    expected = tff.learning.algorithms.build_unweighted_fed_avg(
+        tu.linear_model(), client_optimizer_fn=tu.sgd(0.1),
+        server_optimizer_fn=tu.sgd(1.0),
+        model_aggregator=tff.aggregators.UnweightedMeanFactory())
+    self.assertEqual(str(process.next.type_signature),
+                     str(expected.next.type_signature))
+
+  @parameterized.parameters(*registry.NAMES)
+  def test_builds_what_the_builder_builds(self, name):
+    process, expected = _registered(name), _DIRECT[name]()
+    for function in ('initialize', 'next'):
+      self.assertEqual(
+          str(getattr(process, function).type_signature),
+          str(getattr(expected, function).type_signature))
+    state, expected_state = process.initialize(), expected.initialize()
+    if hasattr(process, 'get_hparams'):
+      self.assertEqual(str(process.get_hparams(state)),
+                       str(expected.get_hparams(expected_state)))
+    data = tu.to_datasets(tu.client_arrays(), batch_size=2)
+    if name == registry.FEDAVG:
+      data = [d.repeat().take(_K) for d in data]
+    weights = tu.trainable(process, process.next(state, data).state)
+    expected_weights = tu.trainable(
+        expected, expected.next(expected_state, data).state)
+    # The same numbers: one round from the same state on the same data.
+    for w, e in zip(weights, expected_weights):
+      self.assertEqual(w.tolist(), e.tolist())
+
+
+if __name__ == '__main__':
+  absltest.main()
