@@ -40,15 +40,18 @@ from collections.abc import Sequence
 import functools
 import sys
 
-# First: quiets TensorFlow's C++ logs before TensorFlow loads (see cli.py).
-from experiments import cli  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ logs before TensorFlow loads.
+# pylint: disable=g-bad-import-order,unused-import
+from experiments import tf_log_level
+# pylint: enable=unused-import
+from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 from absl import logging
 
 from experiments.hybrid_async import hybrid_async_lib
-from experiments.label_imbalance import label_imbalance_lib
 import tff_mixed
+from tff_mixed.experiment import results as results_lib
 
 _LIB = hybrid_async_lib
 _DEFAULTS = _LIB.Config()
@@ -135,7 +138,7 @@ _RESULTS_MARKDOWN = flags.DEFINE_string(
     'results_markdown', '', 'If set, also write this run\'s section of a '
     'Markdown report, e.g. RESULTS.md.')
 _RESULTS_SECTION, _RESULTS_NOTE = (
-    label_imbalance_lib.define_results_section_flags(RESULTS_SECTION))
+    results_lib.define_results_section_flags(RESULTS_SECTION))
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,13 +218,13 @@ def main(argv: Sequence[str]) -> None:
       settings=settings)
   print(result.table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:
-    label_imbalance_lib.write_results_section(
+    results_lib.write_results_section(
         _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
         _LIB.results_markdown(
             result, 'python -m experiments.hybrid_async.hybrid_async_main '
             + ' '.join(sys.argv[1:]),
-            label_imbalance_lib.machine_description(),
-            label_imbalance_lib.utc_now()),
+            results_lib.machine_description(),
+            results_lib.utc_now()),
         note=_RESULTS_NOTE.value, after=RESULTS_SECTION)
   for kind, path in result.files.items():
     logging.info('Wrote %s: %s', kind, path)
