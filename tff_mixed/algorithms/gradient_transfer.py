@@ -32,8 +32,26 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import central_work
+from tff_mixed.core import client_work
 from tff_mixed.core import embedding_select
+from tff_mixed.core import finalizer
 from tff_mixed.core import validation
+
+# 2-way GT's augmenting central gradient g~_c (`augmenting_central_gradient`).
+PREVIOUS_ROUND_MEAN = 'previous_round_mean'
+FRESH = 'fresh'
+AUGMENTING_CENTRAL_GRADIENTS = (PREVIOUS_ROUND_MEAN, FRESH)
+
+
+def _client_config(client_weighting, client_steps, w_f, w_c,
+                   with_diagnostics) -> client_work.ClientWorkConfig:
+  """Every local step adds `w_c g~_c` (both gradient transfers)."""
+  return client_work.ClientWorkConfig(
+      weighting=client_weighting, num_steps=client_steps,
+      federated_weight=w_f, central_weight=w_c,
+      use_augmenting_gradient=True, transfer_batch_size=None,
+      with_probe_gradient=with_diagnostics)
 
 
 def build_one_way_gradient_transfer(
@@ -97,7 +115,10 @@ def build_one_way_gradient_transfer(
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
       A client applies `w_c g~_c` only to the rows it holds, and the table's
       update is the cohort's weighted mean of the client deltas, so a round
-      equals the dense one only when every client holds every row.
+      equals the dense one only when every client holds every row. This
+      argument only chooses the process's distributor
+      (`core/distributors.py`, `build_select_distributor`) and its
+      scatter-back aggregator.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -106,25 +127,37 @@ def build_one_way_gradient_transfer(
     TypeError: If an argument has the wrong type.
     ValueError: If a value is out of range or f_c does not fit the model.
   """
-  return _common.assemble(
-      model=model,
-      central_objective=central_objective,
+  server_optimizer, aggregator_factory = _common.check_process_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, federated_weight=federated_weight,
+      central_weight=central_weight, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm)
+  _common.check_central_args(model, central_objective, seed=seed,
+                             central_batch_size=central_batch_size)
+  _common.check_selection(embedding_selection, model, model_aggregator,
+                          with_diagnostics)
+  w_f, w_c = float(federated_weight), float(central_weight)
+  # Server: g~_c(x^(t)) before the broadcast, no central steps.
+  central = central_work.build_central_work(
+      model, central_objective, None, central_work.CentralConfig(
+          central_steps=0, batch_size=central_batch_size, seed=seed,
+          clip_norm=central_clip_norm, federated_weight=w_f,
+          central_weight=w_c, gradient_at_x=True,
+          with_diagnostics=with_diagnostics))
+  return _common.compose(
+      model,
+      distribution=_common.model_distribution(
+          model, embedding_selection, aggregator_factory,
+          client_steps=client_steps, with_gradient=True),
+      client_config=_client_config(client_weighting, client_steps, w_f, w_c,
+                                   with_diagnostics),
       client_optimizer=client_optimizer,
+      central=central,
+      finalizer_config=finalizer.FinalizerConfig(w_f, w_c),
       server_optimizer=server_optimizer,
-      federated_weight=federated_weight,
-      central_weight=central_weight,
-      central_batch_size=central_batch_size,
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator,
-      central_clip_norm=central_clip_norm,
-      seed=seed,
-      with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection,
-      send_central_gradient=True,
-  )
-
+      metrics_aggregator=metrics_aggregator)
 
 def build_two_way_gradient_transfer(
     model: tff.learning.models.FunctionalModel,
@@ -148,7 +181,7 @@ def build_two_way_gradient_transfer(
     with_diagnostics: bool = False,
     embedding_selection: Optional[
         embedding_select.EmbeddingSelection] = None,
-    augmenting_central_gradient: str = _common.PREVIOUS_ROUND_MEAN,
+    augmenting_central_gradient: str = PREVIOUS_ROUND_MEAN,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a 2-way Gradient Transfer `tff.learning.templates.LearningProcess`.
 
@@ -229,6 +262,9 @@ def build_two_way_gradient_transfer(
       client only its rows of the embedding table (and of g~_c) with
       `tff.federated_select`, and scatter its row updates back, instead of
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
+      This argument only chooses the process's distributor
+      (`core/distributors.py`, `build_select_distributor`) and its
+      scatter-back aggregator.
     augmenting_central_gradient: `'previous_round_mean'` (Algorithm 1) or
       `'fresh'`, as described above.
 
@@ -245,26 +281,53 @@ def build_two_way_gradient_transfer(
   if central_steps is None:
     central_steps = client_steps
   validation.check_positive_int('central_steps', central_steps)
-  return _common.assemble(
-      model=model,
-      central_objective=central_objective,
-      client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer,
-      central_optimizer=central_optimizer,
-      merge_optimizer=merge_optimizer,
-      federated_weight=federated_weight,
-      central_weight=central_weight,
-      central_steps=central_steps,
+  server_optimizer, aggregator_factory = _common.check_process_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, federated_weight=federated_weight,
+      central_weight=central_weight, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm,
+      two_way=True)
+  merge_optimizer = _common.check_central_args(
+      model, central_objective, seed=seed,
       central_batch_size=central_batch_size,
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator,
-      central_clip_norm=central_clip_norm,
-      seed=seed,
-      with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection,
-      send_central_gradient=True,
-      two_way=True,
-      augmenting_central_gradient=augmenting_central_gradient,
-  )
+      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer)
+  _common.check_selection(embedding_selection, model, model_aggregator,
+                          with_diagnostics)
+  if augmenting_central_gradient not in AUGMENTING_CENTRAL_GRADIENTS:
+    raise ValueError('`augmenting_central_gradient` must be one of '
+                     f'{AUGMENTING_CENTRAL_GRADIENTS}, got '
+                     f'{augmenting_central_gradient!r}.')
+  carry = augmenting_central_gradient == PREVIOUS_ROUND_MEAN
+  # g~_f is recovered as -delta / (eta K): plain SGD with a known eta.
+  client_learning_rate = validation.plain_sgd_learning_rate(
+      'client_optimizer', client_optimizer, model)
+  w_f, w_c = float(federated_weight), float(central_weight)
+  central = central_work.build_central_work(
+      model, central_objective, central_optimizer, central_work.CentralConfig(
+          central_steps=central_steps, batch_size=central_batch_size,
+          seed=seed, clip_norm=central_clip_norm, federated_weight=w_f,
+          central_weight=w_c, augment_central_steps=True,
+          carry_central_gradient=carry, gradient_at_x=not carry,
+          with_diagnostics=with_diagnostics))
+  row_coverage = None
+  if embedding_selection is not None:
+    row_coverage = (embedding_selection.table_index,
+                    embedding_selection.num_rows)
+  return _common.compose(
+      model,
+      distribution=_common.model_distribution(
+          model, embedding_selection, aggregator_factory,
+          client_steps=client_steps, with_gradient=True),
+      client_config=_client_config(client_weighting, client_steps, w_f, w_c,
+                                   with_diagnostics),
+      client_optimizer=client_optimizer,
+      central=central,
+      finalizer_config=finalizer.FinalizerConfig(
+          w_f, w_c, recovery=finalizer.Recovery(client_learning_rate,
+                                                client_steps),
+          row_coverage=row_coverage),
+      server_optimizer=server_optimizer,
+      merge_optimizer=merge_optimizer,
+      metrics_aggregator=metrics_aggregator)

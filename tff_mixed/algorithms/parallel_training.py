@@ -25,7 +25,10 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import central_work
+from tff_mixed.core import client_work
 from tff_mixed.core import embedding_select
+from tff_mixed.core import finalizer
 from tff_mixed.core import validation
 
 
@@ -104,7 +107,9 @@ def build_parallel_training(
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
       The server then learns which rows each client needs (its
       `federated_select` keys); updates still arrive only aggregated. Not
-      combinable with `with_diagnostics`.
+      combinable with `with_diagnostics`. This argument only chooses the
+      process's distributor (`core/distributors.py`,
+      `build_select_distributor`) and its scatter-back aggregator.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -120,23 +125,41 @@ def build_parallel_training(
                        'None (it defaults to `client_steps`).')
     central_steps = client_steps
   validation.check_positive_int('central_steps', central_steps)
-  return _common.assemble(
-      model=model,
-      central_objective=central_objective,
-      client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer,
-      central_optimizer=central_optimizer,
-      merge_optimizer=merge_optimizer,
-      federated_weight=federated_weight,
-      central_weight=central_weight,
-      central_steps=central_steps,
+  server_optimizer, aggregator_factory = _common.check_process_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, federated_weight=federated_weight,
+      central_weight=central_weight, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm)
+  merge_optimizer = _common.check_central_args(
+      model, central_objective, seed=seed,
       central_batch_size=central_batch_size,
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator,
-      central_clip_norm=central_clip_norm,
-      seed=seed,
-      with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection,
-  )
+      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer)
+  _common.check_selection(embedding_selection, model, model_aggregator,
+                          with_diagnostics)
+  w_f, w_c = float(federated_weight), float(central_weight)
+  # Clients: plain FedAvg local training.
+  client_config = client_work.ClientWorkConfig(
+      weighting=client_weighting, num_steps=client_steps,
+      federated_weight=w_f, central_weight=w_c,
+      use_augmenting_gradient=False, transfer_batch_size=None,
+      with_probe_gradient=with_diagnostics)
+  # Server: K_c central steps from x^(t), merged with the FedAvg result.
+  central = central_work.build_central_work(
+      model, central_objective, central_optimizer, central_work.CentralConfig(
+          central_steps=central_steps, batch_size=central_batch_size,
+          seed=seed, clip_norm=central_clip_norm, federated_weight=w_f,
+          central_weight=w_c, with_diagnostics=with_diagnostics))
+  return _common.compose(
+      model,
+      distribution=_common.model_distribution(
+          model, embedding_selection, aggregator_factory,
+          client_steps=client_steps, with_gradient=False),
+      client_config=client_config,
+      client_optimizer=client_optimizer,
+      central=central,
+      finalizer_config=finalizer.FinalizerConfig(w_f, w_c),
+      server_optimizer=server_optimizer,
+      merge_optimizer=merge_optimizer,
+      metrics_aggregator=metrics_aggregator)
