@@ -25,7 +25,7 @@ and hands everything to `mixed_process.build_mixed_process`.
 """
 
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import tensorflow_federated as tff
 
@@ -194,3 +194,111 @@ def compose(
       model, components, metrics_aggregator=metrics_aggregator,
       initial_trainable_fn=initial_trainable_fn)
 
+
+
+class MixedArgs(NamedTuple):
+  """The checked arguments of a builder that evaluates f_c (PT, GT).
+
+  Attributes as the builders' arguments, with defaults filled in:
+  `server_optimizer` and `merge_optimizer` (with central steps; else `None`)
+  default to SGD with learning rate 1, `model_aggregator` is the weighted
+  factory, and the mixing weights are Python floats.
+  """
+
+  model: tff.learning.models.FunctionalModel
+  client_optimizer: tff.learning.optimizers.Optimizer
+  server_optimizer: tff.learning.optimizers.Optimizer
+  merge_optimizer: Optional[tff.learning.optimizers.Optimizer]
+  model_aggregator: tff.aggregators.WeightedAggregationFactory
+  metrics_aggregator: Optional[Callable[..., Any]]
+  federated_weight: float
+  central_weight: float
+  client_steps: Optional[int]
+  client_weighting: tff.learning.ClientWeighting
+  central_batch_size: int
+  central_clip_norm: Optional[float]
+  seed: int
+  with_diagnostics: bool
+  embedding_selection: Optional[embedding_select.EmbeddingSelection]
+
+  def central_config(self, **kwargs) -> central_work.CentralConfig:
+    """A `CentralConfig` from these arguments, and `kwargs` for the rest."""
+    return central_work.CentralConfig(
+        batch_size=self.central_batch_size, seed=self.seed,
+        clip_norm=self.central_clip_norm,
+        federated_weight=self.federated_weight,
+        central_weight=self.central_weight,
+        with_diagnostics=self.with_diagnostics, **kwargs)
+
+
+def check_mixed_args(*, model, central_objective, client_optimizer,
+                     server_optimizer, central_optimizer=None,
+                     merge_optimizer=None, central_batch_size,
+                     federated_weight, central_weight, client_steps,
+                     client_weighting, model_aggregator, metrics_aggregator,
+                     central_clip_norm, seed, with_diagnostics,
+                     embedding_selection, two_way=False) -> MixedArgs:
+  """The checks of the builders that evaluate f_c (PT, 1-way and 2-way GT).
+
+  In order: `check_process_args`, `check_central_args`, `check_selection`.
+  """
+  server_optimizer, aggregator_factory = check_process_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, federated_weight=federated_weight,
+      central_weight=central_weight, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm,
+      two_way=two_way)
+  merge_optimizer = check_central_args(
+      model, central_objective, seed=seed,
+      central_batch_size=central_batch_size,
+      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer)
+  check_selection(embedding_selection, model, model_aggregator,
+                  with_diagnostics)
+  return MixedArgs(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, merge_optimizer=merge_optimizer,
+      model_aggregator=aggregator_factory,
+      metrics_aggregator=metrics_aggregator,
+      federated_weight=float(federated_weight),
+      central_weight=float(central_weight), client_steps=client_steps,
+      client_weighting=client_weighting,
+      central_batch_size=central_batch_size,
+      central_clip_norm=central_clip_norm, seed=seed,
+      with_diagnostics=with_diagnostics,
+      embedding_selection=embedding_selection)
+
+
+def compose_mixed(
+    args: MixedArgs,
+    *,
+    send_central_gradient: bool,
+    central: central_work.CentralWork,
+    finalizer_config: Optional[finalizer.FinalizerConfig] = None,
+) -> tff.learning.templates.LearningProcess:
+  """`compose` for PT and GT: x^(t) [and g~_c] to clients, K local steps.
+
+  With `send_central_gradient` the distributor sends g~_c and every local
+  step adds `w_c g~_c`. `finalizer_config` defaults to SERVEROPTIMIZER (and
+  the merge, with central steps) without recovery of g~_f.
+  """
+  w_f, w_c = args.federated_weight, args.central_weight
+  return compose(
+      args.model,
+      distribution=model_distribution(
+          args.model, args.embedding_selection, args.model_aggregator,
+          client_steps=args.client_steps, with_gradient=send_central_gradient),
+      client_config=client_work.ClientWorkConfig(
+          weighting=args.client_weighting, num_steps=args.client_steps,
+          federated_weight=w_f, central_weight=w_c,
+          use_augmenting_gradient=send_central_gradient,
+          transfer_batch_size=None,
+          with_probe_gradient=args.with_diagnostics),
+      client_optimizer=args.client_optimizer,
+      central=central,
+      finalizer_config=(finalizer_config
+                        or finalizer.FinalizerConfig(w_f, w_c)),
+      server_optimizer=args.server_optimizer,
+      merge_optimizer=args.merge_optimizer,
+      metrics_aggregator=args.metrics_aggregator)

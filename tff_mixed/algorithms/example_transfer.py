@@ -22,7 +22,10 @@ gets its own random alpha-portion of G, once; beta = |G| / |D|).
 
 Both send each client only its own examples, by `tff.federated_select` with
 indices the client draws from a fingerprint of its data, the seed and (Example
-Transfer) the round (`tff_mixed/core/transfer_select.py`).
+Transfer) the round: the transfer distributor
+(`tff_mixed/core/distributors.py`, `build_transfer_distributor`, over
+`transfer_select.py`), whose examples the client work merges into the local
+data.
 
 Both need the central examples themselves on clients, which real FL
 deployments usually forbid; they are here as reference points.

@@ -23,6 +23,13 @@ Both weight the two gradients by the mixing weights: a client step uses
 with the client batch standing in for f_f (the paper subsumes the weights into
 the losses). With `w_c = 0` this is FedAvg, and with K = 1 1-way GT makes the
 same step as Parallel Training.
+
+Components: a distributor of x^(t) and g~_c, client work adding `w_c g~_c`
+to each step, the model aggregator's mean (or the scatter-back). 1-way GT's
+central work computes g~_c at x^(t) and its finalizer applies only
+SERVEROPTIMIZER; 2-way GT's central work takes K_c steps with `w_f g~_f` (and
+computes g~_c at x^(t) only with the 'fresh' option) and its finalizer
+merges, recovers g~_f and keeps g~_c.
 """
 
 from collections.abc import Callable
@@ -33,7 +40,6 @@ import tensorflow_federated as tff
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
-from tff_mixed.core import client_work
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
 from tff_mixed.core import validation
@@ -42,16 +48,6 @@ from tff_mixed.core import validation
 PREVIOUS_ROUND_MEAN = 'previous_round_mean'
 FRESH = 'fresh'
 AUGMENTING_CENTRAL_GRADIENTS = (PREVIOUS_ROUND_MEAN, FRESH)
-
-
-def _client_config(client_weighting, client_steps, w_f, w_c,
-                   with_diagnostics) -> client_work.ClientWorkConfig:
-  """Every local step adds `w_c g~_c` (both gradient transfers)."""
-  return client_work.ClientWorkConfig(
-      weighting=client_weighting, num_steps=client_steps,
-      federated_weight=w_f, central_weight=w_c,
-      use_augmenting_gradient=True, transfer_batch_size=None,
-      with_probe_gradient=with_diagnostics)
 
 
 def build_one_way_gradient_transfer(
@@ -127,37 +123,23 @@ def build_one_way_gradient_transfer(
     TypeError: If an argument has the wrong type.
     ValueError: If a value is out of range or f_c does not fit the model.
   """
-  server_optimizer, aggregator_factory = _common.check_process_args(
-      model=model, client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer, federated_weight=federated_weight,
+  args = _common.check_mixed_args(
+      model=model, central_objective=central_objective,
+      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+      central_batch_size=central_batch_size, federated_weight=federated_weight,
       central_weight=central_weight, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator, seed=seed,
-      with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm)
-  _common.check_central_args(model, central_objective, seed=seed,
-                             central_batch_size=central_batch_size)
-  _common.check_selection(embedding_selection, model, model_aggregator,
-                          with_diagnostics)
-  w_f, w_c = float(federated_weight), float(central_weight)
+      metrics_aggregator=metrics_aggregator,
+      central_clip_norm=central_clip_norm, seed=seed,
+      with_diagnostics=with_diagnostics,
+      embedding_selection=embedding_selection)
   # Server: g~_c(x^(t)) before the broadcast, no central steps.
   central = central_work.build_central_work(
-      model, central_objective, None, central_work.CentralConfig(
-          central_steps=0, batch_size=central_batch_size, seed=seed,
-          clip_norm=central_clip_norm, federated_weight=w_f,
-          central_weight=w_c, gradient_at_x=True,
-          with_diagnostics=with_diagnostics))
-  return _common.compose(
-      model,
-      distribution=_common.model_distribution(
-          model, embedding_selection, aggregator_factory,
-          client_steps=client_steps, with_gradient=True),
-      client_config=_client_config(client_weighting, client_steps, w_f, w_c,
-                                   with_diagnostics),
-      client_optimizer=client_optimizer,
-      central=central,
-      finalizer_config=finalizer.FinalizerConfig(w_f, w_c),
-      server_optimizer=server_optimizer,
-      metrics_aggregator=metrics_aggregator)
+      model, central_objective, None,
+      args.central_config(central_steps=0, gradient_at_x=True))
+  return _common.compose_mixed(args, send_central_gradient=True,
+                               central=central)
+
 
 def build_two_way_gradient_transfer(
     model: tff.learning.models.FunctionalModel,
@@ -281,53 +263,36 @@ def build_two_way_gradient_transfer(
   if central_steps is None:
     central_steps = client_steps
   validation.check_positive_int('central_steps', central_steps)
-  server_optimizer, aggregator_factory = _common.check_process_args(
-      model=model, client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer, federated_weight=federated_weight,
+  args = _common.check_mixed_args(
+      model=model, central_objective=central_objective,
+      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer,
+      central_batch_size=central_batch_size, federated_weight=federated_weight,
       central_weight=central_weight, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator, seed=seed,
-      with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm,
-      two_way=True)
-  merge_optimizer = _common.check_central_args(
-      model, central_objective, seed=seed,
-      central_batch_size=central_batch_size,
-      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer)
-  _common.check_selection(embedding_selection, model, model_aggregator,
-                          with_diagnostics)
+      metrics_aggregator=metrics_aggregator,
+      central_clip_norm=central_clip_norm, seed=seed,
+      with_diagnostics=with_diagnostics,
+      embedding_selection=embedding_selection, two_way=True)
   if augmenting_central_gradient not in AUGMENTING_CENTRAL_GRADIENTS:
     raise ValueError('`augmenting_central_gradient` must be one of '
                      f'{AUGMENTING_CENTRAL_GRADIENTS}, got '
                      f'{augmenting_central_gradient!r}.')
   carry = augmenting_central_gradient == PREVIOUS_ROUND_MEAN
   # g~_f is recovered as -delta / (eta K): plain SGD with a known eta.
-  client_learning_rate = validation.plain_sgd_learning_rate(
-      'client_optimizer', client_optimizer, model)
-  w_f, w_c = float(federated_weight), float(central_weight)
+  recovery = finalizer.Recovery(
+      validation.plain_sgd_learning_rate('client_optimizer', client_optimizer,
+                                         model), client_steps)
   central = central_work.build_central_work(
-      model, central_objective, central_optimizer, central_work.CentralConfig(
-          central_steps=central_steps, batch_size=central_batch_size,
-          seed=seed, clip_norm=central_clip_norm, federated_weight=w_f,
-          central_weight=w_c, augment_central_steps=True,
-          carry_central_gradient=carry, gradient_at_x=not carry,
-          with_diagnostics=with_diagnostics))
+      model, central_objective, central_optimizer, args.central_config(
+          central_steps=central_steps, augment_central_steps=True,
+          carry_central_gradient=carry, gradient_at_x=not carry))
   row_coverage = None
   if embedding_selection is not None:
     row_coverage = (embedding_selection.table_index,
                     embedding_selection.num_rows)
-  return _common.compose(
-      model,
-      distribution=_common.model_distribution(
-          model, embedding_selection, aggregator_factory,
-          client_steps=client_steps, with_gradient=True),
-      client_config=_client_config(client_weighting, client_steps, w_f, w_c,
-                                   with_diagnostics),
-      client_optimizer=client_optimizer,
-      central=central,
+  return _common.compose_mixed(
+      args, send_central_gradient=True, central=central,
       finalizer_config=finalizer.FinalizerConfig(
-          w_f, w_c, recovery=finalizer.Recovery(client_learning_rate,
-                                                client_steps),
-          row_coverage=row_coverage),
-      server_optimizer=server_optimizer,
-      merge_optimizer=merge_optimizer,
-      metrics_aggregator=metrics_aggregator)
+          args.federated_weight, args.central_weight, recovery=recovery,
+          row_coverage=row_coverage))

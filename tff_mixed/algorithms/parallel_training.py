@@ -16,6 +16,10 @@
 Augenstein et al., "Mixed Federated Learning: Joint Decentralized and
 Centralized Learning", arXiv:2205.13655, Algorithm 1 (green steps); first
 proposed as "synchronous parallel training" in arXiv:2111.12150, Algorithm 2.
+
+Components: the broadcast (or `federated_select`) distributor of x^(t),
+plain FedAvg client work, the model aggregator's mean (or the scatter-back),
+central work with K_c steps, and a finalizer that merges x_f and x_c.
 """
 
 from collections.abc import Callable
@@ -26,9 +30,7 @@ import tensorflow_federated as tff
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
-from tff_mixed.core import client_work
 from tff_mixed.core import embedding_select
-from tff_mixed.core import finalizer
 from tff_mixed.core import validation
 
 
@@ -125,41 +127,21 @@ def build_parallel_training(
                        'None (it defaults to `client_steps`).')
     central_steps = client_steps
   validation.check_positive_int('central_steps', central_steps)
-  server_optimizer, aggregator_factory = _common.check_process_args(
-      model=model, client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer, federated_weight=federated_weight,
+  args = _common.check_mixed_args(
+      model=model, central_objective=central_objective,
+      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer,
+      central_batch_size=central_batch_size, federated_weight=federated_weight,
       central_weight=central_weight, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator, seed=seed,
-      with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm)
-  merge_optimizer = _common.check_central_args(
-      model, central_objective, seed=seed,
-      central_batch_size=central_batch_size,
-      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer)
-  _common.check_selection(embedding_selection, model, model_aggregator,
-                          with_diagnostics)
-  w_f, w_c = float(federated_weight), float(central_weight)
-  # Clients: plain FedAvg local training.
-  client_config = client_work.ClientWorkConfig(
-      weighting=client_weighting, num_steps=client_steps,
-      federated_weight=w_f, central_weight=w_c,
-      use_augmenting_gradient=False, transfer_batch_size=None,
-      with_probe_gradient=with_diagnostics)
+      metrics_aggregator=metrics_aggregator,
+      central_clip_norm=central_clip_norm, seed=seed,
+      with_diagnostics=with_diagnostics,
+      embedding_selection=embedding_selection)
   # Server: K_c central steps from x^(t), merged with the FedAvg result.
   central = central_work.build_central_work(
-      model, central_objective, central_optimizer, central_work.CentralConfig(
-          central_steps=central_steps, batch_size=central_batch_size,
-          seed=seed, clip_norm=central_clip_norm, federated_weight=w_f,
-          central_weight=w_c, with_diagnostics=with_diagnostics))
-  return _common.compose(
-      model,
-      distribution=_common.model_distribution(
-          model, embedding_selection, aggregator_factory,
-          client_steps=client_steps, with_gradient=False),
-      client_config=client_config,
-      client_optimizer=client_optimizer,
-      central=central,
-      finalizer_config=finalizer.FinalizerConfig(w_f, w_c),
-      server_optimizer=server_optimizer,
-      merge_optimizer=merge_optimizer,
-      metrics_aggregator=metrics_aggregator)
+      model, central_objective, central_optimizer,
+      args.central_config(central_steps=central_steps))
+  # Clients: plain FedAvg local training.
+  return _common.compose_mixed(args, send_central_gradient=False,
+                               central=central)
