@@ -260,8 +260,10 @@ def build_central_work(
   gradient_at_x = None
   if config.gradient_at_x:
     gradient_at_x = _build_gradient_at_x(gradient_fn, weights_type)
-  trainable_or_empty = lambda present: (  # pylint: disable=g-long-lambda
-      weights_type.trainable if present else tff.to_type(()))
+
+  def trainable_or_empty(present):
+    return weights_type.trainable if present else tff.to_type(())
+
   input_type = tff.to_type(collections.OrderedDict(
       weights=weights_type,
       round_num=tff.TensorType(np.int32),

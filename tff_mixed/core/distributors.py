@@ -182,7 +182,7 @@ def build_select_distributor(
     with_gradient: bool,
     client_steps: Optional[int],
 ) -> Distributor:
-  """Embedding rows (and rows of g~_c) by `federated_select`, the rest broadcast.
+  """Embedding rows (and rows of g~_c) by `federated_select`, others broadcast.
 
   The server-side splits are `(ModelWeights -> <table, ModelWeights without
   it>)` and `(trainable -> <table rows, the rest>)`; the client computes its
