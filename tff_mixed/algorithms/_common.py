@@ -11,58 +11,62 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Shared assembly of the public builders: validation, defaults, wiring."""
+"""What every algorithm builder shares: argument checks and the composition.
+
+The public builders (`parallel_training.py`, `gradient_transfer.py`,
+`example_transfer.py`) each choose a process's components
+(`tff_mixed/core/mixed_process.py`: a distributor, client work, an
+aggregator, central work and a finalizer; arXiv:2205.13655, Algorithms 1-2).
+This module holds the checks of the arguments they have in common, each
+naming the argument it refuses, the choice of distributor and aggregator
+(broadcast and the model aggregator, or `federated_select` and its
+scatter-back), and `compose`, which builds the client work and the finalizer
+and hands everything to `mixed_process.build_mixed_process`.
+"""
 
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import tensorflow_federated as tff
 
-from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import aggregators
+from tff_mixed.core import central_work
+from tff_mixed.core import client_work
+from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select
+from tff_mixed.core import finalizer
 from tff_mixed.core import mixed_process
-from tff_mixed.core import server_update
+from tff_mixed.core import model_types
 from tff_mixed.core import validation
 
 DEFAULT_SERVER_LEARNING_RATE = 1.0
 DEFAULT_MERGE_LEARNING_RATE = 1.0
 
-# 2-way GT's augmenting central gradient g~_c (`augmenting_central_gradient`).
-PREVIOUS_ROUND_MEAN = 'previous_round_mean'
-FRESH = 'fresh'
-AUGMENTING_CENTRAL_GRADIENTS = (PREVIOUS_ROUND_MEAN, FRESH)
 
-
-def assemble(
+def check_process_args(
     *,
-    model: tff.learning.models.FunctionalModel,
-    central_objective: Optional[central_lib.CentralObjective],
-    client_optimizer: tff.learning.optimizers.Optimizer,
-    server_optimizer: Optional[tff.learning.optimizers.Optimizer],
-    central_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
-    merge_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
-    federated_weight: float,
-    central_weight: float,
-    central_steps: int = 0,
-    central_batch_size: Optional[int] = None,
-    client_steps: Optional[int],
-    client_weighting: tff.learning.ClientWeighting,
-    model_aggregator: Optional[tff.aggregators.AggregationFactory],
-    metrics_aggregator: Optional[Callable[..., Any]],
-    central_clip_norm: Optional[float] = None,
-    seed: int,
-    with_diagnostics: bool = False,
-    send_central_gradient: bool = False,
+    model: Any,
+    client_optimizer: Any,
+    server_optimizer: Any,
+    federated_weight: Any,
+    central_weight: Any,
+    client_steps: Any,
+    client_weighting: Any,
+    model_aggregator: Any,
+    metrics_aggregator: Any,
+    seed: Any,
+    with_diagnostics: Any = False,
+    central_clip_norm: Any = None,
     two_way: bool = False,
-    augmenting_central_gradient: str = FRESH,
-    transfer_examples: int = 0,
-    resample_transfer_each_round: bool = True,
-    transfer_batch_size: Optional[int] = None,
-    initial_trainable_fn: Optional[Callable[..., Any]] = None,
-    embedding_selection: Optional[
-        embedding_select.EmbeddingSelection] = None,
-) -> tff.learning.templates.LearningProcess:
-  """Validates the arguments common to all algorithms and wires the process."""
+) -> tuple[tff.learning.optimizers.Optimizer,
+           tff.aggregators.WeightedAggregationFactory]:
+  """Checks the arguments every builder takes.
+
+  Returns:
+    `(server_optimizer, model_aggregator)` with their defaults (SGD with
+    learning rate 1; `tff.aggregators.MeanFactory()`), the aggregator made
+    weighted.
+  """
   validation.check_model(model)
   validation.check_optimizer('client_optimizer', client_optimizer)
   validation.check_learning_rate('client_optimizer', client_optimizer, model)
@@ -75,7 +79,6 @@ def assemble(
                                   require_positive_federated=two_way)
   validation.check_positive_int('client_steps', client_steps, allow_none=True)
   validation.check_client_weighting(client_weighting)
-  requested_aggregator = model_aggregator
   if model_aggregator is None:
     model_aggregator = tff.aggregators.MeanFactory()
   model_aggregator = validation.weighted_aggregator(model_aggregator)
@@ -87,89 +90,215 @@ def assemble(
   if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
     raise ValueError(f'`seed` must be a non-negative int, got {seed!r}.')
   if not isinstance(with_diagnostics, bool):
-    raise TypeError(f'`with_diagnostics` must be a bool, got {with_diagnostics!r}.')
+    raise TypeError(
+        f'`with_diagnostics` must be a bool, got {with_diagnostics!r}.')
+  return server_optimizer, model_aggregator
 
-  uses_objective = (central_steps > 0 or send_central_gradient
-                    or transfer_examples > 0)
-  if uses_objective or with_diagnostics:
-    validation.check_objective(central_objective, model,
-                               require_data=transfer_examples > 0, seed=seed)
-  if central_steps > 0 or send_central_gradient or with_diagnostics:
-    validation.check_positive_int('central_batch_size', central_batch_size)
-  if central_steps > 0:
-    validation.check_optimizer('central_optimizer', central_optimizer)
-    validation.check_learning_rate('central_optimizer', central_optimizer,
-                                   model)
-    if merge_optimizer is None:
-      merge_optimizer = tff.learning.optimizers.build_sgdm(
-          learning_rate=DEFAULT_MERGE_LEARNING_RATE)
-    validation.check_optimizer('merge_optimizer', merge_optimizer)
-    validation.check_learning_rate('merge_optimizer', merge_optimizer, model)
 
-  if embedding_selection is not None:
-    validation.check_embedding_selection(embedding_selection, model)
-    if with_diagnostics or transfer_examples > 0:
-      raise ValueError('`embedding_selection` does not support '
-                       '`with_diagnostics` or transferred examples.')
-    validation.check_no_selection_aggregator(requested_aggregator)
+def check_central_args(
+    model: tff.learning.models.FunctionalModel,
+    central_objective: Any,
+    *,
+    seed: int,
+    central_batch_size: Any,
+    central_optimizer: Any = None,
+    merge_optimizer: Any = None,
+) -> Optional[tff.learning.optimizers.Optimizer]:
+  """Checks f_c and its batch size, and the optimizers of central steps.
 
-  if augmenting_central_gradient not in AUGMENTING_CENTRAL_GRADIENTS:
-    raise ValueError('`augmenting_central_gradient` must be one of '
-                     f'{AUGMENTING_CENTRAL_GRADIENTS}, got '
-                     f'{augmenting_central_gradient!r}.')
-  carry_central_gradient = augmenting_central_gradient == PREVIOUS_ROUND_MEAN
-  if carry_central_gradient and not (two_way and send_central_gradient):
-    raise ValueError(
-        f'`augmenting_central_gradient={PREVIOUS_ROUND_MEAN!r}` needs 2-way '
-        'gradient transfer: g~_c is the mean of its central gradients.')
+  The optimizers are checked only with a `central_optimizer` (Parallel
+  Training, 2-way GT).
 
-  client_learning_rate = None
-  if two_way:
-    client_learning_rate = validation.plain_sgd_learning_rate(
-        'client_optimizer', client_optimizer, model)
-    if client_steps is None:
-      raise ValueError(
-          '`client_steps` must be set for 2-way gradient transfer: the '
-          'federated gradient is recovered as -delta / (eta * K), so every '
-          'client must take the same known number of steps K.')
+  Returns:
+    MERGEOPTIMIZER with its default (SGD with learning rate 1) when there
+    are central steps, else `None`.
+  """
+  validation.check_objective(central_objective, model, seed=seed)
+  validation.check_positive_int('central_batch_size', central_batch_size)
+  if central_optimizer is None:
+    return None
+  validation.check_optimizer('central_optimizer', central_optimizer)
+  validation.check_learning_rate('central_optimizer', central_optimizer,
+                                 model)
+  if merge_optimizer is None:
+    merge_optimizer = tff.learning.optimizers.build_sgdm(
+        learning_rate=DEFAULT_MERGE_LEARNING_RATE)
+  validation.check_optimizer('merge_optimizer', merge_optimizer)
+  validation.check_learning_rate('merge_optimizer', merge_optimizer, model)
+  return merge_optimizer
 
-  config = mixed_process.ProcessConfig(
-      objective=central_objective if (uses_objective or with_diagnostics)
-      else None,
-      server=server_update.ServerUpdateConfig(
-          central_steps=central_steps,
-          central_batch_size=central_batch_size or 1,
-          federated_weight=float(federated_weight),
-          central_weight=float(central_weight),
-          central_clip_norm=central_clip_norm,
-          augment_central_steps=two_way,
-          recover_federated_gradient=two_way,
-          client_learning_rate=client_learning_rate,
-          client_steps=client_steps,
-          seed=seed,
-          with_diagnostics=with_diagnostics,
-          # Else f_c(x^(t)) comes with the g~_c computed before the
-          # broadcast.
-          report_central_loss=(carry_central_gradient
-                               or not send_central_gradient),
-          carry_central_gradient=carry_central_gradient,
-      ),
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      send_central_gradient=send_central_gradient,
-      transfer_examples=transfer_examples,
-      resample_transfer_each_round=resample_transfer_each_round,
-      transfer_batch_size=transfer_batch_size,
-      initial_trainable_fn=initial_trainable_fn,
-      selection=embedding_selection,
+
+def check_selection(selection: Any, model, requested_aggregator: Any,
+                    with_diagnostics: bool) -> None:
+  """Checks `embedding_selection` (if given) and what it excludes."""
+  if selection is None:
+    return
+  validation.check_embedding_selection(selection, model)
+  if with_diagnostics:
+    raise ValueError('`embedding_selection` does not support '
+                     '`with_diagnostics` or transferred examples.')
+  validation.check_no_selection_aggregator(requested_aggregator)
+
+
+def model_distribution(
+    model: tff.learning.models.FunctionalModel,
+    selection: Optional[embedding_select.EmbeddingSelection],
+    model_aggregator: tff.aggregators.WeightedAggregationFactory,
+    *,
+    client_steps: Optional[int],
+    with_gradient: bool,
+) -> tuple[distributors.Distributor, aggregators.Aggregator]:
+  """The distributor of x^(t) (and g~_c) and the matching aggregator.
+
+  `embedding_selection=None`: broadcast, and `model_aggregator`'s weighted
+  mean. Otherwise the table (and g~_c's table part) by `federated_select`,
+  and the scatter-back.
+  """
+  trainable_type = model_types.weights_type(model).trainable
+  if selection is None:
+    return (distributors.build_broadcast_distributor(model, with_gradient),
+            aggregators.build_mean_aggregator(model_aggregator,
+                                              trainable_type))
+  return (distributors.build_select_distributor(model, selection,
+                                                with_gradient, client_steps),
+          aggregators.build_scatter_back_aggregator(selection,
+                                                    trainable_type))
+
+
+def compose(
+    model: tff.learning.models.FunctionalModel,
+    *,
+    distribution: tuple[distributors.Distributor, aggregators.Aggregator],
+    client_config: client_work.ClientWorkConfig,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    central: central_work.CentralWork,
+    finalizer_config: finalizer.FinalizerConfig,
+    server_optimizer: tff.learning.optimizers.Optimizer,
+    merge_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
+    metrics_aggregator: Optional[Callable[..., Any]] = None,
+    initial_trainable_fn: Optional[Callable[..., Any]] = None,
+) -> tff.learning.templates.LearningProcess:
+  """Builds the client work and finalizer, and composes the process."""
+  distributor, aggregator = distribution
+  components = mixed_process.Components(
+      distributor=distributor,
+      client_work=client_work.build_client_work(
+          model, distributor, client_config, client_optimizer),
+      aggregator=aggregator,
+      central_work=central,
+      finalizer=finalizer.build_finalizer(
+          model, finalizer_config, central, server_optimizer,
+          merge_optimizer),
   )
   return mixed_process.build_mixed_process(
-      model,
-      config,
-      client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer,
-      central_optimizer=central_optimizer if central_steps > 0 else None,
-      merge_optimizer=merge_optimizer if central_steps > 0 else None,
-      model_aggregator=model_aggregator,
+      model, components, metrics_aggregator=metrics_aggregator,
+      initial_trainable_fn=initial_trainable_fn)
+
+
+
+class MixedArgs(NamedTuple):
+  """The checked arguments of a builder that evaluates f_c (PT, GT).
+
+  Attributes as the builders' arguments, with defaults filled in:
+  `server_optimizer` and `merge_optimizer` (with central steps; else `None`)
+  default to SGD with learning rate 1, `model_aggregator` is the weighted
+  factory, and the mixing weights are Python floats.
+  """
+
+  model: tff.learning.models.FunctionalModel
+  client_optimizer: tff.learning.optimizers.Optimizer
+  server_optimizer: tff.learning.optimizers.Optimizer
+  merge_optimizer: Optional[tff.learning.optimizers.Optimizer]
+  model_aggregator: tff.aggregators.WeightedAggregationFactory
+  metrics_aggregator: Optional[Callable[..., Any]]
+  federated_weight: float
+  central_weight: float
+  client_steps: Optional[int]
+  client_weighting: tff.learning.ClientWeighting
+  central_batch_size: int
+  central_clip_norm: Optional[float]
+  seed: int
+  with_diagnostics: bool
+  embedding_selection: Optional[embedding_select.EmbeddingSelection]
+
+  def central_config(self, **kwargs) -> central_work.CentralConfig:
+    """A `CentralConfig` from these arguments, and `kwargs` for the rest."""
+    return central_work.CentralConfig(
+        batch_size=self.central_batch_size, seed=self.seed,
+        clip_norm=self.central_clip_norm,
+        federated_weight=self.federated_weight,
+        central_weight=self.central_weight,
+        with_diagnostics=self.with_diagnostics, **kwargs)
+
+
+def check_mixed_args(*, model, central_objective, client_optimizer,
+                     server_optimizer, central_optimizer=None,
+                     merge_optimizer=None, central_batch_size,
+                     federated_weight, central_weight, client_steps,
+                     client_weighting, model_aggregator, metrics_aggregator,
+                     central_clip_norm, seed, with_diagnostics,
+                     embedding_selection, two_way=False) -> MixedArgs:
+  """The checks of the builders that evaluate f_c (PT, 1-way and 2-way GT).
+
+  In order: `check_process_args`, `check_central_args`, `check_selection`.
+  """
+  server_optimizer, aggregator_factory = check_process_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, federated_weight=federated_weight,
+      central_weight=central_weight, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm,
+      two_way=two_way)
+  merge_optimizer = check_central_args(
+      model, central_objective, seed=seed,
+      central_batch_size=central_batch_size,
+      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer)
+  check_selection(embedding_selection, model, model_aggregator,
+                  with_diagnostics)
+  return MixedArgs(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, merge_optimizer=merge_optimizer,
+      model_aggregator=aggregator_factory,
       metrics_aggregator=metrics_aggregator,
-  )
+      federated_weight=float(federated_weight),
+      central_weight=float(central_weight), client_steps=client_steps,
+      client_weighting=client_weighting,
+      central_batch_size=central_batch_size,
+      central_clip_norm=central_clip_norm, seed=seed,
+      with_diagnostics=with_diagnostics,
+      embedding_selection=embedding_selection)
+
+
+def compose_mixed(
+    args: MixedArgs,
+    *,
+    send_central_gradient: bool,
+    central: central_work.CentralWork,
+    finalizer_config: Optional[finalizer.FinalizerConfig] = None,
+) -> tff.learning.templates.LearningProcess:
+  """`compose` for PT and GT: x^(t) [and g~_c] to clients, K local steps.
+
+  With `send_central_gradient` the distributor sends g~_c and every local
+  step adds `w_c g~_c`. `finalizer_config` defaults to SERVEROPTIMIZER (and
+  the merge, with central steps) without recovery of g~_f.
+  """
+  w_f, w_c = args.federated_weight, args.central_weight
+  return compose(
+      args.model,
+      distribution=model_distribution(
+          args.model, args.embedding_selection, args.model_aggregator,
+          client_steps=args.client_steps, with_gradient=send_central_gradient),
+      client_config=client_work.ClientWorkConfig(
+          weighting=args.client_weighting, num_steps=args.client_steps,
+          federated_weight=w_f, central_weight=w_c,
+          use_augmenting_gradient=send_central_gradient,
+          transfer_batch_size=None,
+          with_probe_gradient=args.with_diagnostics),
+      client_optimizer=args.client_optimizer,
+      central=central,
+      finalizer_config=(finalizer_config
+                        or finalizer.FinalizerConfig(w_f, w_c)),
+      server_optimizer=args.server_optimizer,
+      merge_optimizer=args.merge_optimizer,
+      metrics_aggregator=args.metrics_aggregator)

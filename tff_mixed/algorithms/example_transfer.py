@@ -22,7 +22,10 @@ gets its own random alpha-portion of G, once; beta = |G| / |D|).
 
 Both send each client only its own examples, by `tff.federated_select` with
 indices the client draws from a fingerprint of its data, the seed and (Example
-Transfer) the round (`tff_mixed/core/transfer_select.py`).
+Transfer) the round: the transfer distributor
+(`tff_mixed/core/distributors.py`, `build_transfer_distributor`, over
+`transfer_select.py`), whose examples the client work merges into the local
+data.
 
 Both need the central examples themselves on clients, which real FL
 deployments usually forbid; they are here as reference points.
@@ -37,7 +40,64 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import central_work
+from tff_mixed.core import client_work
+from tff_mixed.core import distributors
+from tff_mixed.core import finalizer
+from tff_mixed.core import model_types
+from tff_mixed.core import transfer_select
 from tff_mixed.core import validation
+
+
+def _build_transfer_process(
+    model, central_objective, client_optimizer, server_optimizer, *,
+    examples_per_client, redraw_each_round, client_batch_size, client_steps,
+    client_weighting, model_aggregator, metrics_aggregator, seed,
+    initial_trainable_fn=None):
+  """FedAvg whose clients also train on their own central examples.
+
+  Components: the broadcast of x^(t) plus `federated_select` of each
+  client's examples (`distributors.build_transfer_distributor`), client work
+  on the merged data, the model aggregator's mean, no central work and
+  SERVEROPTIMIZER alone in the finalizer (w_f = 1, w_c = 0).
+  """
+  server_optimizer, aggregator_factory = _common.check_process_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, federated_weight=1.0,
+      central_weight=0.0, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator, seed=seed)
+  validation.check_objective(central_objective, model, require_data=True,
+                             seed=seed)
+  broadcast, aggregator = _common.model_distribution(
+      model, None, aggregator_factory, client_steps=client_steps,
+      with_gradient=False)
+  # Each client's own central examples (arXiv:2111.12150, Algorithm 3,
+  # line 3), not one broadcast sample for all.
+  transfer = transfer_select.build_transfer_computations(
+      central_objective, model_types.data_type(model),
+      examples_per_client=examples_per_client, seed=seed,
+      redraw_each_round=redraw_each_round)
+  central = central_work.build_central_work(
+      model, None, None, central_work.CentralConfig(
+          central_steps=0, batch_size=1, seed=seed, clip_norm=None,
+          federated_weight=1.0, central_weight=0.0))
+  return _common.compose(
+      model,
+      distribution=(distributors.build_transfer_distributor(broadcast,
+                                                            transfer),
+                    aggregator),
+      client_config=client_work.ClientWorkConfig(
+          weighting=client_weighting, num_steps=client_steps,
+          federated_weight=1.0, central_weight=0.0,
+          use_augmenting_gradient=False,
+          transfer_batch_size=client_batch_size, with_probe_gradient=False),
+      client_optimizer=client_optimizer,
+      central=central,
+      finalizer_config=finalizer.FinalizerConfig(1.0, 0.0),
+      server_optimizer=server_optimizer,
+      metrics_aggregator=metrics_aggregator,
+      initial_trainable_fn=initial_trainable_fn)
 
 
 def build_example_transfer(
@@ -103,23 +163,12 @@ def build_example_transfer(
   """
   validation.check_positive_int('examples_per_client', examples_per_client)
   validation.check_positive_int('client_batch_size', client_batch_size)
-  return _common.assemble(
-      model=model,
-      central_objective=central_objective,
-      client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer,
-      federated_weight=1.0,
-      central_weight=0.0,
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator,
-      seed=seed,
-      transfer_examples=examples_per_client,
-      resample_transfer_each_round=True,
-      transfer_batch_size=client_batch_size,
-  )
-
+  return _build_transfer_process(
+      model, central_objective, client_optimizer, server_optimizer,
+      examples_per_client=examples_per_client, redraw_each_round=True,
+      client_batch_size=client_batch_size, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator, seed=seed)
 
 def build_fedavg_with_shared_data(
     model: tff.learning.models.FunctionalModel,
@@ -220,24 +269,13 @@ def build_fedavg_with_shared_data(
           w - warmup_learning_rate * g for w, g in zip(trainable, gradient))
     return trainable
 
-  return _common.assemble(
-      model=model,
-      central_objective=shared,
-      client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer,
-      federated_weight=1.0,
-      central_weight=0.0,
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator,
-      seed=seed,
-      transfer_examples=per_client,
-      resample_transfer_each_round=False,
-      transfer_batch_size=client_batch_size,
-      initial_trainable_fn=warmup if warmup_steps > 0 else None,
-  )
-
+  return _build_transfer_process(
+      model, shared, client_optimizer, server_optimizer,
+      examples_per_client=per_client, redraw_each_round=False,
+      client_batch_size=client_batch_size, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      initial_trainable_fn=warmup if warmup_steps > 0 else None)
 
 def shared_set_indices(num_central: int, shared_size: int,
                        seed: int) -> np.ndarray:

@@ -23,6 +23,13 @@ Both weight the two gradients by the mixing weights: a client step uses
 with the client batch standing in for f_f (the paper subsumes the weights into
 the losses). With `w_c = 0` this is FedAvg, and with K = 1 1-way GT makes the
 same step as Parallel Training.
+
+Components: a distributor of x^(t) and g~_c, client work adding `w_c g~_c`
+to each step, the model aggregator's mean (or the scatter-back). 1-way GT's
+central work computes g~_c at x^(t) and its finalizer applies only
+SERVEROPTIMIZER; 2-way GT's central work takes K_c steps with `w_f g~_f` (and
+computes g~_c at x^(t) only with the 'fresh' option) and its finalizer
+merges, recovers g~_f and keeps g~_c.
 """
 
 from collections.abc import Callable
@@ -32,8 +39,15 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import central_work
 from tff_mixed.core import embedding_select
+from tff_mixed.core import finalizer
 from tff_mixed.core import validation
+
+# 2-way GT's augmenting central gradient g~_c (`augmenting_central_gradient`).
+PREVIOUS_ROUND_MEAN = 'previous_round_mean'
+FRESH = 'fresh'
+AUGMENTING_CENTRAL_GRADIENTS = (PREVIOUS_ROUND_MEAN, FRESH)
 
 
 def build_one_way_gradient_transfer(
@@ -97,7 +111,10 @@ def build_one_way_gradient_transfer(
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
       A client applies `w_c g~_c` only to the rows it holds, and the table's
       update is the cohort's weighted mean of the client deltas, so a round
-      equals the dense one only when every client holds every row.
+      equals the dense one only when every client holds every row. This
+      argument only chooses the process's distributor
+      (`core/distributors.py`, `build_select_distributor`) and its
+      scatter-back aggregator.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -106,24 +123,22 @@ def build_one_way_gradient_transfer(
     TypeError: If an argument has the wrong type.
     ValueError: If a value is out of range or f_c does not fit the model.
   """
-  return _common.assemble(
-      model=model,
-      central_objective=central_objective,
-      client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer,
-      federated_weight=federated_weight,
-      central_weight=central_weight,
-      central_batch_size=central_batch_size,
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      model_aggregator=model_aggregator,
+  args = _common.check_mixed_args(
+      model=model, central_objective=central_objective,
+      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+      central_batch_size=central_batch_size, federated_weight=federated_weight,
+      central_weight=central_weight, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
       metrics_aggregator=metrics_aggregator,
-      central_clip_norm=central_clip_norm,
-      seed=seed,
+      central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection,
-      send_central_gradient=True,
-  )
+      embedding_selection=embedding_selection)
+  # Server: g~_c(x^(t)) before the broadcast, no central steps.
+  central = central_work.build_central_work(
+      model, central_objective, None,
+      args.central_config(central_steps=0, gradient_at_x=True))
+  return _common.compose_mixed(args, send_central_gradient=True,
+                               central=central)
 
 
 def build_two_way_gradient_transfer(
@@ -148,7 +163,7 @@ def build_two_way_gradient_transfer(
     with_diagnostics: bool = False,
     embedding_selection: Optional[
         embedding_select.EmbeddingSelection] = None,
-    augmenting_central_gradient: str = _common.PREVIOUS_ROUND_MEAN,
+    augmenting_central_gradient: str = PREVIOUS_ROUND_MEAN,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a 2-way Gradient Transfer `tff.learning.templates.LearningProcess`.
 
@@ -229,6 +244,9 @@ def build_two_way_gradient_transfer(
       client only its rows of the embedding table (and of g~_c) with
       `tff.federated_select`, and scatter its row updates back, instead of
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
+      This argument only chooses the process's distributor
+      (`core/distributors.py`, `build_select_distributor`) and its
+      scatter-back aggregator.
     augmenting_central_gradient: `'previous_round_mean'` (Algorithm 1) or
       `'fresh'`, as described above.
 
@@ -245,26 +263,36 @@ def build_two_way_gradient_transfer(
   if central_steps is None:
     central_steps = client_steps
   validation.check_positive_int('central_steps', central_steps)
-  return _common.assemble(
-      model=model,
-      central_objective=central_objective,
-      client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer,
-      central_optimizer=central_optimizer,
-      merge_optimizer=merge_optimizer,
-      federated_weight=federated_weight,
-      central_weight=central_weight,
-      central_steps=central_steps,
-      central_batch_size=central_batch_size,
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      model_aggregator=model_aggregator,
+  args = _common.check_mixed_args(
+      model=model, central_objective=central_objective,
+      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer,
+      central_batch_size=central_batch_size, federated_weight=federated_weight,
+      central_weight=central_weight, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
       metrics_aggregator=metrics_aggregator,
-      central_clip_norm=central_clip_norm,
-      seed=seed,
+      central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection,
-      send_central_gradient=True,
-      two_way=True,
-      augmenting_central_gradient=augmenting_central_gradient,
-  )
+      embedding_selection=embedding_selection, two_way=True)
+  if augmenting_central_gradient not in AUGMENTING_CENTRAL_GRADIENTS:
+    raise ValueError('`augmenting_central_gradient` must be one of '
+                     f'{AUGMENTING_CENTRAL_GRADIENTS}, got '
+                     f'{augmenting_central_gradient!r}.')
+  carry = augmenting_central_gradient == PREVIOUS_ROUND_MEAN
+  # g~_f is recovered as -delta / (eta K): plain SGD with a known eta.
+  recovery = finalizer.Recovery(
+      validation.plain_sgd_learning_rate('client_optimizer', client_optimizer,
+                                         model), client_steps)
+  central = central_work.build_central_work(
+      model, central_objective, central_optimizer, args.central_config(
+          central_steps=central_steps, augment_central_steps=True,
+          carry_central_gradient=carry, gradient_at_x=not carry))
+  row_coverage = None
+  if embedding_selection is not None:
+    row_coverage = (embedding_selection.table_index,
+                    embedding_selection.num_rows)
+  return _common.compose_mixed(
+      args, send_central_gradient=True, central=central,
+      finalizer_config=finalizer.FinalizerConfig(
+          args.federated_weight, args.central_weight, recovery=recovery,
+          row_coverage=row_coverage))

@@ -16,6 +16,10 @@
 Augenstein et al., "Mixed Federated Learning: Joint Decentralized and
 Centralized Learning", arXiv:2205.13655, Algorithm 1 (green steps); first
 proposed as "synchronous parallel training" in arXiv:2111.12150, Algorithm 2.
+
+Components: the broadcast (or `federated_select`) distributor of x^(t),
+plain FedAvg client work, the model aggregator's mean (or the scatter-back),
+central work with K_c steps, and a finalizer that merges x_f and x_c.
 """
 
 from collections.abc import Callable
@@ -25,6 +29,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import central_work
 from tff_mixed.core import embedding_select
 from tff_mixed.core import validation
 
@@ -104,7 +109,9 @@ def build_parallel_training(
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
       The server then learns which rows each client needs (its
       `federated_select` keys); updates still arrive only aggregated. Not
-      combinable with `with_diagnostics`.
+      combinable with `with_diagnostics`. This argument only chooses the
+      process's distributor (`core/distributors.py`,
+      `build_select_distributor`) and its scatter-back aggregator.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -120,23 +127,21 @@ def build_parallel_training(
                        'None (it defaults to `client_steps`).')
     central_steps = client_steps
   validation.check_positive_int('central_steps', central_steps)
-  return _common.assemble(
-      model=model,
-      central_objective=central_objective,
-      client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer,
-      central_optimizer=central_optimizer,
-      merge_optimizer=merge_optimizer,
-      federated_weight=federated_weight,
-      central_weight=central_weight,
-      central_steps=central_steps,
-      central_batch_size=central_batch_size,
-      client_steps=client_steps,
-      client_weighting=client_weighting,
-      model_aggregator=model_aggregator,
+  args = _common.check_mixed_args(
+      model=model, central_objective=central_objective,
+      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+      central_optimizer=central_optimizer, merge_optimizer=merge_optimizer,
+      central_batch_size=central_batch_size, federated_weight=federated_weight,
+      central_weight=central_weight, client_steps=client_steps,
+      client_weighting=client_weighting, model_aggregator=model_aggregator,
       metrics_aggregator=metrics_aggregator,
-      central_clip_norm=central_clip_norm,
-      seed=seed,
+      central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection,
-  )
+      embedding_selection=embedding_selection)
+  # Server: K_c central steps from x^(t), merged with the FedAvg result.
+  central = central_work.build_central_work(
+      model, central_objective, central_optimizer,
+      args.central_config(central_steps=central_steps))
+  # Clients: plain FedAvg local training.
+  return _common.compose_mixed(args, send_central_gradient=False,
+                               central=central)

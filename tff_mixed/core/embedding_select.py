@@ -52,10 +52,12 @@ larger steps than FedAvg, and adding at the server the augmenting steps the
 non-holders did not take would credit clients with work they did not do;
 neither is done. The row weight fractions `sum_{i holds r} p_i / sum_i p_i`
 come back with the mean, so that 2-way GT can remove from each row exactly
-the `w_c g~_c` its clients applied (`server_update.py`).
+the `w_c g~_c` its clients applied (`finalizer.py`).
 
 The key selection and remapping are pure TF; the TFF computations here are
-the select function and the aggregation's four computations.
+the select function and the aggregation's four computations. The
+distributor that uses them is `distributors.build_select_distributor`, the
+aggregator `aggregators.build_scatter_back_aggregator`.
 """
 
 from collections.abc import Callable

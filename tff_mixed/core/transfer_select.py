@@ -50,7 +50,8 @@ The same per-client seed also seeds the shuffle of the merged local data, so
 clients of one round do not share one permutation.
 
 Pure TF, except the small `tff.tensorflow.computation`s that
-`build_transfer_computations` returns for the wiring in `mixed_process.py`.
+`build_transfer_computations` returns for the transfer distributor
+(`distributors.build_transfer_distributor`).
 """
 
 from typing import Any, NamedTuple
@@ -186,7 +187,7 @@ def _is_store(objective: central_lib.CentralObjective) -> bool:
 
 
 class TransferComputations(NamedTuple):
-  """The TF computations of the transfer path of `mixed_process`.
+  """The TF computations of the transfer distributor.
 
   Attributes:
     central_set: `( -> T)`, the server value `federated_select` reads: the

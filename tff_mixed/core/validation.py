@@ -22,9 +22,9 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import central_work
 from tff_mixed.core import embedding_select
 from tff_mixed.core import example_store as example_store_lib
-from tff_mixed.core import server_update
 
 
 def check_model(model: Any) -> None:
@@ -171,7 +171,7 @@ def check_objective(objective: Any, model, require_data: bool = False,
   try:
     graph = tf.Graph()
     with graph.as_default():
-      fn = server_update.build_central_gradient_fn(
+      fn = central_work.build_central_gradient_fn(
           model, objective, batch_size=2, seed=seed, clip_norm=None)
       trainable = tuple(tf.constant(w) for w in model.initial_weights[0])
       non_trainable = tuple(tf.constant(w) for w in model.initial_weights[1])

@@ -1,0 +1,124 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The core components compose into processes, and have their documented types.
+
+A new algorithm is a new choice of components (arXiv:2205.13655,
+Algorithms 1-2 share the distributor -> client work -> aggregator ->
+central work -> finalizer shape): composed from the broadcast distributor,
+plain client work, the mean aggregator, central work without steps and a
+finalizer with SERVEROPTIMIZER alone, a process is FedAvg, checked against
+TFF's `build_weighted_fed_avg`.
+"""
+
+import numpy as np
+import tensorflow_federated as tff
+from absl.testing import absltest
+
+from tests import testing_utils as tu
+from tff_mixed.core import aggregators
+from tff_mixed.core import central_work
+from tff_mixed.core import client_work
+from tff_mixed.core import distributors
+from tff_mixed.core import finalizer
+from tff_mixed.core import mixed_process
+from tff_mixed.core import model_types
+
+
+def _fed_avg_components(model, client_lr, server_lr):
+  distributor = distributors.build_broadcast_distributor(model, False)
+  central = central_work.build_central_work(
+      model, None, None, central_work.CentralConfig(
+          central_steps=0, batch_size=1, seed=0, clip_norm=None,
+          federated_weight=1.0, central_weight=0.0))
+  return mixed_process.Components(
+      distributor=distributor,
+      client_work=client_work.build_client_work(
+          model, distributor, client_work.ClientWorkConfig(
+              weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
+              num_steps=None, federated_weight=1.0, central_weight=0.0,
+              use_augmenting_gradient=False, transfer_batch_size=None,
+              with_probe_gradient=False), tu.sgd(client_lr)),
+      aggregator=aggregators.build_mean_aggregator(
+          tff.aggregators.MeanFactory(),
+          model_types.weights_type(model).trainable),
+      central_work=central,
+      finalizer=finalizer.build_finalizer(
+          model, finalizer.FinalizerConfig(1.0, 0.0), central,
+          tu.sgd(server_lr), None))
+
+
+class ComponentsTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.model = tu.linear_model()
+    cls.components = _fed_avg_components(cls.model, 0.1, 0.7)
+
+  def test_composed_fed_avg_equals_tff_fed_avg(self):
+    composed = mixed_process.build_mixed_process(self.model, self.components)
+    reference = tff.learning.algorithms.build_weighted_fed_avg(
+        self.model, client_optimizer_fn=tu.sgd(0.1),
+        server_optimizer_fn=tu.sgd(0.7))
+    data = tu.to_datasets(tu.client_arrays(), batch_size=2)
+    state, reference_state = composed.initialize(), reference.initialize()
+    for _ in range(2):
+      output = composed.next(state, data)
+      reference_output = reference.next(reference_state, data)
+      state, reference_state = output.state, reference_output.state
+    for a, b in zip(tu.trainable(composed, state),
+                    reference.get_model_weights(reference_state).trainable):
+      np.testing.assert_allclose(a, b, rtol=1e-6)
+    self.assertAlmostEqual(
+        output.metrics['client_work']['train']['loss'],
+        reference_output.metrics['client_work']['train']['loss'], places=6)
+    self.assertEqual(dict(output.metrics['central']), {})
+    self.assertEqual(int(state.round_num), 2)
+
+  def test_client_work_takes_what_the_distributor_sends(self):
+    signature = self.components.client_work.type_signature
+    message, data = signature.parameter
+    self.assertEqual(
+        message, distributors.message_type(
+            model_types.weights_type(self.model), with_gradient=False))
+    self.assertEqual(data, model_types.data_type(self.model))
+    self.assertEqual(
+        list(signature.result.python_container._fields),
+        ['update', 'update_weight', 'metrics', 'probe_gradient'])
+
+  def test_server_computations_return_their_state_parts(self):
+    parts = self.components.finalizer.initialize.type_signature.result
+    self.assertEqual(
+        tff.structure.name_list(parts),
+        ['round_num', 'server_optimizer', 'merge_optimizer',
+         'federated_gradient', 'central_gradient'])
+    central_result = self.components.central_work.next.type_signature.result
+    self.assertEqual(tff.structure.name_list(central_result),
+                     list(central_work.CentralOutput._fields))
+    final_result = self.components.finalizer.next.type_signature.result
+    self.assertEqual(tff.structure.name_list(final_result),
+                     list(finalizer.FinalizerOutput._fields))
+    self.assertIsNone(self.components.central_work.gradient_at_x)
+
+  def test_gradient_transfer_broadcasts_g_c_with_the_model(self):
+    with_gradient = distributors.build_broadcast_distributor(self.model, True)
+    (message,) = with_gradient.client_types
+    self.assertEqual(tff.structure.name_list(message),
+                     ['weights', 'augmenting_gradient'])
+    self.assertEqual(message.augmenting_gradient,
+                     model_types.weights_type(self.model).trainable)
+
+
+if __name__ == '__main__':
+  absltest.main()

@@ -1,0 +1,105 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Aggregators: how the clients' updates reach the server.
+
+The third component of a mixed FL round (arXiv:2205.13655, Algorithms 1-2:
+the weighted mean of the client deltas). Client values leave the clients
+only here, through the model aggregator, and through the metrics aggregator
+and the opt-in diagnostic mean that the process applies itself. Two
+aggregators, both Python functions of federated values (intrinsics only):
+
+*   `build_mean_aggregator`: a `tff.aggregators.WeightedAggregationFactory`'s
+    process over the trainable type, `(<state@SERVER, update@CLIENTS,
+    float32@CLIENTS> -> <state, mean_update, measurements>@SERVER)`; what
+    TFF's FedAvg does, with the same clipping, DP or secure-sum options.
+*   `build_scatter_back_aggregator`: with `federated_select`, the client
+    uploads `<keys, row updates, other updates, weight>` and one
+    `federated_aggregate` scatter-adds them
+    (`embedding_select.build_sparse_mean`); it also returns each table row's
+    share of the cohort's weight, which 2-way GT's recovery of g~_f needs.
+    Its state and measurements are `()`.
+"""
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import tensorflow_federated as tff
+
+from tff_mixed.core import embedding_select as select_lib
+
+
+class AggregatorOutput(NamedTuple):
+  """Server values of one aggregation.
+
+  Attributes:
+    state: The aggregator's new state.
+    result: The mean update, like the trainable weights.
+    measurements: The aggregator's measurements (metrics['aggregator']).
+    row_weight_fraction: float32[num_rows]@SERVER, per table row the share
+      of the cohort's weight that trained it (scatter-back only), or `None`.
+  """
+
+  state: Any
+  result: Any
+  measurements: Any
+  row_weight_fraction: Any = None
+
+
+class Aggregator(NamedTuple):
+  """An aggregator (see the module docstring).
+
+  Attributes:
+    initialize: `( -> state@SERVER)`, a Python function of no arguments to
+      call inside the process's federated `initialize`.
+    aggregate: `(state@SERVER, ClientOutput@CLIENTS, keys@CLIENTS or None)
+      -> AggregatorOutput`.
+  """
+
+  initialize: Callable[[], Any]
+  aggregate: Callable[[Any, Any, Optional[Any]], AggregatorOutput]
+
+
+def build_mean_aggregator(
+    factory: tff.aggregators.WeightedAggregationFactory,
+    trainable_type: tff.Type) -> Aggregator:
+  """The weighted mean of the updates by `factory`'s aggregation process."""
+  process = factory.create(trainable_type, tff.TensorType(np.float32))
+
+  def aggregate(state, client_outputs, keys):
+    del keys  # Dense updates.
+    output = process.next(state, client_outputs.update,
+                          client_outputs.update_weight)
+    return AggregatorOutput(output.state, output.result, output.measurements)
+
+  return Aggregator(process.initialize, aggregate)
+
+
+def build_scatter_back_aggregator(selection: select_lib.EmbeddingSelection,
+                                  trainable_type: tff.Type) -> Aggregator:
+  """The weighted mean of row updates scattered back into the table."""
+  sparse_mean = select_lib.build_sparse_mean(
+      trainable_type, selection.table_index, selection.keys_per_client)
+
+  def initialize():
+    return tff.federated_value((), tff.SERVER)
+
+  def aggregate(state, client_outputs, keys):
+    mean_update, row_weight_fraction = sparse_mean(
+        keys, client_outputs.update, client_outputs.update_weight)
+    return AggregatorOutput(state, mean_update,
+                            tff.federated_value((), tff.SERVER),
+                            row_weight_fraction)
+
+  return Aggregator(initialize, aggregate)

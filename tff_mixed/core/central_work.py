@@ -1,0 +1,296 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Central work: what the server computes from the central objective f_c.
+
+Everything the server does with f_c in a round (arXiv:2205.13655,
+Algorithms 1-2 and appendix A.2; eq. 7 for diagnostics):
+
+*   `gradient_at_x: (<ModelWeights, int32> -> <float32, trainable>)`, the
+    augmenting central gradient g~_c(x^(t)) and f_c(x^(t)) on the round's
+    first central batch, computed before the broadcast (1-way GT, Algorithm
+    2, and 2-way GT's 'fresh' option);
+*   `next: (CentralInput -> CentralOutput)`, after aggregation: K_c steps of
+    CENTRALOPTIMIZER on f_c from x^(t), giving x_c (Parallel Training; 2-way
+    GT, whose steps use `w_c g_c + w_f g~_f`, Algorithm 1's purple steps),
+    the mean of their gradients (2-way GT's next g~_c, Algorithm 1 as
+    written) and the `central` metrics: f_c(x^(t)) and the sampled
+    (G, B)-BGD estimates G~_t^2, B~_t^2 of eq. 7;
+*   `initialize: ( -> central optimizer state)`.
+
+The math is pure TF (`build_central_gradient_fn`, `bgd_estimates` and the
+step loop); the computations' types come from the model and the optimizer's
+traced state.
+"""
+
+import collections
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import model_types
+from tff_mixed.core.model_types import add, scale
+
+
+class CentralConfig(NamedTuple):
+  """Static configuration of the central work.
+
+  Attributes:
+    central_steps: K_c, central optimizer steps per round (0: none).
+    batch_size: Central examples per batch.
+    seed: Seeds central batch sampling.
+    clip_norm: If set, central gradients are clipped to this global L2 norm.
+    federated_weight: w_f.
+    central_weight: w_c.
+    augment_central_steps: 2-way GT: central steps use the mixed gradient
+      `w_c * g_c + w_f * g~_f`.
+    carry_central_gradient: 2-way GT as in Algorithm 1: return the mean of
+      the K_c central gradients g_c (clipped when `clip_norm` is set; without
+      the `w_f g~_f` term), the next round's g~_c.
+    gradient_at_x: Compute g~_c(x^(t)) before the broadcast (1-way GT; 2-way
+      GT's 'fresh' option); its loss is then the reported f_c(x^(t)).
+    with_diagnostics: Compute G~_t^2 and B~_t^2.
+  """
+
+  central_steps: int
+  batch_size: int
+  seed: int
+  clip_norm: Optional[float]
+  federated_weight: float
+  central_weight: float
+  augment_central_steps: bool = False
+  carry_central_gradient: bool = False
+  gradient_at_x: bool = False
+  with_diagnostics: bool = False
+
+
+class CentralOutput(NamedTuple):
+  """The result of `CentralWork.next`.
+
+  Attributes:
+    model: x_c, the trainable weights after the K_c steps, or `()`.
+    state: The new CENTRALOPTIMIZER state (`()` without steps).
+    gradient: g~_c^(t+1), the mean central gradient of the round, with
+      `carry_central_gradient`; else `()`.
+    metrics: `OrderedDict([bgd_G2, bgd_B2,] [loss])`, metrics['central'].
+  """
+
+  model: Any
+  state: Any
+  gradient: Any
+  metrics: Any
+
+
+class CentralWork(NamedTuple):
+  """The central work computations (see the module docstring).
+
+  `next`'s parameter is `OrderedDict(weights, round_num, state,
+  federated_gradient, gradient_at_x, mean_probe_gradient)`, members absent
+  in this configuration being `()`.
+  """
+
+  initialize: tff.Computation
+  gradient_at_x: Optional[tff.Computation]
+  next: tff.Computation
+  optimizer: Optional[tff.learning.optimizers.Optimizer]
+  config: CentralConfig
+
+
+def build_central_gradient_fn(
+    model: tff.learning.models.FunctionalModel,
+    objective: central_lib.CentralObjective,
+    batch_size: int,
+    seed: int,
+    clip_norm: Optional[float],
+) -> Callable[..., tuple[tf.Tensor, Any]]:
+  """Returns `fn(trainable, non_trainable, round_num, step) -> (loss, grad)`.
+
+  The gradient of f_c at the given weights on central batch `step` of round
+  `round_num`, clipped to `clip_norm` when set.
+  """
+  loss_fn = objective.loss_fn or central_lib.model_loss_fn(model)
+
+  def central_gradient(trainable, non_trainable, round_num, step):
+    batch = central_lib.sample_batch(objective, batch_size, seed, round_num,
+                                     step)
+    loss, gradient = central_lib.loss_and_gradient(loss_fn, tuple(trainable),
+                                                   tuple(non_trainable), batch)
+    if clip_norm is not None:
+      gradient, _ = tf.clip_by_global_norm(list(gradient), clip_norm)
+      gradient = tuple(gradient)
+    return loss, gradient
+
+  return central_gradient
+
+
+def bgd_estimates(federated_gradient, central_gradient, federated_weight,
+                  central_weight):
+  """Sampled (G, B)-BGD estimates of arXiv:2205.13655, eq. 7.
+
+  With f_f = w_f * f~_f and f_c = w_c * f~_c (the paper subsumes the mixing
+  weights into the losses), grad f_f = w_f * g_f and grad f_c = w_c * g_c, so
+
+    G~^2 = w_f |g_f|^2 + w_c |g_c|^2 - |w_f g_f + w_c g_c|^2
+    B~^2 = (w_f |g_f|^2 + w_c |g_c|^2) / |w_f g_f + w_c g_c|^2.
+
+  Args:
+    federated_gradient: g_f, the cohort's mean client gradient at x^(t).
+    central_gradient: g_c, the central gradient at x^(t).
+    federated_weight: w_f.
+    central_weight: w_c.
+
+  Returns:
+    `(G~^2, B~^2)` as float32 scalars.
+  """
+  weighted_sum = (
+      federated_weight * model_types.global_norm_squared(federated_gradient)
+      + central_weight * model_types.global_norm_squared(central_gradient))
+  total = add(
+      scale(federated_weight, federated_gradient),
+      scale(central_weight, central_gradient))
+  total_norm_squared = model_types.global_norm_squared(total)
+  return (weighted_sum - total_norm_squared,
+          tf.math.divide_no_nan(weighted_sum, total_norm_squared))
+
+
+def _central_steps(config, gradient_fn, optimizer, trainable, non_trainable,
+                   round_num, state, federated_gradient):
+  """K_c steps of CENTRALOPTIMIZER from x^(t).
+
+  Returns `(x_c, state, (f_c(x^(t)), g_c(x^(t))), mean g_c)`: the loss and
+  gradient of the first step (at x^(t) on the round's first central batch)
+  and the mean of the K_c central gradients.
+  """
+  x_c = trainable
+  gradient_sum = tuple(tf.zeros_like(w) for w in trainable)
+  first = None
+  for step in range(config.central_steps):
+    loss, gradient = gradient_fn(x_c, non_trainable, round_num, step)
+    if step == 0:
+      first = (loss, gradient)
+    gradient_sum = add(gradient_sum, gradient)
+    if config.augment_central_steps:
+      gradient = add(scale(config.central_weight, gradient),
+                     scale(config.federated_weight, federated_gradient))
+    state, x_c = optimizer.next(state, x_c, gradient)
+    x_c = tuple(x_c)
+  mean_gradient = scale(1.0 / config.central_steps, gradient_sum)
+  return x_c, state, first, mean_gradient
+
+
+def _central_metrics(config, gradient_fn, trainable, non_trainable, round_num,
+                     first, at_x, mean_probe_gradient):
+  """metrics['central']: the (G, B) estimates, then f_c(x^(t))."""
+  metrics = collections.OrderedDict()
+  if config.with_diagnostics:
+    if config.gradient_at_x:
+      g_c = at_x[1]
+    elif first is not None:
+      g_c = first[1]  # At x^(t), on the first batch.
+    else:
+      _, g_c = gradient_fn(trainable, non_trainable, round_num, 0)
+    g_squared, b_squared = bgd_estimates(
+        tuple(mean_probe_gradient), g_c, config.federated_weight,
+        config.central_weight)
+    metrics['bgd_G2'] = g_squared
+    metrics['bgd_B2'] = b_squared
+  if config.gradient_at_x:
+    metrics['loss'] = at_x[0]
+  elif first is not None:
+    metrics['loss'] = first[0]
+  return metrics
+
+
+def _build_gradient_at_x(gradient_fn, weights_type):
+  @tff.tensorflow.computation(weights_type, tff.TensorType(np.int32))
+  def gradient_at_x(weights, round_num):
+    loss, gradient = gradient_fn(weights.trainable, weights.non_trainable,
+                                 round_num, 0)
+    return loss, gradient
+
+  return gradient_at_x
+
+
+def build_central_work(
+    model: tff.learning.models.FunctionalModel,
+    objective: Optional[central_lib.CentralObjective],
+    optimizer: Optional[tff.learning.optimizers.Optimizer],
+    config: CentralConfig,
+) -> CentralWork:
+  """Builds the central work of a process.
+
+  Args:
+    model: The `tff.learning.models.FunctionalModel` being trained.
+    objective: f_c, or `None` when the configuration never evaluates it.
+    optimizer: CENTRALOPTIMIZER, or `None` without central steps.
+    config: A `CentralConfig`.
+
+  Returns:
+    A `CentralWork`.
+  """
+  if config.carry_central_gradient and config.central_steps < 1:
+    raise ValueError('`carry_central_gradient` needs central steps: g~_c is '
+                     'their mean gradient.')
+  gradient_fn = None
+  if objective is not None:
+    gradient_fn = build_central_gradient_fn(
+        model, objective, config.batch_size, config.seed, config.clip_norm)
+  weights_type = model_types.weights_type(model)
+  has_steps = config.central_steps > 0
+  specs = model_types.trainable_specs(model)
+
+  @tff.tensorflow.computation
+  def initialize():
+    return optimizer.initialize(specs) if has_steps else ()
+
+  gradient_at_x = None
+  if config.gradient_at_x:
+    gradient_at_x = _build_gradient_at_x(gradient_fn, weights_type)
+
+  def trainable_or_empty(present):
+    return weights_type.trainable if present else tff.to_type(())
+
+  input_type = tff.to_type(collections.OrderedDict(
+      weights=weights_type,
+      round_num=tff.TensorType(np.int32),
+      state=initialize.type_signature.result,
+      federated_gradient=trainable_or_empty(config.augment_central_steps),
+      gradient_at_x=(gradient_at_x.type_signature.result
+                     if gradient_at_x is not None else tff.to_type(())),
+      mean_probe_gradient=trainable_or_empty(config.with_diagnostics)))
+
+  @tff.tensorflow.computation(input_type)
+  def next_computation(inputs):
+    x = tuple(inputs['weights'].trainable)
+    non_trainable = tuple(inputs['weights'].non_trainable)
+    x_c, state, first, gradient = (), inputs['state'], None, ()
+    if has_steps:
+      x_c, state, first, mean_gradient = _central_steps(
+          config, gradient_fn, optimizer, x, non_trainable,
+          inputs['round_num'], state, inputs['federated_gradient'])
+      if config.carry_central_gradient:
+        # Algorithm 1: this round's central gradients become the next
+        # round's g~_c, as its client deltas become g~_f (eq. 10): the
+        # central side of the 'meta-SCAFFOLD' view (appendix C.3).
+        gradient = mean_gradient
+    metrics = _central_metrics(
+        config, gradient_fn, x, non_trainable, inputs['round_num'], first,
+        inputs['gradient_at_x'], inputs['mean_probe_gradient'])
+    return CentralOutput(x_c, state, gradient, metrics)
+
+  return CentralWork(initialize, gradient_at_x, next_computation,
+                     optimizer if has_steps else None, config)

@@ -1,0 +1,285 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Client work: the local training of one client in a mixed FL round.
+
+Every algorithm runs the same local loop and differs only in what is added to
+plain FedAvg local SGD (arXiv:2205.13655, Algorithms 1-2 CLIENTUPDATE; and
+"Jointly Learning from Decentralized (Federated) and Centralized Data to
+Mitigate Distribution Shift", arXiv:2111.12150, Algorithms 3-4):
+
+* Gradient Transfer (1-way and 2-way): every local step uses the gradient of
+  the mixed loss, `w_f * g_i + w_c * g~_c`, where `g~_c` is the central
+  gradient the distributor sent this round.
+* Example Transfer (and FedAvg with shared data): the client's own central
+  examples (`transfer_select.py`) are merged and shuffled into the local
+  examples before batching.
+* Parallel Training: plain FedAvg local training.
+
+`build_client_update_fn` is the pure-TF loop; `build_client_work` wraps it,
+behind a distributor's `receive`, in the computation the process maps over
+the clients: `(<received..., {B*}> -> ClientOutput)`, its parameter types
+taken from the distributor.
+
+With no augmenting gradient and no transferred examples the computation is
+step for step the one of TFF's `build_functional_model_delta_update`, which is
+what makes the `w_c = 0` equivalence with `build_weighted_fed_avg` exact.
+"""
+
+from typing import Any, NamedTuple, Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import central_objective
+from tff_mixed.core import distributors
+from tff_mixed.core import model_types
+from tff_mixed.core import transfer_select
+
+
+class ClientOutput(NamedTuple):
+  """What one client computes in a round.
+
+  Attributes:
+    update: The model update `x^(t) - x_i^(t,K_i)` (TFF's sign convention: a
+      pseudo-gradient), a tuple like the trainable weights. Zeroed if any
+      value is non-finite.
+    update_weight: The aggregation weight p_i (float32): the number of
+      examples trained on, or 1 for uniform weighting; 0 if the update was
+      non-finite.
+    metrics: The model's unfinalized metrics state (reset if non-finite).
+    probe_gradient: Opt-in diagnostic: the local loss gradient at x^(t) on
+      the first local batch (the g_i(x^(t)) of the paper's eq. 7), or `()`:
+      the first step's gradient before any augmenting term, zeros for a
+      client without data.
+  """
+
+  update: Any
+  update_weight: tf.Tensor
+  metrics: Any
+  probe_gradient: Any
+
+
+class ClientWorkConfig(NamedTuple):
+  """Static configuration of the local loop.
+
+  Attributes:
+    weighting: The `tff.learning.ClientWeighting` of updates.
+    num_steps: If set, every client takes exactly this many local steps,
+      cycling through its data (the paper's fixed K); if `None`, one pass over
+      the client dataset as given (TFF FedAvg semantics).
+    federated_weight: w_f, the weight of the client gradient in gradient
+      transfer.
+    central_weight: w_c, the weight of the augmenting central gradient.
+    use_augmenting_gradient: Whether local steps add `w_c * g~_c`.
+    transfer_batch_size: For Example Transfer, the local batch size used after
+      merging central examples into the (unbatched) client data; else `None`.
+    with_probe_gradient: Whether to also return g_i(x^(t)) (diagnostics).
+  """
+
+  weighting: tff.learning.ClientWeighting
+  num_steps: Optional[int]
+  federated_weight: float
+  central_weight: float
+  use_augmenting_gradient: bool
+  transfer_batch_size: Optional[int]
+  with_probe_gradient: bool
+
+
+def _zero_all_if_any_non_finite(structure):
+  """Returns (structure or zeros, 1 if any value was non-finite else 0)."""
+  flat = tf.nest.flatten(structure)
+  if not flat:
+    return structure, tf.constant(0, tf.int32)
+  all_finite = tf.reduce_all(
+      [tf.reduce_all(tf.math.is_finite(t)) for t in flat])
+  zeros = tf.nest.map_structure(tf.zeros_like, structure)
+  return tf.cond(
+      all_finite,
+      lambda: (structure, tf.constant(0, tf.int32)),
+      lambda: (zeros, tf.constant(1, tf.int32)),
+  )
+
+
+def _batch_gradient(model, model_weights, batch):
+  x, y = central_objective.split_batch(batch)
+  trainable, non_trainable = model_weights
+  with tf.GradientTape() as tape:
+    tape.watch(trainable)
+    output = model.predict_on_batch((trainable, non_trainable), x,
+                                    training=True)
+    loss = model.loss(output=output, label=y)
+  gradients = central_objective.dense_gradients(
+      tape.gradient(loss, trainable), trainable)
+  return output, loss, gradients
+
+
+def _training_dataset(config: ClientWorkConfig, dataset, transferred_examples,
+                      shuffle_seed):
+  """The batches the client trains on, in order."""
+  if config.transfer_batch_size is not None:
+    # Example Transfer: merge central examples into the local data and
+    # shuffle them together, so that local batches mix both sources.
+    merged = dataset.unbatch().concatenate(transferred_examples)
+    dataset = merged.shuffle(
+        buffer_size=transfer_select.SHUFFLE_BUFFER_SIZE,
+        seed=tf.cast(shuffle_seed, tf.int64),
+        reshuffle_each_iteration=False).batch(config.transfer_batch_size)
+  if config.num_steps is not None:
+    dataset = dataset.repeat().take(config.num_steps)
+  # tf.data would re-optimize (and autotune) this pipeline for every client
+  # of every round, which costs more than the few local steps it feeds;
+  # the elements, and so the results, are the same without it.
+  options = tf.data.Options()
+  options.experimental_optimization.apply_default_optimizations = False
+  options.autotune.enabled = False
+  return dataset.with_options(options)
+
+
+def _build_step(model, config: ClientWorkConfig, optimizer, non_trainable,
+                augmenting_gradient):
+  """`reduce_fn(state, batch)`: one local step, for `tf.data` reduce."""
+
+  def reduce_fn(state, batch):
+    (trainable, optimizer_state, metrics_state, num_examples, step,
+     probe_gradient) = state
+    output, loss, gradients = _batch_gradient(
+        model, (trainable, non_trainable), batch)
+    gradients = tuple(gradients)
+    if config.with_probe_gradient:
+      # The first step's gradient is taken at x^(t): it is g_i(x^(t)) on
+      # the first batch trained on. Taking it from the training pass,
+      # not from a pass of its own, keeps the diagnostic from changing
+      # what is trained: a reshuffling dataset gives each pass its own
+      # order.
+      first = tf.equal(step, 0)
+      probe_gradient = tuple(
+          tf.where(first, g, p) for g, p in zip(gradients, probe_gradient))
+    if config.use_augmenting_gradient:
+      gradients = tuple(
+          config.federated_weight * g + config.central_weight * a
+          for g, a in zip(gradients, augmenting_gradient))
+    optimizer_state, trainable = optimizer.next(optimizer_state, trainable,
+                                                gradients)
+    batch_num_examples = tf.shape(tf.nest.flatten(output)[0])[0]
+    num_examples += tf.cast(batch_num_examples, tf.int64)
+    _, y = central_objective.split_batch(batch)
+    metrics_state = model.update_metrics_state(
+        metrics_state,
+        batch_output=tff.learning.models.BatchOutput(
+            loss=loss, predictions=output, num_examples=batch_num_examples),
+        labels=y)
+    return (tuple(trainable), optimizer_state, metrics_state, num_examples,
+            step + 1, probe_gradient)
+
+  return reduce_fn
+
+
+def _client_output(model, config: ClientWorkConfig, initial_trainable,
+                   trainable, metrics_state, num_examples, probe_gradient):
+  """The update, its weight and the metrics, guarded against non-finites."""
+  update = tuple(
+      tf.subtract(a, b) for a, b in zip(initial_trainable, trainable))
+  update, has_non_finite = _zero_all_if_any_non_finite(update)
+  # As in TFF's FedAvg: a client with a non-finite update gets weight zero
+  # and reports no metrics, so it cannot poison the model or the metrics.
+  if config.weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
+    weight = tf.cast(num_examples, tf.float32)
+  else:
+    weight = tf.constant(1.0, tf.float32)
+  weight = tf.where(has_non_finite > 0, tf.constant(0.0), weight)
+  metrics_state = tf.cond(
+      has_non_finite > 0,
+      model.initialize_metrics_state,
+      lambda: metrics_state)
+  return ClientOutput(update, weight, metrics_state, probe_gradient)
+
+
+def build_client_update_fn(model: tff.learning.models.FunctionalModel,
+                           config: ClientWorkConfig):
+  """Builds the `tf.function` run on every client.
+
+  Args:
+    model: The `tff.learning.models.FunctionalModel` being trained.
+    config: A `ClientWorkConfig`.
+
+  Returns:
+    A `tf.function` `(optimizer, initial_weights, dataset, augmenting_gradient,
+    transferred_examples, shuffle_seed) -> ClientOutput`, where
+    `transferred_examples` is a `tf.data.Dataset` of single central examples
+    (unbatched, like `dataset.unbatch()`) and `shuffle_seed` an int64 scalar
+    that seeds their shuffle with the local data; both are ignored (pass `()`
+    and 0) without Example Transfer.
+  """
+
+  @tf.function
+  def client_update(optimizer, initial_weights, dataset, augmenting_gradient,
+                    transferred_examples, shuffle_seed):
+    initial_trainable, non_trainable = initial_weights
+    initial_trainable = tuple(initial_trainable)
+    non_trainable = tuple(non_trainable)
+    dataset = _training_dataset(config, dataset, transferred_examples,
+                                shuffle_seed)
+    trainable_specs = tuple(
+        tf.TensorSpec.from_tensor(w) for w in initial_trainable)
+    initial_state = (
+        initial_trainable,
+        optimizer.initialize(trainable_specs),
+        model.initialize_metrics_state(),
+        tf.constant(0, tf.int64),
+        tf.constant(0, tf.int64),
+        # Zeros for a client without data.
+        tuple(tf.zeros_like(w) for w in initial_trainable)
+        if config.with_probe_gradient else (),
+    )
+    reduce_fn = _build_step(model, config, optimizer, non_trainable,
+                            augmenting_gradient)
+    trainable, _, metrics_state, num_examples, _, probe_gradient = (
+        dataset.reduce(initial_state, reduce_fn))
+    return _client_output(model, config, initial_trainable, trainable,
+                          metrics_state, num_examples, probe_gradient)
+
+  return client_update
+
+
+def build_client_work(
+    model: tff.learning.models.FunctionalModel,
+    distributor: distributors.Distributor,
+    config: ClientWorkConfig,
+    optimizer: tff.learning.optimizers.Optimizer,
+) -> tff.Computation:
+  """The client work computation: `(<received..., {B*}> -> ClientOutput)`.
+
+  `received` are the values of `distributor.client_types`; the distributor's
+  `receive` turns them into the weights, augmenting gradient, dataset and
+  transferred examples of `build_client_update_fn`, which trains
+  `distributor.client_model` with CLIENTOPTIMIZER `optimizer`.
+
+  Args:
+    model: The global model (its input spec types the client data).
+    distributor: The round's `distributors.Distributor`.
+    config: A `ClientWorkConfig`.
+    optimizer: CLIENTOPTIMIZER.
+  """
+  client_update = build_client_update_fn(distributor.client_model, config)
+  parameter = tff.StructWithPythonType(
+      [*distributor.client_types, model_types.data_type(model)], list)
+
+  @tff.tensorflow.computation(parameter)
+  def client_work(inputs):
+    received = distributor.receive(inputs[:-1], inputs[-1])
+    return client_update(optimizer, received.weights, received.dataset,
+                         received.augmenting_gradient, received.examples,
+                         received.shuffle_seed)
+
+  return client_work

@@ -1,0 +1,243 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Finalizer: the new global model and the augmenting-gradient state.
+
+The last component of a mixed FL round (arXiv:2205.13655, Algorithms 1-2),
+one server computation
+`next: (FinalizerInput -> FinalizerOutput)` after aggregation and central
+work:
+
+*   SERVEROPTIMIZER on the aggregated client update, giving x_f;
+*   with central steps (Parallel Training, 2-way GT), the merge
+    `Delta = w_f (x_f - x^(t)) + w_c (x_c - x^(t))` applied with
+    MERGEOPTIMIZER (Algorithm 1, green steps);
+*   2-way GT's federated gradient g~_f^(t+1), recovered from the update
+    clients already upload (appendix A.2, eq. 10), and its g~_c^(t+1) (the
+    central work's mean gradient): the augmenting-gradient state;
+*   the non-finite guard: a non-finite aggregated update or model is
+    rejected as TFF's FedAvg finalizer does, leaving model, optimizer states
+    and augmenting gradients as they were (metrics['finalizer']
+    `update_non_finite`).
+
+`initialize: ( -> OrderedDict(round_num, server_optimizer, merge_optimizer,
+federated_gradient, central_gradient))` gives the state parts it owns.
+"""
+
+import collections
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import central_work as central_lib
+from tff_mixed.core import embedding_select as select_lib
+from tff_mixed.core import model_types
+from tff_mixed.core.model_types import add, scale
+
+
+class Recovery(NamedTuple):
+  """What eq. 10 needs to recover g~_f: CLIENTOPTIMIZER's SGD rate eta, K."""
+
+  client_learning_rate: float
+  client_steps: int
+
+
+class FinalizerConfig(NamedTuple):
+  """Static configuration of the finalizer.
+
+  Attributes:
+    federated_weight: w_f.
+    central_weight: w_c.
+    recovery: 2-way GT: recover g~_f for the next round's central steps.
+    row_coverage: `(table_index, num_rows)` when the clients held only their
+      embedding rows (`federated_select`) and g~_f is recovered: the
+      scatter-back's row weight fractions say where `w_c g~_c` was applied.
+  """
+
+  federated_weight: float
+  central_weight: float
+  recovery: Optional[Recovery] = None
+  row_coverage: Optional[tuple[int, int]] = None
+
+
+class FinalizerOutput(NamedTuple):
+  """The state parts the finalizer returns, and metrics['finalizer']."""
+
+  model_weights: Any
+  round_num: Any
+  server_optimizer: Any
+  central_optimizer: Any
+  merge_optimizer: Any
+  federated_gradient: Any
+  central_gradient: Any
+  metrics: Any
+
+
+class Finalizer(NamedTuple):
+  """The finalizer computations (see the module docstring).
+
+  `next`'s parameter is `OrderedDict(weights, round_num, server_state,
+  merge_state, federated_gradient, augmenting_gradient, aggregated_update,
+  row_weight_fraction, central_state, central_model, new_central_state,
+  new_central_gradient)`, members absent in this configuration being `()`;
+  `augmenting_gradient` is the g~_c this round's clients used.
+  """
+
+  initialize: tff.Computation
+  next: tff.Computation
+  server_optimizer: tff.learning.optimizers.Optimizer
+  merge_optimizer: Optional[tff.learning.optimizers.Optimizer]
+  needs_augmenting_gradient: bool
+  needs_row_weight_fraction: bool
+
+
+def _merge(config, optimizer, state, x, x_f, x_c):
+  """MERGEOPTIMIZER on `w_f (x_f - x) + w_c (x_c - x)`."""
+  delta_f = tuple(a - b for a, b in zip(x_f, x))
+  delta_c = tuple(a - b for a, b in zip(x_c, x))
+  merged_delta = add(scale(config.federated_weight, delta_f),
+                     scale(config.central_weight, delta_c))
+  # MERGEOPTIMIZER takes the merged delta as a negative gradient.
+  state, new_x = optimizer.next(state, x, tuple(-d for d in merged_delta))
+  return state, tuple(new_x)
+
+
+def _recover_federated_gradient(config, aggregated_update, central_gradient,
+                                coverage):
+  """g~_f from the mean update (appendix A.2, eq. 10).
+
+  With SGD on clients and K steps each, the mean per-step total gradient is
+  aggregated_update / (eta K); removing the augmenting term w_c g~_c (the one
+  the clients used, where they used it) and the weight w_f leaves the mean
+  client gradient, used as g~_f in the next round's central steps. With
+  federated_select a client applied g~_c only to its rows, so a row's mean
+  holds w_c g~_c times the share of the cohort that held it; what remains is
+  the gradient of the cohort's federated loss, zero on rows nobody held.
+  """
+  used_central_gradient = tuple(central_gradient)
+  if coverage:
+    used_central_gradient = tuple(
+        c * g for c, g in zip(coverage, used_central_gradient))
+  recovery = config.recovery
+  mean_total_gradient = scale(
+      1.0 / (recovery.client_learning_rate * recovery.client_steps),
+      aggregated_update)
+  return scale(
+      1.0 / config.federated_weight,
+      tuple(t - config.central_weight * c
+            for t, c in zip(mean_total_gradient, used_central_gradient)))
+
+
+def _input_type(weights_type, initialize, central, config, needs_augmenting):
+  """The `OrderedDict` type of `Finalizer.next`'s parameter."""
+  parts = initialize.type_signature.result
+  empty = tff.to_type(())
+  trainable = weights_type.trainable
+  has_steps = central.config.central_steps > 0
+  central_state = central.initialize.type_signature.result
+  return tff.to_type(collections.OrderedDict(
+      weights=weights_type,
+      round_num=tff.TensorType(np.int32),
+      server_state=parts['server_optimizer'],
+      merge_state=parts['merge_optimizer'],
+      federated_gradient=parts['federated_gradient'],
+      augmenting_gradient=trainable if needs_augmenting else empty,
+      aggregated_update=trainable,
+      row_weight_fraction=(
+          tff.TensorType(np.float32, [config.row_coverage[1]])
+          if config.row_coverage else empty),
+      central_state=central_state,
+      central_model=trainable if has_steps else empty,
+      new_central_state=central_state,
+      new_central_gradient=parts['central_gradient'],
+  ))
+
+
+def build_finalizer(
+    model: tff.learning.models.FunctionalModel,
+    config: FinalizerConfig,
+    central: central_lib.CentralWork,
+    server_optimizer: tff.learning.optimizers.Optimizer,
+    merge_optimizer: Optional[tff.learning.optimizers.Optimizer],
+) -> Finalizer:
+  """Builds the finalizer of a process whose central work is `central`."""
+  weights_type = model_types.weights_type(model)
+  specs = model_types.trainable_specs(model)
+  has_steps = central.config.central_steps > 0
+  carry = central.config.carry_central_gradient
+  needs_augmenting = config.recovery is not None or carry
+
+  def zeros_if(present):
+    return tuple(tf.zeros(s.shape, s.dtype) for s in specs) if present else ()
+
+  @tff.tensorflow.computation
+  def initialize():
+    return collections.OrderedDict(
+        round_num=tf.constant(0, tf.int32),
+        server_optimizer=server_optimizer.initialize(specs),
+        merge_optimizer=(merge_optimizer.initialize(specs) if has_steps
+                         else ()),
+        federated_gradient=zeros_if(config.recovery is not None),
+        central_gradient=zeros_if(carry))
+
+  @tff.tensorflow.computation(_input_type(
+      weights_type, initialize, central, config, needs_augmenting))
+  def next_computation(inputs):
+    x = tuple(inputs['weights'].trainable)
+    non_trainable = tuple(inputs['weights'].non_trainable)
+    aggregated_update = tuple(inputs['aggregated_update'])
+    server_state, x_f = server_optimizer.next(inputs['server_state'], x,
+                                              aggregated_update)
+    new_x, merge_state = tuple(x_f), inputs['merge_state']
+    if has_steps:
+      merge_state, new_x = _merge(config, merge_optimizer, merge_state, x,
+                                  new_x, tuple(inputs['central_model']))
+    federated_gradient = inputs['federated_gradient']
+    if config.recovery is not None:
+      coverage = ()
+      if config.row_coverage:
+        coverage = select_lib.augmenting_coverage(
+            inputs['row_weight_fraction'], inputs['weights'].trainable,
+            config.row_coverage[0])
+      federated_gradient = _recover_federated_gradient(
+          config, aggregated_update, inputs['augmenting_gradient'], coverage)
+    accept = (model_types.all_finite(aggregated_update)
+              & model_types.all_finite(new_x))
+
+    def keep(new, old):
+      return tf.nest.map_structure(
+          lambda n, o: tf.where(accept, n, o), new, old)
+
+    central_gradient = ()
+    if carry:
+      central_gradient = keep(inputs['new_central_gradient'],
+                              tuple(inputs['augmenting_gradient']))
+    return FinalizerOutput(
+        model_weights=tff.learning.models.ModelWeights(
+            trainable=keep(new_x, x), non_trainable=non_trainable),
+        round_num=inputs['round_num'] + 1,
+        server_optimizer=keep(server_state, inputs['server_state']),
+        central_optimizer=keep(inputs['new_central_state'],
+                               inputs['central_state']),
+        merge_optimizer=keep(merge_state, inputs['merge_state']),
+        federated_gradient=keep(federated_gradient,
+                                inputs['federated_gradient']),
+        central_gradient=central_gradient,
+        metrics=collections.OrderedDict(
+            update_non_finite=tf.cast(tf.logical_not(accept), tf.int32)))
+
+  return Finalizer(initialize, next_computation, server_optimizer,
+                   merge_optimizer if has_steps else None, needs_augmenting,
+                   config.row_coverage is not None)
