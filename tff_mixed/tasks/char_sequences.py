@@ -38,8 +38,9 @@ import tensorflow as tf
 
 from tff_mixed.models import char_vocabulary
 
-# The vocabulary lives with the model (the lower layer); these names keep
-# `char_sequences.PAD_ID` etc. working.
+# The vocabulary lives with the model (the lower layer). The public names keep
+# `char_sequences.PAD_ID` etc. working; the private ones keep the mapping
+# below short.
 PAD_ID = char_vocabulary.PAD_ID
 OOV_ID = char_vocabulary.OOV_ID
 BOS_ID = char_vocabulary.BOS_ID
