@@ -30,15 +30,16 @@ This module builds the same context for workers at addresses we are given:
   contiguous slices, one slice per worker, and the partial aggregates are
   merged with the aggregation's own merge function.
 
-`start_local_workers` / `local_workers` start `worker_binary --port=P`
-processes on 127.0.0.1 for tests and demos, and
 `restore_local_execution_context` puts TFF's local runtime back.
+`start_local_workers` / `local_workers` (from `worker_processes`, importable
+here as well) start `worker_binary --port=P` processes on 127.0.0.1 for tests
+and demos.
 
 This is the ONE module of tff_mixed that touches TFF's execution internals
 (`tff.framework` executors and contexts, the compiler and argument transforms
-the native backend uses, and the location of `worker_binary` inside the TFF
-wheel). They are not a stable API: when TFF is upgraded, this is the one place
-that breaks, and `tests/remote_test.py` says so.
+the native backend uses); `worker_processes` knows where the TFF wheel keeps
+`worker_binary`. They are not a stable API: when TFF is upgraded, these are the
+places that break, and `tests/remote_test.py` says so.
 
 Limits (TFF's, not ours): a computation runs across several workers only if it
 has at most one "layer" of aggregation (parallel aggregations are fine, an
@@ -48,22 +49,24 @@ dies while a computation is running is retried by TFF; the readiness check
 below turns that into a `ConnectionError` after `connect_timeout_s`.
 """
 
-from collections.abc import Iterator, Sequence
-import contextlib
-import dataclasses
-import os
+from collections.abc import Sequence
 import re
-import subprocess
 import threading
 import time
 from typing import Optional
 import weakref
 
 import grpc
-import portpicker
 import tensorflow_federated as tff
 
-from tff_mixed import runtime
+from tff_mixed import worker_processes
+
+# Local workers (re-exported: `remote.local_workers` etc. keep working).
+WorkerHandle = worker_processes.WorkerHandle
+worker_binary_path = worker_processes.worker_binary_path
+start_local_workers = worker_processes.start_local_workers
+stop_workers = worker_processes.stop_workers
+local_workers = worker_processes.local_workers
 
 # As TFF's own local runtime (executor_factory.py): allow 2 GB messages.
 _GRPC_MAX_MESSAGE_LENGTH_BYTES = 2 * 1000 * 1000 * 1000
@@ -80,14 +83,6 @@ _ADDRESS_RE = re.compile(
     r':(?P<port>[0-9]{1,5})$')
 
 _DEFAULT_CONNECT_TIMEOUT_S = 10.0
-_LOCALHOST = '127.0.0.1'
-
-
-def worker_binary_path() -> str:
-  """Returns the path of the `worker_binary` shipped in the TFF wheel."""
-  # TFF 0.87 keeps it in `tensorflow_federated/data/` (see
-  # `local_cpp_executor_factory` in executor_stacks/executor_factory.py).
-  return os.path.join(os.path.dirname(tff.__file__), 'data', 'worker_binary')
 
 
 # ---------------------------------------------------------------------------
@@ -134,12 +129,6 @@ def _validate_addresses(worker_addresses: Sequence[str]) -> list[str]:
 def _check_non_negative_int(value, name: str) -> None:
   if isinstance(value, bool) or not isinstance(value, int) or value < 0:
     raise ValueError(f'`{name}` must be a non-negative int; got {value!r}.')
-
-
-def _check_positive_number(value, name: str) -> None:
-  if (isinstance(value, bool) or not isinstance(value, (int, float))
-      or not value > 0):
-    raise ValueError(f'`{name}` must be a positive number; got {value!r}.')
 
 
 # ---------------------------------------------------------------------------
@@ -324,7 +313,8 @@ def set_remote_execution_context(
     raise ValueError(
         '`num_subrounds` must be None or a positive int; got '
         f'{num_subrounds!r}.')
-  _check_positive_number(connect_timeout_s, 'connect_timeout_s')
+  worker_processes.check_positive_number(connect_timeout_s,
+                                         'connect_timeout_s')
 
   connections = [
       _WorkerConnection(address, i, connect_timeout_s)
@@ -356,168 +346,3 @@ def restore_local_execution_context() -> None:
   """
   tff.backends.native.set_sync_local_cpp_execution_context()
   _replace_active_connections([])
-
-
-# ---------------------------------------------------------------------------
-# Local workers, for tests and demos.
-# ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerHandle:
-  """A `worker_binary` process started by `start_local_workers`."""
-
-  address: str
-  port: int
-  process: subprocess.Popen
-  log_path: Optional[str] = None
-
-  @property
-  def pid(self) -> int:
-    return self.process.pid
-
-  def running(self) -> bool:
-    return self.process.poll() is None
-
-  def stop(self, timeout_s: float = 5.0) -> None:
-    """Ends the worker (SIGTERM, then SIGKILL) and reaps it; idempotent."""
-    if self.process.poll() is not None:
-      return
-    self.process.terminate()
-    try:
-      self.process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-      self.process.kill()
-      self.process.wait()
-
-
-def stop_workers(workers: Sequence[WorkerHandle]) -> None:
-  """Stops every worker in `workers` (by PID)."""
-  for worker in workers:
-    worker.stop()
-
-
-def _log_tail(path: Optional[str], limit: int = 2000) -> str:
-  if path is None:
-    return ''
-  try:
-    with open(path, errors='replace') as f:
-      return '\nWorker log tail:\n' + f.read()[-limit:]
-  except OSError:
-    return ''
-
-
-def start_local_workers(
-    num_workers: int,
-    *,
-    max_concurrent_computation_calls: int = -1,
-    log_dir: Optional[str] = None,
-    ready_timeout_s: float = 60.0,
-) -> list[WorkerHandle]:
-  """Starts `num_workers` TFF workers on 127.0.0.1 and waits until they answer.
-
-  Each is `worker_binary --port=P` on a free port. Their stdout and stderr go
-  to `log_dir/worker_<port>.log`, or to /dev/null, never to the caller's
-  streams (so `python x.py | tail` cannot hang on them). Stop them with
-  `stop_workers` or `WorkerHandle.stop`, or use `local_workers`; any left
-  running at interpreter exit are killed by tff_mixed's exit hook
-  (`tff_mixed/runtime.py`), as they are children of this process. Started
-  from the main thread on Linux, they also die if this process is killed.
-
-  Note: `worker_binary` has no flag for its bind address; it listens on every
-  interface (`[::]:P`). Clients here only ever dial 127.0.0.1.
-
-  Args:
-    num_workers: How many workers to start (at least 1).
-    max_concurrent_computation_calls: Passed to each worker; non-positive means
-      no limit.
-    log_dir: Optional existing directory for the workers' logs.
-    ready_timeout_s: Seconds to wait for each worker to answer.
-
-  Returns:
-    One `WorkerHandle` per worker; `handle.address` is its `"127.0.0.1:P"`.
-
-  Raises:
-    ValueError: If an argument is malformed.
-    RuntimeError: If the worker binary is missing, or a worker exits or does
-      not answer in time (all workers started are stopped first).
-  """
-  if (isinstance(num_workers, bool) or not isinstance(num_workers, int)
-      or num_workers < 1):
-    raise ValueError(
-        f'`num_workers` must be a positive int; got {num_workers!r}.')
-  if (isinstance(max_concurrent_computation_calls, bool)
-      or not isinstance(max_concurrent_computation_calls, int)):
-    raise ValueError('`max_concurrent_computation_calls` must be an int; got '
-                     f'{max_concurrent_computation_calls!r}.')
-  if log_dir is not None and not os.path.isdir(log_dir):
-    raise ValueError(
-        f'`log_dir` must be an existing directory; got {log_dir!r}.')
-  _check_positive_number(ready_timeout_s, 'ready_timeout_s')
-  binary = worker_binary_path()
-  if not os.path.isfile(binary):
-    raise RuntimeError(
-        f"Expected TFF's worker binary at {binary}; is TFF 0.87 installed?")
-
-  # Linux ends a worker when the thread that started it ends: only the main
-  # thread lives as long as this process.
-  die_with_parent = (
-      runtime.die_with_parent_preexec_fn()
-      if threading.current_thread() is threading.main_thread() else None)
-  workers = []
-  try:
-    for _ in range(num_workers):
-      port = portpicker.pick_unused_port()
-      log_path = (None if log_dir is None else
-                  os.path.join(log_dir, f'worker_{port}.log'))
-      with contextlib.ExitStack() as stack:
-        if log_path is None:
-          out = subprocess.DEVNULL
-        else:
-          out = stack.enter_context(open(log_path, 'wb'))
-        process = subprocess.Popen(
-            [binary, f'--port={port}',
-             f'--max_concurrent_computation_calls='
-             f'{max_concurrent_computation_calls}'],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            close_fds=True, preexec_fn=die_with_parent)
-      workers.append(
-          WorkerHandle(f'{_LOCALHOST}:{port}', port, process, log_path))
-    for worker in workers:
-      _wait_for_local_worker(worker, ready_timeout_s)
-  except BaseException:
-    stop_workers(workers)
-    raise
-  return workers
-
-
-def _wait_for_local_worker(worker: WorkerHandle, timeout_s: float) -> None:
-  """Waits until `worker` answers; raises RuntimeError if it exits or stalls."""
-  deadline = time.monotonic() + timeout_s
-  with grpc.insecure_channel(worker.address) as channel:
-    ready = grpc.channel_ready_future(channel)
-    while True:
-      try:
-        ready.result(timeout=0.2)
-        return
-      except grpc.FutureTimeoutError:
-        pass
-      code = worker.process.poll()
-      if code is not None:
-        raise RuntimeError(
-            f'TFF worker on port {worker.port} exited with code {code} before '
-            f'serving.{_log_tail(worker.log_path)}')
-      if time.monotonic() > deadline:
-        raise RuntimeError(
-            f'TFF worker on port {worker.port} (pid {worker.pid}) did not '
-            f'answer within {timeout_s:g} s.{_log_tail(worker.log_path)}')
-
-
-@contextlib.contextmanager
-def local_workers(num_workers: int, **kwargs) -> Iterator[list[WorkerHandle]]:
-  """`start_local_workers` as a context manager that stops them on exit."""
-  workers = start_local_workers(num_workers, **kwargs)
-  try:
-    yield workers
-  finally:
-    stop_workers(workers)

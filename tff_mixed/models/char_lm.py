@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_mixed.tasks import char_sequences
+from tff_mixed.models import char_vocabulary
 
 # Trainable weights, in order.
 EMBEDDINGS, KERNEL, RECURRENT_KERNEL, GRU_BIAS, OUTPUT_KERNEL, OUTPUT_BIAS = (
@@ -89,7 +89,7 @@ def logits(weights, inputs):
 
 def masked_sums(logits_, targets):
   """`(summed cross-entropy, correct predictions, tokens)` over non-padding."""
-  mask = tf.cast(tf.not_equal(targets, char_sequences.PAD_ID), tf.float32)
+  mask = tf.cast(tf.not_equal(targets, char_vocabulary.PAD_ID), tf.float32)
   losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=targets, logits=logits_)
   predicted = tf.argmax(logits_, axis=-1, output_type=targets.dtype)
@@ -127,10 +127,10 @@ def _metric_fns():
 
 
 def build_char_lm(
-    vocab_size: int = char_sequences.VOCAB_SIZE,
+    vocab_size: int = char_vocabulary.VOCAB_SIZE,
     embedding_dim: int = 256,
     gru_units: int = 1024,
-    sequence_length: int = char_sequences.DEFAULT_SEQUENCE_LENGTH,
+    sequence_length: int = char_vocabulary.DEFAULT_SEQUENCE_LENGTH,
     seed: int = 0,
 ) -> tff.learning.models.FunctionalModel:
   """The character GRU language model as a `FunctionalModel`.
@@ -142,7 +142,7 @@ def build_char_lm(
   (sequences).
 
   Args:
-    vocab_size: Output classes (the default: `char_sequences.VOCAB_SIZE`).
+    vocab_size: Output classes (the default: `char_vocabulary.VOCAB_SIZE`).
     embedding_dim: Embedding size (the paper: 256).
     gru_units: GRU units (the paper: 1024).
     sequence_length: T.

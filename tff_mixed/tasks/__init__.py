@@ -11,4 +11,14 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tasks: real-data federated problems for experiments and tests."""
+"""Tasks: real-data federated problems for experiments and tests.
+
+Each task reads its data (bundled digits, TFF's CelebA, MovieLens files,
+Stack Overflow with Wikipedia or WikiText, images for the hybrid experiment),
+splits it into federated clients and central data, and evaluates a model on
+it; shared pieces are the Dirichlet label partition, binary metrics,
+character sequences and text corpora. Layer: above `models/` and the layers
+below it (`asynchronous/`, `training/`, `core/`, `runtime.py`), which a task
+may import; below `algorithms/` and the `tff_mixed` facade, which it never
+imports (nor `experiments/` or `benchmarks/`).
+"""

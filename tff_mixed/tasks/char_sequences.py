@@ -15,16 +15,10 @@
 
 The mixed FL paper's language model (arXiv:2205.13655, section 4.2 and
 appendix B.2.2) predicts the next character; all raw text is cut into
-sequences of 100 characters. The vocabulary here is fixed, so Stack Overflow
-clients, Wikipedia and WikiText share it without a pass over the data:
-
-*   0: padding (no loss, not counted in accuracy),
-*   1: out of vocabulary (any character outside printable ASCII),
-*   2: beginning of a text, 3: end of a text,
-*   4..98: the 95 printable ASCII characters, space (32) to '~' (126).
-
-Tabs, newlines and carriage returns become spaces (the paper's text is
-processed into flat sequences).
+sequences of 100 characters. The ids are the fixed vocabulary of
+`tff_mixed.models.char_vocabulary` (0 padding, 1 out of vocabulary, 2/3
+beginning/end of a text, 4..98 printable ASCII); its constants are importable
+from here as well.
 
 A text becomes `[BOS] + characters + [EOS]`, cut into pieces of
 `sequence_length + 1` ids (the last one padded with 0); each piece gives one
@@ -32,7 +26,8 @@ example `(inputs = piece[:-1], targets = piece[1:])`, like TFF's Shakespeare
 preprocessing, unless its targets are all padding (a lone EOS). The TF
 version (for client datasets built inside TFF's worker) maps code points
 arithmetically, without a lookup table; the numpy version (for central
-corpora and evaluation sets) also counts what fell out of the vocabulary. Both give identical sequences (tested).
+corpora and evaluation sets) also counts what fell out of the vocabulary.
+Both give identical sequences (tested).
 """
 
 from collections.abc import Iterable
@@ -41,16 +36,21 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-PAD_ID = 0
-OOV_ID = 1
-BOS_ID = 2
-EOS_ID = 3
-_FIRST_CHAR_ID = 4
-_FIRST_CODE_POINT = 32  # ' '
-_LAST_CODE_POINT = 126  # '~'
-VOCAB_SIZE = _FIRST_CHAR_ID + _LAST_CODE_POINT - _FIRST_CODE_POINT + 1
-DEFAULT_SEQUENCE_LENGTH = 100
-_WHITESPACE = (9, 10, 13)  # Tab, newline, carriage return -> space.
+from tff_mixed.models import char_vocabulary
+
+# The vocabulary lives with the model (the lower layer). The public names keep
+# `char_sequences.PAD_ID` etc. working; the private ones keep the mapping
+# below short.
+PAD_ID = char_vocabulary.PAD_ID
+OOV_ID = char_vocabulary.OOV_ID
+BOS_ID = char_vocabulary.BOS_ID
+EOS_ID = char_vocabulary.EOS_ID
+VOCAB_SIZE = char_vocabulary.VOCAB_SIZE
+DEFAULT_SEQUENCE_LENGTH = char_vocabulary.DEFAULT_SEQUENCE_LENGTH
+_FIRST_CHAR_ID = char_vocabulary.FIRST_CHAR_ID
+_FIRST_CODE_POINT = char_vocabulary.FIRST_CODE_POINT
+_LAST_CODE_POINT = char_vocabulary.LAST_CODE_POINT
+_WHITESPACE = char_vocabulary.WHITESPACE_CODE_POINTS
 
 
 def _check_length(sequence_length: int) -> None:
