@@ -23,8 +23,8 @@ seed and setting:
 
 *   without server data: `fedavg` (synchronous: no delays, FedBuff with a
     buffer of S and server lr 1, i.e. the unweighted FedAvg mean),
-    `loadaboost` (the same with LoAdaBoost's loss-driven local epochs, seed
-    004), `fedasync`, `fedbuff`, `ca2fl`;
+    `loadaboost` (the same with LoAdaBoost's loss-driven local epochs, Huang
+    et al.), `fedasync`, `fedbuff`, `ca2fl`;
 *   with in-domain server data: `center` (server data only; no client
     trains), `fed_ft` (FedBuff, then fine-tuning on the server data after
     each merge), `hfcl` (the server trains a copy and joins the merge as one
