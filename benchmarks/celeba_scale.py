@@ -47,12 +47,14 @@ import numpy as np
 
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import raw_celeba_lib
-import tff_mixed
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import results as results_lib
 from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.models import dense
+from tff_mixed.tasks import celeba_smile
+from tff_mixed.training import reports
 
-celeba = tff_mixed.celeba_smile
+celeba = celeba_smile
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _DATA_DIR = flags.DEFINE_string(
@@ -151,7 +153,7 @@ def main(argv: Sequence[str]) -> None:
   unknown = set(_SCENARIOS.value) - set(celeba_smile_lib.SCENARIOS)
   if unknown:
     raise app.UsageError(f'Unknown --scenarios {sorted(unknown)}.')
-  data_dir = tff_mixed.make_directory(_resolve(_DATA_DIR.value), '--data_dir')
+  data_dir = reports.make_directory(_resolve(_DATA_DIR.value), '--data_dir')
   spec = dict(train_clients=_TRAIN_CLIENTS.value,
               test_clients=_TEST_CLIENTS.value,
               images_per_client=_IMAGES_PER_CLIENT.value)
@@ -168,7 +170,7 @@ def main(argv: Sequence[str]) -> None:
     raw_celeba_lib.write_celeba_database(
         database, _SyntheticClients(num, spec['images_per_client']),
         [str(i) for i in range(spec['train_clients'], num)])
-    tff_mixed.atomic_write_text(spec_path, json.dumps(spec))
+    reports.atomic_write_text(spec_path, json.dumps(spec))
 
   work_dir = os.path.join(data_dir, 'work')
   # The one-time pass is part of what is measured: start without its cache.
@@ -176,7 +178,7 @@ def main(argv: Sequence[str]) -> None:
   start = time.perf_counter()
   task = celeba.build_task(data_dir, work_dir=work_dir)
   task_s = time.perf_counter() - start
-  model = tff_mixed.build_binary_classifier(
+  model = dense.build_binary_classifier(
       celeba.NUM_FEATURES, hidden_units=celeba_smile_lib.HIDDEN_UNITS)
   comparison_task = celeba_smile_lib.comparison_task(task, model)
   start = time.perf_counter()
@@ -199,8 +201,8 @@ def main(argv: Sequence[str]) -> None:
                 database_mib=os.path.getsize(database) / 2**20),
       clients_per_round=clients_per_round, task_build_s=task_s,
       eval_s=eval_s, timings=timings)
-  tff_mixed.atomic_write_text(_resolve(_OUTPUT_JSON.value),
-                              json.dumps(report, indent=2) + '\n')
+  reports.atomic_write_text(_resolve(_OUTPUT_JSON.value),
+                            json.dumps(report, indent=2) + '\n')
   base = timings.get('fl_only', {}).get('median_round_s')
   lines = [
       '## CelebA smile pipeline at the paper\'s scale '
@@ -233,9 +235,9 @@ def main(argv: Sequence[str]) -> None:
                  f'{t["first_round_s"]:.1f} | {t["median_round_s"]:.2f} | '
                  f'{ratio} |')
   markdown = '\n'.join(lines)
-  tff_mixed.write_markdown_section(_resolve(_OUTPUT_MARKDOWN.value),
-                                   'celeba_scale', markdown,
-                                   title='Benchmarks')
+  reports.write_markdown_section(_resolve(_OUTPUT_MARKDOWN.value),
+                                 'celeba_scale', markdown,
+                                 title='Benchmarks')
   print(markdown, flush=True)
 
 

@@ -44,8 +44,10 @@ import numpy as np
 import tensorflow_federated as tff
 
 from experiments.movielens import movielens_lib
-import tff_mixed
+from tff_mixed.core import communication
 from tff_mixed.experiment import results as results_lib
+from tff_mixed.tasks import movielens
+from tff_mixed.training import reports
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _RATINGS_FILE = flags.DEFINE_string(
@@ -101,7 +103,7 @@ def main(argv: Sequence[str]) -> None:
     ratings = _generated_ratings(os.path.join(tempfile.mkdtemp(), 'u.data'))
     source = 'a generated u.data (943 users, 1,682 movies)'
   config = movielens_lib.Config(clients_per_round=_CLIENTS_PER_ROUND.value)
-  data = tff_mixed.movielens.load_movielens(
+  data = movielens.load_movielens(
       ratings, context_length=config.context_length)
   users = [str(u) for u in data.train_user_ids if int(u) in data.examples]
   sample = tff.simulation.build_uniform_sampling_fn(users, random_seed=0)
@@ -125,7 +127,7 @@ def main(argv: Sequence[str]) -> None:
       name = (f'{scenario} ({"federated_select" if selected else "broadcast"})'
               if scenario != movielens_lib.BASELINE else
               'baseline (broadcast, spreadout on clients)')
-      cost = tff_mixed.per_client_communication(inner)
+      cost = communication.per_client_communication(inner)
       timings[name] = dict(
           seconds_per_round=_time(process, client_ids_fn, _ROUNDS.value),
           down_bytes=cost.down_bytes, up_bytes=cost.up_bytes)
@@ -135,8 +137,8 @@ def main(argv: Sequence[str]) -> None:
   report = dict(date=date, data=source, clients_per_round=clients_per_round,
                 config=config._asdict(), timings=timings,
                 machine=results_lib.machine_description())
-  tff_mixed.atomic_write_text(_resolve(_OUTPUT_JSON.value),
-                              json.dumps(report, indent=2) + '\n')
+  reports.atomic_write_text(_resolve(_OUTPUT_JSON.value),
+                            json.dumps(report, indent=2) + '\n')
   lines = [
       '## Movie task: federated_select vs broadcast '
       '(benchmarks/movielens_select.py)',
@@ -163,9 +165,9 @@ def main(argv: Sequence[str]) -> None:
     lines.append(f'| {name} | {t["seconds_per_round"]:.2f} | '
                  f'{t["down_bytes"] / 1e3:.1f} | {t["up_bytes"] / 1e3:.1f} |')
   markdown = '\n'.join(lines)
-  tff_mixed.write_markdown_section(_resolve(_OUTPUT_MARKDOWN.value),
-                                   'movielens_select', markdown,
-                                   title='Benchmarks')
+  reports.write_markdown_section(_resolve(_OUTPUT_MARKDOWN.value),
+                                 'movielens_select', markdown,
+                                 title='Benchmarks')
   print(markdown, flush=True)
 
 

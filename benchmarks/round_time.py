@@ -76,8 +76,10 @@ import tensorflow_federated as tff
 # Imported for its side effect too: it kills, at exit, the TFF worker process
 # that this process starts (see tff_mixed/runtime.py).
 import tff_mixed
-from tff_mixed import runtime
 from tff_mixed.algorithms import registry
+from tff_mixed.models import dense
+from tff_mixed import runtime
+from tff_mixed.training import reports as reports_lib
 # pylint: enable=g-bad-import-order
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -226,7 +228,7 @@ def make_workload() -> Workload:
       size=(_CENTRAL_EXAMPLES.value, input_dim)).astype(np.float32)
   objective = tff_mixed.central_data_objective(
       (central_x, _labels(central_x, teacher)))
-  model = tff_mixed.build_binary_classifier(
+  model = dense.build_binary_classifier(
       input_dim, hidden_units=tuple(int(u) for u in _HIDDEN_UNITS.value),
       seed=_SEED.value)
   return Workload(
@@ -691,7 +693,8 @@ def render_markdown(report: dict[str, Any]) -> str:
       f'{_fmt(report["load_average"]["end"], 2)}; other processes on the '
       'machine slow wall times, less so CPU times.',
       f'* Model: binary classifier, input {config["input_dim"]}, hidden '
-      f'layers {config["hidden_units"]} (`tff_mixed.build_binary_classifier`)'
+      f'layers {config["hidden_units"]} '
+      '(`tff_mixed.models.dense.build_binary_classifier`)'
       '.',
       f'* Clients: K = {config["client_steps"]} local SGD steps of batch '
       f'{config["client_batch_size"]} (every client holds exactly K batches; '
@@ -806,8 +809,8 @@ def main(argv: list[str]) -> None:
                            'and --memory_output.')
     memory = measure_memory_here(_ALGORITHM.value, clients_per_round[0],
                                  workload)
-    tff_mixed.atomic_write_text(_MEMORY_OUTPUT.value,
-                                json.dumps(memory, indent=2))
+    reports_lib.atomic_write_text(_MEMORY_OUTPUT.value,
+                                  json.dumps(memory, indent=2))
     return
 
   # A fixed order, whatever the flag's: the tables list FedAvg first.
@@ -832,11 +835,11 @@ def main(argv: list[str]) -> None:
   )
   json_path = _resolve(_OUTPUT_JSON.value)
   markdown_path = _resolve(_OUTPUT_MARKDOWN.value)
-  tff_mixed.atomic_write_text(json_path, json.dumps(report, indent=2) + '\n')
+  reports_lib.atomic_write_text(json_path, json.dumps(report, indent=2) + '\n')
   markdown = render_markdown(report)
   # Its own section of BENCHMARKS.md: other benchmarks keep theirs.
-  tff_mixed.write_markdown_section(markdown_path, 'round_time', markdown,
-                                   title='Benchmarks')
+  reports_lib.write_markdown_section(markdown_path, 'round_time', markdown,
+                                     title='Benchmarks')
   print(markdown, flush=True)
   _progress(f'wrote {markdown_path} and {json_path} in '
             f'{report["total_s"]:.0f}s')

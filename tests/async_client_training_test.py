@@ -18,15 +18,15 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
 from tff_mixed.asynchronous import client_training
+from tff_mixed.models import dense
 
 
 class ClientTrainingTest(absltest.TestCase):
 
   def test_updates_are_hand_computed_sgd_steps_per_client(self):
     # y = x w + b with w = [1, 2], b = 0.5 and mean squared error; lr 0.1.
-    model = tff_mixed.build_linear_regression(
+    model = dense.build_linear_regression(
         2, (np.array([[1.0], [2.0]], np.float32),
             np.array([0.5], np.float32)))
     train = client_training.build_client_training(
@@ -53,7 +53,7 @@ class ClientTrainingTest(absltest.TestCase):
     self.assertAlmostEqual(float(result['loss']), 2.25, places=5)
 
   def test_only_updates_leave_the_clients(self):
-    model = tff_mixed.build_linear_regression(3)
+    model = dense.build_linear_regression(3)
     train = client_training.build_client_training(
         model, tff.learning.optimizers.build_sgdm(0.1))
     parameter = train.type_signature.parameter

@@ -18,12 +18,12 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import simulation
+from tff_mixed.models import dense
 
 _NUM_CLIENTS = 8
 _DIM = 3
@@ -43,7 +43,7 @@ def _dataset(client, round_num):
 
 
 def _model():
-  return tff_mixed.build_linear_regression(_DIM)
+  return dense.build_linear_regression(_DIM)
 
 
 def _sgd(lr):

@@ -32,9 +32,11 @@ import tensorflow_federated as tff
 
 from experiments.celeba_smile import celeba_smile_lib
 from tests import celeba_testing
-import tff_mixed
+from tff_mixed.models import dense
+from tff_mixed.tasks import celeba_smile as celeba_smile_lib
+from tff_mixed.tasks import digits_label_imbalance
 
-celeba = tff_mixed.celeba_smile
+celeba = celeba_smile_lib
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -144,12 +146,12 @@ class CelebASmileTaskTest(absltest.TestCase):
     self.assertFalse(np.array_equal(order(3), order(4)))
 
   def test_evaluation_counts_both_labels(self):
-    model = tff_mixed.build_binary_classifier(celeba.NUM_FEATURES,
-                                              hidden_units=(4,))
+    model = dense.build_binary_classifier(celeba.NUM_FEATURES,
+                                          hidden_units=(4,))
     metrics = self.task.evaluate(model, model.initial_weights, batch_size=7)
     self.assertEqual(metrics.num_examples, len(self.task.eval_labels))
     self.assertBetween(metrics.auc, 0.0, 1.0)
-    whole = tff_mixed.digits_label_imbalance.evaluate(
+    whole = digits_label_imbalance.evaluate(
         model, model.initial_weights,
         (celeba.to_features(self.task.eval_images), self.task.eval_labels))
     self.assertAlmostEqual(metrics.auc, whole.auc)

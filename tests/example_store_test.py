@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests of the file-backed central examples (`tff_mixed.ExampleStore`)."""
+"""Tests of the file-backed central examples (`example_store.ExampleStore`)."""
 
 import json
 import os
@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from tests import testing_utils
 import tff_mixed
+from tff_mixed.core import example_store
 
 
 def _temp_dir(test: absltest.TestCase) -> str:
@@ -48,7 +49,7 @@ class ExampleStoreTest(absltest.TestCase):
   def test_round_trip_of_every_dtype_in_any_order(self):
     rng = np.random.default_rng(0)
     batches = list(_mixed_batches(rng, [3, 5, 1]))
-    store = tff_mixed.write_example_store(
+    store = example_store.write_example_store(
         os.path.join(_temp_dir(self), 'store'), batches)
     self.assertEqual(store.num_examples, 9)
     self.assertEqual(store.structure, 'dict')
@@ -64,7 +65,7 @@ class ExampleStoreTest(absltest.TestCase):
   def test_reads_inside_a_graph_keep_a_static_batch_size(self):
     x = np.arange(12, dtype=np.float32).reshape(6, 2)
     y = np.arange(6, dtype=np.float32).reshape(6, 1)
-    store = tff_mixed.write_example_store(
+    store = example_store.write_example_store(
         os.path.join(_temp_dir(self), 'store'), [(x, y)])
 
     @tf.function
@@ -81,58 +82,60 @@ class ExampleStoreTest(absltest.TestCase):
   def test_map_fn_is_applied_on_read(self):
     pixels = np.arange(8, dtype=np.uint8).reshape(4, 2)
     directory = os.path.join(_temp_dir(self), 'store')
-    tff_mixed.write_example_store(directory, [(pixels,)])
-    store = tff_mixed.load_example_store(
+    example_store.write_example_store(directory, [(pixels,)])
+    store = example_store.load_example_store(
         directory, map_fn=lambda b: tf.cast(b[0], tf.float32) / 2.0)
     np.testing.assert_allclose(store.read(tf.constant([3])), [[3.0, 3.5]])
 
   def test_rewrite_replaces_a_store_only_when_complete(self):
     directory = os.path.join(_temp_dir(self), 'store')
-    tff_mixed.write_example_store(directory, [(np.zeros([2, 1], np.int32),)])
+    example_store.write_example_store(directory,
+                                      [(np.zeros([2, 1], np.int32),)])
 
     def failing_batches():
       yield (np.ones([3, 1], np.int32),)
       raise KeyboardInterrupt  # An interrupted write.
 
     with self.assertRaises(KeyboardInterrupt):
-      tff_mixed.write_example_store(directory, failing_batches())
-    store = tff_mixed.load_example_store(directory)
+      example_store.write_example_store(directory, failing_batches())
+    store = example_store.load_example_store(directory)
     self.assertEqual(store.num_examples, 2)  # The old store, intact.
     self.assertEqual(os.listdir(os.path.dirname(directory)), ['store'])
-    tff_mixed.write_example_store(directory, [(np.ones([3, 1], np.int32),)])
-    self.assertEqual(tff_mixed.load_example_store(directory).num_examples, 3)
+    example_store.write_example_store(directory, [(np.ones([3, 1], np.int32),)])
+    self.assertEqual(
+        example_store.load_example_store(directory).num_examples, 3)
 
   def test_bad_batches_are_refused(self):
     directory = os.path.join(_temp_dir(self), 'store')
     with self.assertRaisesRegex(ValueError, 'No examples'):
-      tff_mixed.write_example_store(directory, [])
+      example_store.write_example_store(directory, [])
     with self.assertRaisesRegex(ValueError, 'same fields'):
-      tff_mixed.write_example_store(
+      example_store.write_example_store(
           directory, [(np.zeros([1, 2], np.float32),),
                       (np.zeros([1, 3], np.float32),)])
     with self.assertRaisesRegex(ValueError, 'different lengths'):
-      tff_mixed.write_example_store(
+      example_store.write_example_store(
           directory, [(np.zeros([2, 2]), np.zeros([3, 1]))])
     with self.assertRaisesRegex(TypeError, 'dtype'):
-      tff_mixed.write_example_store(directory, [(np.array([['a']]),)])
+      example_store.write_example_store(directory, [(np.array([['a']]),)])
     with self.assertRaisesRegex(TypeError, 'tuple or a mapping'):
-      tff_mixed.write_example_store(directory, [np.zeros([2, 2])])
+      example_store.write_example_store(directory, [np.zeros([2, 2])])
     self.assertFalse(os.path.exists(directory))
     self.assertEqual(os.listdir(os.path.dirname(directory)), [])
 
   def test_missing_or_damaged_stores_are_refused(self):
     directory = os.path.join(_temp_dir(self), 'store')
     with self.assertRaisesRegex(FileNotFoundError, 'manifest.json'):
-      tff_mixed.load_example_store(directory)
-    store = tff_mixed.write_example_store(
+      example_store.load_example_store(directory)
+    store = example_store.write_example_store(
         directory, [(np.zeros([5, 2], np.float32),)])
     os.remove(store.example_path(4))
     with self.assertRaisesRegex(ValueError, 'damaged'):
-      tff_mixed.load_example_store(directory)
+      example_store.load_example_store(directory)
     with open(os.path.join(directory, 'manifest.json'), 'w') as f:
       json.dump({'format_version': 1}, f)
     with self.assertRaisesRegex(ValueError, 'Malformed'):
-      tff_mixed.load_example_store(directory)
+      example_store.load_example_store(directory)
 
 
 class StoreObjectiveTest(absltest.TestCase):
@@ -149,7 +152,7 @@ class StoreObjectiveTest(absltest.TestCase):
 
   def test_same_weights_as_numpy_central_data(self):
     x, y = testing_utils.central_arrays(n=8)
-    store = tff_mixed.write_example_store(
+    store = example_store.write_example_store(
         os.path.join(_temp_dir(self), 'store'), [(x[:3], y[:3]), (x[3:], y[3:])])
     sgd = testing_utils.sgd
     builders = {
@@ -177,7 +180,7 @@ class StoreObjectiveTest(absltest.TestCase):
           self.assertFalse(np.allclose(a, w0))  # It trained.
 
   def test_store_that_does_not_fit_the_model_is_refused(self):
-    store = tff_mixed.write_example_store(
+    store = example_store.write_example_store(
         os.path.join(_temp_dir(self), 'store'),
         [(np.zeros([4, 3], np.float32), np.zeros([4, 1], np.float32))])
     with self.assertRaisesRegex(ValueError, 'does not fit the model'):

@@ -35,10 +35,12 @@ import tensorflow as tf
 import tensorflow_federated as tff
 from absl.testing import absltest
 
+from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed.algorithms import example_transfer
+from tff_mixed.core import communication
 from tff_mixed.core import transfer_select
-from tests import testing_utils as tu
+from tff_mixed.models import dense
 
 _NUM_CENTRAL = 8
 
@@ -70,7 +72,7 @@ def _drawn(labels, seed, round_num, num_keys, num_examples, redraw=True):
 
 
 def _build(algorithm, seed=3):
-  model = tff_mixed.build_linear_regression(_NUM_CENTRAL)
+  model = dense.build_linear_regression(_NUM_CENTRAL)
   objective = tff_mixed.central_data_objective(_one_hot_central())
   if algorithm == 'example_transfer':
     return tff_mixed.build_example_transfer(
@@ -187,7 +189,7 @@ class PerClientSubsetTest(absltest.TestCase):
   def test_each_client_downloads_the_model_and_only_its_examples(self):
     for algorithm in ('example_transfer', 'shared_data'):
       with self.subTest(algorithm):
-        cost = tff_mixed.per_client_communication(_build(algorithm))
+        cost = communication.per_client_communication(_build(algorithm))
         row_bytes = (_NUM_CENTRAL + 1) * 4  # x and y float32 of one example.
         self.assertCountEqual(cost.down, [
             ('federated_broadcast', row_bytes),  # w and b.

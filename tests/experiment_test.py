@@ -17,10 +17,10 @@ import math
 
 from absl.testing import absltest
 
-import tff_mixed
 from tff_mixed.experiment import records
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
+from tff_mixed.models import dense
 
 
 def _row(round_num: int, auc: float) -> records.MetricsRow:
@@ -41,7 +41,7 @@ class ScenariosTest(absltest.TestCase):
   def test_unknown_scenario_process(self):
     with self.assertRaisesRegex(ValueError, '`scenario`'):
       scenarios_lib.build_process(
-          'fedprox', tff_mixed.build_binary_classifier(2), None,
+          'fedprox', dense.build_binary_classifier(2), None,
           client_lr=0.1, client_steps=1,
           central_batch_sizes=scenarios_lib.CentralBatchSizes(1, 1, 1),
           examples_per_client=1, client_batch_size=1, seed=0)

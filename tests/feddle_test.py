@@ -23,8 +23,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
 from tff_mixed.asynchronous import feddle
+from tff_mixed.models import dense
 
 
 def _quadratic_model(target):
@@ -153,7 +153,7 @@ class SearchTest(absltest.TestCase):
     self.assertAlmostEqual(float(result.coefficients[0]), -0.5, places=2)
 
   def test_projected_gradient_equals_autodiff(self):
-    model = tff_mixed.build_binary_classifier(4, (3,))
+    model = dense.build_binary_classifier(4, (3,))
     rng = np.random.default_rng(2)
     weights = model.initial_weights[0]
     anchors = [_random_like(weights, rng, scale) for scale in (0.1, 1.0, 3.0)]
@@ -182,7 +182,7 @@ class SearchTest(absltest.TestCase):
                                coefficients - 0.1 * expected, rtol=1e-5)
 
   def test_zero_steps_reproduce_fedbuff_exactly(self):
-    model = tff_mixed.build_binary_classifier(4, (3,))
+    model = dense.build_binary_classifier(4, (3,))
     rng = np.random.default_rng(3)
     weights = _random_like(model.initial_weights[0], rng)
     old = _random_like(weights, rng, 0.5)
@@ -216,7 +216,7 @@ class OutOfDomainTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
     rng = np.random.default_rng(4)
-    self.model = tff_mixed.build_binary_classifier(4, (3,))
+    self.model = dense.build_binary_classifier(4, (3,))
     self.weights = _random_like(self.model.initial_weights[0], rng)
     self.deltas = [_random_like(self.weights, rng, s) for s in (0.1, 0.3)]
     self.data = []
@@ -327,7 +327,7 @@ class BadInputTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
     rng = np.random.default_rng(5)
-    self.model = tff_mixed.build_binary_classifier(4, (3,))
+    self.model = dense.build_binary_classifier(4, (3,))
     self.weights = self.model.initial_weights[0]
     self.deltas = [_random_like(self.weights, rng)]
     self.data = _classifier_batches(rng, num_batches=1)

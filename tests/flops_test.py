@@ -11,13 +11,14 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for `tff_mixed.local_step_flops` against hand-counted FLOPs."""
+"""Tests for `flops.local_step_flops` against hand-counted FLOPs."""
 
 from absl.testing import absltest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
+from tff_mixed.core import flops
+from tff_mixed.models import dense as dense_lib
 from tff_mixed.models import dual_encoder
 
 
@@ -27,10 +28,10 @@ class LocalStepFlopsTest(absltest.TestCase):
     # Per input feature: the forward x w and the backward x^T g MatMuls
     # (2 B FLOPs each) and the SGD update of that weight (a Mul and a Sub).
     batch = 8
-    small = tff_mixed.local_step_flops(
-        tff_mixed.build_linear_regression(100), batch)
-    large = tff_mixed.local_step_flops(
-        tff_mixed.build_linear_regression(200), batch)
+    small = flops.local_step_flops(
+        dense_lib.build_linear_regression(100), batch)
+    large = flops.local_step_flops(
+        dense_lib.build_linear_regression(200), batch)
     self.assertEqual(large - small, 100 * (4 * batch + 2))
     self.assertGreaterEqual(small, 100 * (4 * batch + 2))
 
@@ -40,28 +41,28 @@ class LocalStepFlopsTest(absltest.TestCase):
     # graph, which calls predict_on_batch as a function, counts ~100.
     batch, d = 16, 32
     model = dual_encoder.build_dual_encoder(50, embedding_dim=d)
-    self.assertGreater(tff_mixed.local_step_flops(model, batch),
+    self.assertGreater(flops.local_step_flops(model, batch),
                        3 * 2 * batch * d * d)
 
   def test_spreadout_on_the_client_costs_the_table_squared(self):
     # Forward Gram matrix of the (rows - 1) movie rows plus its two backward
     # MatMuls: 3 * 2 (rows - 1)^2 d; the rest is elementwise on the Gram.
     rows, d, batch = 301, 8, 16
-    hinge = tff_mixed.local_step_flops(
+    hinge = flops.local_step_flops(
         dual_encoder.build_dual_encoder(rows, embedding_dim=d), batch)
-    both = tff_mixed.local_step_flops(
+    both = flops.local_step_flops(
         dual_encoder.build_dual_encoder(rows, embedding_dim=d,
                                         spreadout_weight=0.5), batch)
     gram = 3 * 2 * (rows - 1)**2 * d
     self.assertBetween(both - hinge, gram, gram + 8 * (rows - 1)**2)
 
   def test_bad_arguments(self):
-    model = tff_mixed.build_linear_regression(3)
+    model = dense_lib.build_linear_regression(3)
     with self.assertRaisesRegex(TypeError, '`model` must be'):
-      tff_mixed.local_step_flops(object(), 4)
+      flops.local_step_flops(object(), 4)
     for bad in (0, -1, 2.0, True):
       with self.assertRaisesRegex(ValueError, '`batch_size`'):
-        tff_mixed.local_step_flops(model, bad)
+        flops.local_step_flops(model, bad)
     ragged = tff.learning.models.FunctionalModel(
         initial_weights=model.initial_weights,
         predict_on_batch_fn=model.predict_on_batch,
@@ -69,7 +70,7 @@ class LocalStepFlopsTest(absltest.TestCase):
         input_spec=(tf.TensorSpec([None, None], tf.float32),
                     tf.TensorSpec([None, 1], tf.float32)))
     with self.assertRaisesRegex(ValueError, 'only the batch dimension'):
-      tff_mixed.local_step_flops(ragged, 4)
+      flops.local_step_flops(ragged, 4)
 
 
 if __name__ == '__main__':

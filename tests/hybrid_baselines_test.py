@@ -26,8 +26,8 @@ from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
 
-import tff_mixed
 from tff_mixed.asynchronous import hybrid_baselines as hb
+from tff_mixed.models import dense
 
 _SGD = dict(steps=1, batch_size=2, learning_rate=0.1, seed=0)
 
@@ -36,7 +36,7 @@ def _regression():
   """y = x w + b with w = [1, 2], b = 0.5, on two one-hot examples."""
   weights = [np.array([[1.0], [2.0]], np.float32),
              np.array([0.5], np.float32)]
-  model = tff_mixed.build_linear_regression(2)
+  model = dense.build_linear_regression(2)
   x = np.array([[1.0, 0.0], [0.0, 1.0]], np.float32)
   y = np.array([[0.0], [1.0]], np.float32)
   return model, weights, x, y
@@ -210,7 +210,7 @@ class FedDfTest(absltest.TestCase):
 
   def setUp(self):
     super().setUp()
-    self.model = tff_mixed.build_binary_classifier(2, hidden_units=())
+    self.model = dense.build_binary_classifier(2, hidden_units=())
     self.x = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0], [-1.0, 0.5]],
                       np.float32)
 
@@ -323,7 +323,7 @@ class FedDfTest(absltest.TestCase):
     np.testing.assert_allclose(np.abs(first[1] - student[1]), lr, rtol=1e-4)
 
   def test_teacher_equal_to_student_leaves_it_unchanged(self):
-    model = tff_mixed.build_binary_classifier(2, hidden_units=(4,), seed=1)
+    model = dense.build_binary_classifier(2, hidden_units=(4,), seed=1)
     student = [np.asarray(w) for w in model.initial_weights[0]]
     got = hb.feddf_distill(model, student, [student], self.x, steps=3,
                            batch_size=2, learning_rate=0.5, temperature=2.0)
@@ -331,7 +331,7 @@ class FedDfTest(absltest.TestCase):
       np.testing.assert_allclose(g, w, atol=1e-6)
 
   def test_distillation_moves_the_student_toward_the_teacher(self):
-    model = tff_mixed.build_binary_classifier(2, hidden_units=(4,), seed=1)
+    model = dense.build_binary_classifier(2, hidden_units=(4,), seed=1)
     student = [np.asarray(w) for w in model.initial_weights[0]]
     teachers = hb.models_from_deltas(
         student, [[np.full_like(w, 0.5) for w in student],

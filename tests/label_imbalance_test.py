@@ -27,10 +27,10 @@ import tensorflow_federated as tff
 
 from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import label_imbalance_main
-import tff_mixed
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
+from tff_mixed.models import dense
 from tff_mixed.tasks import digits_label_imbalance as task_lib
 
 _NUM_CLIENTS = 12
@@ -114,7 +114,7 @@ class BuildTaskTest(parameterized.TestCase):
     self.assertEqual(sum(task.num_oracle_client_examples), len(train))
 
   def test_datasets_match_the_model_input_spec(self):
-    model = tff_mixed.build_binary_classifier(task_lib.NUM_FEATURES)
+    model = dense.build_binary_classifier(task_lib.NUM_FEATURES)
     x_spec, y_spec = self.task.client_datasets[0].element_spec
     self.assertTrue(model.input_spec[0].is_compatible_with(x_spec))
     self.assertTrue(model.input_spec[1].is_compatible_with(y_spec))
@@ -166,7 +166,7 @@ class EvaluateTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
     # Logistic regression with logit = x0 - x1 + 0.
-    self.model = tff_mixed.build_binary_classifier(2, hidden_units=())
+    self.model = dense.build_binary_classifier(2, hidden_units=())
     self.weights = tff.learning.models.ModelWeights(
         trainable=(np.array([[1.0], [-1.0]], np.float32),
                    np.zeros([1], np.float32)),

@@ -23,8 +23,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
 from tff_mixed.asynchronous import loadaboost
+from tff_mixed.models import dense
 
 _LR = 0.05
 _X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], np.float32)
@@ -68,7 +68,7 @@ class ScheduleTest(absltest.TestCase):
       loadaboost.next_threshold([])
     with self.assertRaisesRegex(ValueError, 'NaN'):
       loadaboost.next_threshold([1.0, float('nan')])
-    model = tff_mixed.build_linear_regression(2)
+    model = dense.build_linear_regression(2)
     with self.assertRaisesRegex(ValueError, 'learning_rate'):
       loadaboost.build_loadaboost_client_training(model, epochs=2,
                                                   learning_rate=0.0)
@@ -82,7 +82,7 @@ class ClientTrainingTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.model = tff_mixed.build_linear_regression(2)
+    cls.model = dense.build_linear_regression(2)
     cls.weights = tff.learning.models.ModelWeights(
         trainable=cls.model.initial_weights[0], non_trainable=())
     cls.data = [tf.data.Dataset.from_tensor_slices((_X, _Y)).batch(2)]

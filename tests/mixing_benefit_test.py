@@ -25,6 +25,7 @@ import tensorflow_federated as tff
 from absl.testing import absltest
 
 import tff_mixed
+from tff_mixed.models import dense
 
 
 def _blobs(rng, n, label):
@@ -46,7 +47,7 @@ class MixingBeatsFederatedOnlyTest(absltest.TestCase):
     eval_y = np.concatenate([np.ones(100), np.zeros(100)])
     datasets = [tf.data.Dataset.from_tensor_slices(c).batch(4)
                 for c in clients]
-    model = tff_mixed.build_binary_classifier(2, hidden_units=(), seed=1)
+    model = dense.build_binary_classifier(2, hidden_units=(), seed=1)
     objective = tff_mixed.central_data_objective(central)
 
     def sgd():

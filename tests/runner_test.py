@@ -32,9 +32,11 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
 from experiments.label_imbalance import train_lib
 from tests import testing_utils as tu
+import tff_mixed
+from tff_mixed import remote as remote_lib
+from tff_mixed.training import checkpoints as checkpoints_lib
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TINY = dict(total_rounds=4, clients_per_round=3, client_steps=2,
@@ -169,7 +171,7 @@ class CheckpointSafetyTest(absltest.TestCase):
 
   def test_fallback_keeps_an_earlier_unreadable_checkpoint(self):
     directory = os.path.join(self.root, 'c')
-    checkpointer = tff_mixed.training_checkpoints.Checkpointer(
+    checkpointer = checkpoints_lib.Checkpointer(
         directory, fingerprint={'a': 1})
     checkpointer.check_or_write_fingerprint()
     checkpointer.save((np.arange(3, dtype=np.float32),), 1)
@@ -190,7 +192,7 @@ class CheckpointSafetyTest(absltest.TestCase):
         os.path.join(directory, 'program_state_2')))
 
   def test_incompatible_structure_is_refused(self):
-    checkpointer = tff_mixed.training_checkpoints.Checkpointer(
+    checkpointer = checkpoints_lib.Checkpointer(
         os.path.join(self.root, 'c'), fingerprint={'a': 1})
     checkpointer.check_or_write_fingerprint()
     checkpointer.save((np.zeros([2], np.float32),), 1)
@@ -282,7 +284,7 @@ class RemoteTrainingTest(absltest.TestCase):
     local = train_lib.train(scenario='two_way_gt',
                             root_output_dir=os.path.join(root, 'local'),
                             experiment_name='run', **tiny)
-    with tff_mixed.remote.local_workers(2) as workers:
+    with remote_lib.local_workers(2) as workers:
       remote = train_lib.train(
           scenario='two_way_gt', root_output_dir=os.path.join(root, 'remote'),
           experiment_name='run',

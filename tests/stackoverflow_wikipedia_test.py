@@ -21,10 +21,12 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
+from tff_mixed.models import char_lm
+from tff_mixed.tasks import char_sequences
+from tff_mixed.tasks import stackoverflow_wikipedia
 
-task = tff_mixed.stackoverflow_wikipedia
-cs = tff_mixed.char_sequences
+task = stackoverflow_wikipedia
+cs = char_sequences
 
 
 def _sequences(n, length=5, value=4):
@@ -59,8 +61,8 @@ class StackOverflowWikipediaTest(absltest.TestCase):
       task.evaluation_sets(_sequences(3), _sequences(3), federated_share=1.0)
 
   def test_evaluate_equals_the_models_token_weighted_metrics(self):
-    model = tff_mixed.build_char_lm(embedding_dim=4, gru_units=6,
-                                    sequence_length=8, seed=2)
+    model = char_lm.build_char_lm(embedding_dim=4, gru_units=6,
+                                  sequence_length=8, seed=2)
     sequences = cs.text_sequences(
         ['The quick brown fox', 'jumps over', 'the lazy dog.'], 8)
     weights = model.initial_weights[0]

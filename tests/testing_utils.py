@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
+from tff_mixed.models import dense
 
 INPUT_DIM = 2
 
@@ -58,7 +58,7 @@ def initial_weights():
 
 
 def linear_model():
-  return tff_mixed.build_linear_regression(INPUT_DIM, initial_weights())
+  return dense.build_linear_regression(INPUT_DIM, initial_weights())
 
 
 def sgd(lr: float):

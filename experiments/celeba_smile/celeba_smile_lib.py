@@ -14,7 +14,7 @@
 """The CelebA smile classifier experiment (arXiv:2205.13655, section 4.1).
 
 Federated clients hold only smiling faces, the datacenter only non-smiling
-ones (`tff_mixed.celeba_smile`); the scenarios, the comparison loop, CSV,
+ones (`tff_mixed.tasks.celeba_smile`); the scenarios, the comparison loop, CSV,
 plot and table are those of the digits label-imbalance job
 (`tff_mixed.experiment.comparison`), run on CelebA with the paper's model
 and hyperparameters (appendix B.2.1, tables 5-6):
@@ -47,8 +47,12 @@ from tff_mixed.experiment import records as records_lib
 from tff_mixed.experiment import results as results_lib
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
+from tff_mixed.models import dense
+from tff_mixed.tasks import celeba_smile as celeba_smile_lib
+from tff_mixed.training import reports as reports_lib
+from tff_mixed.training import runner as runner_lib
 
-celeba = tff_mixed.celeba_smile
+celeba = celeba_smile_lib
 
 SCENARIOS = scenarios_lib.SCENARIOS
 HIDDEN_UNITS = (64,)
@@ -145,7 +149,7 @@ def read_diagnostics(
       records = [r for r in csv.DictReader(f) if r.get(_G2_COLUMN)]
     if not records:
       continue
-    by_round = {int(r[tff_mixed.RUN_ROUND_KEY]): r for r in records}
+    by_round = {int(r[runner_lib.ROUND_KEY]): r for r in records}
     last = min(rounds[1], max(by_round))
     first = min(rounds[0], max(1, last - (rounds[1] - rounds[0])))
     window = [by_round[t] for t in range(first, last + 1) if t in by_round]
@@ -224,14 +228,14 @@ def run_experiment(
     An `ExperimentResult`.
 
   Raises:
-    tff_mixed.celeba_smile.DataNotFoundError: If the data are missing.
+    tff_mixed.tasks.celeba_smile.DataNotFoundError: If the data are missing.
     TypeError, ValueError: For bad arguments or data.
   """
   task = celeba.build_task(
       cache_dir, work_dir=work_dir, label=label, raw_clients_per_client=
       raw_clients_per_client, client_batch_size=client_batch_size,
       max_eval_examples=max_eval_examples, seed=seed, download=download)
-  model = tff_mixed.build_binary_classifier(
+  model = dense.build_binary_classifier(
       celeba.NUM_FEATURES, hidden_units=tuple(hidden_units), seed=seed)
   comparison = comparison_lib.compare(
       comparison_task(task, model), model, scenarios=scenarios,
@@ -248,7 +252,7 @@ def run_experiment(
   diagnostics = read_diagnostics(comparison.summaries)
   if diagnostics:
     path = os.path.join(output_dir, 'diagnostics.txt')
-    tff_mixed.atomic_write_text(path, format_diagnostics(
+    reports_lib.atomic_write_text(path, format_diagnostics(
         diagnostics))
     comparison.files['diagnostics'] = path
   config = comparison.config
@@ -388,7 +392,7 @@ def run_sweep(points: Sequence[SweepPoint], *, output_dir: str,
                                    title='CelebA smile sweep')
   tables.write_metrics_csv(
       os.path.join(output_dir, comparison_lib.METRICS_FILE), rows)
-  tff_mixed.atomic_write_text(
+  reports_lib.atomic_write_text(
       os.path.join(output_dir, comparison_lib.TABLE_FILE), table)
   return table, plot_path
 

@@ -86,9 +86,10 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
-import tff_mixed
+from tff_mixed.tasks import celeba_smile
+from tff_mixed.training import reports
 
-celeba = tff_mixed.celeba_smile
+celeba = celeba_smile
 
 DATABASE_FILENAME = 'celeba.sqlite'
 IMAGE_SIZE = 84
@@ -275,7 +276,7 @@ def _write_database(
         'test clients.')
 
   counts = collections.Counter()
-  temp_path = tff_mixed.temp_path_beside(database_path)
+  temp_path = reports.temp_path_beside(database_path)
   try:
     connection = sqlite3.connect(temp_path)
     try:
@@ -335,7 +336,7 @@ def _write_database(
     os.chmod(temp_path, 0o666 & ~umask)
     os.replace(temp_path, database_path)
   except BaseException:  # KeyboardInterrupt too: never leave the temp file.
-    tff_mixed.remove_quietly(temp_path)
+    reports.remove_quietly(temp_path)
     raise
   return DatabaseSummary(
       database_path=database_path,

@@ -60,11 +60,19 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 import tff_mixed
+from tff_mixed.asynchronous import client_training
+from tff_mixed.asynchronous import feddle
+from tff_mixed.asynchronous import hybrid_baselines as hybrid_baselines_lib
+from tff_mixed.asynchronous import loadaboost as loadaboost_lib
+from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_data as server_data_lib
+from tff_mixed.models import cnn as cnn_lib
+from tff_mixed.tasks import hybrid_images as hybrid_images_lib
+from tff_mixed.training import reports as reports_lib
 
-cnn = tff_mixed.cnn
-hybrid_images = tff_mixed.hybrid_images
-hybrid_baselines = tff_mixed.hybrid_baselines
+cnn = cnn_lib
+hybrid_images = hybrid_images_lib
+hybrid_baselines = hybrid_baselines_lib
 
 FEDAVG = 'fedavg'
 LOADABOOST = 'loadaboost'
@@ -230,7 +238,7 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
                                         temperature=c.distill_temperature)
   if method in FEDDLE_METHODS:
     ood = method == FEDDLE_OOD
-    config = tff_mixed.feddle.FeddleConfig(
+    config = feddle.FeddleConfig(
         max_anchors=2 * c.clients_per_round, server_lr=c.server_lr,
         search_lr=c.feddle_search_lr, search_steps=c.feddle_search_steps,
         fallback_lambda=c.feddle_ood_lambda if ood else 0.0,
@@ -324,14 +332,14 @@ def _client_training(method: str, model, config: Config, cache: dict):
          int(model.initial_weights[0][-1].shape[0])) + kind
   if key not in cache:
     if method == LOADABOOST:
-      cache[key] = tff_mixed.loadaboost.build_loadaboost_client_training(
+      cache[key] = loadaboost_lib.build_loadaboost_client_training(
           model, epochs=c.loadaboost_epochs, learning_rate=c.client_lr)
     else:
-      cache[key] = tff_mixed.build_client_training(model,
-                                                   _client_optimizer(c))
+      cache[key] = client_training.build_client_training(model,
+                                                         _client_optimizer(c))
   if method == LOADABOOST:
     # A fresh driver per run: the loss threshold starts at +inf.
-    return tff_mixed.loadaboost.LoAdaBoostTraining(cache[key],
+    return loadaboost_lib.LoAdaBoostTraining(cache[key],
                                                     c.loadaboost_epochs)
   return cache[key]
 
@@ -353,7 +361,7 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   c = config
   cache = {} if cache is None else cache
   split = data.split
-  model = tff_mixed.build_cnn(
+  model = cnn_lib.build_cnn(
       input_shape=split.images.shape[1:], num_classes=int(
           split.labels.max()) + 1, conv_filters=c.conv_filters,
       dense_units=c.dense_units, seed=seed)
@@ -422,7 +430,7 @@ def _fingerprint(config: Config, description: str) -> dict[str, Any]:
 
 def _save_run(path: str, fingerprint: dict[str, Any], run: MethodRun
               ) -> None:
-  tff_mixed.atomic_write_text(path, json.dumps(dict(
+  reports_lib.atomic_write_text(path, json.dumps(dict(
       fingerprint=fingerprint, rows=[r._asdict() for r in run.rows],
       diagnostics=run.diagnostics, notes=run.notes)) + '\n')
 
@@ -646,7 +654,7 @@ def plot_diagnostics(path: str, diagnostics: Sequence[dict[str, Any]],
 
 def _save_figure(fig, path: str) -> None:
   try:
-    tff_mixed.atomic_write(
+    reports_lib.atomic_write(
         path, lambda f: fig.savefig(f, format='png', dpi=110), mode='wb')
   finally:
     plt.close(fig)
@@ -669,7 +677,7 @@ class ExperimentResult(NamedTuple):
 
 
 def _check_idle_clients(config: Config, setting: Setting, seed: int) -> None:
-  short = tff_mixed.first_round_with_shortage(
+  short = schedule_lib.first_round_with_shortage(
       config.num_clients, config.clients_per_round, setting.delay_std,
       config.rounds, seed)
   if short is not None:
@@ -703,7 +711,7 @@ def validate(config: Config, methods: Sequence[str],
     raise ValueError(f'`client_optimizer` must be one of {CLIENT_OPTIMIZERS},'
                      f' got {config.client_optimizer!r}.')
   if LOADABOOST in methods:
-    tff_mixed.loadaboost.check_epochs(config.loadaboost_epochs)
+    loadaboost_lib.check_epochs(config.loadaboost_epochs)
   if config.clients_per_round > config.num_clients:
     raise ValueError(f'`clients_per_round` ({config.clients_per_round}) '
                      f'exceeds `num_clients` ({config.num_clients}).')
@@ -713,7 +721,7 @@ def validate(config: Config, methods: Sequence[str],
   for setting in settings:
     if not setting.alpha > 0:
       raise ValueError(f'Dirichlet alpha must be > 0, got {setting.alpha}.')
-    tff_mixed.check_delays_arrive(setting.delay_std, config.rounds)
+    schedule_lib.check_delays_arrive(setting.delay_std, config.rounds)
     for seed in seeds:
       _check_idle_clients(config, setting, seed)
 
@@ -750,7 +758,7 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
     raise ValueError(f'`seeds` must be distinct, got {list(seeds)}.')
   settings = tuple(settings) or (Setting(config.alpha, config.delay_std),)
   validate(config, methods, settings, seeds)
-  runs_dir = tff_mixed.make_directory(os.path.join(output_dir, RUNS_DIR),
+  runs_dir = reports_lib.make_directory(os.path.join(output_dir, RUNS_DIR),
                                      'runs directory of `output_dir`')
   rows, diagnostics, notes = [], [], collections.defaultdict(list)
   descriptions = []
@@ -793,21 +801,21 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
   lines = [','.join(RunRow._fields)] + [
       f'{r.method},{r.alpha:g},{r.delay_std:g},{r.seed},{r.round},'
       f'{r.accuracy:.6g},{r.loss:.6g},{r.seconds:.1f}' for r in rows]
-  tff_mixed.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
+  reports_lib.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
   diag_fields = ('method', 'alpha', 'delay_std', 'seed', 'round',
                  'negative_share', 'id_ood_cosine', 'id_ood_cosine_at_zero')
   diag_lines = [','.join(diag_fields)] + [
       ','.join(f'{d[k]:.4g}' if isinstance(d[k], float) else str(d[k])
                for k in diag_fields) for d in diagnostics]
-  tff_mixed.atomic_write_text(files['diagnostics'],
-                              '\n'.join(diag_lines) + '\n')
+  reports_lib.atomic_write_text(files['diagnostics'],
+                                '\n'.join(diag_lines) + '\n')
   table = format_table(rows, methods, settings)
-  tff_mixed.atomic_write_text(files['table'], table + '\n' + '\n'.join(
+  reports_lib.atomic_write_text(files['table'], table + '\n' + '\n'.join(
       ranking_summary(rows, methods, settings)
       + diagnostics_summary(diagnostics, settings)) + '\n')
   plot(files['plot'], rows, methods, settings, descriptions[0])
   plot_diagnostics(files['diagnostics_plot'], diagnostics, settings)
-  tff_mixed.atomic_write_text(files['config'], json.dumps(
+  reports_lib.atomic_write_text(files['config'], json.dumps(
       dict(config._asdict(), methods=list(methods), seeds=list(seeds),
            settings=[s._asdict() for s in settings], data=descriptions),
       indent=2) + '\n')

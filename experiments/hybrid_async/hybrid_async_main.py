@@ -50,8 +50,8 @@ from absl import flags
 from absl import logging
 
 from experiments.hybrid_async import hybrid_async_lib
-import tff_mixed
 from tff_mixed.experiment import results as results_lib
+from tff_mixed.tasks import hybrid_images
 
 _LIB = hybrid_async_lib
 _DEFAULTS = _LIB.Config()
@@ -144,7 +144,7 @@ _RESULTS_SECTION, _RESULTS_NOTE = (
 @functools.lru_cache(maxsize=None)
 def _images(name: str, size: int):
   """Decoded once per run of the binary (every seed and setting reuse it)."""
-  images = tff_mixed.hybrid_images
+  images = hybrid_images
   if name == 'digits':
     return images.load_digits_images(size=size, channels=3)
   x, y = images.load_cifar10_npz(_CIFAR10_NPZ.value)
@@ -155,7 +155,7 @@ def _images(name: str, size: int):
 
 
 def _load(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
-  images = tff_mixed.hybrid_images
+  images = hybrid_images
   size = _IMAGE_SIZE.value
   digits = _images('digits', size)
   cifar = _images('cifar10', size) if _CIFAR10_NPZ.value else None

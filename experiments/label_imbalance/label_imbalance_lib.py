@@ -32,8 +32,10 @@ import tff_mixed
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import results
 from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.models import dense
+from tff_mixed.tasks import digits_label_imbalance
 
-task_lib = tff_mixed.digits_label_imbalance
+task_lib = digits_label_imbalance
 
 HIDDEN_UNITS = (32,)
 
@@ -108,7 +110,7 @@ def run_comparison(
   scenarios_lib.check_scenarios(scenarios)
   task = task_lib.build_task(num_clients=num_clients,
                              client_batch_size=client_batch_size, seed=seed)
-  model = tff_mixed.build_binary_classifier(
+  model = dense.build_binary_classifier(
       task_lib.NUM_FEATURES, hidden_units=HIDDEN_UNITS, seed=seed)
   return comparison.compare(
       digits_comparison_task(task, model), model, scenarios=scenarios,

@@ -24,12 +24,16 @@ from typing import Optional, Sequence
 
 import tensorflow_federated as tff
 
-import tff_mixed
 from experiments.label_imbalance import label_imbalance_lib
+import tff_mixed
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.models import dense
+from tff_mixed import remote as remote_lib
+from tff_mixed.tasks import digits_label_imbalance
+from tff_mixed.training import runner as runner_lib
 
-task_lib = tff_mixed.digits_label_imbalance
+task_lib = digits_label_imbalance
 
 
 def build_dp_aggregator(noise_multiplier: float, clip_norm: float,
@@ -141,12 +145,12 @@ def train(
   examples_per_client = hparams['examples_per_client']
   # Before the process is built (and traced): a bad output directory, a
   # refused resume or an unreachable worker fails in seconds.
-  tff_mixed.prepare_run(root_output_dir, experiment_name, hparams)
+  runner_lib.prepare_run(root_output_dir, experiment_name, hparams)
   if worker_addresses:
     # Fails fast, naming the address, if a worker is malformed or down.
-    tff_mixed.remote.set_remote_execution_context(list(worker_addresses))
+    remote_lib.set_remote_execution_context(list(worker_addresses))
   try:
-    model = tff_mixed.build_binary_classifier(
+    model = dense.build_binary_classifier(
         task_lib.NUM_FEATURES, hidden_units=label_imbalance_lib.HIDDEN_UNITS,
         seed=seed)
     process = scenarios_lib.build_process(
@@ -168,7 +172,7 @@ def train(
         round_end_fn=round_end_fn)
   finally:
     if worker_addresses:
-      tff_mixed.remote.restore_local_execution_context()
+      remote_lib.restore_local_execution_context()
 
 
 def _hparams(task, *, scenario: str, clients_per_round: int,

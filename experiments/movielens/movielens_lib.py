@@ -51,9 +51,15 @@ import tensorflow_federated as tff
 
 import tff_mixed
 from tff_mixed.algorithms import registry
+from tff_mixed.core import communication as communication_lib
+from tff_mixed.core import flops as flops_lib
+from tff_mixed.models import dual_encoder as dual_encoder_lib
+from tff_mixed.tasks import movielens as movielens_lib
+from tff_mixed.training import reports as reports_lib
+from tff_mixed.training import runner as runner_lib
 
-movielens = tff_mixed.movielens
-dual_encoder = tff_mixed.dual_encoder
+movielens = movielens_lib
+dual_encoder = dual_encoder_lib
 
 BASELINE = 'baseline'
 PARALLEL_TRAINING = 'parallel_training'
@@ -98,7 +104,7 @@ class Costs(NamedTuple):
     down_bytes: Bytes received (measured on the compiled computation).
     up_bytes: Bytes sent (measured; training metrics included).
     flops: Client training FLOPs per round: K times one local step measured
-      by TF's profiler (`tff_mixed.local_step_flops`).
+      by TF's profiler (`tff_mixed.core.flops.local_step_flops`).
     paper_comm_bytes: The paper's communication term: 2 N d (baseline),
       2 n d (PT), 3 n d (GT), in float32 bytes.
     paper_flops: The paper's computation term: K N^2 d / 2 (baseline),
@@ -226,8 +232,8 @@ def client_model(scenario: str, data: 'movielens.MovieLensData',
 def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
                   config: Config, mean_keys: float) -> Costs:
   """Bytes from the compiled process; FLOPs from TF's profiler."""
-  cost = tff_mixed.per_client_communication(process)
-  flops = config.client_steps * tff_mixed.local_step_flops(
+  cost = communication_lib.per_client_communication(process)
+  flops = config.client_steps * flops_lib.local_step_flops(
       client_model(scenario, data, config), config.client_batch_size)
   n, big_n, d = mean_keys, data.num_movies, config.embedding_dim
   paper_comm = {BASELINE: 2 * big_n * d}.get(
@@ -295,7 +301,7 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
   with open(result.metrics_path) as f:
     for record in csv.DictReader(f):
       if record.get('eval/recall_at_10'):
-        rows.append(dict(round=int(record[tff_mixed.RUN_ROUND_KEY]),
+        rows.append(dict(round=int(record[runner_lib.ROUND_KEY]),
                          recall_at_10=float(record['eval/recall_at_10']),
                          hinge_loss=float(record['eval/hinge_loss'])))
   mean_keys = float(np.mean(key_counts))
@@ -360,8 +366,8 @@ def plot(path: str, results: Sequence[ScenarioResult], title: str) -> None:
   fig.suptitle(title, fontsize='medium')
   fig.tight_layout()
   try:
-    tff_mixed.atomic_write(path, lambda f: fig.savefig(f, format='png',
-                                                       dpi=110), 'wb')
+    reports_lib.atomic_write(path, lambda f: fig.savefig(f, format='png',
+                                                         dpi=110), 'wb')
   finally:
     plt.close(fig)
 
@@ -400,7 +406,7 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
   if config.client_lr <= 0:
     raise ValueError(f'`client_lr` must be positive, got {config.client_lr}.')
   # Before the data: a bad directory should not cost the load.
-  tff_mixed.make_directory(output_dir, '`output_dir`')
+  reports_lib.make_directory(output_dir, '`output_dir`')
   data = movielens.load_movielens(
       ratings_file, context_length=config.context_length,
       skip_malformed=skip_malformed, seed=config.seed)
@@ -419,8 +425,8 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     metrics_lines += [f'{r.scenario},{row["round"]},'
                       f'{row["recall_at_10"]:.6g},{row["hinge_loss"]:.6g}'
                       for row in r.rows]
-  tff_mixed.atomic_write_text(files['metrics'], '\n'.join(metrics_lines)
-                              + '\n')
+  reports_lib.atomic_write_text(files['metrics'], '\n'.join(metrics_lines)
+                                + '\n')
   description = (
       f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
       f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
@@ -428,9 +434,9 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
       f'{len(data.test_user_ids)} test users after '
       f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
   plot(files['plot'], results, f'MovieLens dual encoder ({description})')
-  tff_mixed.atomic_write_text(files['table'], table)
-  tff_mixed.atomic_write_text(files['costs'], cost_table)
-  tff_mixed.atomic_write_text(files['config'], json.dumps(
+  reports_lib.atomic_write_text(files['table'], table)
+  reports_lib.atomic_write_text(files['costs'], cost_table)
+  reports_lib.atomic_write_text(files['config'], json.dumps(
       dict(config._asdict(), scenarios=list(scenarios),
            ratings_file=os.path.abspath(ratings_file),
            mean_keys={r.scenario: r.mean_keys for r in results}), indent=2)
@@ -464,7 +470,8 @@ def results_markdown(result: ExperimentResult, command: str,
       '',
       'Per client and round (bytes measured on the compiled TFF '
       'computation; client FLOPs: K local steps, one step measured by TF\'s '
-      'profiler (`tff_mixed.local_step_flops`); s/round: seconds per round '
+      'profiler (`tff_mixed.core.flops.local_step_flops`); s/round: seconds '
+      'per round '
       'trained in the last invocation; paper: the formulas of appendix B.3 with N movies and n = the mean distinct movies a '
       'client trains on):',
       '',

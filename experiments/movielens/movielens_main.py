@@ -42,7 +42,6 @@ from absl import flags
 from absl import logging
 
 from experiments.movielens import movielens_lib
-import tff_mixed
 from tff_mixed.experiment import results as results_lib
 
 _DEFAULTS = movielens_lib.Config()

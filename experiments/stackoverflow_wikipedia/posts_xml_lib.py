@@ -114,7 +114,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-import tff_mixed
+from tff_mixed.training import reports
 
 DATABASE_FILENAME = 'stackoverflow.sqlite'
 TRAIN_SPLIT = 'train'
@@ -618,7 +618,7 @@ def convert_posts(
   database_path = os.path.join(cache_dir, DATABASE_FILENAME)
 
   counts = _Counts()
-  temp_path = tff_mixed.temp_path_beside(database_path)
+  temp_path = reports.temp_path_beside(database_path)
   try:
     connection = sqlite3.connect(temp_path)
     try:
@@ -681,7 +681,7 @@ def convert_posts(
     os.chmod(temp_path, 0o666 & ~umask)
     os.replace(temp_path, database_path)
   except BaseException:  # KeyboardInterrupt too: never leave the temp file.
-    tff_mixed.remove_quietly(temp_path)
+    reports.remove_quietly(temp_path)
     raise
 
   clients = {split: per_split.get(split, (0, 0))[0] for split in SPLIT_NAMES}

@@ -57,9 +57,14 @@ import tensorflow_federated as tff
 
 import tff_mixed
 from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.models import char_lm
+from tff_mixed.tasks import char_sequences as char_sequences_lib
+from tff_mixed.tasks import stackoverflow_wikipedia
+from tff_mixed.training import reports as reports_lib
+from tff_mixed.training import runner as runner_lib
 
-char_sequences = tff_mixed.char_sequences
-task_lib = tff_mixed.stackoverflow_wikipedia
+char_sequences = char_sequences_lib
+task_lib = stackoverflow_wikipedia
 
 FL_ONLY = scenarios_lib.FL_ONLY
 PARALLEL_TRAINING = scenarios_lib.PARALLEL_TRAINING
@@ -176,7 +181,7 @@ def load_data(cache_dir: str, central_train_texts: Sequence[str],
 
 
 def model_for(config: Config) -> tff.learning.models.FunctionalModel:
-  return tff_mixed.build_char_lm(
+  return char_lm.build_char_lm(
       embedding_dim=config.embedding_dim, gru_units=config.gru_units,
       sequence_length=config.sequence_length, seed=config.seed)
 
@@ -296,7 +301,7 @@ def run_mixed_or_fl(scenario: str, data: Data, config: Config,
   with open(result.metrics_path) as f:
     for record in csv.DictReader(f):
       if record.get('eval/mixed_accuracy'):
-        rows.append(dict(round=int(record[tff_mixed.RUN_ROUND_KEY]), **{
+        rows.append(dict(round=int(record[runner_lib.ROUND_KEY]), **{
             k: float(record[f'eval/{k}']) for k in CSV_COLUMNS[2:-1]}))
   return ScenarioResult(scenario, rows, per_round)
 
@@ -389,7 +394,7 @@ def plot(path: str, results: Sequence[ScenarioResult], config: Config,
   fig.suptitle(textwrap.fill(title, 180), fontsize=8)
   fig.tight_layout()
   try:
-    tff_mixed.atomic_write(
+    reports_lib.atomic_write(
         path, lambda f: fig.savefig(f, format='png', dpi=110), mode='wb')
   finally:
     plt.close(fig)
@@ -432,7 +437,7 @@ def run_experiment(data: Data, config: Config, *,
       1 <= config.switch() < config.rounds):
     raise ValueError(f'`switch_round` must be in [1, rounds), got '
                      f'{config.switch()} with {config.rounds} rounds.')
-  tff_mixed.make_directory(output_dir, '`output_dir`')
+  reports_lib.make_directory(output_dir, '`output_dir`')
   results = []
   for scenario in scenarios:
     logging.info('Scenario %s', scenario)
@@ -452,10 +457,10 @@ def run_experiment(data: Data, config: Config, *,
           [r.scenario, str(row['round'])]
           + [f'{row[c]:.6g}' for c in CSV_COLUMNS[2:-1]]
           + [f'{r.seconds_per_round * row["round"]:.1f}']))
-  tff_mixed.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
+  reports_lib.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
   plot(files['plot'], results, config, data.description)
-  tff_mixed.atomic_write_text(files['table'], table)
-  tff_mixed.atomic_write_text(files['config'], json.dumps(
+  reports_lib.atomic_write_text(files['table'], table)
+  reports_lib.atomic_write_text(files['config'], json.dumps(
       collections.OrderedDict(config._asdict(), scenarios=list(scenarios),
                               data=data.description), indent=2) + '\n')
   return ExperimentResult(results, table, files, config, data.description)

@@ -46,8 +46,8 @@ from absl import flags
 from absl import logging
 
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
-import tff_mixed
 from tff_mixed.experiment import results as results_lib
+from tff_mixed.tasks import text_corpus
 
 _LIB = stackoverflow_wikipedia_lib
 _DEFAULTS = _LIB.Config()
@@ -138,7 +138,7 @@ _RESULTS_SECTION, _RESULTS_NOTE = (
 
 def _central_texts():
   """(train texts, eval texts, name) from text files or TFDS Wikipedia."""
-  corpus = tff_mixed.text_corpus
+  corpus = text_corpus
   if _TFDS_DATA_DIR.value:
     if _CENTRAL_TRAIN_TEXT.value or _CENTRAL_EVAL_TEXT.value:
       raise ValueError('Pass either --tfds_data_dir or --central_train_text '

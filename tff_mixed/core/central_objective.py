@@ -91,7 +91,7 @@ def central_data_objective(
     data: The central examples: a tuple `(x, y)` or a mapping with keys `'x'`
       and `'y'` (the structure of the model's `input_spec`) of numpy arrays
       sharing their first dimension; or, for central sets too large to travel
-      inside a computation, a `tff_mixed.ExampleStore` whose batches (after
+      inside a computation, an `example_store.ExampleStore` whose batches (after
       its `map_fn`) have that structure.
     loss_fn: Optional `loss_fn(model_weights, batch) -> scalar`. `None` (the
       default) uses the model's own `predict_on_batch` and `loss`.

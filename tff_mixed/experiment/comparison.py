@@ -34,11 +34,13 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
+from tff_mixed.core import central_objective as central_objective_lib
 from tff_mixed.experiment import plots
 from tff_mixed.experiment import records
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
+from tff_mixed.training import reports as reports_lib
+from tff_mixed.training import runner as runner_lib
 
 METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'auc_accuracy.png'
@@ -95,7 +97,7 @@ class ComparisonTask(NamedTuple):
 
   title: str
   num_clients: int
-  central_objective: tff_mixed.CentralObjective
+  central_objective: central_objective_lib.CentralObjective
   mean_client_examples: float
   client_datasets_fn: Callable[[Sequence[int], bool, int],
                                list[tf.data.Dataset]]
@@ -227,7 +229,7 @@ def run_scenario(
   def round_end_fn(round_num: int) -> None:
     seconds[round_num] = time.perf_counter() - start
 
-  result = tff_mixed.run_training(
+  result = runner_lib.run_training(
       process, client_data_fn=client_data_fn, total_rounds=rounds,
       root_output_dir=output_dir, experiment_name=scenario,
       hparams=dict(hparams, scenario=scenario),
@@ -294,9 +296,10 @@ def _write_outputs(output_dir: str, rows, summaries, target_auc: float,
   }
   tables.write_metrics_csv(files['metrics'], rows)
   plots.plot_metrics(files['plot'], rows, target_auc, title=title)
-  tff_mixed.atomic_write_text(files['table'], table)
-  tff_mixed.atomic_write(files['config'],
-                         lambda f: f.write(json.dumps(config, indent=2) + '\n'))
+  reports_lib.atomic_write_text(files['table'], table)
+  reports_lib.atomic_write(
+      files['config'],
+      lambda f: f.write(json.dumps(config, indent=2) + '\n'))
   return table, files
 
 
@@ -365,8 +368,8 @@ def compare(
       client_lr=client_lr, central_batch_size=central_batch_size,
       examples_per_client=examples_per_client, eval_every=eval_every,
       target_auc=target_auc, seed=seed, output_dir=output_dir)
-  output_dir = tff_mixed.make_directory(os.fspath(output_dir),
-                                        '`output_dir`')
+  output_dir = reports_lib.make_directory(os.fspath(output_dir),
+                                          '`output_dir`')
 
   num_central = task.central_objective.num_examples
   if central_batch_size is None:

@@ -20,9 +20,9 @@ import matplotlib
 matplotlib.use('Agg')  # Headless: no display on CI machines or laptops' ssh.
 from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 
-import tff_mixed  # pylint: disable=g-bad-import-order
 from tff_mixed.experiment import records
 from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.training import reports
 
 
 def plot_metrics(path: str, rows: Sequence[records.MetricsRow],
@@ -53,8 +53,8 @@ def plot_metrics(path: str, rows: Sequence[records.MetricsRow],
     fig.suptitle(title, fontsize='medium')
   fig.tight_layout()
   try:
-    tff_mixed.atomic_write(path,
-                           lambda f: fig.savefig(f, format='png', dpi=110),
-                           mode='wb')
+    reports.atomic_write(path,
+                         lambda f: fig.savefig(f, format='png', dpi=110),
+                         mode='wb')
   finally:
     plt.close(fig)

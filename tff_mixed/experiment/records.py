@@ -25,8 +25,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-import tff_mixed
 from tff_mixed.tasks import binary_metrics
+from tff_mixed.training import runner as runner_lib
 
 EvalMetrics = binary_metrics.EvalMetrics
 
@@ -122,7 +122,7 @@ def read_rows(scenario: str, metrics_path: str, initial: EvalMetrics,
     for record in csv.DictReader(f):
       if not record.get('eval/auc'):
         continue
-      round_num = int(record[tff_mixed.RUN_ROUND_KEY])
+      round_num = int(record[runner_lib.ROUND_KEY])
       rows.append(MetricsRow(
           scenario, round_num,
           float(record['train/client_work/train/loss']),

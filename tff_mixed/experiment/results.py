@@ -28,8 +28,8 @@ from absl import flags
 import tensorflow as tf
 import tensorflow_federated as tff
 
-import tff_mixed
 from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.training import reports as reports_lib
 
 
 def machine_description() -> str:
@@ -71,8 +71,8 @@ def write_results_section(path: str, section: str, markdown: str,
   if note:
     heading, _, rest = markdown.partition('\n')
     markdown = f'{heading}\n\n{note.strip()}\n{rest}'
-  tff_mixed.write_markdown_section(path, section, markdown, title='Results',
-                                   after=after)
+  reports_lib.write_markdown_section(path, section, markdown, title='Results',
+                                     after=after)
 
 
 def define_results_section_flags(default_section: str):

@@ -31,8 +31,8 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 import tensorflow_federated as tff
 
-import tff_mixed
 from tff_mixed.algorithms import registry
+from tff_mixed.core import central_objective
 
 FL_ONLY = 'fl_only'
 PARALLEL_TRAINING = registry.PARALLEL_TRAINING
@@ -99,7 +99,7 @@ def build_process(
     scenario: str,
     model: tff.learning.models.FunctionalModel,
     central_data: Union[tuple[np.ndarray, np.ndarray],
-                        tff_mixed.CentralObjective],
+                        central_objective.CentralObjective],
     *,
     client_lr: float,
     client_steps: int,
@@ -147,11 +147,11 @@ def build_process(
   algorithm = ALGORITHM_OF[scenario]
   objective = None
   if scenario not in BASELINES:
-    if isinstance(central_data, tff_mixed.CentralObjective):
+    if isinstance(central_data, central_objective.CentralObjective):
       objective = central_data
     else:
-      objective = tff_mixed.central_data_objective(central_data,
-                                                   name='negatives')
+      objective = central_objective.central_data_objective(central_data,
+                                                           name='negatives')
   return registry.build(
       algorithm, model, objective, client_lr=client_lr,
       client_steps=client_steps,

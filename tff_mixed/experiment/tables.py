@@ -17,8 +17,8 @@ import csv
 from collections.abc import Sequence
 import io
 
-import tff_mixed
 from tff_mixed.experiment import records
+from tff_mixed.training import reports
 
 CSV_COLUMNS = records.MetricsRow._fields
 
@@ -73,4 +73,4 @@ def write_metrics_csv(path: str,
     writer.writerow([
         f'{v:.6g}' if isinstance(v, float) else v for v in row
     ])
-  tff_mixed.atomic_write(path, lambda f: f.write(buffer.getvalue()))
+  reports.atomic_write(path, lambda f: f.write(buffer.getvalue()))

@@ -63,7 +63,8 @@ def evaluate(
 
   Args:
     model: A `tff.learning.models.FunctionalModel` whose `predict_on_batch`
-      returns one logit per example (e.g. `tff_mixed.build_binary_classifier`).
+      returns one logit per example (e.g.
+      `tff_mixed.models.dense.build_binary_classifier`).
     model_weights: A `tff.learning.models.ModelWeights` (as returned by
       `process.get_model_weights(state)`) or a `(trainable, non_trainable)`
       pair.

@@ -33,7 +33,8 @@ split by clients: 8,408 training and 935 evaluation celebrities; images
 *   Oracle: the same composite clients holding all their images.
 *   Evaluation: every image of the evaluation celebrities, both labels.
 *   Features: pixels / 255 flattened to `float32[21168]`, labels
-    `float32[1]`, matching `tff_mixed.build_binary_classifier(NUM_FEATURES)`.
+    `float32[1]`, matching
+    `tff_mixed.models.dense.build_binary_classifier(NUM_FEATURES)`.
 
 One sequential pass over the database builds the central store and counts
 each celebrity's labels; the result is cached in `work_dir` (keyed by the

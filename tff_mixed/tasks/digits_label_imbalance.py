@@ -31,7 +31,7 @@ The task:
 *   Binary label: 1 ("positive") for the digits in `positive_digits` (default
     0-4, about half of the images), 0 ("negative") for the others.
 *   Features: the 64 pixels divided by 16, `float32[64]`; labels
-    `float32[1]`, matching `tff_mixed.build_binary_classifier(64)`.
+    `float32[1]`, matching `tff_mixed.models.dense.build_binary_classifier(64)`.
 *   A seeded split into train and eval examples, stratified by digit so both
     labels (and every digit) keep their proportions.
 *   Federated clients hold only positive training examples. The partition is

@@ -1,0 +1,161 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The library's shape, as docs/ARCHITECTURE.md states it.
+
+Reads the sources of tff_mixed/ (nothing is imported or run) and checks the
+rules a new module must follow: the layers import only downwards, modules and
+functions stay short, every package says what it holds, and comments cite
+papers rather than project notes.
+"""
+
+import ast
+import os
+import re
+
+from absl.testing import absltest
+
+_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), 'tff_mixed')
+
+# Bottom to top (docs/ARCHITECTURE.md, "Layers"): a module may import its own
+# package and the packages of lower layers only.
+LAYERS = {
+    # Where TFF runs: its worker processes, local or remote.
+    'tff_mixed.runtime': 0,
+    'tff_mixed.worker_processes': 1,
+    'tff_mixed.remote': 2,
+    # The components of the processes, and the models.
+    'tff_mixed.core': 1,
+    'tff_mixed.models': 2,
+    # Running processes: the loop, checkpoints, reports.
+    'tff_mixed.training': 2,
+    # What users build and run.
+    'tff_mixed.tasks': 3,
+    'tff_mixed.algorithms': 3,
+    'tff_mixed.asynchronous': 3,
+    'tff_mixed.experiment': 4,
+    'tff_mixed': 5,  # The facade, tff_mixed/__init__.py.
+}
+MAX_MODULE_LINES = 500
+# Lines from `def` to the function's end, its docstring not counted.
+MAX_FUNCTION_LINES = 80
+
+
+def _sources():
+  """Yields (dotted module name, path, text) for every module of tff_mixed."""
+  for directory, _, files in os.walk(_ROOT):
+    for name in sorted(files):
+      if not name.endswith('.py'):
+        continue
+      path = os.path.join(directory, name)
+      relative = os.path.relpath(path, os.path.dirname(_ROOT))[:-3]
+      module = relative.replace(os.sep, '.')
+      if module.endswith('.__init__'):
+        module = module[:-len('.__init__')]
+      with open(path) as f:
+        yield module, path, f.read()
+
+
+def _unit(module):
+  """The layer unit (package or top-level module) a dotted name belongs to."""
+  parts = module.split('.')
+  if len(parts) == 1:
+    return 'tff_mixed'
+  return '.'.join(parts[:2])
+
+
+def _imported_units(tree):
+  """The tff_mixed units a module's imports name."""
+  units = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module:
+      if node.module == 'tff_mixed':
+        names = [f'tff_mixed.{alias.name}' for alias in node.names]
+      else:
+        names = [node.module]
+    else:
+      continue
+    units.update(_unit(name) for name in names
+                 if name == 'tff_mixed' or name.startswith('tff_mixed.'))
+  return units
+
+
+def _function_lengths(tree):
+  """Yields (name, first line, lines without the docstring)."""
+  for node in ast.walk(tree):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+      length = node.end_lineno - node.lineno + 1
+      first = node.body[0]
+      if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+          and isinstance(first.value.value, str)):
+        length -= first.end_lineno - first.lineno + 1
+      yield node.name, node.lineno, length
+
+
+class StructureTest(absltest.TestCase):
+
+  def test_every_unit_has_a_layer(self):
+    for module, path, _ in _sources():
+      self.assertIn(_unit(module), LAYERS, f'{path}: no layer in LAYERS')
+
+  def test_imports_run_only_downwards(self):
+    upward = []
+    for module, path, text in _sources():
+      unit = _unit(module)
+      for target in _imported_units(ast.parse(text)):
+        if target != unit and LAYERS.get(target, 99) >= LAYERS[unit]:
+          upward.append(f'{path} imports {target}')
+    self.assertEmpty(upward)
+
+  def test_modules_are_short(self):
+    long_modules = [
+        f'{path}: {len(text.splitlines())} lines'
+        for _, path, text in _sources()
+        if len(text.splitlines()) > MAX_MODULE_LINES]
+    self.assertEmpty(long_modules)
+
+  def test_functions_are_short(self):
+    long_functions = []
+    for _, path, text in _sources():
+      for name, line, length in _function_lengths(ast.parse(text)):
+        if length > MAX_FUNCTION_LINES:
+          long_functions.append(f'{path}:{line} {name}: {length} lines')
+    self.assertEmpty(long_functions)
+
+  def test_every_package_says_what_it_holds(self):
+    silent = [path for module, path, text in _sources()
+              if path.endswith('__init__.py')
+              and ast.get_docstring(ast.parse(text)) is None]
+    self.assertEmpty(silent)
+
+  def test_comments_cite_papers_not_project_notes(self):
+    pattern = re.compile(r'seed 00\d|ANCHORS\.md')
+    hits = [f'{path}:{number}' for _, path, text in _sources()
+            for number, line in enumerate(text.splitlines(), 1)
+            if pattern.search(line)]
+    self.assertEmpty(hits)
+
+  def test_the_checks_can_fail(self):
+    # An upward import and a long function, as the checks above see them.
+    tree = ast.parse('from tff_mixed import experiment\n'
+                     'def f():\n  """Doc."""\n' + '  x = 1\n' * 81)
+    self.assertEqual(_imported_units(tree), {'tff_mixed.experiment'})
+    self.assertEqual([length for _, _, length in _function_lengths(tree)],
+                     [82])
+
+
+if __name__ == '__main__':
+  absltest.main()
