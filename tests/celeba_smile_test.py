@@ -33,10 +33,9 @@ import tensorflow_federated as tff
 from experiments.celeba_smile import celeba_smile_lib
 from tests import celeba_testing
 from tff_mixed.models import dense
-from tff_mixed.tasks import celeba_smile as celeba_smile_lib
+from tff_mixed.tasks import celeba_smile as celeba
 from tff_mixed.tasks import digits_label_imbalance
 
-celeba = celeba_smile_lib
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -18,11 +18,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_mixed.models import char_lm as char_lm_lib
+from tff_mixed.models import char_lm
 from tff_mixed.tasks import char_sequences
 
 cs = char_sequences
-char_lm = char_lm_lib
 
 
 def _tf_examples(texts, sequence_length):
@@ -97,8 +96,8 @@ class CharLMTest(absltest.TestCase):
     np.testing.assert_allclose(got, keras_model(inputs), atol=1e-6)
 
   def test_loss_and_accuracy_ignore_padding(self):
-    model = char_lm_lib.build_char_lm(vocab_size=6, embedding_dim=3,
-                                      gru_units=4, sequence_length=3, seed=0)
+    model = char_lm.build_char_lm(vocab_size=6, embedding_dim=3,
+                                  gru_units=4, sequence_length=3, seed=0)
     inputs = np.array([[2, 4, 5], [2, 5, 0]], np.int32)
     targets = np.array([[4, 5, 3], [5, 3, 0]], np.int32)
     trainable, _ = model.initial_weights
@@ -131,8 +130,8 @@ class CharLMTest(absltest.TestCase):
 
   def test_sgd_steps_learn_a_repeated_text(self):
     sequences = cs.text_sequences(['abcabcabc' * 4], 12)
-    model = char_lm_lib.build_char_lm(embedding_dim=8, gru_units=16,
-                                      sequence_length=12, seed=0)
+    model = char_lm.build_char_lm(embedding_dim=8, gru_units=16,
+                                  sequence_length=12, seed=0)
     weights = [tf.constant(w) for w in model.initial_weights[0]]
 
     @tf.function
@@ -155,7 +154,7 @@ class CharLMTest(absltest.TestCase):
     for kwargs in (dict(vocab_size=1), dict(embedding_dim=0),
                    dict(gru_units=-3), dict(sequence_length=True)):
       with self.assertRaisesRegex(ValueError, 'must be an int'):
-        char_lm_lib.build_char_lm(**kwargs)
+        char_lm.build_char_lm(**kwargs)
 
 
 if __name__ == '__main__':

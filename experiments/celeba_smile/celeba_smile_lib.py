@@ -48,11 +48,10 @@ from tff_mixed.experiment import results as results_lib
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
 from tff_mixed.models import dense
-from tff_mixed.tasks import celeba_smile as celeba_smile_lib
+from tff_mixed.tasks import celeba_smile as celeba
 from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import runner as runner_lib
 
-celeba = celeba_smile_lib
 
 SCENARIOS = scenarios_lib.SCENARIOS
 HIDDEN_UNITS = (64,)

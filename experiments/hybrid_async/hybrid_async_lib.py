@@ -62,17 +62,14 @@ import tensorflow_federated as tff
 import tff_mixed
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
-from tff_mixed.asynchronous import hybrid_baselines as hybrid_baselines_lib
+from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_data as server_data_lib
-from tff_mixed.models import cnn as cnn_lib
-from tff_mixed.tasks import hybrid_images as hybrid_images_lib
+from tff_mixed.models import cnn
+from tff_mixed.tasks import hybrid_images
 from tff_mixed.training import reports as reports_lib
 
-cnn = cnn_lib
-hybrid_images = hybrid_images_lib
-hybrid_baselines = hybrid_baselines_lib
 
 FEDAVG = 'fedavg'
 LOADABOOST = 'loadaboost'
@@ -361,7 +358,7 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   c = config
   cache = {} if cache is None else cache
   split = data.split
-  model = cnn_lib.build_cnn(
+  model = cnn.build_cnn(
       input_shape=split.images.shape[1:], num_classes=int(
           split.labels.max()) + 1, conv_filters=c.conv_filters,
       dense_units=c.dense_units, seed=seed)

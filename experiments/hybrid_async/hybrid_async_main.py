@@ -38,7 +38,6 @@ report.
 
 from collections.abc import Sequence
 import functools
-import sys
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -47,7 +46,6 @@ from experiments import tf_log_level
 from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
-from absl import logging
 
 from experiments.hybrid_async import hybrid_async_lib
 from tff_mixed.experiment import results as results_lib
@@ -216,18 +214,14 @@ def main(argv: Sequence[str]) -> None:
       lambda seed, alpha: _load(config, seed, alpha), config,
       methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
       settings=settings)
-  print(result.table, end='', flush=True)
-  if _RESULTS_MARKDOWN.value:
-    results_lib.write_results_section(
-        _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
-        _LIB.results_markdown(
-            result, 'python -m experiments.hybrid_async.hybrid_async_main '
-            + ' '.join(sys.argv[1:]),
-            results_lib.machine_description(),
-            results_lib.utc_now()),
-        note=_RESULTS_NOTE.value, after=RESULTS_SECTION)
-  for kind, path in result.files.items():
-    logging.info('Wrote %s: %s', kind, path)
+  command = results_lib.command_line(
+      'experiments.hybrid_async.hybrid_async_main')
+  results_lib.publish(
+      result.table, result.files, markdown_path=_RESULTS_MARKDOWN.value,
+      section=_RESULTS_SECTION.value, note=_RESULTS_NOTE.value,
+      after=RESULTS_SECTION,
+      markdown_fn=lambda machine, date: _LIB.results_markdown(
+          result, command, machine, date))
 
 
 if __name__ == '__main__':

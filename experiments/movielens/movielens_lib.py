@@ -53,13 +53,11 @@ import tff_mixed
 from tff_mixed.algorithms import registry
 from tff_mixed.core import communication as communication_lib
 from tff_mixed.core import flops as flops_lib
-from tff_mixed.models import dual_encoder as dual_encoder_lib
-from tff_mixed.tasks import movielens as movielens_lib
+from tff_mixed.models import dual_encoder
+from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import runner as runner_lib
 
-movielens = movielens_lib
-dual_encoder = dual_encoder_lib
 
 BASELINE = 'baseline'
 PARALLEL_TRAINING = 'parallel_training'

@@ -30,7 +30,6 @@ FLOPs per client and round, measured and the paper's formulas) and
 """
 
 from collections.abc import Sequence
-import sys
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -39,7 +38,6 @@ from experiments import tf_log_level
 from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
-from absl import logging
 
 from experiments.movielens import movielens_lib
 from tff_mixed.experiment import results as results_lib
@@ -111,18 +109,13 @@ def main(argv: Sequence[str]) -> None:
   result = movielens_lib.run_experiment(
       _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
       output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value)
-  print(result.table + '\n' + result.cost_table, end='', flush=True)
-  if _RESULTS_MARKDOWN.value:
-    results_lib.write_results_section(
-        _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
-        movielens_lib.results_markdown(
-            result, 'python -m experiments.movielens.movielens_main '
-            + ' '.join(sys.argv[1:]),
-            results_lib.machine_description(),
-            results_lib.utc_now()),
-        note=_RESULTS_NOTE.value, after=movielens_lib.RESULTS_SECTION)
-  for kind, path in result.files.items():
-    logging.info('Wrote %s: %s', kind, path)
+  command = results_lib.command_line('experiments.movielens.movielens_main')
+  results_lib.publish(
+      result.table + '\n' + result.cost_table, result.files,
+      markdown_path=_RESULTS_MARKDOWN.value, section=_RESULTS_SECTION.value,
+      note=_RESULTS_NOTE.value, after=movielens_lib.RESULTS_SECTION,
+      markdown_fn=lambda machine, date: movielens_lib.results_markdown(
+          result, command, machine, date))
 
 
 if __name__ == '__main__':

@@ -58,12 +58,11 @@ import tensorflow_federated as tff
 import tff_mixed
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import char_lm
-from tff_mixed.tasks import char_sequences as char_sequences_lib
+from tff_mixed.tasks import char_sequences
 from tff_mixed.tasks import stackoverflow_wikipedia
 from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import runner as runner_lib
 
-char_sequences = char_sequences_lib
 task_lib = stackoverflow_wikipedia
 
 FL_ONLY = scenarios_lib.FL_ONLY

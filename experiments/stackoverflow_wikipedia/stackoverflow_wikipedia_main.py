@@ -34,7 +34,6 @@ Writes `metrics.csv`, `accuracy.png`, `results.txt` and `config.json` to
 """
 
 from collections.abc import Sequence
-import sys
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -43,7 +42,6 @@ from experiments import tf_log_level
 from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
-from absl import logging
 
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tff_mixed.experiment import results as results_lib
@@ -197,18 +195,14 @@ def main(argv: Sequence[str]) -> None:
         description=f'{_DATA_NOTE.value}; {data.description}')
   result = _LIB.run_experiment(data, config, scenarios=_SCENARIOS.value,
                                output_dir=_OUTPUT_DIR.value)
-  print(result.table, end='', flush=True)
-  if _RESULTS_MARKDOWN.value:
-    results_lib.write_results_section(
-        _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
-        _LIB.results_markdown(
-            result, 'python -m experiments.stackoverflow_wikipedia.'
-            'stackoverflow_wikipedia_main ' + ' '.join(sys.argv[1:]),
-            results_lib.machine_description(),
-            results_lib.utc_now()),
-        note=_RESULTS_NOTE.value, after=RESULTS_SECTION)
-  for kind, path in result.files.items():
-    logging.info('Wrote %s: %s', kind, path)
+  command = results_lib.command_line(
+      'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main')
+  results_lib.publish(
+      result.table, result.files, markdown_path=_RESULTS_MARKDOWN.value,
+      section=_RESULTS_SECTION.value, note=_RESULTS_NOTE.value,
+      after=RESULTS_SECTION,
+      markdown_fn=lambda machine, date: _LIB.results_markdown(
+          result, command, machine, date))
 
 
 if __name__ == '__main__':

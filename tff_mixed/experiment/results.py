@@ -18,13 +18,16 @@ edited by hand, so the numbers in the repository are the numbers a run
 produced; the file's other sections are kept, and the write is atomic.
 """
 
+from collections.abc import Callable, Mapping
 import datetime
 import os
 import platform
 import re
+import sys
 from typing import Optional
 
 from absl import flags
+from absl import logging
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -73,6 +76,32 @@ def write_results_section(path: str, section: str, markdown: str,
     markdown = f'{heading}\n\n{note.strip()}\n{rest}'
   reports_lib.write_markdown_section(path, section, markdown, title='Results',
                                      after=after)
+
+
+def command_line(module: str) -> str:
+  """How this run was started, e.g. `python -m experiments.x.x_main --a=1`."""
+  return ' '.join(['python -m', module, *sys.argv[1:]])
+
+
+def publish(table: str, files: Mapping[str, str], *,
+            markdown_path: Optional[str], section: str,
+            markdown_fn: Callable[[str, str], str], note: str = '',
+            after: Optional[str] = None) -> None:
+  """How every experiment binary ends: table, RESULTS.md section, file list.
+
+  Prints the run's table; with `markdown_path` (`--results_markdown`) writes
+  the section `section` made by `markdown_fn(machine_description(),
+  utc_now())` (see `write_results_section` for `note` and `after`); logs the
+  files the run wrote.
+  """
+  print(table, end='', flush=True)
+  if markdown_path:
+    write_results_section(markdown_path, section,
+                          markdown_fn(machine_description(), utc_now()),
+                          note=note, after=after)
+    logging.info('Wrote %s', markdown_path)
+  for kind, path in files.items():
+    logging.info('Wrote %s: %s', kind, path)
 
 
 def define_results_section_flags(default_section: str):
