@@ -66,6 +66,7 @@ from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_data as server_data_lib
+from tff_mixed.experiment import plots
 from tff_mixed.models import cnn
 from tff_mixed.tasks import hybrid_images
 from tff_mixed.training import reports as reports_lib
@@ -606,7 +607,7 @@ def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
   axes.flat[0].legend(fontsize=6, ncol=2)
   fig.suptitle(textwrap.fill(title, 75 * columns), fontsize=8)
   fig.tight_layout()
-  _save_figure(fig, path)
+  plots.save_figure(fig, path)
 
 
 def plot_diagnostics(path: str, diagnostics: Sequence[dict[str, Any]],
@@ -646,15 +647,7 @@ def plot_diagnostics(path: str, diagnostics: Sequence[dict[str, Any]],
     if ax.get_legend_handles_labels()[0]:
       ax.legend(fontsize=6)
   fig.tight_layout()
-  _save_figure(fig, path)
-
-
-def _save_figure(fig, path: str) -> None:
-  try:
-    reports_lib.atomic_write(
-        path, lambda f: fig.savefig(f, format='png', dpi=110), mode='wb')
-  finally:
-    plt.close(fig)
+  plots.save_figure(fig, path)
 
 
 # ----------------------------------------------------------------------------

@@ -132,11 +132,7 @@ _EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
                                    lower_bound=1)
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/hybrid_async',
                                   'Where to write the outputs.')
-_RESULTS_MARKDOWN = flags.DEFINE_string(
-    'results_markdown', '', 'If set, also write this run\'s section of a '
-    'Markdown report, e.g. RESULTS.md.')
-_RESULTS_SECTION, _RESULTS_NOTE = (
-    results_lib.define_results_section_flags(RESULTS_SECTION))
+_RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
 
 
 @functools.lru_cache(maxsize=None)
@@ -214,14 +210,11 @@ def main(argv: Sequence[str]) -> None:
       lambda seed, alpha: _load(config, seed, alpha), config,
       methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
       settings=settings)
-  command = results_lib.command_line(
-      'experiments.hybrid_async.hybrid_async_main')
   results_lib.publish(
-      result.table, result.files, markdown_path=_RESULTS_MARKDOWN.value,
-      section=_RESULTS_SECTION.value, note=_RESULTS_NOTE.value,
-      after=RESULTS_SECTION,
-      markdown_fn=lambda machine, date: _LIB.results_markdown(
-          result, command, machine, date))
+      result.table, result.files, _RESULTS,
+      module='experiments.hybrid_async.hybrid_async_main',
+      markdown_fn=functools.partial(_LIB.results_markdown, result),
+      after=RESULTS_SECTION)
 
 
 if __name__ == '__main__':

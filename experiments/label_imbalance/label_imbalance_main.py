@@ -14,8 +14,8 @@
 r"""Runs the digits label-imbalance comparison of mixed FL algorithms.
 
 Federated clients hold only positive digits (0-4), the datacenter only
-negative ones (5-9); see `tff_mixed.experiment.scenarios` for the scenarios. Uses
-scikit-learn's bundled digits, so nothing is downloaded.
+negative ones (5-9); see `tff_mixed.experiment.scenarios` for the scenarios.
+Uses scikit-learn's bundled digits, so nothing is downloaded.
 
 Full run (about two minutes on a 2-core laptop, TFF tracing included):
 

@@ -53,6 +53,7 @@ import tff_mixed
 from tff_mixed.algorithms import registry
 from tff_mixed.core import communication as communication_lib
 from tff_mixed.core import flops as flops_lib
+from tff_mixed.experiment import plots
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
@@ -363,11 +364,7 @@ def plot(path: str, results: Sequence[ScenarioResult], title: str) -> None:
   ax_recall.legend(fontsize='small')
   fig.suptitle(title, fontsize='medium')
   fig.tight_layout()
-  try:
-    reports_lib.atomic_write(path, lambda f: fig.savefig(f, format='png',
-                                                         dpi=110), 'wb')
-  finally:
-    plt.close(fig)
+  plots.save_figure(fig, path)
 
 
 class ExperimentResult(NamedTuple):

@@ -30,6 +30,7 @@ FLOPs per client and round, measured and the paper's formulas) and
 """
 
 from collections.abc import Sequence
+import functools
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -84,11 +85,7 @@ _MAX_EVAL_EXAMPLES = flags.DEFINE_integer(
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/movielens',
                                   'Directory for the outputs.')
-_RESULTS_MARKDOWN = flags.DEFINE_string(
-    'results_markdown', '', 'If set, also write this run\'s section of a '
-    'Markdown report, e.g. RESULTS.md.')
-_RESULTS_SECTION, _RESULTS_NOTE = (
-    results_lib.define_results_section_flags(movielens_lib.RESULTS_SECTION))
+_RESULTS = results_lib.define_results_flags(movielens_lib.RESULTS_SECTION)
 
 
 def main(argv: Sequence[str]) -> None:
@@ -109,13 +106,11 @@ def main(argv: Sequence[str]) -> None:
   result = movielens_lib.run_experiment(
       _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
       output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value)
-  command = results_lib.command_line('experiments.movielens.movielens_main')
   results_lib.publish(
-      result.table + '\n' + result.cost_table, result.files,
-      markdown_path=_RESULTS_MARKDOWN.value, section=_RESULTS_SECTION.value,
-      note=_RESULTS_NOTE.value, after=movielens_lib.RESULTS_SECTION,
-      markdown_fn=lambda machine, date: movielens_lib.results_markdown(
-          result, command, machine, date))
+      result.table + '\n' + result.cost_table, result.files, _RESULTS,
+      module='experiments.movielens.movielens_main',
+      markdown_fn=functools.partial(movielens_lib.results_markdown, result),
+      after=movielens_lib.RESULTS_SECTION)
 
 
 if __name__ == '__main__':

@@ -56,6 +56,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 import tff_mixed
+from tff_mixed.experiment import plots
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import char_lm
 from tff_mixed.tasks import char_sequences
@@ -392,11 +393,7 @@ def plot(path: str, results: Sequence[ScenarioResult], config: Config,
   # The data description is long: wrap it rather than cut it off.
   fig.suptitle(textwrap.fill(title, 180), fontsize=8)
   fig.tight_layout()
-  try:
-    reports_lib.atomic_write(
-        path, lambda f: fig.savefig(f, format='png', dpi=110), mode='wb')
-  finally:
-    plt.close(fig)
+  plots.save_figure(fig, path)
 
 
 class ExperimentResult(NamedTuple):

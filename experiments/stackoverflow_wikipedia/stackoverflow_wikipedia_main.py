@@ -34,6 +34,7 @@ Writes `metrics.csv`, `accuracy.png`, `results.txt` and `config.json` to
 """
 
 from collections.abc import Sequence
+import functools
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -127,11 +128,7 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir',
 _DATA_NOTE = flags.DEFINE_string(
     'data_note', '', 'Where the data came from (e.g. which Posts.xml was '
     'converted), for the report.')
-_RESULTS_MARKDOWN = flags.DEFINE_string(
-    'results_markdown', '', 'If set, also write this run\'s section of a '
-    'Markdown report, e.g. RESULTS.md.')
-_RESULTS_SECTION, _RESULTS_NOTE = (
-    results_lib.define_results_section_flags(RESULTS_SECTION))
+_RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
 
 
 def _central_texts():
@@ -195,14 +192,11 @@ def main(argv: Sequence[str]) -> None:
         description=f'{_DATA_NOTE.value}; {data.description}')
   result = _LIB.run_experiment(data, config, scenarios=_SCENARIOS.value,
                                output_dir=_OUTPUT_DIR.value)
-  command = results_lib.command_line(
-      'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main')
   results_lib.publish(
-      result.table, result.files, markdown_path=_RESULTS_MARKDOWN.value,
-      section=_RESULTS_SECTION.value, note=_RESULTS_NOTE.value,
-      after=RESULTS_SECTION,
-      markdown_fn=lambda machine, date: _LIB.results_markdown(
-          result, command, machine, date))
+      result.table, result.files, _RESULTS,
+      module='experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main',
+      markdown_fn=functools.partial(_LIB.results_markdown, result),
+      after=RESULTS_SECTION)
 
 
 if __name__ == '__main__':

@@ -52,6 +52,11 @@ def plot_metrics(path: str, rows: Sequence[records.MetricsRow],
   if title:
     fig.suptitle(title, fontsize='medium')
   fig.tight_layout()
+  save_figure(fig, path)
+
+
+def save_figure(fig, path: str) -> None:
+  """Writes a matplotlib figure to `path` as PNG, atomically, and closes it."""
   try:
     reports.atomic_write(path,
                          lambda f: fig.savefig(f, format='png', dpi=110),

@@ -24,7 +24,7 @@ import os
 import platform
 import re
 import sys
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from absl import flags
 from absl import logging
@@ -83,27 +83,6 @@ def command_line(module: str) -> str:
   return ' '.join(['python -m', module, *sys.argv[1:]])
 
 
-def publish(table: str, files: Mapping[str, str], *,
-            markdown_path: Optional[str], section: str,
-            markdown_fn: Callable[[str, str], str], note: str = '',
-            after: Optional[str] = None) -> None:
-  """How every experiment binary ends: table, RESULTS.md section, file list.
-
-  Prints the run's table; with `markdown_path` (`--results_markdown`) writes
-  the section `section` made by `markdown_fn(machine_description(),
-  utc_now())` (see `write_results_section` for `note` and `after`); logs the
-  files the run wrote.
-  """
-  print(table, end='', flush=True)
-  if markdown_path:
-    write_results_section(markdown_path, section,
-                          markdown_fn(machine_description(), utc_now()),
-                          note=note, after=after)
-    logging.info('Wrote %s', markdown_path)
-  for kind, path in files.items():
-    logging.info('Wrote %s: %s', kind, path)
-
-
 def define_results_section_flags(default_section: str):
   """`--results_section` and `--results_note` of an experiment binary.
 
@@ -154,3 +133,43 @@ def outcome_lines(result) -> list[str]:
         'federated and central gradients are dissimilar; rows above that '
         'fall short of the oracle are reported as measured.')
   return lines
+
+
+class ResultsFlags(NamedTuple):
+  """Holders of `--results_markdown`, `--results_section`, `--results_note`."""
+
+  markdown: flags.FlagHolder
+  section: flags.FlagHolder
+  note: flags.FlagHolder
+
+
+def define_results_flags(default_section: str) -> ResultsFlags:
+  """Defines the flags with which a binary writes its RESULTS.md section."""
+  markdown = flags.DEFINE_string(
+      'results_markdown', '', 'If set, also write this run\'s section of a '
+      'Markdown report, e.g. RESULTS.md.')
+  section, note = define_results_section_flags(default_section)
+  return ResultsFlags(markdown, section, note)
+
+
+def publish(table: str, files: Mapping[str, str], results_flags: ResultsFlags,
+            *, module: str, markdown_fn: Callable[[str, str, str], str],
+            after: Optional[str] = None) -> None:
+  """How an experiment binary ends: table, RESULTS.md section, file list.
+
+  Prints the run's table; with `--results_markdown` writes the section
+  `--results_section` made by `markdown_fn(command, machine, date)` (the
+  command line of `python -m module`, `machine_description()`, `utc_now()`),
+  with `--results_note` under its heading, right after section `after` if it
+  is new; logs the files the run wrote.
+  """
+  print(table, end='', flush=True)
+  path = results_flags.markdown.value
+  if path:
+    write_results_section(
+        path, results_flags.section.value,
+        markdown_fn(command_line(module), machine_description(), utc_now()),
+        note=results_flags.note.value, after=after)
+    logging.info('Wrote %s', path)
+  for kind, written in files.items():
+    logging.info('Wrote %s: %s', kind, written)
