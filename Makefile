@@ -5,6 +5,9 @@
 
 PY := .venv/bin/python
 RUN := scripts/with_worker_cleanup.sh
+# pytest processes for `make test`: one per core, at most 4 (each holds a
+# TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: venv demo results test bazel-test benchmark benchmark-celeba benchmark-movielens clean
 
@@ -19,7 +22,7 @@ results: venv
 	@$(RUN) $(PY) -m experiments.label_imbalance.label_imbalance_main --results_markdown=RESULTS.md $(ARGS)
 
 test: venv
-	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider $(ARGS)
+	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope $(ARGS)
 
 # Installs Bazel (Debian's bazel-bootstrap) if missing; runs offline.
 bazel-test: venv
