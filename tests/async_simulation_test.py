@@ -13,6 +13,9 @@
 # limitations under the License.
 """Tests for the asynchronous FL loop (`tff_mixed.asynchronous.simulation`)."""
 
+import os
+import tempfile
+
 from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
@@ -20,10 +23,12 @@ import tensorflow_federated as tff
 
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
+from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import simulation
 from tff_mixed.models import dense
+from tff_mixed.training import checkpoints
 
 _NUM_CLIENTS = 8
 _DIM = 3
@@ -241,6 +246,98 @@ class RunAsyncTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, '`buffer_size`'):
       feddle.FeddleMethod(model, feddle.FeddleConfig(max_anchors=2),
                               _client_arrays(0), buffer_size=3)
+
+
+class _Killed(Exception):
+  """Stands in for a run killed after a round."""
+
+
+class ResumeTest(absltest.TestCase):
+  """A killed run resumed from its checkpoint ends as if never killed."""
+
+  _ROUNDS = 6
+
+  def setUp(self):
+    super().setUp()
+    self.model = _model()
+    self.training = client_training.build_client_training(self.model,
+                                                          _sgd(0.05))
+    self.path = os.path.join(tempfile.mkdtemp(), 'async.pkl')
+
+  def _fed_ft(self):
+    # Fed+FT: its merge counter (the seed of each fine-tuning) is state.
+    x, y = _client_arrays(7)
+    center = hybrid_baselines.CenterMethod(
+        self.model, x, y, hybrid_baselines.ServerTraining(2, 3, 0.05),
+        seed=5)
+    return hybrid_baselines.FineTuneMethod(
+        server_strategies.FedBuff(learning_rate=1.0, buffer_size=2), center)
+
+  def _run(self, method_fn, kill_after=None, rounds=None, path=None):
+    def round_end_fn(round_num, weights):
+      del weights
+      if round_num == kill_after:
+        raise _Killed()
+    # Delays spread arrivals over rounds, so updates are in flight (and
+    # pending) at every checkpoint.
+    return simulation.run_async(
+        method_fn(),
+        schedule_lib.AsyncSchedule(_NUM_CLIENTS, 3, 1.5,
+                                   rounds or self._ROUNDS, seed=2,
+                                   allow_fewer=True, check_delays=False),
+        self.training, _dataset, self.model.initial_weights[0],
+        evaluate_fn=_loss, eval_every=2, round_end_fn=round_end_fn,
+        checkpoint_path=path or self.path)
+
+  def _assert_same_run(self, got, want):
+    for g, w in zip(got.weights, want.weights):
+      np.testing.assert_array_equal(g, w)
+    # assert_equal counts round 0's NaN train loss as equal to itself.
+    np.testing.assert_equal(
+        [{k: v for k, v in row.items() if k != 'seconds'} for row in got.rows],
+        [{k: v for k, v in row.items() if k != 'seconds'}
+         for row in want.rows])
+    self.assertEqual(
+        (got.num_trained, got.num_applied, got.num_dropped),
+        (want.num_trained, want.num_applied, want.num_dropped))
+
+  def test_killed_and_resumed_equals_uninterrupted(self):
+    for method_fn in (
+        lambda: server_strategies.FedBuff(learning_rate=1.0, buffer_size=2),
+        self._fed_ft):
+      with self.subTest(method=type(method_fn()).__name__):
+        want = self._run(method_fn,
+                         path=os.path.join(tempfile.mkdtemp(), 'once.pkl'))
+        with self.assertRaises(_Killed):
+          self._run(method_fn, kill_after=4)
+        got = self._run(method_fn)
+        self._assert_same_run(got, want)
+        os.remove(self.path)
+
+  def test_the_schedule_must_be_restored(self):
+    # The test above can fail: a resumed run whose schedule starts afresh
+    # (no `restore`) is refused rather than drawing other clients.
+    method_fn = lambda: server_strategies.FedBuff(learning_rate=1.0,
+                                                  buffer_size=2)
+    with self.assertRaises(_Killed):
+      self._run(method_fn, kill_after=4)
+    original = schedule_lib.AsyncSchedule.restore
+    try:
+      schedule_lib.AsyncSchedule.restore = lambda self, snapshot: None
+      with self.assertRaisesRegex(ValueError, r'sample\(4\) called out of '
+                                  r'order'):
+        self._run(method_fn)
+    finally:
+      schedule_lib.AsyncSchedule.restore = original
+
+  def test_another_runs_checkpoint_is_refused(self):
+    method_fn = lambda: server_strategies.FedBuff(learning_rate=1.0,
+                                                  buffer_size=2)
+    with self.assertRaises(_Killed):
+      self._run(method_fn, kill_after=2)
+    with self.assertRaisesRegex(checkpoints.CheckpointMismatchError,
+                                'another asynchronous run'):
+      self._run(method_fn, rounds=self._ROUNDS + 1)
 
 
 if __name__ == '__main__':

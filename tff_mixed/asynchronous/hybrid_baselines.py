@@ -116,6 +116,21 @@ class CenterMethod:
         learning_rate=t.learning_rate, seed=round_seed(self._seed, step))
 
 
+class MergeState(NamedTuple):
+  """State of a baseline that post-processes FedBuff's merges.
+
+  Attributes:
+    fedbuff: FedBuff's state (its buffer).
+    merges: Merges so far; seeds the server training after each.
+    teachers: FedDF only: the client models (`base + delta`) that arrived
+      since the last merge, to distill at the next one.
+  """
+
+  fedbuff: Any
+  merges: int = 0
+  teachers: tuple[Any, ...] = ()
+
+
 class FineTuneMethod:
   """Fed+FT: FedBuff's merge, then fine-tuning on the server data."""
 
@@ -123,17 +138,18 @@ class FineTuneMethod:
                center: CenterMethod):
     self._fedbuff = fedbuff
     self._center = center
-    self._merges = 0
 
-  def initial_state(self):
-    return self._fedbuff.initial_state()
+  def initial_state(self) -> MergeState:
+    return MergeState(self._fedbuff.initial_state())
 
-  def apply(self, state, weights, updates):
-    new_state, weights = self._fedbuff.apply(state, weights, updates)
-    if _flushed(state, new_state, updates):
-      weights = self._center.train(weights, self._merges)
-      self._merges += 1
-    return new_state, weights
+  def apply(self, state: MergeState, weights, updates):
+    fedbuff_state, weights = self._fedbuff.apply(state.fedbuff, weights,
+                                                  updates)
+    merges = state.merges
+    if _flushed(state.fedbuff, fedbuff_state, updates):
+      weights = self._center.train(weights, merges)
+      merges += 1
+    return MergeState(fedbuff_state, merges), weights
 
 
 class HFCLMethod:
@@ -175,24 +191,23 @@ class FedDFMethod:
     self._training = training
     self._seed = seed
     self._temperature = temperature
-    self._teachers = []
-    self._merges = 0
 
-  def initial_state(self):
-    return self._fedbuff.initial_state()
+  def initial_state(self) -> MergeState:
+    return MergeState(self._fedbuff.initial_state())
 
-  def apply(self, state, weights, updates):
-    self._teachers.extend(
+  def apply(self, state: MergeState, weights, updates):
+    teachers = state.teachers + tuple(
         [np.asarray(b) + np.asarray(d) for b, d in zip(u.base, u.delta)]
         for u in updates)
-    new_state, weights = self._fedbuff.apply(state, weights, updates)
-    if _flushed(state, new_state, updates) and self._teachers:
+    fedbuff_state, weights = self._fedbuff.apply(state.fedbuff, weights,
+                                                  updates)
+    merges = state.merges
+    if _flushed(state.fedbuff, fedbuff_state, updates) and teachers:
       t = self._training
       weights = feddf.feddf_distill(
-          self._model, weights, self._teachers, self._x, steps=t.steps,
+          self._model, weights, list(teachers), self._x, steps=t.steps,
           batch_size=t.batch_size, learning_rate=t.learning_rate,
-          temperature=self._temperature,
-          seed=round_seed(self._seed, self._merges))
-      self._teachers = []
-      self._merges += 1
-    return new_state, weights
+          temperature=self._temperature, seed=round_seed(self._seed, merges))
+      teachers = ()
+      merges += 1
+    return MergeState(fedbuff_state, merges, teachers), weights

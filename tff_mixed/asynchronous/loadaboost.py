@@ -298,6 +298,16 @@ class LoAdaBoostTraining:
       return float('nan')
     return float(np.mean(self.client_epochs))
 
+  def snapshot(self) -> dict[str, Any]:
+    """What it carries between rounds, for `run_async`'s checkpoints."""
+    return dict(threshold=self.threshold,
+                client_epochs=list(self.client_epochs))
+
+  def restore(self, snapshot: dict[str, Any]) -> None:
+    """Puts back what `snapshot` took."""
+    self.threshold = snapshot['threshold']
+    self.client_epochs = list(snapshot['client_epochs'])
+
   def __call__(self, weights, client_datasets) -> dict[str, Any]:
     output = self._training(weights, np.float32(self.threshold),
                             client_datasets)

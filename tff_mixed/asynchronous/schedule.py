@@ -54,7 +54,8 @@ Updates whose arrival round exceeds `num_rounds` never arrive within the run
 rejects delay distributions too wide for the run.
 """
 
-from typing import NamedTuple, Optional
+import copy
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -244,6 +245,25 @@ class AsyncSchedule:
   @property
   def num_rounds(self) -> int:
     return self._num_rounds
+
+  def snapshot(self) -> dict[str, Any]:
+    """What changes as rounds pass: the generator, the updates in flight.
+
+    With `restore` a checkpointed run continues the same draws.
+    """
+    return dict(rng=copy.deepcopy(self._rng.bit_generator.state),
+                in_flight=dict(self._in_flight),
+                num_sampled=self._num_sampled,
+                last_sampled_round=self._last_sampled_round,
+                last_delivered_round=self._last_delivered_round)
+
+  def restore(self, snapshot: dict[str, Any]) -> None:
+    """Puts back what `snapshot` took (of a schedule built the same way)."""
+    self._rng.bit_generator.state = copy.deepcopy(snapshot['rng'])
+    self._in_flight = dict(snapshot['in_flight'])
+    self._num_sampled = snapshot['num_sampled']
+    self._last_sampled_round = snapshot['last_sampled_round']
+    self._last_delivered_round = snapshot['last_delivered_round']
 
   def busy_clients(self) -> list[int]:
     """The clients whose update has not arrived yet, sorted."""

@@ -36,10 +36,17 @@ like a `tff.templates.IterativeProcess`; `run_async` drives it with the round
 loop every training run shares (`training.runner.run_rounds`: divergence
 checks, evaluation, progress). Its state holds Python objects (pending
 updates, the method's state) and the schedule advances in place, so rounds
-must run in order, once each.
+must run in order, once each. With a `checkpoint_path`, `run_async` saves
+after every round what a resumed run needs to continue exactly: the state,
+the schedule's generator and updates in flight (`AsyncSchedule.snapshot`),
+a stateful client training's state (LoAdaBoost's loss threshold) and the
+rows so far; a killed run started again with the same arguments goes on
+from its last finished round and ends as the uninterrupted run would.
 """
 
 from collections.abc import Callable, Sequence
+import os
+import pickle
 import time
 from typing import Any, NamedTuple, Optional
 
@@ -50,6 +57,8 @@ import tensorflow_federated as tff
 
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
+from tff_mixed.training import checkpoints
+from tff_mixed.training import reports
 from tff_mixed.training import runner
 
 Weights = Sequence[np.ndarray]
@@ -133,6 +142,50 @@ class AsyncProcess:
                       dropped)
 
 
+class _Checkpoint(NamedTuple):
+  """What `run_async` saves after each round (pickled, written atomically)."""
+
+  fingerprint: dict[str, Any]
+  round_num: int
+  state: AsyncState
+  schedule: dict[str, Any]
+  client_training: Any
+  rows: list[dict[str, float]]
+  seconds: float
+
+
+def _fingerprint(method: Any, schedule: schedule_lib.AsyncSchedule,
+                 initial_weights: Weights, eval_every: int) -> dict[str, Any]:
+  """The run a checkpoint belongs to: resuming another run is an error."""
+  return dict(method=type(method).__name__,
+              num_clients=schedule.num_clients,
+              clients_per_round=schedule.clients_per_round,
+              delay_std=schedule.delay_std, num_rounds=schedule.num_rounds,
+              eval_every=eval_every,
+              weight_shapes=[list(np.shape(w)) for w in initial_weights])
+
+
+def _load_checkpoint(path: Optional[str],
+                     fingerprint: dict[str, Any]) -> Optional[_Checkpoint]:
+  """The checkpoint at `path`, or None if there is none yet."""
+  if not path or not os.path.exists(path):
+    return None
+  with open(path, 'rb') as f:
+    saved = pickle.load(f)
+  if not isinstance(saved, _Checkpoint) or saved.fingerprint != fingerprint:
+    raise checkpoints.CheckpointMismatchError(
+        f'{path} holds another asynchronous run (saved: '
+        f'{getattr(saved, "fingerprint", None)}; this run: {fingerprint}); '
+        'remove it or choose another path.')
+  return saved
+
+
+def _client_training_state(client_training: Any) -> Any:
+  """A stateful client training's state (`snapshot()`), else None."""
+  snapshot = getattr(client_training, 'snapshot', None)
+  return snapshot() if snapshot is not None else None
+
+
 class AsyncRunResult(NamedTuple):
   """What `run_async` returns.
 
@@ -162,6 +215,7 @@ def run_async(
     evaluate_fn: Callable[[list[np.ndarray]], dict[str, float]],
     eval_every: int = 10,
     round_end_fn: Optional[Callable[[int, list[np.ndarray]], None]] = None,
+    checkpoint_path: Optional[str] = None,
 ) -> AsyncRunResult:
   """Runs `schedule.num_rounds` asynchronous rounds.
 
@@ -177,7 +231,12 @@ def run_async(
     eval_every: Evaluate every this many rounds (and after round 0 and the
       last round).
     round_end_fn: Optional `round_end_fn(round_num, weights)` after each
-      round (e.g. diagnostics).
+      round (e.g. diagnostics); on resumption it is called for the rounds
+      run after the checkpoint only.
+    checkpoint_path: Optional file: after every round the run is saved
+      there (atomically), and a run that finds it resumes after its round.
+      The schedule, method and client training must be built as for the
+      saved run (their configuration is checked).
 
   Returns:
     An `AsyncRunResult`.
@@ -185,15 +244,28 @@ def run_async(
   Raises:
     ValueError: For a bad `eval_every`, or (from the schedule) a round with
       too few idle clients.
+    CheckpointMismatchError: If `checkpoint_path` holds another run.
   """
   if isinstance(eval_every, bool) or not isinstance(
       eval_every, int) or eval_every < 1:
     raise ValueError(f'`eval_every` must be an int >= 1, got {eval_every!r}.')
   process = AsyncProcess(method, schedule, client_training, dataset_fn,
                          initial_weights)
-  state = process.initialize()
-  rows = [dict(round=0, train_loss=float('nan'), seconds=0.0,
-               **evaluate_fn(state.weights))]
+  fingerprint = _fingerprint(method, schedule, initial_weights, eval_every)
+  saved = _load_checkpoint(checkpoint_path, fingerprint)
+  if saved is None:
+    state, first_round, seconds_before = process.initialize(), 0, 0.0
+    rows = [dict(round=0, train_loss=float('nan'), seconds=0.0,
+                 **evaluate_fn(state.weights))]
+  else:
+    schedule.restore(saved.schedule)
+    if saved.client_training is not None:
+      client_training.restore(saved.client_training)
+    state, first_round, seconds_before = (saved.state, saved.round_num,
+                                          saved.seconds)
+    rows = list(saved.rows)
+    logging.info('Resuming the asynchronous run after round %d (%s).',
+                 first_round, checkpoint_path)
   start = time.perf_counter()
 
   def next_fn(state, round_num):
@@ -208,17 +280,25 @@ def run_async(
   def finish_round(round_num, state, metrics):
     if round_end_fn is not None:
       round_end_fn(round_num, state.weights)
+    seconds = seconds_before + time.perf_counter() - start
     if round_num % eval_every == 0 or round_num == schedule.num_rounds:
       rows.append(dict(round=round_num, train_loss=state.train_loss,
-                       seconds=time.perf_counter() - start,
+                       seconds=seconds,
                        **{k: v for k, v in metrics.items()
                           if k != 'train_loss'}))
       logging.info('round %d/%d: %s', round_num, schedule.num_rounds,
                    {k: round(v, 4) for k, v in rows[-1].items()
                     if isinstance(v, float)})
+    if checkpoint_path:
+      saved = _Checkpoint(fingerprint, round_num, state, schedule.snapshot(),
+                          _client_training_state(client_training), rows,
+                          seconds)
+      reports.atomic_write(checkpoint_path,
+                           lambda f: pickle.dump(saved, f), mode='wb')
 
   state, _ = runner.run_rounds(
-      next_fn, state, first_round=0, total_rounds=schedule.num_rounds,
+      next_fn, state, first_round=first_round,
+      total_rounds=schedule.num_rounds,
       name='async', diverged=diverged, finish_round_fn=finish_round,
       evaluation_fn=evaluate_fn, rounds_per_evaluation=eval_every,
       check_metrics=False, progress=False)
