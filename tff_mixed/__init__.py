@@ -18,7 +18,10 @@ and a central loss f_c, computed at the server (Augenstein et al.,
 arXiv:2205.13655). This facade is the public API, kept small (README.md,
 "Public API"):
 
-*   the algorithms' builders, their state and their central objective;
+*   the algorithms' builders (FedAvg among them), their state and their
+    central objective;
+*   `ClientGroups`, the fast simulation mode: many clients per CLIENTS
+    member, trained in one computation, with the per-client results;
 *   the algorithm registry (`tff_mixed.registry`: algorithms by name);
 *   the runner (`run_training`), for any `tff.learning` process;
 *   asynchronous FL on hybrid data (guided model merging, Zhu et al.): its
@@ -34,6 +37,7 @@ from tff_mixed import runtime as _runtime
 # The mixed FL algorithms (arXiv:2205.13655, arXiv:2111.12150).
 from tff_mixed.algorithms.example_transfer import build_example_transfer
 from tff_mixed.algorithms.example_transfer import build_fedavg_with_shared_data
+from tff_mixed.algorithms.fedavg import build_fedavg
 from tff_mixed.algorithms.gradient_transfer import build_one_way_gradient_transfer
 from tff_mixed.algorithms.gradient_transfer import build_two_way_gradient_transfer
 from tff_mixed.algorithms.parallel_training import build_parallel_training
@@ -42,6 +46,7 @@ from tff_mixed.algorithms import registry
 from tff_mixed.core.central_objective import central_data_objective
 from tff_mixed.core.central_objective import central_regularizer
 from tff_mixed.core.central_objective import CentralObjective
+from tff_mixed.core.client_groups import ClientGroups
 from tff_mixed.core.embedding_select import EmbeddingSelection
 from tff_mixed.core.mixed_process import MixedFLState
 # Asynchronous FL on hybrid data.

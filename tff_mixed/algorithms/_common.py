@@ -31,6 +31,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import aggregators
 from tff_mixed.core import central_work
+from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import client_work
 from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select
@@ -58,6 +59,7 @@ def check_process_args(
     with_diagnostics: Any = False,
     central_clip_norm: Any = None,
     two_way: bool = False,
+    client_groups: Any = None,
 ) -> tuple[tff.learning.optimizers.Optimizer,
            tff.aggregators.WeightedAggregationFactory]:
   """Checks the arguments every builder takes.
@@ -79,6 +81,9 @@ def check_process_args(
                                   require_positive_federated=two_way)
   validation.check_positive_int('client_steps', client_steps, allow_none=True)
   validation.check_client_weighting(client_weighting)
+  client_groups_lib.check_client_groups(client_groups)
+  if client_groups is not None:
+    validation.check_group_aggregation(model_aggregator, metrics_aggregator)
   if model_aggregator is None:
     model_aggregator = tff.aggregators.MeanFactory()
   model_aggregator = validation.weighted_aggregator(model_aggregator)
@@ -147,18 +152,25 @@ def model_distribution(
     *,
     client_steps: Optional[int],
     with_gradient: bool,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
 ) -> tuple[distributors.Distributor, aggregators.Aggregator]:
   """The distributor of x^(t) (and g~_c) and the matching aggregator.
 
   `embedding_selection=None`: broadcast, and `model_aggregator`'s weighted
   mean. Otherwise the table (and g~_c's table part) by `federated_select`,
-  and the scatter-back.
+  and the scatter-back; with `client_groups`, their versions for groups of
+  clients (`client_groups.py`).
   """
   trainable_type = model_types.weights_type(model).trainable
   if selection is None:
     return (distributors.build_broadcast_distributor(model, with_gradient),
             aggregators.build_mean_aggregator(model_aggregator,
                                               trainable_type))
+  if client_groups is not None:
+    return (distributors.build_group_select_distributor(
+        model, selection, with_gradient, client_steps),
+            aggregators.build_group_scatter_back_aggregator(
+                selection, trainable_type))
   return (distributors.build_select_distributor(model, selection,
                                                 with_gradient, client_steps),
           aggregators.build_scatter_back_aggregator(selection,
@@ -177,13 +189,24 @@ def compose(
     merge_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
     metrics_aggregator: Optional[Callable[..., Any]] = None,
     initial_trainable_fn: Optional[Callable[..., Any]] = None,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
 ) -> tff.learning.templates.LearningProcess:
-  """Builds the client work and finalizer, and composes the process."""
+  """Builds the client work and finalizer, and composes the process.
+
+  With `client_groups`, the client work is a group's
+  (`client_groups.build_group_work`) and the process's `next` takes each
+  group's client ids.
+  """
   distributor, aggregator = distribution
+  if client_groups is None:
+    work = client_work.build_client_work(model, distributor, client_config,
+                                         client_optimizer)
+  else:
+    work = client_groups_lib.build_group_work(
+        model, distributor, client_config, client_optimizer, client_groups)
   components = mixed_process.Components(
       distributor=distributor,
-      client_work=client_work.build_client_work(
-          model, distributor, client_config, client_optimizer),
+      client_work=work,
       aggregator=aggregator,
       central_work=central,
       finalizer=finalizer.build_finalizer(
@@ -220,6 +243,7 @@ class MixedArgs(NamedTuple):
   seed: int
   with_diagnostics: bool
   embedding_selection: Optional[embedding_select.EmbeddingSelection]
+  client_groups: Optional[client_groups_lib.ClientGroups] = None
 
   def central_config(self, **kwargs) -> central_work.CentralConfig:
     """A `CentralConfig` from these arguments, and `kwargs` for the rest."""
@@ -237,7 +261,8 @@ def check_mixed_args(*, model, central_objective, client_optimizer,
                      federated_weight, central_weight, client_steps,
                      client_weighting, model_aggregator, metrics_aggregator,
                      central_clip_norm, seed, with_diagnostics,
-                     embedding_selection, two_way=False) -> MixedArgs:
+                     embedding_selection, client_groups=None,
+                     two_way=False) -> MixedArgs:
   """The checks of the builders that evaluate f_c (PT, 1-way and 2-way GT).
 
   In order: `check_process_args`, `check_central_args`, `check_selection`.
@@ -249,7 +274,7 @@ def check_mixed_args(*, model, central_objective, client_optimizer,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
       metrics_aggregator=metrics_aggregator, seed=seed,
       with_diagnostics=with_diagnostics, central_clip_norm=central_clip_norm,
-      two_way=two_way)
+      two_way=two_way, client_groups=client_groups)
   merge_optimizer = check_central_args(
       model, central_objective, seed=seed,
       central_batch_size=central_batch_size,
@@ -267,7 +292,7 @@ def check_mixed_args(*, model, central_objective, client_optimizer,
       central_batch_size=central_batch_size,
       central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection)
+      embedding_selection=embedding_selection, client_groups=client_groups)
 
 
 def compose_mixed(
@@ -288,7 +313,8 @@ def compose_mixed(
       args.model,
       distribution=model_distribution(
           args.model, args.embedding_selection, args.model_aggregator,
-          client_steps=args.client_steps, with_gradient=send_central_gradient),
+          client_steps=args.client_steps, with_gradient=send_central_gradient,
+          client_groups=args.client_groups),
       client_config=client_work.ClientWorkConfig(
           weighting=args.client_weighting, num_steps=args.client_steps,
           federated_weight=w_f, central_weight=w_c,
@@ -301,4 +327,47 @@ def compose_mixed(
                         or finalizer.FinalizerConfig(w_f, w_c)),
       server_optimizer=args.server_optimizer,
       merge_optimizer=args.merge_optimizer,
-      metrics_aggregator=args.metrics_aggregator)
+      metrics_aggregator=args.metrics_aggregator,
+      client_groups=args.client_groups)
+
+
+def compose_federated_only(
+    model: tff.learning.models.FunctionalModel,
+    distributor: distributors.Distributor,
+    aggregator: aggregators.Aggregator,
+    *,
+    client_steps: Optional[int],
+    client_weighting: tff.learning.ClientWeighting,
+    transfer_batch_size: Optional[int],
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    server_optimizer: tff.learning.optimizers.Optimizer,
+    metrics_aggregator: Optional[Callable[..., Any]],
+    seed: int,
+    initial_trainable_fn: Optional[Callable[..., Any]] = None,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
+) -> tff.learning.templates.LearningProcess:
+  """`compose` for a process without central work (w_f = 1, w_c = 0).
+
+  FedAvg (`fedavg.py`) and Example Transfer: the clients' local training
+  (on merged data with `transfer_batch_size`), the aggregator's mean, no
+  central steps and SERVEROPTIMIZER alone in the finalizer.
+  """
+  central = central_work.build_central_work(
+      model, None, None, central_work.CentralConfig(
+          central_steps=0, batch_size=1, seed=seed, clip_norm=None,
+          federated_weight=1.0, central_weight=0.0))
+  return compose(
+      model,
+      distribution=(distributor, aggregator),
+      client_config=client_work.ClientWorkConfig(
+          weighting=client_weighting, num_steps=client_steps,
+          federated_weight=1.0, central_weight=0.0,
+          use_augmenting_gradient=False,
+          transfer_batch_size=transfer_batch_size, with_probe_gradient=False),
+      client_optimizer=client_optimizer,
+      central=central,
+      finalizer_config=finalizer.FinalizerConfig(1.0, 0.0),
+      server_optimizer=server_optimizer,
+      metrics_aggregator=metrics_aggregator,
+      initial_trainable_fn=initial_trainable_fn,
+      client_groups=client_groups)

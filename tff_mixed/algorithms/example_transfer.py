@@ -40,10 +40,8 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
-from tff_mixed.core import central_work
-from tff_mixed.core import client_work
+from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import distributors
-from tff_mixed.core import finalizer
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select
 from tff_mixed.core import validation
@@ -53,51 +51,41 @@ def _build_transfer_process(
     model, central_objective, client_optimizer, server_optimizer, *,
     examples_per_client, redraw_each_round, client_batch_size, client_steps,
     client_weighting, model_aggregator, metrics_aggregator, seed,
-    initial_trainable_fn=None):
+    initial_trainable_fn=None, client_groups=None):
   """FedAvg whose clients also train on their own central examples.
 
   Components: the broadcast of x^(t) plus `federated_select` of each
-  client's examples (`distributors.build_transfer_distributor`), client work
-  on the merged data, the model aggregator's mean, no central work and
-  SERVEROPTIMIZER alone in the finalizer (w_f = 1, w_c = 0).
+  client's examples (`distributors.build_transfer_distributor`; for groups
+  of clients `build_group_transfer_distributor`), client work on the merged
+  data, the model aggregator's mean, no central work and SERVEROPTIMIZER
+  alone in the finalizer (w_f = 1, w_c = 0).
   """
   server_optimizer, aggregator_factory = _common.check_process_args(
       model=model, client_optimizer=client_optimizer,
       server_optimizer=server_optimizer, federated_weight=1.0,
       central_weight=0.0, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator, seed=seed)
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      client_groups=client_groups)
   validation.check_objective(central_objective, model, require_data=True,
                              seed=seed)
   broadcast, aggregator = _common.model_distribution(
       model, None, aggregator_factory, client_steps=client_steps,
       with_gradient=False)
-  # Each client's own central examples (arXiv:2111.12150, Algorithm 3,
-  # line 3), not one broadcast sample for all.
   transfer = transfer_select.build_transfer_computations(
       central_objective, model_types.data_type(model),
       examples_per_client=examples_per_client, seed=seed,
       redraw_each_round=redraw_each_round)
-  central = central_work.build_central_work(
-      model, None, None, central_work.CentralConfig(
-          central_steps=0, batch_size=1, seed=seed, clip_norm=None,
-          federated_weight=1.0, central_weight=0.0))
-  return _common.compose(
-      model,
-      distribution=(distributors.build_transfer_distributor(broadcast,
-                                                            transfer),
-                    aggregator),
-      client_config=client_work.ClientWorkConfig(
-          weighting=client_weighting, num_steps=client_steps,
-          federated_weight=1.0, central_weight=0.0,
-          use_augmenting_gradient=False,
-          transfer_batch_size=client_batch_size, with_probe_gradient=False),
-      client_optimizer=client_optimizer,
-      central=central,
-      finalizer_config=finalizer.FinalizerConfig(1.0, 0.0),
-      server_optimizer=server_optimizer,
-      metrics_aggregator=metrics_aggregator,
-      initial_trainable_fn=initial_trainable_fn)
+  build_distributor = (distributors.build_transfer_distributor
+                       if client_groups is None else
+                       distributors.build_group_transfer_distributor)
+  return _common.compose_federated_only(
+      model, build_distributor(broadcast, transfer), aggregator,
+      client_steps=client_steps, client_weighting=client_weighting,
+      transfer_batch_size=client_batch_size,
+      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      initial_trainable_fn=initial_trainable_fn, client_groups=client_groups)
 
 
 def build_example_transfer(
@@ -114,6 +102,7 @@ def build_example_transfer(
     model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
     metrics_aggregator: Optional[Callable[..., Any]] = None,
     seed: int = 0,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds an Example Transfer `tff.learning.templates.LearningProcess`.
 
@@ -152,6 +141,10 @@ def build_example_transfer(
       unweighted one such as `tff.learning.dp_aggregator` (DP-FedAvg).
     metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
     seed: Seeds each client's central sample and shuffle.
+    client_groups: Optional `tff_mixed.ClientGroups`: each CLIENTS member
+      of `next` is a group of client ids trained in one computation, each
+      member drawing and reading its own central examples there
+      (`core/client_groups.py`); `None`: one client per member.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -168,7 +161,8 @@ def build_example_transfer(
       examples_per_client=examples_per_client, redraw_each_round=True,
       client_batch_size=client_batch_size, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator, seed=seed)
+      metrics_aggregator=metrics_aggregator, seed=seed,
+      client_groups=client_groups)
 
 def build_fedavg_with_shared_data(
     model: tff.learning.models.FunctionalModel,
@@ -189,6 +183,7 @@ def build_fedavg_with_shared_data(
     model_aggregator: Optional[tff.aggregators.AggregationFactory] = None,
     metrics_aggregator: Optional[Callable[..., Any]] = None,
     seed: int = 0,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds FedAvg with shared data (Zhao et al. 2018) as a LearningProcess.
 
@@ -226,6 +221,10 @@ def build_fedavg_with_shared_data(
     metrics_aggregator: `None` means `tff.learning.metrics.sum_then_finalize`.
     seed: Seeds G, each client's portion, the warm-up batches and the
       shuffles.
+    client_groups: Optional `tff_mixed.ClientGroups`: each CLIENTS member
+      of `next` is a group of client ids trained in one computation, each
+      member drawing and reading its own central examples there
+      (`core/client_groups.py`); `None`: one client per member.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -275,7 +274,8 @@ def build_fedavg_with_shared_data(
       client_batch_size=client_batch_size, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
       metrics_aggregator=metrics_aggregator, seed=seed,
-      initial_trainable_fn=warmup if warmup_steps > 0 else None)
+      initial_trainable_fn=warmup if warmup_steps > 0 else None,
+      client_groups=client_groups)
 
 def shared_set_indices(num_central: int, shared_size: int,
                        seed: int) -> np.ndarray:

@@ -40,6 +40,7 @@ import tensorflow_federated as tff
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
+from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
 from tff_mixed.core import validation
@@ -69,6 +70,7 @@ def build_one_way_gradient_transfer(
     with_diagnostics: bool = False,
     embedding_selection: Optional[
         embedding_select.EmbeddingSelection] = None,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a 1-way Gradient Transfer `tff.learning.templates.LearningProcess`.
 
@@ -115,6 +117,12 @@ def build_one_way_gradient_transfer(
       argument only chooses the process's distributor
       (`core/distributors.py`, `build_select_distributor`) and its
       scatter-back aggregator.
+    client_groups: Optional `tff_mixed.ClientGroups`: the fast simulation
+      mode, in which each CLIENTS member of `next` is a group of client ids
+      whose members train one after another in one computation
+      (`core/client_groups.py`); results equal the per-client process's to
+      float32 rounding. `None`: one client per member. Refused with an
+      aggregator that acts per client (clipping, DP, secure sums).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -132,7 +140,7 @@ def build_one_way_gradient_transfer(
       metrics_aggregator=metrics_aggregator,
       central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection)
+      embedding_selection=embedding_selection, client_groups=client_groups)
   # Server: g~_c(x^(t)) before the broadcast, no central steps.
   central = central_work.build_central_work(
       model, central_objective, None,
@@ -163,6 +171,7 @@ def build_two_way_gradient_transfer(
     with_diagnostics: bool = False,
     embedding_selection: Optional[
         embedding_select.EmbeddingSelection] = None,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
     augmenting_central_gradient: str = PREVIOUS_ROUND_MEAN,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a 2-way Gradient Transfer `tff.learning.templates.LearningProcess`.
@@ -249,6 +258,12 @@ def build_two_way_gradient_transfer(
       scatter-back aggregator.
     augmenting_central_gradient: `'previous_round_mean'` (Algorithm 1) or
       `'fresh'`, as described above.
+    client_groups: Optional `tff_mixed.ClientGroups`: the fast simulation
+      mode, in which each CLIENTS member of `next` is a group of client ids
+      whose members train one after another in one computation
+      (`core/client_groups.py`); results equal the per-client process's to
+      float32 rounding. `None`: one client per member. Refused with an
+      aggregator that acts per client (clipping, DP, secure sums).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -273,7 +288,8 @@ def build_two_way_gradient_transfer(
       metrics_aggregator=metrics_aggregator,
       central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection, two_way=True)
+      embedding_selection=embedding_selection, client_groups=client_groups,
+      two_way=True)
   if augmenting_central_gradient not in AUGMENTING_CENTRAL_GRADIENTS:
     raise ValueError('`augmenting_central_gradient` must be one of '
                      f'{AUGMENTING_CENTRAL_GRADIENTS}, got '

@@ -30,6 +30,7 @@ import tensorflow_federated as tff
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
+from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import embedding_select
 from tff_mixed.core import validation
 
@@ -56,6 +57,7 @@ def build_parallel_training(
     with_diagnostics: bool = False,
     embedding_selection: Optional[
         embedding_select.EmbeddingSelection] = None,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds a Parallel Training `tff.learning.templates.LearningProcess`.
 
@@ -112,6 +114,12 @@ def build_parallel_training(
       combinable with `with_diagnostics`. This argument only chooses the
       process's distributor (`core/distributors.py`,
       `build_select_distributor`) and its scatter-back aggregator.
+    client_groups: Optional `tff_mixed.ClientGroups`: the fast simulation
+      mode, in which each CLIENTS member of `next` is a group of client ids
+      whose members train one after another in one computation
+      (`core/client_groups.py`); results equal the per-client process's to
+      float32 rounding. `None`: one client per member. Refused with an
+      aggregator that acts per client (clipping, DP, secure sums).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -137,7 +145,7 @@ def build_parallel_training(
       metrics_aggregator=metrics_aggregator,
       central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection)
+      embedding_selection=embedding_selection, client_groups=client_groups)
   # Server: K_c central steps from x^(t), merged with the FedAvg result.
   central = central_work.build_central_work(
       model, central_objective, central_optimizer,

@@ -23,7 +23,9 @@ eta_m = 1 unless a server optimizer is given (e.g. FedAdam's).
 
 *   `fedavg`: TFF's FedAvg on the federated data alone (the FL-only and
     oracle baselines; the unweighted variant when the model aggregator is
-    unweighted, e.g. DP-FedAvg's).
+    unweighted, e.g. DP-FedAvg's); with `client_groups`, the same algorithm
+    composed from this library's components (`fedavg.build_fedavg`), with
+    K = `client_steps` local steps. TFF's takes one pass over its data.
 *   `parallel_training`, `one_way_gt`, `two_way_gt`: the mixed FL algorithms
     of arXiv:2205.13655, Algorithm 1.
 *   `example_transfer`: central examples sent to the clients (section 3).
@@ -35,6 +37,7 @@ from typing import Any, NamedTuple, Optional
 import tensorflow_federated as tff
 
 from tff_mixed.algorithms import example_transfer
+from tff_mixed.algorithms import fedavg
 from tff_mixed.algorithms import gradient_transfer
 from tff_mixed.algorithms import parallel_training
 from tff_mixed.core import central_objective as central_lib
@@ -48,7 +51,7 @@ EXAMPLE_TRANSFER = 'example_transfer'
 # What every mixed FL algorithm of Algorithm 1 takes besides its optimizers.
 _MIXING = ('client_steps', 'central_batch_size', 'federated_weight',
            'central_weight', 'model_aggregator', 'central_clip_norm', 'seed',
-           'with_diagnostics', 'embedding_selection')
+           'with_diagnostics', 'embedding_selection', 'client_groups')
 
 
 class Algorithm(NamedTuple):
@@ -79,7 +82,8 @@ ALGORITHMS: Mapping[str, Algorithm] = {a.name: a for a in (
     Algorithm(FEDAVG, 'FedAvg',
               tff.learning.algorithms.build_weighted_fed_avg,
               takes_central_objective=False, takes_central_optimizer=False,
-              hyperparameters=('model_aggregator',)),
+              hyperparameters=('model_aggregator', 'client_steps',
+                               'client_groups')),
     Algorithm(PARALLEL_TRAINING, 'Parallel Training',
               parallel_training.build_parallel_training,
               takes_central_objective=True, takes_central_optimizer=True,
@@ -97,7 +101,8 @@ ALGORITHMS: Mapping[str, Algorithm] = {a.name: a for a in (
               example_transfer.build_example_transfer,
               takes_central_objective=True, takes_central_optimizer=False,
               hyperparameters=('examples_per_client', 'client_batch_size',
-                               'client_steps', 'model_aggregator', 'seed')),
+                               'client_steps', 'model_aggregator', 'seed',
+                               'client_groups')),
 )}
 NAMES = tuple(ALGORITHMS)
 HYPERPARAMETERS = frozenset(
@@ -164,6 +169,13 @@ def build(
             if k in algorithm.hyperparameters}
   if not algorithm.takes_central_objective:
     server = _sgd(1.0) if server_optimizer is None else server_optimizer
+    if kwargs.get('client_groups') is not None:
+      # TFF's FedAvg has no groups of clients; the composed FedAvg equals it
+      # (tests/client_groups_test.py) and runs them.
+      return fedavg.build_fedavg(model, _sgd(client_lr), server, **kwargs)
+    # TFF's FedAvg takes one pass over the datasets it is given.
+    kwargs.pop('client_groups', None)
+    kwargs.pop('client_steps', None)
     builder = algorithm.builder
     if isinstance(kwargs.get('model_aggregator'),
                   tff.aggregators.UnweightedAggregationFactory):

@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import embedding_select as select_lib
@@ -65,6 +66,8 @@ class ClientInputs(NamedTuple):
     examples: Transferred central examples, unbatched, or `()`.
     shuffle_seed: Seeds the shuffle of local and transferred examples (int64
       scalar), or 0.
+    keys: With `federated_select`, the client's int32 `[keys_per_client]`
+      keys (where its local table's rows belong); else `()`.
   """
 
   weights: Any
@@ -72,6 +75,7 @@ class ClientInputs(NamedTuple):
   dataset: Any
   examples: Any = ()
   shuffle_seed: Any = 0
+  keys: Any = ()
 
 
 class Distribution(NamedTuple):
@@ -96,12 +100,15 @@ class Distributor(NamedTuple):
     receive: `(received: sequence, dataset) -> ClientInputs`, pure TF.
     client_model: The model trained on clients (the local twin whose table
       has `keys_per_client` rows with `federated_select`).
+    selection: The `EmbeddingSelection` whose table travels by rows, or
+      `None`.
   """
 
   client_types: tuple[tff.Type, ...]
   distribute: Callable[..., Distribution]
   receive: Callable[[Sequence[Any], Any], ClientInputs]
   client_model: tff.learning.models.FunctionalModel
+  selection: Optional[select_lib.EmbeddingSelection] = None
 
 
 def message_type(weights_type: tff.Type, with_gradient: bool) -> tff.Type:
@@ -164,6 +171,34 @@ def build_transfer_distributor(
         examples=examples, shuffle_seed=shuffle_seed)
 
   return Distributor((*base.client_types, examples_type, seed_type),
+                     distribute, receive, base.client_model)
+
+
+def build_group_transfer_distributor(
+    base: Distributor, transfer: transfer_lib.TransferComputations
+) -> Distributor:
+  """`build_transfer_distributor` for groups of clients (`client_groups.py`).
+
+  The round number is broadcast with `base`'s values, and each member draws
+  its keys and reads its central examples inside the group's computation
+  (`transfer.draw_fn`, `transfer.read_fn`: what `federated_select` with
+  `select_fn` delivers to a client), so that a group's members need no key
+  of their own in the federated computation.
+  """
+
+  def distribute(message, round_num, client_data):
+    distribution = base.distribute(message, round_num, client_data)
+    return distribution._replace(values=(
+        *distribution.values, tff.federated_broadcast(round_num)))
+
+  def receive(received, dataset):
+    *received, round_num = received
+    draw = transfer.draw_fn(dataset, round_num)
+    examples = tf.data.Dataset.from_tensor_slices(transfer.read_fn(draw.keys))
+    return base.receive(received, dataset)._replace(
+        examples=examples, shuffle_seed=draw.shuffle_seed)
+
+  return Distributor((*base.client_types, tff.TensorType(np.int32)),
                      distribute, receive, base.client_model)
 
 
@@ -236,20 +271,67 @@ def build_select_distributor(
 
   def receive(received, dataset):
     message, keys, rows, *gradient_rows = received
-    weights = message['weights']
-    trainable = _with(weights.trainable, index, select_lib.rows_from_sequence(
-        rows, num_keys, row_shape))
-    augmenting = ()
-    if with_gradient:
-      # Padding slots are no rows of the client's: no w_c g~_c for them.
-      augmenting = _with(
-          message['augmenting_gradient'], index,
-          select_lib.rows_from_sequence(gradient_rows[0], num_keys, row_shape)
-          * select_lib.padding_mask(keys, table_type.dtype))
-    return ClientInputs(
-        weights=(trainable, tuple(weights.non_trainable)),
-        augmenting_gradient=augmenting,
-        dataset=select_lib.local_dataset(dataset, keys, selection))
+    rows = [select_lib.rows_from_sequence(r, num_keys, row_shape)
+            for r in (rows, *gradient_rows)]
+    return _local_inputs(message, keys, rows, dataset, selection)
 
   return Distributor(client_types, distribute, receive,
-                     selection.local_model)
+                     selection.local_model, selection)
+
+
+def _local_inputs(message, keys, rows, dataset, selection):
+  """A `federated_select` client's inputs from its keys and rows.
+
+  `message` holds every weight (and gradient) but the table's; `rows` are
+  the table's rows at `keys` (and, with gradient transfer, g~_c's).
+  """
+  index = selection.table_index
+  weights = message['weights']
+  augmenting = ()
+  if len(rows) > 1:
+    # Padding slots are no rows of the client's: no w_c g~_c for them.
+    augmenting = _with(message['augmenting_gradient'], index,
+                       rows[1] * select_lib.padding_mask(keys, rows[1].dtype))
+  return ClientInputs(
+      weights=(_with(weights.trainable, index, rows[0]),
+               tuple(weights.non_trainable)),
+      augmenting_gradient=augmenting,
+      dataset=select_lib.local_dataset(dataset, keys, selection),
+      keys=keys)
+
+
+def build_group_select_distributor(
+    model: tff.learning.models.FunctionalModel,
+    selection: select_lib.EmbeddingSelection,
+    with_gradient: bool,
+    client_steps: Optional[int],
+) -> Distributor:
+  """`build_select_distributor` for groups of clients (`client_groups.py`).
+
+  The message is broadcast whole to each group (one value per group, not per
+  client), and each member computes its keys from its data and takes its
+  rows of the table (and of g~_c) inside the group's computation: the rows
+  `federated_select` would deliver, so the member trains the same local
+  model on the same remapped batches. This is a simulation of the
+  per-client process, whose bytes per client it leaves unchanged; TFF's
+  runtime would otherwise call `select_fn` once per key and client.
+  """
+  broadcast = build_broadcast_distributor(model, with_gradient)
+  index = selection.table_index
+
+  def receive(received, dataset):
+    (message,) = received
+    keys = select_lib.select_keys(dataset, selection, client_steps)
+    rows = [tf.gather(message['weights'].trainable[index], keys)]
+    if with_gradient:
+      rows.append(tf.gather(message['augmenting_gradient'][index], keys))
+    message = collections.OrderedDict(
+        weights=message['weights']._replace(
+            trainable=_without(message['weights'].trainable, index)),
+        augmenting_gradient=(
+            _without(message['augmenting_gradient'], index)
+            if with_gradient else ()))
+    return _local_inputs(message, keys, rows, dataset, selection)
+
+  return Distributor(broadcast.client_types, broadcast.distribute, receive,
+                     selection.local_model, selection)

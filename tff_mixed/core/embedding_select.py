@@ -177,6 +177,37 @@ def padding_mask(keys: tf.Tensor, dtype=tf.float32) -> tf.Tensor:
   return tf.cast(keys > 0, dtype)[:, tf.newaxis]
 
 
+def scatter_weighted(sums, row_weights, keys: tf.Tensor, update,
+                     weight: tf.Tensor, table_index: int):
+  """Adds one client's weighted update into table-shaped sums (pure TF).
+
+  Args:
+    sums: A tuple like the trainable weights (the full table).
+    row_weights: float32 `[num_rows]`, per row the weight that trained it.
+    keys: The client's int32 `[keys_per_client]` keys.
+    update: The client's update, whose table has `keys_per_client` rows.
+    weight: The client's weight p_i.
+    table_index: Index of the table in the trainable weights.
+
+  Returns:
+    `(sums + p_i Delta_i scattered to the keys, row_weights + p_i at the
+    keys)`; padding slots add nothing.
+  """
+  # Under gradient transfer a padding slot may hold a nonzero update;
+  # it is no row of the client's, so it must not reach row 0.
+  mask = padding_mask(keys)
+  new_sums = []
+  for i, (s, u) in enumerate(zip(sums, update)):
+    if i == table_index:
+      new_sums.append(tf.tensor_scatter_nd_add(
+          s, keys[:, tf.newaxis], weight * u * mask))
+    else:
+      new_sums.append(s + weight * u)
+  new_row_weights = tf.tensor_scatter_nd_add(
+      row_weights, keys[:, tf.newaxis], weight * mask[:, 0])
+  return tuple(new_sums), new_row_weights
+
+
 def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
   """The scatter-back aggregation (step 4).
 
@@ -219,19 +250,9 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
   def accumulate(accumulator, value):
     sums, row_weights, total = accumulator
     keys, update, weight = value
-    # Under gradient transfer a padding slot may hold a nonzero update;
-    # it is no row of the client's, so it must not reach row 0.
-    mask = padding_mask(keys)
-    new_sums = []
-    for i, (s, u) in enumerate(zip(sums, update)):
-      if i == table_index:
-        new_sums.append(tf.tensor_scatter_nd_add(
-            s, keys[:, tf.newaxis], weight * u * mask))
-      else:
-        new_sums.append(s + weight * u)
-    new_row_weights = tf.tensor_scatter_nd_add(
-        row_weights, keys[:, tf.newaxis], weight * mask[:, 0])
-    return tuple(new_sums), new_row_weights, total + weight
+    new_sums, new_row_weights = scatter_weighted(sums, row_weights, keys,
+                                                 update, weight, table_index)
+    return new_sums, new_row_weights, total + weight
 
   @tff.tensorflow.computation(accumulator_type, accumulator_type)
   def merge(a, b):

@@ -49,6 +49,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import aggregators as aggregators_lib
 from tff_mixed.core import central_work as central_lib
+from tff_mixed.core import client_groups
 from tff_mixed.core import distributors as distributors_lib
 from tff_mixed.core import finalizer as finalizer_lib
 from tff_mixed.core import model_types
@@ -174,8 +175,14 @@ def _build_next(model, components, metrics_aggregation_fn, state_type):
   """`(<MixedFLState@SERVER, {B*}@CLIENTS> -> <state, metrics>@SERVER)`."""
   central = components.central_work
 
-  @tff.federated_computation(state_type, tff.FederatedType(
-      model_types.data_type(model), tff.CLIENTS))
+  # `{B*}` per client, or a group's client ids (`client_groups.py`): the
+  # client work's last parameter, as traced.
+  parameter = components.client_work.type_signature.parameter
+  data_type = parameter[len(parameter) - 1]
+  grouped = client_groups.is_group_work(components.client_work)
+
+  @tff.federated_computation(state_type, tff.FederatedType(data_type,
+                                                           tff.CLIENTS))
   def next_fn(state, client_data):
     augmenting, at_x = _augmenting_gradient(components, state)
     message = collections.OrderedDict(weights=state.global_model_weights)
@@ -190,7 +197,10 @@ def _build_next(model, components, metrics_aggregation_fn, state_type):
     mean_probe_gradient = tff.federated_value((), tff.SERVER)
     if central.config.with_diagnostics:
       # Opt-in diagnostic: an extra client upload beyond FedAvg's.
-      mean_probe_gradient = tff.federated_mean(client_outputs.probe_gradient)
+      # A group's probe is its members' mean: weight it by their count.
+      mean_probe_gradient = tff.federated_mean(
+          client_outputs.probe_gradient,
+          client_outputs.num_clients if grouped else None)
     central_output = tff.federated_map(central.next, tff.federated_zip(
         collections.OrderedDict(
             weights=state.global_model_weights, round_num=state.round_num,
@@ -262,7 +272,9 @@ def build_mixed_process(
 
   *   `initialize: ( -> MixedFLState@SERVER)`
   *   `next: (<MixedFLState@SERVER, {B*}@CLIENTS> ->
-      <state=MixedFLState@SERVER, metrics=M@SERVER>)`
+      <state=MixedFLState@SERVER, metrics=M@SERVER>)`, or with a group's
+      client work (`client_groups.build_group_work`) `(<MixedFLState@SERVER,
+      id[?]@CLIENTS> -> ...)`, each CLIENTS member a group's client ids
   *   `get_model_weights: (MixedFLState -> ModelWeights)`
   *   `set_model_weights: (<MixedFLState, ModelWeights> -> MixedFLState)`
   *   `get_hparams: (MixedFLState -> H)`, `set_hparams: (<MixedFLState, H> ->

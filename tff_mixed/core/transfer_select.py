@@ -54,6 +54,7 @@ Pure TF, except the small `tff.tensorflow.computation`s that
 (`distributors.build_transfer_distributor`).
 """
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -197,6 +198,11 @@ class TransferComputations(NamedTuple):
     select_fn: `(<T, int32> -> E)`, one central example E by index.
     max_key: The largest key, `num_examples - 1`.
     num_keys: Examples each client receives.
+    draw_fn: `draw_fn(dataset, round_num) -> TransferDraw`, the pure-TF
+      function `draw` runs.
+    read_fn: `read_fn(keys) -> examples`, pure TF: the central examples at
+      int32 `keys`, stacked, as `select_fn` gives them one by one (for
+      groups of clients, which read them inside their computation).
   """
 
   central_set: tff.Computation
@@ -204,6 +210,8 @@ class TransferComputations(NamedTuple):
   select_fn: tff.Computation
   max_key: int
   num_keys: int
+  draw_fn: Callable[[tf.data.Dataset, tf.Tensor], TransferDraw]
+  read_fn: Callable[[tf.Tensor], Any]
 
 
 def build_transfer_computations(
@@ -237,19 +245,31 @@ def build_transfer_computations(
       return tf.constant(0, tf.int32)
     return tf.nest.map_structure(tf.constant, objective.data)
 
-  @tff.tensorflow.computation(tff.TensorType(np.int32), data_type)
-  def draw_computation(round_num, dataset):
+  def draw_fn(dataset, round_num):
     return draw(dataset, round_num, seed=seed, num_keys=num_keys,
                 num_examples=num_examples,
                 redraw_each_round=redraw_each_round)
 
+  @tff.tensorflow.computation(tff.TensorType(np.int32), data_type)
+  def draw_computation(round_num, dataset):
+    return draw_fn(dataset, round_num)
+
+  def gather(central, keys):
+    if _is_store(objective):
+      return objective.data.read(keys)
+    return tf.nest.map_structure(lambda t: tf.gather(t, keys), central)
+
   @tff.tensorflow.computation(central_set.type_signature.result, np.int32)
   def select_fn(central, key):
-    if _is_store(objective):
-      batch = objective.data.read(tf.reshape(key, [1]))
-      return tf.nest.map_structure(lambda t: t[0], batch)
-    return tf.nest.map_structure(lambda t: tf.gather(t, key), central)
+    return tf.nest.map_structure(lambda t: t[0],
+                                 gather(central, tf.reshape(key, [1])))
+
+  def read_fn(keys):
+    central = (None if _is_store(objective) else
+               tf.nest.map_structure(tf.constant, objective.data))
+    return gather(central, keys)
 
   return TransferComputations(
       central_set=central_set, draw=draw_computation, select_fn=select_fn,
-      max_key=num_examples - 1, num_keys=num_keys)
+      max_key=num_examples - 1, num_keys=num_keys, draw_fn=draw_fn,
+      read_fn=read_fn)

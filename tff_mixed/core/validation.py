@@ -231,6 +231,49 @@ def check_no_selection_aggregator(model_aggregator: Any) -> None:
       f'broadcast and uploaded whole); got {type(model_aggregator).__name__}.')
 
 
+def check_group_aggregation(model_aggregator: Any,
+                            metrics_aggregator: Any) -> None:
+  """Refuses aggregation a group of clients cannot reproduce.
+
+  A group (`client_groups.py`) uploads its members' weighted mean update and
+  the sum of their metrics, so only a plain weighted mean of the updates and
+  summed metrics (`tff.learning.metrics.sum_then_finalize`) give the
+  per-client result. Clipping, differential privacy and secure sums act on
+  each client's own update, which a group never uploads.
+
+  Args:
+    model_aggregator: The requested model aggregation factory (`None`: the
+      default weighted mean).
+    metrics_aggregator: The requested metrics aggregator (`None`: the
+      default `sum_then_finalize`).
+
+  Raises:
+    ValueError: For any other aggregator, naming it.
+  """
+  if model_aggregator is not None and not _is_plain_mean(model_aggregator):
+    raise ValueError(
+        'Client groups (`client_groups`) simulate many clients in one '
+        'computation that uploads their mean update; `model_aggregator` '
+        f'{type(model_aggregator).__name__} acts on each client\'s own update '
+        '(clipping, noise or secure sums), which a group cannot reproduce '
+        'exactly. Use `client_groups=None` (one client per member) with it.')
+  if metrics_aggregator not in (None, tff.learning.metrics.sum_then_finalize):
+    raise ValueError(
+        'Client groups (`client_groups`) sum their members\' metrics, which '
+        'only `tff.learning.metrics.sum_then_finalize` (the default) '
+        'finalizes exactly; use `client_groups=None` with metrics aggregator '
+        f'{getattr(metrics_aggregator, "__name__", metrics_aggregator)!r}.')
+
+
+def _is_plain_mean(factory: Any) -> bool:
+  """A `MeanFactory` whose sums are plain `SumFactory` sums."""
+  # MeanFactory keeps its inner factories private; a plain mean is the
+  # default construction, which these attributes identify.
+  return (type(factory) is tff.aggregators.MeanFactory and all(
+      type(getattr(factory, name, None)) is tff.aggregators.SumFactory
+      for name in ('_value_sum_factory', '_weight_sum_factory')))
+
+
 def check_client_weighting(client_weighting: Any) -> None:
   if not isinstance(client_weighting, tff.learning.ClientWeighting):
     raise TypeError('`client_weighting` must be a `tff.learning.ClientWeighting`'

@@ -1,0 +1,273 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Groups of clients (the fast simulation mode) equal the per-client process.
+
+For every algorithm, the same process is built twice, per client and with
+`client_groups`, and run for three rounds on clients of different sizes
+split into uneven groups; the model, the training metrics and the central
+metrics must agree to float32 rounding after every round. FedAvg's composed
+builder is also checked against TFF's `build_weighted_fed_avg`. Aggregation
+a group cannot reproduce must be refused.
+"""
+
+import collections
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+import tff_mixed
+from tff_mixed.algorithms import fedavg
+from tff_mixed.algorithms import registry
+from tff_mixed.core import client_groups
+from tff_mixed.models import dual_encoder
+from tff_mixed.training import runner
+
+from tests import testing_utils as tu
+
+_SIZES = (4, 6, 1, 7, 3)
+# Uneven groups, one of them a single client.
+_GROUPS = ((0, 1, 2), (3,), (4,))
+_ROWS, _DIM, _CONTEXT, _KEYS = 30, 4, 3, 8
+
+
+def _linear_clients():
+  fn = client_groups.array_dataset_fn(tu.client_arrays(sizes=_SIZES),
+                                      lambda d: d.batch(2))
+  return client_groups.ClientGroups(fn, np.int32)
+
+
+def _movie_clients():
+  rng = np.random.default_rng(4)
+  arrays = []
+  for n in _SIZES:
+    movies = rng.choice(np.arange(1, _ROWS), 5, replace=False)
+    context = rng.choice(movies, (n, _CONTEXT)).astype(np.int32)
+    context[rng.random((n, _CONTEXT)) < 0.3] = 0
+    arrays.append(collections.OrderedDict(
+        context=context, label=rng.choice(movies, n).astype(np.int32)))
+  fn = client_groups.array_dataset_fn(
+      arrays, lambda d: d.map(dual_encoder.model_batch).batch(2))
+  return client_groups.ClientGroups(fn, np.int32)
+
+
+def _linear_process(name, groups, **kwargs):
+  model = tu.linear_model()
+  central = tff_mixed.central_data_objective(tu.central_arrays())
+  sgd = tu.sgd(0.1)
+  common = dict(client_steps=3, client_groups=groups)
+  if name == 'fedavg':
+    return fedavg.build_fedavg(model, sgd, **common, **kwargs)
+  if name == 'uniform_weighting':
+    return tff_mixed.build_one_way_gradient_transfer(
+        model, central, sgd, central_batch_size=3,
+        client_weighting=tff.learning.ClientWeighting.UNIFORM, **common)
+  if name == 'example_transfer':
+    return tff_mixed.build_example_transfer(
+        model, central, sgd, examples_per_client=3, client_batch_size=2,
+        **common, **kwargs)
+  if name == 'fedavg_shared_data':
+    return tff_mixed.build_fedavg_with_shared_data(
+        model, central, sgd, beta=0.3, alpha=0.5, num_client_examples=21,
+        client_batch_size=2, warmup_steps=2, warmup_learning_rate=0.1,
+        warmup_batch_size=2, **common, **kwargs)
+  return registry.build(name, model, central, client_lr=0.1,
+                        central_batch_size=3, **common, **kwargs)
+
+
+def _movie_process(name, groups, **kwargs):
+  model = dual_encoder.build_dual_encoder(_ROWS, _DIM, _CONTEXT, seed=1)
+  selection = dual_encoder.build_embedding_selection(_ROWS, _KEYS, _DIM,
+                                                     _CONTEXT)
+  spreadout = tff_mixed.central_regularizer(dual_encoder.spreadout_loss_fn,
+                                            name='spreadout')
+  return registry.build(name, model, spreadout, client_lr=0.3,
+                        central_batch_size=1, client_steps=2,
+                        embedding_selection=selection, client_groups=groups,
+                        **kwargs)
+
+
+def _run_both(build, groups, rounds=3):
+  """Per round: (per-client weights, grouped weights, both metrics)."""
+  per_client, grouped = build(None), build(groups)
+  s1, s2 = per_client.initialize(), grouped.initialize()
+  ids = [np.asarray(g, np.int32) for g in _GROUPS]
+  datasets = [groups.dataset_fn(i) for g in _GROUPS for i in g]
+  history = []
+  for _ in range(rounds):
+    o1, o2 = per_client.next(s1, datasets), grouped.next(s2, ids)
+    s1, s2 = o1.state, o2.state
+    history.append((tu.trainable(per_client, s1),
+                    tu.trainable(grouped, s2), o1.metrics, o2.metrics))
+  return history
+
+
+def _flat(metrics):
+  return runner.flatten_metrics(metrics)
+
+
+class GroupedEqualsPerClientTest(parameterized.TestCase):
+
+  def _assert_same(self, history):
+    initial = history[0][0]
+    for round_num, (a, b, m1, m2) in enumerate(history, start=1):
+      for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6,
+                                   err_msg=f'round {round_num}')
+      f1, f2 = _flat(m1), _flat(m2)
+      self.assertEqual(sorted(f1), sorted(f2))
+      self.assertIn('client_work/train/loss', f1)
+      for key in f1:
+        np.testing.assert_allclose(f1[key], f2[key], rtol=1e-5, atol=1e-6,
+                                   err_msg=f'{key}, round {round_num}')
+    # The runs train: the comparison is not between two frozen models.
+    self.assertFalse(all(np.allclose(x, y) for x, y in zip(
+        initial, history[-1][0])))
+
+  @parameterized.named_parameters(
+      ('fedavg', 'fedavg', {}),
+      ('parallel_training', registry.PARALLEL_TRAINING, {}),
+      ('parallel_training_diagnostics', registry.PARALLEL_TRAINING,
+       dict(with_diagnostics=True)),
+      ('one_way_gt', registry.ONE_WAY_GT, {}),
+      ('one_way_gt_diagnostics', registry.ONE_WAY_GT,
+       dict(with_diagnostics=True)),
+      ('two_way_gt', registry.TWO_WAY_GT, {}),
+      ('two_way_gt_fresh', registry.TWO_WAY_GT,
+       dict(augmenting_central_gradient='fresh')),
+      ('example_transfer', 'example_transfer', {}),
+      ('fedavg_shared_data', 'fedavg_shared_data', {}),
+      ('uniform_weighting', 'uniform_weighting', {}),
+  )
+  def test_dense_algorithms(self, name, kwargs):
+    groups = _linear_clients()
+    self._assert_same(_run_both(
+        lambda g: _linear_process(name, g, **kwargs), groups))
+
+  @parameterized.named_parameters(
+      ('parallel_training', registry.PARALLEL_TRAINING),
+      ('one_way_gt', registry.ONE_WAY_GT),
+      ('two_way_gt', registry.TWO_WAY_GT),
+  )
+  def test_federated_select(self, name):
+    groups = _movie_clients()
+    self._assert_same(_run_both(lambda g: _movie_process(name, g), groups))
+
+
+class FedAvgTest(absltest.TestCase):
+
+  def test_composed_fedavg_equals_tff_fedavg(self):
+    groups = _linear_clients()
+    model = tu.linear_model()
+    ours = fedavg.build_fedavg(model, tu.sgd(0.1), tu.sgd(0.7))
+    theirs = tff.learning.algorithms.build_weighted_fed_avg(
+        model, client_optimizer_fn=tu.sgd(0.1),
+        server_optimizer_fn=tu.sgd(0.7))
+    data = [groups.dataset_fn(i) for i in range(len(_SIZES))]
+    s1, s2 = ours.initialize(), theirs.initialize()
+    for _ in range(3):
+      o1, o2 = ours.next(s1, data), theirs.next(s2, data)
+      s1, s2 = o1.state, o2.state
+      for x, y in zip(tu.trainable(ours, s1), tu.trainable(theirs, s2)):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+      self.assertAlmostEqual(
+          float(o1.metrics['client_work']['train']['loss']),
+          float(o2.metrics['client_work']['train']['loss']), places=5)
+
+
+  def test_grouped_registry_fedavg_equals_tff_fedavg_per_client(self):
+    groups = _linear_clients()
+    model = tu.linear_model()
+    grouped = registry.build(registry.FEDAVG, model, client_lr=0.1,
+                             client_groups=groups)
+    theirs = registry.build(registry.FEDAVG, model, client_lr=0.1)
+    # TFF's own FedAvg, against the composed one in groups.
+    self.assertIsInstance(theirs.initialize(),
+                          tff.learning.templates.LearningAlgorithmState)
+    ids = [np.asarray(g, np.int32) for g in _GROUPS]
+    data = [groups.dataset_fn(i) for g in _GROUPS for i in g]
+    s1, s2 = grouped.initialize(), theirs.initialize()
+    for _ in range(3):
+      s1, s2 = grouped.next(s1, ids).state, theirs.next(s2, data).state
+    for x, y in zip(tu.trainable(grouped, s1), tu.trainable(theirs, s2)):
+      np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+class RefusedTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ('dp', lambda: tff.learning.dp_aggregator(0.0, 5)),
+      ('clipping', lambda: tff.aggregators.clipping_factory(
+          1.0, tff.aggregators.MeanFactory())),
+      ('secure', lambda: tff.learning.secure_aggregator()),
+      ('secure_mean', lambda: tff.aggregators.MeanFactory(
+          tff.aggregators.SecureSumFactory(100.0))),
+  )
+  def test_per_client_aggregation_is_refused(self, factory):
+    with self.assertRaisesRegex(ValueError, 'each client.s own update'):
+      _linear_process(registry.ONE_WAY_GT, _linear_clients(),
+                      model_aggregator=factory())
+
+  def test_other_metrics_aggregator_is_refused(self):
+    with self.assertRaisesRegex(ValueError, 'sum_then_finalize'):
+      fedavg.build_fedavg(
+          tu.linear_model(), tu.sgd(0.1), client_groups=_linear_clients(),
+          metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize)
+
+  def test_plain_mean_is_accepted(self):
+    process = _linear_process(
+        registry.ONE_WAY_GT, _linear_clients(),
+        model_aggregator=tff.aggregators.MeanFactory())
+    self.assertEqual(str(process.next.type_signature.parameter[1]),
+                     '{int32[?]}@CLIENTS')
+
+  def test_bad_groups_are_refused(self):
+    with self.assertRaisesRegex(TypeError, 'ClientGroups'):
+      fedavg.build_fedavg(tu.linear_model(), tu.sgd(0.1),
+                          client_groups=lambda i: i)
+    with self.assertRaisesRegex(TypeError, 'id_dtype'):
+      fedavg.build_fedavg(
+          tu.linear_model(), tu.sgd(0.1),
+          client_groups=client_groups.ClientGroups(lambda i: i, np.float32))
+
+
+class CohortTest(absltest.TestCase):
+
+  def test_split_cohort_keeps_every_client_once_in_order(self):
+    groups = client_groups.split_cohort(list(range(10)), 4)
+    self.assertEqual([len(g) for g in groups], [4, 3, 3])
+    np.testing.assert_array_equal(np.concatenate(groups), np.arange(10))
+    self.assertLen(client_groups.split_cohort([7], 4), 1)
+    self.assertLen(client_groups.split_cohort(list(range(5)), 1), 5)
+    with self.assertRaisesRegex(ValueError, 'clients_per_group'):
+      client_groups.split_cohort([1, 2], 0)
+
+  def test_default_clients_per_group_is_one_group_per_core(self):
+    self.assertEqual(client_groups.default_clients_per_group(100, 2), 50)
+    self.assertEqual(client_groups.default_clients_per_group(5, 2), 3)
+    self.assertEqual(client_groups.default_clients_per_group(1, 8), 1)
+
+  def test_array_dataset_fn_gives_each_client_its_rows(self):
+    arrays = tu.client_arrays(sizes=(3, 1, 2))
+    fn = client_groups.array_dataset_fn(arrays, lambda d: d.batch(2))
+    for i, (x, y) in enumerate(arrays):
+      got = list(fn(tf.constant(i)).unbatch().as_numpy_iterator())
+      np.testing.assert_array_equal(np.stack([g[0] for g in got]), x)
+      np.testing.assert_array_equal(np.stack([g[1] for g in got]), y)
+
+
+if __name__ == '__main__':
+  absltest.main()

@@ -1,0 +1,278 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Client groups: the fast simulation mode, many clients per CLIENTS member.
+
+TFF's simulation runtime pays a fixed cost for every CLIENTS-placed member of
+a round: a dispatch of the client computation, a dataset built and
+serialized in Python, a value moved to the worker and back. With a few
+local SGD steps per client that cost is most of the round (BENCHMARKS.md).
+In this mode each CLIENTS member is a *group* of clients: its value is the
+group's client ids (`int32[?]`, `int64[?]` or `string[?]`), and one
+`tff.tensorflow.computation` trains every member in turn (a `tf.while_loop`),
+reading the member's dataset from `ClientGroups.dataset_fn` inside the
+computation, restarting from what the server sent, exactly as the per-client
+client work does (`client_work.build_client_update_fn`, the same function).
+The group returns what aggregation needs (`GroupOutput`):
+
+*   the weighted mean of its members' updates and their weight total, so
+    that the weighted mean over groups is the weighted mean over clients;
+*   the sum of its members' unfinalized metrics (`sum_then_finalize` sums);
+*   the mean of its members' probe gradients and their count (diagnostics);
+*   with `federated_select` (the embedding table of arXiv:2205.13655, section
+    4.3): the members' row updates scattered into the table's shape and the
+    per-row weight totals, as the scatter-back accumulates them.
+
+The TFF processes stay the semantics: a group simulates its members; what a
+deployment sends and uploads is the per-client process's. Aggregation that
+acts on each client's update (clipping, noise, secure sums) cannot be
+reproduced by a group's mean, and the builders refuse it
+(`validation.check_group_aggregation`).
+"""
+
+from collections.abc import Callable, Sequence
+import math
+import os
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_mixed.core import client_work as client_work_lib
+from tff_mixed.core import distributors
+from tff_mixed.core import embedding_select as select_lib
+from tff_mixed.core import model_types
+
+_ID_DTYPES = (np.int32, np.int64, np.str_)
+
+
+class ClientGroups(NamedTuple):
+  """How a group's members find their data.
+
+  Attributes:
+    dataset_fn: `fn(client_id) -> tf.data.Dataset` of the client's batches
+      (in the model's input structure), pure TF: it is traced into the group
+      computation and called with a scalar id tensor there, so the data is
+      read where the group trains (from constants, files or TFF's SQL client
+      data) and never built per client in Python.
+    id_dtype: The numpy dtype of client ids: `np.int32`, `np.int64` or
+      `np.str_`.
+  """
+
+  dataset_fn: Callable[[tf.Tensor], tf.data.Dataset]
+  id_dtype: Any = np.int32
+
+  @property
+  def group_type(self) -> tff.TensorType:
+    """`id[?]`: the TFF type of one group's value, its members' ids."""
+    return tff.TensorType(self.id_dtype, [None])
+
+
+def check_client_groups(client_groups: Any) -> None:
+  """Raises `TypeError` unless `client_groups` is `None` or valid."""
+  if client_groups is None:
+    return
+  if not isinstance(client_groups, ClientGroups):
+    raise TypeError('`client_groups` must be a `ClientGroups` or `None`, got '
+                    f'{type(client_groups).__name__}.')
+  if not callable(client_groups.dataset_fn):
+    raise TypeError('`ClientGroups.dataset_fn` must be callable, got '
+                    f'{type(client_groups.dataset_fn).__name__}.')
+  if np.dtype(client_groups.id_dtype).type not in _ID_DTYPES:
+    raise TypeError('`ClientGroups.id_dtype` must be np.int32, np.int64 or '
+                    f'np.str_, got {client_groups.id_dtype!r}.')
+
+
+def default_clients_per_group(cohort_size: int,
+                              num_groups: Optional[int] = None) -> int:
+  """Clients per group for one group per core (or `num_groups` groups)."""
+  if num_groups is None:
+    num_groups = len(os.sched_getaffinity(0)) if hasattr(
+        os, 'sched_getaffinity') else (os.cpu_count() or 1)
+  return max(1, math.ceil(cohort_size / max(1, num_groups)))
+
+
+def split_cohort(client_ids: Sequence[Any],
+                 clients_per_group: int) -> list[np.ndarray]:
+  """A round's cohort as groups of at most `clients_per_group` clients.
+
+  `ceil(n / clients_per_group)` groups of consecutive clients, whose sizes
+  differ by at most one (`np.array_split`); the order of the clients is kept,
+  so the groups hold the cohort exactly once.
+  """
+  if isinstance(clients_per_group, bool) or not isinstance(
+      clients_per_group, (int, np.integer)) or clients_per_group < 1:
+    raise ValueError('`clients_per_group` must be a positive integer, got '
+                     f'{clients_per_group!r}.')
+  ids = np.asarray(client_ids)
+  if ids.ndim != 1 or ids.size == 0:
+    raise ValueError('`client_ids` must be a non-empty sequence of ids.')
+  num_groups = math.ceil(ids.size / clients_per_group)
+  return [g for g in np.array_split(ids, num_groups)]
+
+
+def array_dataset_fn(
+    client_arrays: Sequence[Any],
+    to_batches: Callable[[tf.data.Dataset], tf.data.Dataset],
+) -> Callable[[tf.Tensor], tf.data.Dataset]:
+  """A `ClientGroups.dataset_fn` over in-memory clients, ids 0, 1, ...
+
+  The clients' examples are concatenated into one array per leaf, which the
+  group computation holds as constants (once per group and round, not a
+  dataset per client), and client `i` slices its rows out.
+
+  Args:
+    client_arrays: Per client, a structure of numpy arrays with one row per
+      example (the same structure and trailing shapes for every client).
+    to_batches: `fn(dataset of single examples) -> dataset of batches` (e.g.
+      `lambda d: d.batch(5)`), applied to each client's slice.
+
+  Returns:
+    `dataset_fn(client_id)` for int32 or int64 ids.
+  """
+  if not client_arrays:
+    raise ValueError('`client_arrays` must hold at least one client.')
+  sizes = [len(tf.nest.flatten(a)[0]) for a in client_arrays]
+  offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+  stacked = tf.nest.map_structure(lambda *leaves: np.concatenate(leaves),
+                                  *client_arrays)
+
+  def dataset_fn(client_id):
+    bounds = tf.constant(offsets)
+    client_id = tf.cast(client_id, tf.int64)
+    start, stop = bounds[client_id], bounds[client_id + 1]
+    rows = tf.nest.map_structure(lambda a: tf.constant(a)[start:stop],
+                                 stacked)
+    return to_batches(tf.data.Dataset.from_tensor_slices(rows))
+
+  return dataset_fn
+
+
+class GroupOutput(NamedTuple):
+  """What one group of clients computes in a round.
+
+  Attributes:
+    update: `sum_i p_i Delta_i / sum_i p_i` over the members, like the
+      trainable weights (the whole table with `federated_select`, each
+      member's rows scattered to their keys); zero if the weight is zero.
+    update_weight: `sum_i p_i` (float32).
+    metrics: The sum of the members' unfinalized metrics.
+    probe_gradient: The mean of the members' probe gradients, or `()`.
+    num_clients: The number of members (float32): the weight of
+      `probe_gradient` in the mean over groups.
+    row_weights: With `federated_select`, float32 `[num_rows]`, per table row
+      the members' weight that trained it; else `()`.
+  """
+
+  update: Any
+  update_weight: Any
+  metrics: Any
+  probe_gradient: Any
+  num_clients: Any
+  row_weights: Any = ()
+
+
+def _zero_sums(model, config, selection):
+  """The loop's accumulator: GroupOutput of sums (update unnormalized)."""
+  trainable = tuple(tf.zeros(s.shape, s.dtype)
+                    for s in model_types.trainable_specs(model))
+  return GroupOutput(
+      update=trainable,
+      update_weight=tf.constant(0.0, tf.float32),
+      metrics=model.initialize_metrics_state(),
+      probe_gradient=(trainable if config.with_probe_gradient else ()),
+      num_clients=tf.constant(0.0, tf.float32),
+      row_weights=(() if selection is None else
+                   tf.zeros([selection.num_rows], tf.float32)))
+
+
+def _add_member(sums, output, keys, selection):
+  """`sums` plus one member's `client_work.ClientOutput`."""
+  weight = output.update_weight
+  if selection is None:
+    update = tuple(s + weight * u for s, u in zip(sums.update, output.update))
+    row_weights = ()
+  else:
+    update, row_weights = select_lib.scatter_weighted(
+        sums.update, sums.row_weights, keys, output.update, weight,
+        selection.table_index)
+  probe = ()
+  if sums.probe_gradient:
+    probe = tuple(
+        s + p for s, p in zip(sums.probe_gradient, output.probe_gradient))
+  return GroupOutput(
+      update=update,
+      update_weight=sums.update_weight + weight,
+      metrics=tf.nest.map_structure(tf.add, sums.metrics, output.metrics),
+      probe_gradient=probe,
+      num_clients=sums.num_clients + 1.0,
+      row_weights=row_weights)
+
+
+def build_group_work(
+    model: tff.learning.models.FunctionalModel,
+    distributor: distributors.Distributor,
+    config: client_work_lib.ClientWorkConfig,
+    optimizer: tff.learning.optimizers.Optimizer,
+    client_groups: ClientGroups,
+) -> tff.Computation:
+  """The group's client work: `(<received..., id[?]> -> GroupOutput)`.
+
+  `received` are the values of `distributor.client_types` (the same for
+  every member); for each member id, `client_groups.dataset_fn` gives its
+  dataset, `distributor.receive` its inputs and the per-client loop of
+  `client_work.build_client_update_fn` its `ClientOutput`.
+
+  Args:
+    model: The global model.
+    distributor: A distributor whose `receive` needs nothing per client but
+      the dataset (broadcast, `build_group_select_distributor`,
+      `build_group_transfer_distributor`).
+    config: A `client_work.ClientWorkConfig`.
+    optimizer: CLIENTOPTIMIZER.
+    client_groups: The `ClientGroups`.
+  """
+  client_update = client_work_lib.build_client_update_fn(
+      distributor.client_model, config)
+  selection = distributor.selection
+  parameter = tff.StructWithPythonType(
+      [*distributor.client_types, client_groups.group_type], list)
+
+  @tff.tensorflow.computation(parameter)
+  def group_work(inputs):
+    received, ids = inputs[:-1], inputs[-1]
+
+    def body(i, sums):
+      member = distributor.receive(received, client_groups.dataset_fn(ids[i]))
+      output = client_update(optimizer, member.weights, member.dataset,
+                             member.augmenting_gradient, member.examples,
+                             member.shuffle_seed)
+      return i + 1, _add_member(sums, output, member.keys, selection)
+
+    _, sums = tf.while_loop(
+        lambda i, _: i < tf.size(ids), body,
+        (tf.constant(0), _zero_sums(model, config, selection)))
+    return sums._replace(
+        update=tuple(tf.math.divide_no_nan(u, sums.update_weight)
+                     for u in sums.update),
+        probe_gradient=tuple(tf.math.divide_no_nan(p, sums.num_clients)
+                             for p in sums.probe_gradient))
+
+  return group_work
+
+
+def is_group_work(client_work: tff.Computation) -> bool:
+  """Whether a client work computation is a group's (`build_group_work`)."""
+  result = client_work.type_signature.result
+  return isinstance(result, tff.StructType) and hasattr(result, 'num_clients')
