@@ -245,7 +245,7 @@ def build_client_update_fn(model: tff.learning.models.FunctionalModel,
     reduce_fn = _build_step(model, config, optimizer, non_trainable,
                             augmenting_gradient)
     trainable, _, metrics_state, num_examples, _, probe_gradient = (
-        dataset.reduce(initial_state, reduce_fn))
+        model_types.reduce_dataset(dataset, initial_state, reduce_fn))
     return _client_output(model, config, initial_trainable, trainable,
                           metrics_state, num_examples, probe_gradient)
 

@@ -67,6 +67,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.core import model_types
+
 
 class EmbeddingSelection(NamedTuple):
   """How a model's embedding table is sliced per client.
@@ -113,7 +115,8 @@ def select_keys(dataset: tf.data.Dataset, selection: EmbeddingSelection,
     return counts + tf.math.bincount(ids, minlength=num_rows,
                                      maxlength=num_rows, dtype=tf.int32)
 
-  counts = dataset.reduce(tf.zeros([num_rows], tf.int32), count)
+  counts = model_types.reduce_dataset(
+      dataset, tf.zeros([num_rows], tf.int32), count)
   # Most frequent first, ties to the smaller id: one integer score.
   ids = tf.range(num_rows, dtype=tf.int32)
   score = counts * num_rows + (num_rows - 1 - ids)

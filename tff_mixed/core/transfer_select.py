@@ -63,6 +63,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import example_store as example_store_lib
+from tff_mixed.core import model_types
 
 # The round number of a draw that must not change with the round (FedAvg with
 # shared data): every round then draws what round `FIXED_ROUND` would.
@@ -98,7 +99,8 @@ def data_fingerprint(dataset: tf.data.Dataset) -> tf.Tensor:
     example_hash = tf.strings.to_hash_bucket_fast(serialized, _HASH_BOUND)
     return tf.math.floormod(total + example_hash, _HASH_BOUND)
 
-  return dataset.unbatch().reduce(tf.constant(0, tf.int64), add)
+  return model_types.reduce_dataset(dataset.unbatch(),
+                                    tf.constant(0, tf.int64), add)
 
 
 def _client_seed(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
