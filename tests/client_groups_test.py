@@ -65,6 +65,20 @@ def _movie_clients():
   return client_groups.ClientGroups(fn, np.int32)
 
 
+def _dp_fixed(noise_multiplier=0.0):
+  # Noise 0 makes the runs comparable; the clip is below the updates' norms.
+  return tff.aggregators.DifferentiallyPrivateFactory.gaussian_fixed(
+      noise_multiplier=noise_multiplier, clients_per_round=len(_SIZES),
+      clip=0.3)
+
+
+def _dp_adaptive():
+  return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
+      noise_multiplier=0.0, clients_per_round=len(_SIZES),
+      initial_l2_norm_clip=0.3, target_unclipped_quantile=0.5,
+      learning_rate=0.2)
+
+
 def _linear_process(name, groups, **kwargs):
   model = tu.linear_model()
   central = tff_mixed.central_data_objective(tu.central_arrays())
@@ -152,6 +166,12 @@ class GroupedEqualsPerClientTest(parameterized.TestCase):
       ('example_transfer', 'example_transfer', {}),
       ('fedavg_shared_data', 'fedavg_shared_data', {}),
       ('uniform_weighting', 'uniform_weighting', {}),
+      ('dp_fixed_clipping', registry.PARALLEL_TRAINING,
+       dict(model_aggregator=_dp_fixed())),
+      ('dp_adaptive_clipping', registry.ONE_WAY_GT,
+       dict(model_aggregator=_dp_adaptive())),
+      ('dp_fixed_clipping_fedavg', 'fedavg',
+       dict(model_aggregator=_dp_fixed())),
   )
   def test_dense_algorithms(self, name, kwargs):
     groups = _linear_clients()
@@ -166,6 +186,39 @@ class GroupedEqualsPerClientTest(parameterized.TestCase):
   def test_federated_select(self, name):
     groups = _movie_clients()
     self._assert_same(_run_both(lambda g: _movie_process(name, g), groups))
+
+
+class DifferentialPrivacyTest(absltest.TestCase):
+
+  def test_clipping_is_active_and_state_types_match(self):
+    groups = _linear_clients()
+    clipped = _run_both(lambda g: _linear_process(
+        registry.ONE_WAY_GT, g, model_aggregator=_dp_adaptive()), groups)
+    plain = _run_both(lambda g: _linear_process(registry.ONE_WAY_GT, g),
+                      groups)
+    # The clip (0.3 at first) binds: clipped and plain models differ.
+    self.assertFalse(all(np.allclose(a, b, atol=1e-4) for a, b in zip(
+        clipped[0][0], plain[0][0])))
+    clip = [float(m['aggregator']['dp_query_metrics']['clip'])
+            for _, _, m, _ in clipped]
+    self.assertNotEqual(clip[0], clip[-1])  # Adaptive: the clip moves.
+    per_client = _linear_process(registry.ONE_WAY_GT, None,
+                                 model_aggregator=_dp_fixed())
+    grouped = _linear_process(registry.ONE_WAY_GT, groups,
+                              model_aggregator=_dp_fixed())
+    self.assertTrue(per_client.initialize.type_signature.result.is_equivalent_to(
+        grouped.initialize.type_signature.result))
+
+  def test_noise_runs_in_groups(self):
+    groups = _linear_clients()
+    process = _linear_process(registry.ONE_WAY_GT, groups,
+                              model_aggregator=_dp_fixed(1.0))
+    state = process.initialize()
+    ids = [np.asarray(g, np.int32) for g in _GROUPS]
+    noised = [process.next(state, ids).state for _ in range(2)]
+    # Fresh Gaussian noise each call: two runs from one state differ.
+    self.assertFalse(np.allclose(tu.trainable(process, noised[0])[0],
+                                 tu.trainable(process, noised[1])[0]))
 
 
 class FedAvgTest(absltest.TestCase):
@@ -210,7 +263,7 @@ class FedAvgTest(absltest.TestCase):
 class RefusedTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
-      ('dp', lambda: tff.learning.dp_aggregator(0.0, 5)),
+      ('dp_with_zeroing', lambda: tff.learning.dp_aggregator(0.0, 5)),
       ('clipping', lambda: tff.aggregators.clipping_factory(
           1.0, tff.aggregators.MeanFactory())),
       ('secure', lambda: tff.learning.secure_aggregator()),

@@ -86,7 +86,11 @@ def check_process_args(
     validation.check_group_aggregation(model_aggregator, metrics_aggregator)
   if model_aggregator is None:
     model_aggregator = tff.aggregators.MeanFactory()
-  model_aggregator = validation.weighted_aggregator(model_aggregator)
+  if not (client_groups is not None and isinstance(
+      model_aggregator, tff.aggregators.DifferentiallyPrivateFactory)):
+    # A DP factory in groups stays as it is: its groups clip per member
+    # (aggregators.build_group_dp_aggregator).
+    model_aggregator = validation.weighted_aggregator(model_aggregator)
   if metrics_aggregator is not None and not callable(metrics_aggregator):
     raise TypeError('`metrics_aggregator` must be callable (e.g. '
                     '`tff.learning.metrics.sum_then_finalize`), got '
@@ -163,9 +167,16 @@ def model_distribution(
   """
   trainable_type = model_types.weights_type(model).trainable
   if selection is None:
+    if isinstance(model_aggregator,
+                  tff.aggregators.DifferentiallyPrivateFactory):
+      # Only with client groups (`check_process_args` keeps it unwrapped).
+      aggregator = aggregators.build_group_dp_aggregator(model_aggregator,
+                                                         trainable_type)
+    else:
+      aggregator = aggregators.build_mean_aggregator(model_aggregator,
+                                                     trainable_type)
     return (distributors.build_broadcast_distributor(model, with_gradient),
-            aggregators.build_mean_aggregator(model_aggregator,
-                                              trainable_type))
+            aggregator)
   if client_groups is not None:
     return (distributors.build_group_select_distributor(
         model, selection, with_gradient, client_steps),
@@ -203,7 +214,8 @@ def compose(
                                          client_optimizer)
   else:
     work = client_groups_lib.build_group_work(
-        model, distributor, client_config, client_optimizer, client_groups)
+        model, distributor, client_config, client_optimizer, client_groups,
+        aggregator.member_records)
   components = mixed_process.Components(
       distributor=distributor,
       client_work=work,

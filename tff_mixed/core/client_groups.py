@@ -49,6 +49,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.core import aggregators
 from tff_mixed.core import client_work as client_work_lib
 from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select as select_lib
@@ -173,6 +174,8 @@ class GroupOutput(NamedTuple):
       `probe_gradient` in the mean over groups.
     row_weights: With `federated_select`, float32 `[num_rows]`, per table row
       the members' weight that trained it; else `()`.
+    records: With a DP aggregator, the sum of the members' DP records
+      (`aggregators.MemberRecords`: their clipped updates); else `()`.
   """
 
   update: Any
@@ -181,12 +184,15 @@ class GroupOutput(NamedTuple):
   probe_gradient: Any
   num_clients: Any
   row_weights: Any = ()
+  records: Any = ()
 
 
-def _zero_sums(model, config, selection):
+def _zero_sums(model, config, selection, records):
   """The loop's accumulator: GroupOutput of sums (update unnormalized)."""
   trainable = tuple(tf.zeros(s.shape, s.dtype)
                     for s in model_types.trainable_specs(model))
+  if records is not None:
+    records = tf.nest.map_structure(tf.zeros_like, records)
   return GroupOutput(
       update=trainable,
       update_weight=tf.constant(0.0, tf.float32),
@@ -194,10 +200,11 @@ def _zero_sums(model, config, selection):
       probe_gradient=(trainable if config.with_probe_gradient else ()),
       num_clients=tf.constant(0.0, tf.float32),
       row_weights=(() if selection is None else
-                   tf.zeros([selection.num_rows], tf.float32)))
+                   tf.zeros([selection.num_rows], tf.float32)),
+      records=() if records is None else records)
 
 
-def _add_member(sums, output, keys, selection):
+def _add_member(sums, output, keys, selection, record):
   """`sums` plus one member's `client_work.ClientOutput`."""
   weight = output.update_weight
   if selection is None:
@@ -217,7 +224,9 @@ def _add_member(sums, output, keys, selection):
       metrics=tf.nest.map_structure(tf.add, sums.metrics, output.metrics),
       probe_gradient=probe,
       num_clients=sums.num_clients + 1.0,
-      row_weights=row_weights)
+      row_weights=row_weights,
+      records=(() if record is None else
+               tf.nest.map_structure(tf.add, sums.records, record)))
 
 
 def build_group_work(
@@ -226,13 +235,16 @@ def build_group_work(
     config: client_work_lib.ClientWorkConfig,
     optimizer: tff.learning.optimizers.Optimizer,
     client_groups: ClientGroups,
+    member_records: Optional[aggregators.MemberRecords] = None,
 ) -> tff.Computation:
-  """The group's client work: `(<received..., id[?]> -> GroupOutput)`.
+  """The group's client work: `(<received..., [P,] id[?]> -> GroupOutput)`.
 
   `received` are the values of `distributor.client_types` (the same for
   every member); for each member id, `client_groups.dataset_fn` gives its
   dataset, `distributor.receive` its inputs and the per-client loop of
-  `client_work.build_client_update_fn` its `ClientOutput`.
+  `client_work.build_client_update_fn` its `ClientOutput`. With
+  `member_records` (a DP aggregator), `P` are the DP query's parameters and
+  each member's update also becomes a record (clipped) the group sums.
 
   Args:
     model: The global model.
@@ -242,27 +254,40 @@ def build_group_work(
     config: A `client_work.ClientWorkConfig`.
     optimizer: CLIENTOPTIMIZER.
     client_groups: The `ClientGroups`.
+    member_records: The DP aggregator's `aggregators.MemberRecords`, or
+      `None`.
   """
   client_update = client_work_lib.build_client_update_fn(
       distributor.client_model, config)
   selection = distributor.selection
+  extra = [] if member_records is None else [member_records.parameters_type]
   parameter = tff.StructWithPythonType(
-      [*distributor.client_types, client_groups.group_type], list)
+      [*distributor.client_types, *extra, client_groups.group_type], list)
+  num_received = len(distributor.client_types)
 
   @tff.tensorflow.computation(parameter)
   def group_work(inputs):
-    received, ids = inputs[:-1], inputs[-1]
+    received, ids = inputs[:num_received], inputs[len(inputs) - 1]
+
+    def record(update):
+      if member_records is None:
+        return None
+      return member_records.preprocess(inputs[num_received], update)
 
     def body(i, sums):
       member = distributor.receive(received, client_groups.dataset_fn(ids[i]))
       output = client_update(optimizer, member.weights, member.dataset,
                              member.augmenting_gradient, member.examples,
                              member.shuffle_seed)
-      return i + 1, _add_member(sums, output, member.keys, selection)
+      return i + 1, _add_member(sums, output, member.keys, selection,
+                                record(output.update))
 
+    zero_record = (None if member_records is None else record(tuple(
+        tf.zeros(s.shape, s.dtype)
+        for s in model_types.trainable_specs(model))))
     _, sums = tf.while_loop(
         lambda i, _: i < tf.size(ids), body,
-        (tf.constant(0), _zero_sums(model, config, selection)))
+        (tf.constant(0), _zero_sums(model, config, selection, zero_record)))
     return sums._replace(
         update=tuple(tf.math.divide_no_nan(u, sums.update_weight)
                      for u in sums.update),

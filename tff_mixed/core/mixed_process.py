@@ -190,6 +190,13 @@ def _build_next(model, components, metrics_aggregation_fn, state_type):
       message['augmenting_gradient'] = augmenting
     distribution = components.distributor.distribute(
         message, state.round_num, client_data)
+    records = components.aggregator.member_records
+    if records is not None:
+      # Groups of clients clip their members' updates themselves, with the
+      # DP query's parameters (aggregators.build_group_dp_aggregator).
+      distribution = distribution._replace(values=(
+          *distribution.values,
+          tff.federated_broadcast(records.parameters(state.aggregator))))
     client_outputs = tff.federated_map(
         components.client_work, (*distribution.values, client_data))
     aggregated = components.aggregator.aggregate(

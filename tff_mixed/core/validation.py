@@ -238,8 +238,11 @@ def check_group_aggregation(model_aggregator: Any,
   A group (`client_groups.py`) uploads its members' weighted mean update and
   the sum of their metrics, so only a plain weighted mean of the updates and
   summed metrics (`tff.learning.metrics.sum_then_finalize`) give the
-  per-client result. Clipping, differential privacy and secure sums act on
-  each client's own update, which a group never uploads.
+  per-client result, and a `tff.aggregators.DifferentiallyPrivateFactory`
+  (fixed or adaptive clipping, noise on the sum), whose per-client records
+  the groups compute for their members. Other clipping or zeroing factories
+  (e.g. `tff.learning.dp_aggregator`, which zeroes large updates), and
+  secure sums, act on each client's own update, which a group never uploads.
 
   Args:
     model_aggregator: The requested model aggregation factory (`None`: the
@@ -250,13 +253,17 @@ def check_group_aggregation(model_aggregator: Any,
   Raises:
     ValueError: For any other aggregator, naming it.
   """
-  if model_aggregator is not None and not _is_plain_mean(model_aggregator):
+  if model_aggregator is not None and not (
+      _is_plain_mean(model_aggregator) or isinstance(
+          model_aggregator, tff.aggregators.DifferentiallyPrivateFactory)):
     raise ValueError(
         'Client groups (`client_groups`) simulate many clients in one '
         'computation that uploads their mean update; `model_aggregator` '
         f'{type(model_aggregator).__name__} acts on each client\'s own update '
-        '(clipping, noise or secure sums), which a group cannot reproduce '
-        'exactly. Use `client_groups=None` (one client per member) with it.')
+        '(clipping, zeroing or secure sums), which a group cannot reproduce '
+        'exactly. Use `client_groups=None` (one client per member) with it, '
+        'or for DP a `tff.aggregators.DifferentiallyPrivateFactory` '
+        '(`gaussian_fixed` or `gaussian_adaptive`), which groups support.')
   if metrics_aggregator not in (None, tff.learning.metrics.sum_then_finalize):
     raise ValueError(
         'Client groups (`client_groups`) sum their members\' metrics, which '
