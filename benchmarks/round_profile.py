@@ -40,10 +40,15 @@ flags), at each `--clients_per_round`, timing separately:
   each a fresh context (and `worker_binary`) running the full round.
 
 Every timing is the median over `--timed_rounds` calls after
-`--warmup_rounds` (the first compiles); the measurements under TFF's default
+`--warmup_rounds` (the first compiles), in wall seconds and in CPU seconds
+of this process plus its TFF worker (less sensitive to other load on a
+shared machine); the measurements under TFF's default
 context run interleaved round-robin with a rotating order, as in
 `round_time`, so that other load on the machine hits them alike. The results
 go to their section of BENCHMARKS.md and to a JSON file of raw numbers.
+
+With `stream_structs=True`, TFF 0.87 prints one harmless "Exception ignored
+... cannot dispose" traceback from a value finalizer; the run goes on.
 
 Usage, from the repository root:
 
@@ -260,26 +265,44 @@ def _build_probes(workload: round_time.Workload, n: int) -> list[_Probe]:
           *_aggregation_probes(workload, n), _floor_probe(workload, cohort)]
 
 
-def _summary(times: list[float], first_s: float) -> dict[str, Any]:
-  median = statistics.median(times)
+def _cpu_now() -> float:
+  """CPU seconds so far of this process and its TFF worker(s)."""
+  # pylint: disable=protected-access
+  return sum(round_time._cpu_seconds(pid)
+             for pid in (os.getpid(), *runtime.own_worker_pids()))
+  # pylint: enable=protected-access
+
+
+def _summary(wall: list[float], cpu: list[float],
+             first_s: float) -> dict[str, Any]:
+  median = statistics.median(wall)
   return collections.OrderedDict(
-      median_s=median, min_s=min(times), max_s=max(times),
-      first_s=first_s, first_minus_median_s=first_s - median, times_s=times)
+      median_s=median, min_s=min(wall), max_s=max(wall),
+      median_cpu_s=statistics.median(cpu), first_s=first_s,
+      first_minus_median_s=first_s - median, times_s=wall, cpu_s=cpu)
 
 
 def _time_interleaved(probes: list[_Probe], warmup: int,
                       timed: int) -> dict[str, dict[str, Any]]:
-  """Warm-up then timed calls, round-robin over `probes`, rotating order."""
+  """Warm-up then timed calls, round-robin over `probes`, rotating order.
+
+  Wall and CPU seconds (this process + its worker; CPU in 10 ms ticks, so
+  only its median over calls means much for short calls).
+  """
   first = {p.key: _timed(p.run) for p in probes}
   for _ in range(warmup - 1):
     for probe in probes:
       probe.run()
-  times = {p.key: [] for p in probes}
+  wall = {p.key: [] for p in probes}
+  cpu = {p.key: [] for p in probes}
   for i in range(timed):
     shift = i % len(probes)
     for probe in probes[shift:] + probes[:shift]:
-      times[probe.key].append(_timed(probe.run))
-  return {p.key: _summary(times[p.key], first[p.key]) for p in probes}
+      cpu_start = _cpu_now()
+      wall[probe.key].append(_timed(probe.run))
+      cpu[probe.key].append(_cpu_now() - cpu_start)
+  return {p.key: _summary(wall[p.key], cpu[p.key], first[p.key])
+          for p in probes}
 
 
 def _set_context(concurrency: int, stream_structs: bool) -> None:
@@ -346,31 +369,53 @@ def profile_cohort(workload: round_time.Workload, n: int, warmup: int,
 
 def _shares_line(cohort: dict[str, Any]) -> str:
   """One sentence on where the round's time goes, from the medians."""
-  p = {k: v['median_s'] for k, v in cohort['probes'].items()}
-  whole = p['fedavg_round']
+  wall = {k: v['median_s'] for k, v in cohort['probes'].items()}
+  cpu = {k: v['median_cpu_s'] for k, v in cohort['probes'].items()}
 
-  def pct(seconds):
-    return f'{100.0 * seconds / whole:.0f}%'
+  def pct(key):
+    # Wall and CPU shares of the round (CPU shares resist other load).
+    return (f'{100.0 * wall[key] / wall["fedavg_round"]:.0f}% / '
+            f'{100.0 * cpu[key] / max(cpu["fedavg_round"], 1e-9):.0f}%')
 
-  rest = whole - p['dispatch_datasets'] - p['broadcast_mean'] - p['floor']
-  best = min(cohort['knobs'], key=lambda r: r['median_s'])
+  parts = ('dispatch_datasets', 'broadcast_mean', 'floor')
+  rest_wall = 1.0 - sum(wall[k] for k in parts) / wall['fedavg_round']
+  rest_cpu = 1.0 - sum(cpu[k] for k in parts) / max(cpu['fedavg_round'],
+                                                     1e-9)
   return (
-      f'Where the time goes: of FedAvg\'s {whole:.3f} s round, handing the '
-      f'N datasets to a trivial per-client map and back costs '
-      f'{pct(p["dispatch_datasets"])} (of which Python-side serialization '
-      f'{pct(p["python_serialize"])}; N small tensors instead: '
-      f'{pct(p["dispatch_tensors"])}), broadcast + mean of the model '
-      f'{pct(p["broadcast_mean"])}, the SGD arithmetic (floor) '
-      f'{pct(p["floor"])}; the remaining {pct(rest)} is the per-client '
-      f'training computation in the worker beyond those (an estimate: the '
-      f'parts overlap). Client-id composed data: '
-      f'{p["composed_round"] / whole:.2f}x the round. Best context setting: '
-      f'{_knob_name(best)} at {best["x_default"]:.2f}x the default '
-      f'(fresh-context default: {cohort["knobs"][0]["median_s"]:.3f} s).')
+      f'Where the time goes (share of FedAvg\'s round, wall / CPU): handing '
+      f'the N datasets to a trivial per-client map and back '
+      f'{pct("dispatch_datasets")} (Python-side serialization alone '
+      f'{pct("python_serialize")}; N small tensors instead of datasets '
+      f'{pct("dispatch_tensors")}), broadcast + mean of the model '
+      f'{pct("broadcast_mean")}, the SGD arithmetic (floor) {pct("floor")}; '
+      f'the remaining {100.0 * rest_wall:.0f}% / {100.0 * rest_cpu:.0f}% is '
+      'the per-client training computation in the worker beyond those (an '
+      'estimate: the parts overlap). Client-id composed data: '
+      f'{wall["composed_round"] / wall["fedavg_round"]:.2f}x the round\'s '
+      f'wall time, {cpu["composed_round"] / max(cpu["fedavg_round"], 1e-9):.2f}'
+      f'x its CPU. {_knobs_sentence(cohort["knobs"])}')
+
+
+def _knobs_sentence(knobs: list[dict[str, Any]]) -> str:
+  """The context settings vs TFF's default (the first row)."""
+  default = knobs[0]
+  best = min(knobs, key=lambda r: r['median_s'])
+  if best is default:
+    return 'No context setting beat TFF\'s default (median wall time).'
+  # Faster on every timed round than the default on any: not load noise.
+  clear = best['max_s'] < default['min_s']
+  return (
+      f'Fastest context setting: {_knob_name(best)}, '
+      f'{best["x_default"]:.2f}x the default\'s wall time '
+      f'({best["median_cpu_s"] / max(default["median_cpu_s"], 1e-9):.2f}x '
+      f'its CPU); its timed rounds '
+      f'{"all beat" if clear else "overlap"} the default\'s'
+      f'{"" if clear else " (within the noise)"}.')
 
 
 def _knob_name(row: dict[str, Any]) -> str:
-  name = f'max_concurrent_computation_calls={row["max_concurrent_computation_calls"]}'
+  concurrency = row['max_concurrent_computation_calls']
+  name = f'max_concurrent_computation_calls={concurrency}'
   return name + (', stream_structs=True' if row['stream_structs'] else '')
 
 
@@ -388,29 +433,33 @@ def render_markdown(report: dict[str, Any]) -> str:
       f'{report["load_average"]["end"]:.2f} (the machine is shared; other '
       'load slows wall times).',
       f'* Workload as round_time: input {config["input_dim"]}, hidden '
-      f'{[int(u) for u in config["hidden_units"]]}, K = {config["client_steps"]} SGD steps of '
-      f'batch {config["client_batch_size"]} per client.',
+      f'{[int(u) for u in config["hidden_units"]]}, K = '
+      f'{config["client_steps"]} SGD steps of batch '
+      f'{config["client_batch_size"]} per client.',
       f'* Timing: wall seconds per call, median of {config["timed_rounds"]} '
       f'after {config["warmup_rounds"]} warm-up calls (the first compiles), '
       'the default-context rows interleaved round-robin; "x floor" divides '
-      'by the compute floor\'s median. Context rows: each a fresh '
-      '`set_sync_local_cpp_execution_context(...)` (a new worker) running '
-      'the full round from Python datasets.',
+      'by the compute floor\'s median. CPU s: this process + its TFF '
+      '`worker_binary`, in 10 ms ticks (median per call). Context rows: '
+      'each a fresh `set_sync_local_cpp_execution_context(...)` (a new '
+      'worker) running the full round from Python datasets.',
       '',
   ]
   for cohort in report['cohorts']:
     n = cohort['clients_per_round']
     lines += [f'### {n} clients per round', '',
-              '| measurement | s/call (median) | min-max | x floor | first '
-              'call (s) |', '|---|---:|---:|---:|---:|']
+              '| measurement | s/call (median) | min-max | x floor | '
+              'CPU s/call | first call (s) |', '|---|---:|---:|---:|---:|---:|']
     for key, s in cohort['probes'].items():
       lines.append(f'| {_LABELS[key]} | {s["median_s"]:.4f} | '
                    f'{s["min_s"]:.4f}-{s["max_s"]:.4f} | '
-                   f'{s["x_floor"]:.1f} | {s["first_s"]:.2f} |')
+                   f'{s["x_floor"]:.1f} | {s["median_cpu_s"]:.3f} | '
+                   f'{s["first_s"]:.2f} |')
     for row in cohort['knobs']:
       lines.append(f'| context {_knob_name(row)} | {row["median_s"]:.4f} | '
                    f'{row["min_s"]:.4f}-{row["max_s"]:.4f} | '
-                   f'{row["x_floor"]:.1f} | {row["first_s"]:.2f} |')
+                   f'{row["x_floor"]:.1f} | {row["median_cpu_s"]:.3f} | '
+                   f'{row["first_s"]:.2f} |')
     build = ', '.join(f'{k} {v:.2f} s' for k, v in cohort['build_s'].items())
     fedavg = cohort['probes']['fedavg_round']
     rebuilds = [row['build_s'] for row in cohort['knobs']]
