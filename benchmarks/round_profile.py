@@ -37,7 +37,8 @@ flags), at each `--clients_per_round`, timing separately:
 * the compute floor (`round_time.build_floor_round`);
 * TFF's knob: the local C++ execution context's
   `max_concurrent_computation_calls` (`--concurrency`) and `stream_structs`,
-  each a fresh context (and `worker_binary`) running the full round.
+  each a fresh context (and `worker_binary`) running the full round; these
+  rounds interleave among themselves.
 
 Every timing is the median over `--timed_rounds` calls after
 `--warmup_rounds` (the first compiles), in wall seconds and in CPU seconds
@@ -305,18 +306,6 @@ def _time_interleaved(probes: list[_Probe], warmup: int,
           for p in probes}
 
 
-def _set_context(concurrency: int, stream_structs: bool) -> None:
-  """A fresh local C++ context; the replaced one's worker is ended."""
-  # Values still held by the current context are disposed of while its
-  # worker runs (later, their finalizers would fail on the next one's).
-  gc.collect()
-  tff.backends.native.set_sync_local_cpp_execution_context(
-      max_concurrent_computation_calls=concurrency,
-      stream_structs=stream_structs)
-  # The old context's ServiceManager stops its worker when collected.
-  gc.collect()
-
-
 def _knob_settings() -> list[tuple[int, bool]]:
   """(max_concurrent_computation_calls, stream_structs); TFF's default first."""
   settings = [(-1, False)] + [(int(c), False) for c in _CONCURRENCY.value
@@ -326,32 +315,67 @@ def _knob_settings() -> list[tuple[int, bool]]:
   return settings
 
 
-def _time_knobs(workload: round_time.Workload, n: int, warmup: int,
-                timed: int) -> list[dict[str, Any]]:
-  """The full round under each context setting; restores TFF's default."""
+def _in_context(context, fn: Callable[[], Any]) -> Callable[[], Any]:
+  """`fn` run with `context` as TFF's current execution context."""
+
+  def run():
+    with tff.framework.get_context_stack().install(context):
+      return fn()
+
+  return run
+
+
+def _knob_rows(workload: round_time.Workload, n: int, warmup: int,
+               timed: int) -> tuple[list[dict[str, Any]], set[int]]:
+  """The full round under each context setting, interleaved.
+
+  One fresh local C++ context (and `worker_binary`) per setting, all alive
+  at once, so that their rounds interleave round-robin like the probes' and
+  load from other processes hits them alike. Returns the rows and the PIDs
+  of the workers running at the end; the contexts die with this frame.
+  """
   cohort = round_time.make_cohort(workload, n)
+  settings = _knob_settings()
+  probes = []
+  for i, (concurrency, stream_structs) in enumerate(settings):
+    context = tff.backends.native.create_sync_local_cpp_execution_context(
+        max_concurrent_computation_calls=concurrency,
+        stream_structs=stream_structs)
+    probe = _in_context(context, lambda: _round_probe(
+        f'setting_{i}',
+        lambda: round_time.build_process(round_time.FEDAVG, workload),
+        cohort.datasets))()
+    probes.append(probe._replace(run=_in_context(context, probe.run)))
+  timings = _time_interleaved(probes, warmup, timed)
   rows = []
-  try:
-    for concurrency, stream_structs in _knob_settings():
-      _set_context(concurrency, stream_structs)
-      probe = _round_probe(
-          'fedavg_round',
-          lambda: round_time.build_process(round_time.FEDAVG, workload),
-          cohort.datasets)
-      summary = _time_interleaved([probe], warmup, timed)['fedavg_round']
-      summary.update(max_concurrent_computation_calls=concurrency,
-                     stream_structs=stream_structs, build_s=probe.build_s,
-                     own_workers=len(runtime.own_worker_pids()))
-      rows.append(summary)
-  finally:
-    _set_context(-1, False)
-  return rows
+  for probe, (concurrency, stream_structs) in zip(probes, settings):
+    rows.append(timings[probe.key])
+    rows[-1].update(max_concurrent_computation_calls=concurrency,
+                    stream_structs=stream_structs, build_s=probe.build_s)
+  return rows, set(runtime.own_worker_pids())
+
+
+def _time_knobs(workload: round_time.Workload, n: int, warmup: int,
+                timed: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
+  """`_knob_rows`, then its workers ended: the rows and a worker count.
+
+  The count: workers running during (`during`) and still after (`left_after`,
+  0 when each context's ServiceManager stopped its worker on collection).
+  TFF's default context loses its worker when the first of these starts
+  one; it starts a new one on its next call.
+  """
+  rows, workers = _knob_rows(workload, n, warmup, timed)
+  gc.collect()
+  return rows, collections.OrderedDict(
+      during=len(workers),
+      left_after=len(workers & set(runtime.own_worker_pids())))
 
 
 def profile_cohort(workload: round_time.Workload, n: int, warmup: int,
                    timed: int) -> dict[str, Any]:
   """All measurements at cohort size `n`, as the JSON's per-cohort entry."""
   _progress(f'{n} clients: building and timing the probes')
+  load_start = os.getloadavg()[0]
   probes = _build_probes(workload, n)
   build_s = {p.key: p.build_s for p in probes if p.build_s}
   probes_timed = _time_interleaved(probes, warmup, timed)
@@ -359,12 +383,14 @@ def profile_cohort(workload: round_time.Workload, n: int, warmup: int,
   for summary in probes_timed.values():
     summary['x_floor'] = summary['median_s'] / floor
   _progress(f'{n} clients: the context knobs {_knob_settings()}')
-  knobs = _time_knobs(workload, n, warmup, timed)
+  knobs, knob_workers = _time_knobs(workload, n, warmup, timed)
   for row in knobs:
     row['x_floor'] = row['median_s'] / floor
     row['x_default'] = row['median_s'] / knobs[0]['median_s']
-  return collections.OrderedDict(clients_per_round=n, build_s=build_s,
-                                 probes=probes_timed, knobs=knobs)
+  return collections.OrderedDict(
+      clients_per_round=n, build_s=build_s, probes=probes_timed, knobs=knobs,
+      knob_workers=knob_workers,
+      load_average=[load_start, os.getloadavg()[0]])
 
 
 def _shares_line(cohort: dict[str, Any]) -> str:
@@ -438,16 +464,22 @@ def render_markdown(report: dict[str, Any]) -> str:
       f'{config["client_batch_size"]} per client.',
       f'* Timing: wall seconds per call, median of {config["timed_rounds"]} '
       f'after {config["warmup_rounds"]} warm-up calls (the first compiles), '
-      'the default-context rows interleaved round-robin; "x floor" divides '
+      'the default-context rows interleaved round-robin, and so the context '
+      'rows among themselves; "x floor" divides '
       'by the compute floor\'s median. CPU s: this process + its TFF '
       '`worker_binary`, in 10 ms ticks (median per call). Context rows: '
-      'each a fresh `set_sync_local_cpp_execution_context(...)` (a new '
-      'worker) running the full round from Python datasets.',
+      'each a fresh `create_sync_local_cpp_execution_context(...)` (its own '
+      'worker) running the full round from Python datasets; compare them '
+      'with the context row of the default setting (-1), not with the rows '
+      'above, which ran in another interleaving.',
       '',
   ]
   for cohort in report['cohorts']:
     n = cohort['clients_per_round']
+    load = cohort['load_average']
     lines += [f'### {n} clients per round', '',
+              f'Load average (1 min) at this cohort\'s start / end: '
+              f'{load[0]:.2f} / {load[1]:.2f}.', '',
               '| measurement | s/call (median) | min-max | x floor | '
               'CPU s/call | first call (s) |', '|---|---:|---:|---:|---:|---:|']
     for key, s in cohort['probes'].items():
