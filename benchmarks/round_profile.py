@@ -48,8 +48,9 @@ context run interleaved round-robin with a rotating order, as in
 `round_time`, so that other load on the machine hits them alike. The results
 go to their section of BENCHMARKS.md and to a JSON file of raw numbers.
 
-With `stream_structs=True`, TFF 0.87 prints one harmless "Exception ignored
-... cannot dispose" traceback from a value finalizer; the run goes on.
+With `stream_structs=True`, TFF 0.87 prints a few harmless "Exception
+ignored ... cannot dispose" tracebacks from value finalizers; the run goes
+on.
 
 Usage, from the repository root:
 
