@@ -118,8 +118,10 @@ def build_parallel_training(
       mode, in which each CLIENTS member of `next` is a group of client ids
       whose members train one after another in one computation
       (`core/client_groups.py`); results equal the per-client process's to
-      float32 rounding. `None`: one client per member. Refused with an
-      aggregator that acts per client (clipping, DP, secure sums).
+      float32 rounding. `None`: one client per member. With a
+      `tff.aggregators.DifferentiallyPrivateFactory` the groups clip each
+      member's update; other aggregators that act per client (clipping or
+      zeroing factories, secure sums) are refused.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
