@@ -22,6 +22,8 @@ a group cannot reproduce must be refused.
 """
 
 import collections
+import shutil
+import tempfile
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -296,6 +298,36 @@ class RefusedTest(parameterized.TestCase):
       fedavg.build_fedavg(
           tu.linear_model(), tu.sgd(0.1),
           client_groups=client_groups.ClientGroups(lambda i: i, np.float32))
+
+
+class RunnerTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+
+  def test_runner_groups_a_flat_cohort_like_the_per_client_run(self):
+    groups = _linear_clients()
+    ids = list(range(len(_SIZES)))
+    results = []
+    for client_groups_arg, data_fn in (
+        (None, lambda r: [groups.dataset_fn(i) for i in ids]),
+        (groups, lambda r: ids)):
+      process = _linear_process(registry.ONE_WAY_GT, client_groups_arg)
+      result = runner.run_training(
+          process, client_data_fn=data_fn, total_rounds=3,
+          root_output_dir=tempfile.mkdtemp(dir=self.root),
+          experiment_name='run', hparams={}, progress=False,
+          clients_per_group=2)
+      results.append(tu.trainable(process, result.state))
+    for a, b in zip(*results):
+      np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    with self.assertRaisesRegex(ValueError, '`clients_per_group`'):
+      runner.run_training(
+          process, client_data_fn=lambda r: ids, total_rounds=1,
+          root_output_dir=tempfile.mkdtemp(dir=self.root),
+          experiment_name='run', hparams={}, clients_per_group=-1)
 
 
 class ReduceDatasetTest(parameterized.TestCase):

@@ -32,6 +32,10 @@ number (e.g. `tff.simulation.build_uniform_sampling_fn` with a seed) and our
 processes key all server-side sampling on the round in their state, so a run
 killed and resumed ends exactly where an uninterrupted run ends.
 
+With a process built with `client_groups` (the fast simulation mode), the
+runner splits each round's flat list of client ids into groups, one per core
+by default (`clients_per_group`).
+
 The round loop itself (divergence checks, evaluation, progress) is
 `run_rounds`, which the asynchronous simulation
 (`asynchronous.simulation.run_async`) shares.
@@ -50,6 +54,7 @@ import numpy as np
 import tensorflow_federated as tff
 import tqdm
 
+from tff_mixed.core import client_groups
 from tff_mixed.training import checkpoints as checkpoints_lib
 from tff_mixed.training import reports
 
@@ -177,6 +182,7 @@ def run_training(
     progress: Optional[bool] = None,
     keep_checkpoints: int = 3,
     round_end_fn: Optional[Callable[[int], None]] = None,
+    clients_per_group: int = 0,
 ) -> RunResult:
   """Trains `process` for `total_rounds`, resuming from its checkpoints.
 
@@ -199,6 +205,12 @@ def run_training(
     keep_checkpoints: How many checkpoints to keep.
     round_end_fn: Optional hook called with the round number after the
       round's metrics and checkpoint are written (tests use it to kill runs).
+    clients_per_group: For a process built with `client_groups` (its `next`
+      takes `id[?]@CLIENTS`) whose `client_data_fn` returns the round's
+      client ids as a flat list: the size of the groups the runner splits
+      them into (`client_groups.split_cohort`); 0, the default, makes one
+      group per core. Ignored for other processes and for data already
+      grouped.
 
   Returns:
     A `RunResult`.
@@ -220,6 +232,10 @@ def run_training(
                       ('rounds_per_evaluation', rounds_per_evaluation),
                       ('keep_checkpoints', keep_checkpoints)):
     _check_positive_int(name, value)
+  if isinstance(clients_per_group, bool) or not isinstance(
+      clients_per_group, (int, np.integer)) or clients_per_group < 0:
+    raise ValueError('`clients_per_group` must be a non-negative int (0: one '
+                     f'group per core), got {clients_per_group!r}.')
   dirs = prepare_run(root_output_dir, experiment_name, hparams)
   checkpointer = checkpoints_lib.Checkpointer(
       dirs['checkpoints'], fingerprint=hparams, keep_total=keep_checkpoints)
@@ -238,7 +254,8 @@ def run_training(
   last_good = [start_round if start_round else None]
 
   def next_fn(state, round_num):
-    output = process.next(state, client_data_fn(round_num))
+    output = process.next(state, _grouped(process, client_data_fn(round_num),
+                                          clients_per_group))
     return (output.state, flatten_metrics(output.metrics, 'train/'),
             process.get_model_weights(output.state))
 
@@ -266,6 +283,24 @@ def run_training(
   return RunResult(state=state, history=history, resumed_from=start_round,
                    metrics_path=metrics_path,
                    checkpoint_dir=dirs['checkpoints'])
+
+
+def _grouped(process, client_data: Any, clients_per_group: int) -> Any:
+  """`client_data` split into groups, if `process` takes groups of ids.
+
+  A process built with `client_groups` takes one id vector per CLIENTS
+  member; a flat list of scalar ids becomes `split_cohort` groups of
+  `clients_per_group` (0: one group per core). Anything else is passed on.
+  """
+  member = process.next.type_signature.parameter[1].member
+  takes_groups = (isinstance(member, tff.TensorType)
+                  and member.shape is not None and len(member.shape) == 1)
+  if not takes_groups or not all(np.ndim(c) == 0 for c in client_data):
+    return client_data
+  size = clients_per_group or client_groups.default_clients_per_group(
+      len(client_data))
+  return [np.asarray(g, member.dtype)
+          for g in client_groups.split_cohort(client_data, size)]
 
 
 def _trainable(weights: Any) -> Any:
