@@ -282,6 +282,26 @@ class RunComparisonTest(parameterized.TestCase):
     with self.assertRaisesRegex(error, f'`{name}`'):
       label_imbalance_lib.run_comparison(**kwargs)
 
+  def test_client_groups_give_the_per_client_metrics(self):
+    # Five clients a round in groups of 2, 2 and 1 (uneven), against one
+    # client per CLIENTS member (TFF's FedAvg for the baselines).
+    scenarios = [scenarios_lib.FL_ONLY, scenarios_lib.ORACLE,
+                 scenarios_lib.EXAMPLE_TRANSFER, scenarios_lib.TWO_WAY_GT]
+    kwargs = dict(scenarios=scenarios, rounds=2, clients_per_round=5,
+                  client_steps=3, client_batch_size=4, client_lr=0.1,
+                  num_clients=8, seed=2, progress=False)
+    per_client, grouped = (
+        label_imbalance_lib.run_comparison(
+            clients_per_group=n, output_dir=_temp_dir(self), **kwargs)
+        for n in (1, 2))
+    self.assertEqual(grouped.config['clients_per_group'], 2)
+    self.assertLen(grouped.rows, len(per_client.rows))
+    for want, got in zip(per_client.rows, grouped.rows):
+      self.assertEqual(got[:2], want[:2])
+      np.testing.assert_allclose(
+          got[2:-1], want[2:-1], rtol=1e-4, atol=1e-6,
+          err_msg=f'{want.scenario} round {want.round}')
+
   def test_main_rejects_extra_arguments(self):
     with self.assertRaisesRegex(Exception, 'Unexpected arguments: extra'):
       label_imbalance_main.main(['label_imbalance_main', 'extra'])
