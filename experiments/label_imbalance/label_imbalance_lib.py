@@ -164,8 +164,10 @@ def write_results_markdown(path: str, result: comparison.ComparisonResult,
       f'batch sizes {config["central_batch_sizes"]}, Example Transfer sends '
       f'{config["examples_per_client"]} central examples per client, model '
       f'64-{"-".join(map(str, config["hidden_units"]))}-1 MLP, seed '
-      f'{config["seed"]}. FL-only and oracle are TFF\'s '
-      '`build_weighted_fed_avg`.',
+      f'{config["seed"]}. FL-only and oracle are FedAvg (TFF\'s '
+      '`build_weighted_fed_avg` per client; `tff_mixed.build_fedavg`, equal '
+      'to it, in client groups: `--clients_per_group='
+      f'{config["clients_per_group"]}`).',
       '',
       '```',
       result.table.rstrip('\n'),
