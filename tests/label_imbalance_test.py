@@ -27,6 +27,7 @@ import tensorflow_federated as tff
 
 from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import label_imbalance_main
+from experiments.label_imbalance import train_lib
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
@@ -301,6 +302,19 @@ class RunComparisonTest(parameterized.TestCase):
       np.testing.assert_allclose(
           got[2:-1], want[2:-1], rtol=1e-4, atol=1e-6,
           err_msg=f'{want.scenario} round {want.round}')
+
+  def test_dp_run_trains_per_client_instead_of_in_groups(self):
+    # DP clips and noises each client's update, which a group's mean cannot
+    # reproduce: the trainer falls back to one client per member.
+    result = train_lib.train(
+        scenario=scenarios_lib.TWO_WAY_GT, root_output_dir=_temp_dir(self),
+        experiment_name='dp', total_rounds=1, clients_per_round=4,
+        client_steps=1, num_clients=6, dp_noise_multiplier=0.5,
+        dp_clip_norm=1.0, clients_per_group=2, progress=False)
+    self.assertEqual([h['round_num'] for h in result.history], [1])
+    self.assertEqual(
+        train_lib.run_hparams(scenario=scenarios_lib.TWO_WAY_GT,
+                              clients_per_group=2)['clients_per_group'], 2)
 
   def test_main_rejects_extra_arguments(self):
     with self.assertRaisesRegex(Exception, 'Unexpected arguments: extra'):
