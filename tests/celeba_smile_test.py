@@ -253,6 +253,30 @@ class BadInputTest(absltest.TestCase):
           output_dir=_temp_dir(self))
 
 
+class ClientGroupsTest(absltest.TestCase):
+
+  def test_client_groups_give_the_per_client_metrics(self):
+    # Three clients a round in groups of 2 and 1, against one client per
+    # CLIENTS member (datasets built from the id strings in TFF's worker).
+    cache_dir = celeba_testing.make_fake_celeba_cache(
+        _temp_dir(self), num_train_clients=12, num_test_clients=2,
+        images_per_client=6, seed=3)
+    kwargs = dict(cache_dir=cache_dir,
+                  scenarios=['fl_only', 'oracle', 'two_way_gt'], rounds=2,
+                  clients_per_round=3, client_batch_size=2, client_lr=0.05,
+                  hidden_units=(4,), eval_every=1, progress=False)
+    per_client, grouped = (
+        celeba_smile_lib.run_experiment(
+            clients_per_group=n, output_dir=_temp_dir(self), **kwargs)
+        for n in (1, 2))
+    self.assertLen(grouped.comparison.rows, len(per_client.comparison.rows))
+    for want, got in zip(per_client.comparison.rows, grouped.comparison.rows):
+      self.assertEqual(got[:2], want[:2])
+      np.testing.assert_allclose(
+          got[2:-1], want[2:-1], rtol=1e-4, atol=1e-6,
+          err_msg=f'{want.scenario} round {want.round}')
+
+
 def _run_binary(module, *args, timeout=600):
   return subprocess.run(
       [sys.executable, '-m', module, *args], cwd=_REPO, capture_output=True,

@@ -27,6 +27,7 @@ import tensorflow_federated as tff
 
 from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import label_imbalance_main
+from experiments.label_imbalance import train_lib
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
@@ -281,6 +282,39 @@ class RunComparisonTest(parameterized.TestCase):
     kwargs.update(overrides)
     with self.assertRaisesRegex(error, f'`{name}`'):
       label_imbalance_lib.run_comparison(**kwargs)
+
+  def test_client_groups_give_the_per_client_metrics(self):
+    # Five clients a round in groups of 2, 2 and 1 (uneven), against one
+    # client per CLIENTS member (TFF's FedAvg for the baselines).
+    scenarios = [scenarios_lib.FL_ONLY, scenarios_lib.ORACLE,
+                 scenarios_lib.EXAMPLE_TRANSFER, scenarios_lib.TWO_WAY_GT]
+    kwargs = dict(scenarios=scenarios, rounds=2, clients_per_round=5,
+                  client_steps=3, client_batch_size=4, client_lr=0.1,
+                  num_clients=8, seed=2, progress=False)
+    per_client, grouped = (
+        label_imbalance_lib.run_comparison(
+            clients_per_group=n, output_dir=_temp_dir(self), **kwargs)
+        for n in (1, 2))
+    self.assertEqual(grouped.config['clients_per_group'], 2)
+    self.assertLen(grouped.rows, len(per_client.rows))
+    for want, got in zip(per_client.rows, grouped.rows):
+      self.assertEqual(got[:2], want[:2])
+      np.testing.assert_allclose(
+          got[2:-1], want[2:-1], rtol=1e-4, atol=1e-6,
+          err_msg=f'{want.scenario} round {want.round}')
+
+  def test_dp_run_trains_per_client_instead_of_in_groups(self):
+    # DP clips and noises each client's update, which a group's mean cannot
+    # reproduce: the trainer falls back to one client per member.
+    result = train_lib.train(
+        scenario=scenarios_lib.TWO_WAY_GT, root_output_dir=_temp_dir(self),
+        experiment_name='dp', total_rounds=1, clients_per_round=4,
+        client_steps=1, num_clients=6, dp_noise_multiplier=0.5,
+        dp_clip_norm=1.0, clients_per_group=2, progress=False)
+    self.assertEqual([h['round_num'] for h in result.history], [1])
+    self.assertEqual(
+        train_lib.run_hparams(scenario=scenarios_lib.TWO_WAY_GT,
+                              clients_per_group=2)['clients_per_group'], 2)
 
   def test_main_rejects_extra_arguments(self):
     with self.assertRaisesRegex(Exception, 'Unexpected arguments: extra'):

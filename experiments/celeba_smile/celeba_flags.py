@@ -20,6 +20,7 @@ same name in another module raises DuplicateFlagError.
 from absl import flags
 
 from experiments.celeba_smile import celeba_smile_lib
+from tff_mixed.experiment import grouping
 
 CACHE_DIR = flags.DEFINE_string(
     'cache_dir', None, "Directory of TFF's celeba.sqlite (default: ~/.tff). "
@@ -71,6 +72,7 @@ SEED = flags.DEFINE_integer('seed', 0, 'Seed of grouping, initialization and '
                             'sampling.', lower_bound=0)
 OUTPUT_DIR = flags.DEFINE_string(
     'output_dir', 'outputs/celeba_smile', 'Directory for the outputs.')
+CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 RESULTS_MARKDOWN = flags.DEFINE_string(
     'results_markdown', '', 'If set, also write this run\'s section of a '
     'Markdown report (table, data, machine, date), e.g. RESULTS.md.')
@@ -107,4 +109,5 @@ def experiment_kwargs() -> dict:
       hidden_units=hidden_units(), eval_every=EVAL_EVERY.value,
       target_auc=TARGET_AUC.value,
       max_eval_examples=MAX_EVAL_EXAMPLES.value, seed=SEED.value,
-      output_dir=OUTPUT_DIR.value)
+      output_dir=OUTPUT_DIR.value,
+      clients_per_group=CLIENTS_PER_GROUP.value)

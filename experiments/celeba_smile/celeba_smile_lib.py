@@ -42,6 +42,7 @@ import numpy as np
 
 import tff_mixed
 from tff_mixed.experiment import comparison as comparison_lib
+from tff_mixed.experiment import grouping
 from tff_mixed.experiment import plots
 from tff_mixed.experiment import records as records_lib
 from tff_mixed.experiment import results as results_lib
@@ -122,7 +123,8 @@ def comparison_task(
           eval_positive_fraction=float(np.mean(task.eval_labels))),
       dataset_computation_fn=task.dataset_computation,
       client_ids_fn=lambda ids, round_num: [
-          task.client_id(i, round_num) for i in ids])
+          task.client_id(i, round_num) for i in ids],
+      client_groups_fn=task.client_groups)
 
 
 def read_diagnostics(
@@ -193,6 +195,7 @@ def run_experiment(
     seed: int = 0,
     output_dir: str,
     progress: Optional[bool] = None,
+    clients_per_group: int = grouping.AUTO,
 ) -> ExperimentResult:
   """Runs the CelebA smile scenarios; writes metrics, plot and tables.
 
@@ -222,6 +225,8 @@ def run_experiment(
     seed: Seeds the grouping, model initialization and all sampling.
     output_dir: Directory for the outputs.
     progress: Progress bars (`None`: on terminals only).
+    clients_per_group: Clients per CLIENTS member (`--clients_per_group`;
+      0: one group per core, 1: per client); the same results.
 
   Returns:
     An `ExperimentResult`.
@@ -244,7 +249,7 @@ def run_experiment(
       examples_per_client=examples_per_client, eval_every=eval_every,
       target_auc=target_auc, seed=seed, output_dir=output_dir,
       progress=progress, with_diagnostics=with_diagnostics,
-      extra_config=dict(
+      clients_per_group=clients_per_group, extra_config=dict(
           hidden_units=list(hidden_units),
           raw_clients_per_client=raw_clients_per_client,
           database=celeba.database_path(cache_dir)))

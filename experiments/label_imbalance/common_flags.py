@@ -21,6 +21,8 @@ import math
 
 from absl import flags
 
+from tff_mixed.experiment import grouping
+
 CLIENTS_PER_ROUND = flags.DEFINE_integer(
     'clients_per_round', 10, 'S: clients sampled per round (the same clients '
     'in every scenario).', lower_bound=1)
@@ -37,6 +39,7 @@ NUM_CLIENTS = flags.DEFINE_integer(
 SEED = flags.DEFINE_integer(
     'seed', 0, 'The one seed: data split, model initialization, client and '
     'central sampling.', lower_bound=0)
+CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 
 
 

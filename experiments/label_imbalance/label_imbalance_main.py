@@ -125,6 +125,7 @@ def main(argv: Sequence[str]) -> None:
       target_auc=_TARGET_AUC.value,
       seed=common_flags.SEED.value,
       output_dir=_flag_value(_OUTPUT_DIR),
+      clients_per_group=common_flags.CLIENTS_PER_GROUP.value,
   )
   print(result.table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:

@@ -17,16 +17,20 @@ Where `label_imbalance_lib.run_comparison` compares every scenario in one go,
 this trains a single one through the shared runner (`tff_mixed.run_training`):
 checkpoints and automatic resume, CSV and TensorBoard metrics, periodic
 evaluation, divergence detection, an optional differentially private
-aggregator, and optional execution on remote TFF workers.
+aggregator, and optional execution on remote TFF workers. By default the
+cohort trains in client groups (`--clients_per_group`), with the same
+results; DP aggregation acts per client, so a DP run trains per client.
 """
 
 from typing import Optional, Sequence
 
+from absl import logging
 import tensorflow_federated as tff
 
 from experiments.label_imbalance import label_imbalance_lib
 import tff_mixed
 from tff_mixed.experiment import comparison
+from tff_mixed.experiment import grouping
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import dense
 from tff_mixed import remote as remote_lib
@@ -83,6 +87,7 @@ def train(
     progress: Optional[bool] = None,
     round_end_fn=None,
     worker_addresses: Sequence[str] = (),
+    clients_per_group: int = grouping.AUTO,
 ) -> tff_mixed.RunResult:
   """Trains one scenario of the digits label-imbalance task, resumably.
 
@@ -110,6 +115,8 @@ def train(
     worker_addresses: `host:port` of TFF workers (`worker_binary`) to run on
       instead of the local runtime; a round's clients are split across them.
       Empty: the local runtime.
+    clients_per_group: Clients per CLIENTS member (`--clients_per_group`;
+      0: one group per core, 1: per client); with DP, per client.
 
   Returns:
     A `tff_mixed.RunResult`.
@@ -139,7 +146,8 @@ def train(
                      client_batch_size=client_batch_size, client_lr=client_lr,
                      num_clients=num_clients, seed=seed,
                      dp_noise_multiplier=dp_noise_multiplier,
-                     dp_clip_norm=dp_clip_norm)
+                     dp_clip_norm=dp_clip_norm,
+                     clients_per_group=clients_per_group)
   batch_sizes = scenarios_lib.CentralBatchSizes(
       **hparams['central_batch_sizes'])
   examples_per_client = hparams['examples_per_client']
@@ -153,16 +161,23 @@ def train(
     model = dense.build_binary_classifier(
         task_lib.NUM_FEATURES, hidden_units=label_imbalance_lib.HIDDEN_UNITS,
         seed=seed)
-    process = scenarios_lib.build_process(
-        scenario, model, task.central_data, client_lr=client_lr,
-        client_steps=client_steps, central_batch_sizes=batch_sizes,
+    comparison_task = label_imbalance_lib.digits_comparison_task(task, model)
+    if aggregator is not None and comparison.uses_groups(
+        comparison_task, clients_per_group, clients_per_round):
+      logging.info('DP aggregation acts on each client\'s update, which a '
+                   'client group cannot reproduce: training per client.')
+      clients_per_group = 1
+    process = comparison.scenario_process(
+        scenario, comparison_task, model, client_steps=client_steps,
+        seed=seed, clients_per_group=clients_per_group,
+        clients_per_round=clients_per_round, client_lr=client_lr,
+        central_batch_sizes=batch_sizes,
         examples_per_client=examples_per_client,
-        client_batch_size=client_batch_size, seed=seed,
-        model_aggregator=aggregator)
+        client_batch_size=client_batch_size, model_aggregator=aggregator)
     client_data_fn, evaluation_fn = comparison.round_functions(
-        scenario, label_imbalance_lib.digits_comparison_task(task, model),
-        clients_per_round=clients_per_round, client_steps=client_steps,
-        seed=seed)
+        scenario, comparison_task, clients_per_round=clients_per_round,
+        client_steps=client_steps, seed=seed,
+        clients_per_group=clients_per_group)
     return tff_mixed.run_training(
         process, client_data_fn=client_data_fn, total_rounds=total_rounds,
         root_output_dir=root_output_dir, experiment_name=experiment_name,
@@ -178,7 +193,7 @@ def train(
 def _hparams(task, *, scenario: str, clients_per_round: int,
              client_steps: int, client_batch_size: int, client_lr: float,
              num_clients: int, seed: int, dp_noise_multiplier: float,
-             dp_clip_norm: float) -> dict:
+             dp_clip_norm: float, clients_per_group: int) -> dict:
   """The run's fingerprint (what a resumed run must share with it)."""
   num_central = len(task.central_indices)
   batch_sizes = scenarios_lib.paper_central_batch_sizes(
@@ -194,14 +209,18 @@ def _hparams(task, *, scenario: str, clients_per_round: int,
       central_batch_sizes=batch_sizes._asdict(),
       examples_per_client=examples_per_client,
       hidden_units=list(label_imbalance_lib.HIDDEN_UNITS),
-      dp_noise_multiplier=dp_noise_multiplier, dp_clip_norm=dp_clip_norm)
+      dp_noise_multiplier=dp_noise_multiplier, dp_clip_norm=dp_clip_norm,
+      # Grouped FedAvg's state is not TFF's: a checkpoint resumes only in
+      # the mode that wrote it.
+      clients_per_group=clients_per_group)
 
 
 def run_hparams(*, scenario: str, clients_per_round: int = 10,
                 client_steps: int = 10, client_batch_size: int = 8,
                 client_lr: float = 0.25, num_clients: int = 60, seed: int = 0,
                 dp_noise_multiplier: float = 0.0,
-                dp_clip_norm: float = 0.0) -> dict:
+                dp_clip_norm: float = 0.0,
+                clients_per_group: int = grouping.AUTO) -> dict:
   """The hyperparameters `train` records for these arguments (its defaults).
 
   They are the run's `hparams.json` and the fingerprint a resumed run must
@@ -215,4 +234,5 @@ def run_hparams(*, scenario: str, clients_per_round: int = 10,
                   client_batch_size=client_batch_size, client_lr=client_lr,
                   num_clients=num_clients, seed=seed,
                   dp_noise_multiplier=dp_noise_multiplier,
-                  dp_clip_norm=dp_clip_norm)
+                  dp_clip_norm=dp_clip_norm,
+                  clients_per_group=clients_per_group)

@@ -95,6 +95,7 @@ def main(argv: Sequence[str]) -> None:
       dp_noise_multiplier=_DP_NOISE_MULTIPLIER.value,
       dp_clip_norm=_DP_CLIP_NORM.value,
       worker_addresses=_WORKER_ADDRESSES.value,
+      clients_per_group=common_flags.CLIENTS_PER_GROUP.value,
   )
   last = result.history[-1] if result.history else {}
   logging.info('Done: %s (resumed after round %d). Final eval: %s',

@@ -35,6 +35,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_objective_lib
+from tff_mixed.core import client_groups as client_groups_lib
+from tff_mixed.experiment import grouping
 from tff_mixed.experiment import plots
 from tff_mixed.experiment import records
 from tff_mixed.experiment import scenarios as scenarios_lib
@@ -92,7 +94,12 @@ class ComparisonTask(NamedTuple):
       strings instead of datasets (`num_steps`: exactly that many batches,
       for FedAvg; `None` for the mixed algorithms).
     client_ids_fn: `fn(client_ids, round_num) -> list[str]`, with
-      `dataset_computation_fn`.
+      `dataset_computation_fn` (and the ids of client groups).
+    client_groups_fn: Optional `fn(oracle) -> tff_mixed.ClientGroups`, for
+      the fast simulation mode (`--clients_per_group`): its `dataset_fn`
+      gives, inside the group's computation, the batched dataset of a client
+      id (the index, or `client_ids_fn`'s string), the same batches
+      `client_datasets_fn` gives; `None`: the task runs per client only.
   """
 
   title: str
@@ -106,6 +113,8 @@ class ComparisonTask(NamedTuple):
   dataset_computation_fn: Optional[Callable[[bool, Optional[int]],
                                             tff.Computation]] = None
   client_ids_fn: Optional[Callable[[Sequence[int], int], list[str]]] = None
+  client_groups_fn: Optional[Callable[[bool],
+                                      client_groups_lib.ClientGroups]] = None
 
 
 def check_int(name: str, value: Any, minimum: int = 1) -> None:
@@ -116,14 +125,31 @@ def check_int(name: str, value: Any, minimum: int = 1) -> None:
     raise ValueError(f'`{name}` must be >= {minimum}, got {value}.')
 
 
+def uses_groups(task: ComparisonTask, clients_per_group: int,
+                clients_per_round: int) -> bool:
+  """Whether a cohort of the task runs in client groups.
+
+  `clients_per_group` is the `--clients_per_group` value (0: one group per
+  core, 1: per client); a task without `client_groups_fn` runs per client.
+  """
+  return (task.client_groups_fn is not None
+          and grouping.is_grouped(clients_per_group, clients_per_round))
+
+
 def client_data(scenario: str, task: ComparisonTask,
                 client_ids: Sequence[int], client_steps: int,
-                round_num: int) -> list[tf.data.Dataset]:
+                round_num: int, clients_per_group: int = 1):
   """The client data of `client_ids` in round `round_num` for `scenario`.
 
   Datasets, or id strings when the task builds datasets in TFF's worker
-  (`ComparisonTask.dataset_computation_fn`; see `scenario_process`).
+  (`ComparisonTask.dataset_computation_fn`; see `scenario_process`), or,
+  in groups (`uses_groups`), the ids split into groups (one array each).
   """
+  if uses_groups(task, clients_per_group, len(client_ids)):
+    dtype = task.client_groups_fn(scenario == scenarios_lib.ORACLE).id_dtype
+    ids = (client_ids if task.client_ids_fn is None
+           else task.client_ids_fn(client_ids, round_num))
+    return grouping.group_ids(ids, clients_per_group, dtype)
   if task.dataset_computation_fn is not None:
     return task.client_ids_fn(client_ids, round_num)
   if scenario in scenarios_lib.BASELINES:
@@ -142,12 +168,14 @@ def round_functions(
     clients_per_round: int,
     client_steps: int,
     seed: int,
+    clients_per_group: int = 1,
 ):
   """The runner's `client_data_fn` and `evaluation_fn` for one scenario.
 
   Client sampling is a pure function of the round and `seed`, the same in
   every scenario (round r trains on the same clients in all) and in a
-  resumed run.
+  resumed run; `clients_per_group` as in `client_data` (the process must be
+  `scenario_process`'s with the same value).
 
   Returns:
     `(client_data_fn(round_num) -> datasets, evaluation_fn(weights) ->
@@ -158,7 +186,8 @@ def round_functions(
 
   def client_data_fn(round_num: int):
     ids = sample_clients(round_num - 1, clients_per_round)
-    return client_data(scenario, task, ids, client_steps, round_num)
+    return client_data(scenario, task, ids, client_steps, round_num,
+                       clients_per_group)
 
   def evaluation_fn(weights):
     metrics = task.evaluate_fn(weights)
@@ -174,18 +203,29 @@ def scenario_process(
     *,
     client_steps: int,
     seed: int,
+    clients_per_group: int = 1,
+    clients_per_round: Optional[int] = None,
     **process_kwargs,
 ) -> tff.learning.templates.LearningProcess:
   """`build_process` for a task; its `next` takes what `client_data` gives.
 
-  With `task.dataset_computation_fn`, the process is composed with it, so
-  that datasets are built from id strings inside TFF's worker; FedAvg takes
+  In client groups (`uses_groups`; `clients_per_round` is the cohort whose
+  size `clients_per_group=0` divides), the process takes groups of ids and
+  reads the clients' data with `task.client_groups_fn`; FedAvg is the
+  composed one, taking K steps (equal to TFF's). Per client, with
+  `task.dataset_computation_fn`, the process is composed with it, so that
+  datasets are built from id strings inside TFF's worker; TFF's FedAvg takes
   one pass over its data, so its datasets then hold exactly K batches.
   """
+  groups = None
+  if clients_per_group != 1:
+    check_int('clients_per_round', clients_per_round)
+    if uses_groups(task, clients_per_group, clients_per_round):
+      groups = task.client_groups_fn(scenario == scenarios_lib.ORACLE)
   process = scenarios_lib.build_process(
       scenario, model, task.central_objective, client_steps=client_steps,
-      seed=seed, **process_kwargs)
-  if task.dataset_computation_fn is None:
+      seed=seed, client_groups=groups, **process_kwargs)
+  if groups is not None or task.dataset_computation_fn is None:
     return process
   fedavg = scenario in scenarios_lib.BASELINES
   return tff.simulation.compose_dataset_computation_with_learning_process(
@@ -209,21 +249,30 @@ def run_scenario(
     progress: Optional[bool],
     output_dir: str,
     hparams: dict[str, Any],
+    clients_per_group: int = 1,
 ) -> tuple[list[records.MetricsRow], records.ScenarioSummary]:
   """Trains one scenario with the shared runner, evaluating periodically.
+
+  `clients_per_group` as in `scenario_process` and `round_functions`.
 
   The run lives under `output_dir/{checkpoints,results,logdir}/<scenario>`,
   so an interrupted comparison resumes where it stopped; rows are read back
   from the runner's metrics CSV, which then covers every round.
   """
   start = time.perf_counter()
-  process = scenario_process(scenario, task, model, client_steps=client_steps,
-                             seed=seed, **process_kwargs)
+  if uses_groups(task, clients_per_group, clients_per_round):
+    logging.info('%s: client groups of up to %d clients', scenario,
+                 grouping.resolve(clients_per_group, clients_per_round))
+  process = scenario_process(
+      scenario, task, model, client_steps=client_steps, seed=seed,
+      clients_per_group=clients_per_group,
+      clients_per_round=clients_per_round, **process_kwargs)
   initial = task.evaluate_fn(process.get_model_weights(process.initialize()))
   build_seconds = time.perf_counter() - start
   client_data_fn, evaluation_fn = round_functions(
       scenario, task, clients_per_round=clients_per_round,
-      client_steps=client_steps, seed=seed)
+      client_steps=client_steps, seed=seed,
+      clients_per_group=clients_per_group)
   seconds = {0: 0.0}
 
   def round_end_fn(round_num: int) -> None:
@@ -255,7 +304,8 @@ def _check_compare_arguments(task: ComparisonTask, *, rounds,
                              clients_per_round, client_steps,
                              client_batch_size, client_lr,
                              central_batch_size, examples_per_client,
-                             eval_every, target_auc, seed, output_dir) -> None:
+                             eval_every, target_auc, seed, output_dir,
+                             clients_per_group) -> None:
   """Raises TypeError or ValueError for an argument `compare` cannot take."""
   for name, value in (('rounds', rounds),
                       ('clients_per_round', clients_per_round),
@@ -264,6 +314,7 @@ def _check_compare_arguments(task: ComparisonTask, *, rounds,
                       ('eval_every', eval_every)):
     check_int(name, value)
   check_int('seed', seed, minimum=0)
+  check_int('clients_per_group', clients_per_group, minimum=0)
   if central_batch_size is not None:
     check_int('central_batch_size', central_batch_size)
   if examples_per_client is not None:
@@ -322,6 +373,7 @@ def compare(
     progress: Optional[bool] = None,
     with_diagnostics: bool = False,
     extra_config: Optional[dict[str, Any]] = None,
+    clients_per_group: int = grouping.AUTO,
 ) -> ComparisonResult:
   """Runs the scenarios on any `ComparisonTask`; writes metrics, plot, table.
 
@@ -353,6 +405,10 @@ def compare(
     with_diagnostics: Also report G~_t^2 and B~_t^2 (eq. 7) from Parallel
       Training and gradient transfer (an extra client upload per round).
     extra_config: More facts for `config.json` (e.g. the model).
+    clients_per_group: Clients per CLIENTS member (`--clients_per_group`):
+      0 one group per core, 1 per client (TFF's FedAvg for the baselines),
+      more: groups of that size; the results are the same. A task without
+      `client_groups_fn` runs per client.
 
   Returns:
     A `ComparisonResult`.
@@ -367,7 +423,8 @@ def compare(
       client_steps=client_steps, client_batch_size=client_batch_size,
       client_lr=client_lr, central_batch_size=central_batch_size,
       examples_per_client=examples_per_client, eval_every=eval_every,
-      target_auc=target_auc, seed=seed, output_dir=output_dir)
+      target_auc=target_auc, seed=seed, output_dir=output_dir,
+      clients_per_group=clients_per_group)
   output_dir = reports_lib.make_directory(os.fspath(output_dir),
                                           '`output_dir`')
 
@@ -389,7 +446,7 @@ def compare(
       central_batch_sizes=batch_sizes._asdict(),
       examples_per_client=examples_per_client,
       eval_every=eval_every, target_auc=target_auc, seed=seed,
-      with_diagnostics=with_diagnostics,
+      with_diagnostics=with_diagnostics, clients_per_group=clients_per_group,
       **(extra_config or {}), **task.description)
   logging.info('Label imbalance comparison: %s', json.dumps(config))
 
@@ -404,6 +461,7 @@ def compare(
         clients_per_round=clients_per_round, client_steps=client_steps,
         eval_every=eval_every, target_auc=target_auc, seed=seed,
         progress=progress, output_dir=output_dir,
+        clients_per_group=clients_per_group,
         # What a resumed scenario must share with its checkpoints; more
         # rounds, other scenarios or evaluation settings may differ.
         hparams={k: v for k, v in config.items()

@@ -59,6 +59,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import example_store as example_store_lib
 from tff_mixed.tasks import binary_metrics
 from tff_mixed.tasks import celeba_database
@@ -335,6 +336,16 @@ class CelebASmileTask(NamedTuple):
     return tff.tensorflow.computation(
         lambda client_id: self.dataset_for_id(client_id, oracle, num_steps),
         np.str_)
+
+  def client_groups(self, oracle: bool = False
+                    ) -> client_groups_lib.ClientGroups:
+    """The clients for the fast simulation mode: `client_id` strings.
+
+    A group's computation builds each member's dataset from its id with
+    `dataset_for_id`, as `dataset_computation` does per client.
+    """
+    return client_groups_lib.ClientGroups(
+        lambda client_id: self.dataset_for_id(client_id, oracle), np.str_)
 
   def client_dataset(self, index: int, oracle: bool = False,
                      round_num: int = 0) -> tf.data.Dataset:

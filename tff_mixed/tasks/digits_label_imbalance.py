@@ -53,6 +53,7 @@ from sklearn import datasets as sk_datasets
 from sklearn import model_selection
 import tensorflow as tf
 
+from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.tasks import binary_metrics
 
 # The task's evaluation (kept here too so `task.evaluate` reads naturally).
@@ -85,6 +86,10 @@ class LabelImbalanceTask(NamedTuple):
     central_indices: Indices of the central examples.
     eval_indices: Indices of the eval examples.
     positive_digits: The digit classes labeled 1.
+    client_order: Per client, the indices of its examples in dataset order
+      (the order of `client_datasets`' examples).
+    oracle_client_order: Per oracle client, likewise.
+    client_batch_size: The batch size of the client datasets.
   """
 
   client_datasets: list[tf.data.Dataset]
@@ -98,10 +103,28 @@ class LabelImbalanceTask(NamedTuple):
   central_indices: np.ndarray
   eval_indices: np.ndarray
   positive_digits: tuple[int, ...]
+  client_order: list[np.ndarray]
+  oracle_client_order: list[np.ndarray]
+  client_batch_size: int
 
   @property
   def num_clients(self) -> int:
     return len(self.client_datasets)
+
+  def client_groups(self, oracle: bool = False
+                    ) -> client_groups_lib.ClientGroups:
+    """The clients for the fast simulation mode, int32 ids 0, 1, ....
+
+    Client `i`'s dataset, read inside the group's computation, holds the
+    batches of `client_datasets[i]` (`oracle_client_datasets[i]` with
+    `oracle`): the same examples in the same order.
+    """
+    x, _, y = _load_examples(self.positive_digits)
+    orders = self.oracle_client_order if oracle else self.client_order
+    dataset_fn = client_groups_lib.array_dataset_fn(
+        [(x[o], y[o]) for o in orders],
+        lambda d: d.batch(self.client_batch_size))
+    return client_groups_lib.ClientGroups(dataset_fn, np.int32)
 
 
 def _check_int(name: str, value, minimum: int) -> None:
@@ -140,11 +163,17 @@ def _shard_by_digit(indices: np.ndarray, digits: np.ndarray, num_shards: int,
   return [np.sort(s) for s in np.array_split(ordered, num_shards)]
 
 
-def _client_dataset(x: np.ndarray, y: np.ndarray, indices: np.ndarray,
-                    batch_size: int, rng: np.random.Generator):
-  # Shuffled once here, so that batches mix the client's digits; TFF restarts
-  # the dataset each round, so an in-pipeline shuffle would add nothing.
-  order = rng.permutation(indices)
+def _load_examples(positive_digits: tuple[int, ...]):
+  """`(x, digits, y)` of every image of `load_digits()`, row by row."""
+  digits_data = sk_datasets.load_digits()
+  x = (digits_data.data / _MAX_PIXEL).astype(np.float32)
+  digits = digits_data.target.astype(np.int64)
+  y = np.isin(digits, positive_digits).astype(np.float32)[:, np.newaxis]
+  return x, digits, y
+
+
+def _client_dataset(x: np.ndarray, y: np.ndarray, order: np.ndarray,
+                    batch_size: int) -> tf.data.Dataset:
   return tf.data.Dataset.from_tensor_slices(
       (x[order], y[order])).batch(batch_size)
 
@@ -183,10 +212,7 @@ def build_task(
         f'`eval_fraction` must be a number in (0, 1), got {eval_fraction!r}.')
   positive_digits = _check_positive_digits(positive_digits)
 
-  digits_data = sk_datasets.load_digits()
-  x = (digits_data.data / _MAX_PIXEL).astype(np.float32)
-  digits = digits_data.target.astype(np.int64)
-  y = np.isin(digits, positive_digits).astype(np.float32)[:, np.newaxis]
+  x, digits, y = _load_examples(positive_digits)
 
   train_indices, eval_indices = model_selection.train_test_split(
       np.arange(len(digits)), test_size=eval_fraction, random_state=seed,
@@ -207,13 +233,16 @@ def build_task(
       np.sort(np.concatenate([p, n]))
       for p, n in zip(client_indices, negative_shards)
   ]
-  client_datasets = [
-      _client_dataset(x, y, i, client_batch_size, rng) for i in client_indices
-  ]
-  oracle_client_datasets = [
-      _client_dataset(x, y, i, client_batch_size, rng)
-      for i in oracle_client_indices
-  ]
+  # Each client is shuffled once here, so that batches mix its digits; TFF
+  # restarts the dataset each round, so an in-pipeline shuffle would add
+  # nothing. Drawn in this order (clients, then oracle clients): a seed
+  # gives the datasets it always gave.
+  client_order = [rng.permutation(i) for i in client_indices]
+  oracle_client_order = [rng.permutation(i) for i in oracle_client_indices]
+  client_datasets = [_client_dataset(x, y, o, client_batch_size)
+                     for o in client_order]
+  oracle_client_datasets = [_client_dataset(x, y, o, client_batch_size)
+                            for o in oracle_client_order]
   return LabelImbalanceTask(
       client_datasets=client_datasets,
       oracle_client_datasets=oracle_client_datasets,
@@ -226,4 +255,7 @@ def build_task(
       central_indices=negative_train,
       eval_indices=eval_indices,
       positive_digits=positive_digits,
+      client_order=client_order,
+      oracle_client_order=oracle_client_order,
+      client_batch_size=client_batch_size,
   )
