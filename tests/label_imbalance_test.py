@@ -303,14 +303,26 @@ class RunComparisonTest(parameterized.TestCase):
           got[2:-1], want[2:-1], rtol=1e-4, atol=1e-6,
           err_msg=f'{want.scenario} round {want.round}')
 
-  def test_dp_run_trains_per_client_instead_of_in_groups(self):
-    # DP clips and noises each client's update, which a group's mean cannot
-    # reproduce: the trainer falls back to one client per member.
-    result = train_lib.train(
-        scenario=scenarios_lib.TWO_WAY_GT, root_output_dir=_temp_dir(self),
-        experiment_name='dp', total_rounds=1, clients_per_round=4,
-        client_steps=1, num_clients=6, dp_noise_multiplier=0.5,
-        dp_clip_norm=1.0, clients_per_group=2, progress=False)
+  def test_adaptive_dp_trains_per_client_and_fixed_dp_in_groups(self):
+    # tff.learning.dp_aggregator (adaptive) also zeroes large updates per
+    # client, which a group cannot reproduce: the trainer falls back to one
+    # client per member. A fixed clip runs in groups.
+    common = dict(scenario=scenarios_lib.TWO_WAY_GT, total_rounds=1,
+                  clients_per_round=4, client_steps=1, num_clients=6,
+                  dp_noise_multiplier=0.1, clients_per_group=2,
+                  progress=False)
+    fallback = 'training per client'
+    with self.assertLogs(level='INFO') as logs:
+      result = train_lib.train(root_output_dir=_temp_dir(self),
+                               experiment_name='adaptive', dp_clip_norm=0.0,
+                               **common)
+    self.assertTrue(any(fallback in line for line in logs.output))
+    self.assertEqual([h['round_num'] for h in result.history], [1])
+    with self.assertLogs(level='INFO') as logs:
+      result = train_lib.train(root_output_dir=_temp_dir(self),
+                               experiment_name='fixed', dp_clip_norm=1.0,
+                               **common)
+    self.assertFalse(any(fallback in line for line in logs.output))
     self.assertEqual([h['round_num'] for h in result.history], [1])
     self.assertEqual(
         train_lib.run_hparams(scenario=scenarios_lib.TWO_WAY_GT,

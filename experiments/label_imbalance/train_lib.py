@@ -19,7 +19,9 @@ checkpoints and automatic resume, CSV and TensorBoard metrics, periodic
 evaluation, divergence detection, an optional differentially private
 aggregator, and optional execution on remote TFF workers. By default the
 cohort trains in client groups (`--clients_per_group`), with the same
-results; DP aggregation acts per client, so a DP run trains per client.
+results; DP with a fixed clip runs in groups too (each group clips its
+members' updates), adaptive DP (`tff.learning.dp_aggregator`, which also
+zeroes large updates per client) trains per client.
 """
 
 from typing import Optional, Sequence
@@ -116,7 +118,8 @@ def train(
       instead of the local runtime; a round's clients are split across them.
       Empty: the local runtime.
     clients_per_group: Clients per CLIENTS member (`--clients_per_group`;
-      0: one group per core, 1: per client); with DP, per client.
+      0: one group per core, 1: per client); adaptive DP trains per
+      client.
 
   Returns:
     A `tff_mixed.RunResult`.
@@ -162,10 +165,15 @@ def train(
         task_lib.NUM_FEATURES, hidden_units=label_imbalance_lib.HIDDEN_UNITS,
         seed=seed)
     comparison_task = label_imbalance_lib.digits_comparison_task(task, model)
-    if aggregator is not None and comparison.uses_groups(
-        comparison_task, clients_per_group, clients_per_round):
-      logging.info('DP aggregation acts on each client\'s update, which a '
-                   'client group cannot reproduce: training per client.')
+    if not isinstance(aggregator, (
+        type(None), tff.aggregators.DifferentiallyPrivateFactory)) and (
+            comparison.uses_groups(comparison_task, clients_per_group,
+                                   clients_per_round)):
+      # Fixed clipping runs in groups (each group clips its members);
+      # tff.learning.dp_aggregator also zeroes large updates per client.
+      logging.info('Adaptive DP aggregation zeroes large client updates, '
+                   'which a client group cannot reproduce: training per '
+                   'client.')
       clients_per_group = 1
     process = comparison.scenario_process(
         scenario, comparison_task, model, client_steps=client_steps,
