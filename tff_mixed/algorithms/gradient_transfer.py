@@ -117,14 +117,9 @@ def build_one_way_gradient_transfer(
       argument only chooses the process's distributor
       (`core/distributors.py`, `build_select_distributor`) and its
       scatter-back aggregator.
-    client_groups: Optional `tff_mixed.ClientGroups`: the fast simulation
-      mode, in which each CLIENTS member of `next` is a group of client ids
-      whose members train one after another in one computation
-      (`core/client_groups.py`); results equal the per-client process's to
-      float32 rounding. `None`: one client per member. With a
-      `tff.aggregators.DifferentiallyPrivateFactory` the groups clip each
-      member's update; other aggregators that act per client (clipping or
-      zeroing factories, secure sums) are refused.
+    client_groups: Optional `tff_mixed.ClientGroups`, the fast simulation
+      mode (each CLIENTS member of `next` a group of client ids), as in
+      `build_parallel_training`.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -260,14 +255,9 @@ def build_two_way_gradient_transfer(
       scatter-back aggregator.
     augmenting_central_gradient: `'previous_round_mean'` (Algorithm 1) or
       `'fresh'`, as described above.
-    client_groups: Optional `tff_mixed.ClientGroups`: the fast simulation
-      mode, in which each CLIENTS member of `next` is a group of client ids
-      whose members train one after another in one computation
-      (`core/client_groups.py`); results equal the per-client process's to
-      float32 rounding. `None`: one client per member. With a
-      `tff.aggregators.DifferentiallyPrivateFactory` the groups clip each
-      member's update; other aggregators that act per client (clipping or
-      zeroing factories, secure sums) are refused.
+    client_groups: Optional `tff_mixed.ClientGroups`, the fast simulation
+      mode (each CLIENTS member of `next` a group of client ids), as in
+      `build_parallel_training`.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.

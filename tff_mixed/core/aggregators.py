@@ -44,7 +44,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
-import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import embedding_select as select_lib
@@ -141,47 +140,21 @@ def build_group_scatter_back_aggregator(
   """The scatter-back's results from `client_groups.GroupOutput`s.
 
   A group uploads its members' weighted mean update (table-shaped), their
-  weight total and their per-row weight totals; one `federated_aggregate`
-  sums `weight * mean`, the row totals and the weights, and divides as
-  `embedding_select.build_sparse_mean` does, which makes the result the one
-  of the per-client scatter-back.
+  weight total and their per-row weight totals;
+  `embedding_select.build_group_sparse_mean` adds them up as the per-client
+  scatter-back does. State and measurements are `()`.
   """
-  num_rows = selection.num_rows
-  specs = [tf.TensorSpec(t.shape, t.dtype) for t in trainable_type]
-
-  @tff.tensorflow.computation
-  def zero():
-    return (tuple(tf.zeros(s.shape, s.dtype) for s in specs),
-            tf.zeros([num_rows], tf.float32), tf.constant(0.0, tf.float32))
-
-  accumulator_type = zero.type_signature.result
-
-  @tff.tensorflow.computation(accumulator_type, accumulator_type)
-  def merge(a, b):
-    return (tuple(x + y for x, y in zip(a[0], b[0])), a[1] + b[1],
-            a[2] + b[2])
-
-  @tff.tensorflow.computation(accumulator_type)
-  def report(accumulator):
-    sums, row_weights, total = accumulator
-    return (tuple(tf.math.divide_no_nan(s, total) for s in sums),
-            tf.math.divide_no_nan(row_weights, total))
-
-  @tff.tensorflow.computation(accumulator_type, accumulator_type)
-  def accumulate(accumulator, group):
-    mean, row_weights, weight = group
-    return merge(accumulator, (tuple(weight * m for m in mean), row_weights,
-                               weight))
+  group_sparse_mean = select_lib.build_group_sparse_mean(
+      trainable_type, selection.table_index)
 
   def initialize():
     return tff.federated_value((), tff.SERVER)
 
   def aggregate(state, client_outputs, keys):
     del keys  # Each group scattered its members' rows.
-    mean_update, row_weight_fraction = tff.federated_aggregate(
-        tff.federated_zip((client_outputs.update, client_outputs.row_weights,
-                           client_outputs.update_weight)),
-        zero(), accumulate, merge, report)
+    mean_update, row_weight_fraction = group_sparse_mean(
+        client_outputs.update, client_outputs.row_weights,
+        client_outputs.update_weight)
     return AggregatorOutput(state, mean_update,
                             tff.federated_value((), tff.SERVER),
                             row_weight_fraction)

@@ -232,14 +232,8 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
   `tff.federated_aggregate`, whose accumulator is the dense table-shaped
   weighted sum, the per-row weight totals and the total weight.
   """
-  full_specs = [tf.TensorSpec(t.shape, t.dtype) for t in trainable_type]
-  num_rows = full_specs[table_index].shape[0]
-
-  @tff.tensorflow.computation
-  def zero():
-    return (tuple(tf.zeros(s.shape, s.dtype) for s in full_specs),
-            tf.zeros([num_rows], tf.float32), tf.constant(0.0, tf.float32))
-
+  zero, merge, report = _sparse_mean_computations(trainable_type,
+                                                  table_index)
   accumulator_type = zero.type_signature.result
   local_type = tff.StructWithPythonType(
       [tff.TensorType(t.dtype, [keys_per_client, *t.shape[1:]])
@@ -257,6 +251,58 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
                                                  update, weight, table_index)
     return new_sums, new_row_weights, total + weight
 
+  def aggregate(keys, update, weight):
+    return tff.federated_aggregate(
+        tff.federated_zip((keys, update, weight)), zero(), accumulate, merge,
+        report)
+
+  return aggregate
+
+
+def build_group_sparse_mean(trainable_type, table_index: int):
+  """`build_sparse_mean`'s results from groups of clients.
+
+  Returns `aggregate(mean@CLIENTS, row_weights@CLIENTS, weight@CLIENTS) ->
+  <mean_update, row_weight_fraction>@SERVER`, where each group has already
+  scattered its members' rows (`scatter_weighted`): `mean` is its members'
+  table-shaped weighted mean, `row_weights` their per-row weight totals and
+  `weight` theirs. The accumulator and its division are
+  `build_sparse_mean`'s, so the result is the per-client scatter-back's.
+  """
+  zero, merge, report = _sparse_mean_computations(trainable_type,
+                                                  table_index)
+  accumulator_type = zero.type_signature.result
+
+  @tff.tensorflow.computation(accumulator_type, accumulator_type)
+  def accumulate(accumulator, group):
+    mean, row_weights, weight = group
+    return merge(accumulator,
+                 (tuple(weight * m for m in mean), row_weights, weight))
+
+  def aggregate(mean, row_weights, weight):
+    return tff.federated_aggregate(
+        tff.federated_zip((mean, row_weights, weight)), zero(), accumulate,
+        merge, report)
+
+  return aggregate
+
+
+def _sparse_mean_computations(trainable_type, table_index: int):
+  """`(zero, merge, report)` over the scatter-back's accumulator.
+
+  The accumulator is `<table-shaped weighted sums, float32[num_rows] row
+  weight totals, float32 total weight>`; `report` divides both by the total.
+  """
+  full_specs = [tf.TensorSpec(t.shape, t.dtype) for t in trainable_type]
+  num_rows = full_specs[table_index].shape[0]
+
+  @tff.tensorflow.computation
+  def zero():
+    return (tuple(tf.zeros(s.shape, s.dtype) for s in full_specs),
+            tf.zeros([num_rows], tf.float32), tf.constant(0.0, tf.float32))
+
+  accumulator_type = zero.type_signature.result
+
   @tff.tensorflow.computation(accumulator_type, accumulator_type)
   def merge(a, b):
     return (tuple(x + y for x, y in zip(a[0], b[0])), a[1] + b[1],
@@ -268,12 +314,7 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
     return (tuple(tf.math.divide_no_nan(s, total) for s in sums),
             tf.math.divide_no_nan(row_weights, total))
 
-  def aggregate(keys, update, weight):
-    return tff.federated_aggregate(
-        tff.federated_zip((keys, update, weight)), zero(), accumulate, merge,
-        report)
-
-  return aggregate
+  return zero, merge, report
 
 
 def augmenting_coverage(row_weight_fraction: tf.Tensor, trainable,
