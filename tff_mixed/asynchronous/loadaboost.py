@@ -65,6 +65,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective
 from tff_mixed.core import model_ops
+from tff_mixed.core import model_types
 
 GRANULARITY_SLIDES = 'slides'
 GRANULARITY_EPOCH = 'epoch'
@@ -151,7 +152,7 @@ def _client_update_fn(model, checks: tuple[int, ...], learning_rate: float):
         _, grads = model_ops.trainable_loss_and_gradient(loss_fn, weights,
                                                          batch)
         return model_ops.sgd_update(weights, grads, learning_rate)
-      return dataset.reduce(weights, step)
+      return model_types.reduce_dataset(dataset, weights, step)
 
     def mean_loss(weights):
       # Example-weighted mean of the batch losses: the loss over the whole
@@ -161,8 +162,8 @@ def _client_update_fn(model, checks: tuple[int, ...], learning_rate: float):
         n = tf.cast(tf.shape(tf.nest.flatten(x)[0])[0], tf.float32)
         loss = tf.cast(loss_fn(weights, batch), tf.float32)
         return sums[0] + loss * n, sums[1] + n
-      total, count = dataset.reduce(
-          (tf.constant(0.0), tf.constant(0.0)), accumulate)
+      total, count = model_types.reduce_dataset(
+          dataset, (tf.constant(0.0), tf.constant(0.0)), accumulate)
       return tf.math.divide_no_nan(total, count), count
 
     check_at = tf.constant(checks, tf.int32)
