@@ -93,8 +93,7 @@ class ClientGroupsTest(absltest.TestCase):
         feddle_search_steps=1, conv_filters=(2, 4, 4), dense_units=8,
         eval_every=1, buffer_size=2)
     cache = {}
-    for method in (lib.FEDASYNC, lib.FEDBUFF, lib.CA2FL, lib.FEDDLE_ID,
-                   lib.LOADABOOST):
+    for method in (lib.FEDASYNC, lib.FEDBUFF, lib.CA2FL, lib.FEDDLE_ID):
       per_client, grouped = (
           lib.run_method(method, data, config, 1, cache, clients_per_group=k)
           for k in (1, 2))

@@ -319,18 +319,9 @@ def build_loadaboost_group_training(
                                            granularity)
   client_update = _client_update_fn(model, checks, learning_rate)
   scalar = tf.TensorSpec([], tf.float32)
-  options = tf.data.Options()
-  options.experimental_optimization.apply_default_optimizations = False
-  options.autotune.enabled = False
-
-  def member(client_id, weights, threshold, round_num):
-    # Without tf.data's rewrites, which it would redo for every pass of
-    # every member (costlier than a few steps); the elements are the same.
-    dataset = dataset_fn(client_id, round_num).with_options(options)
-    return client_update(weights, threshold, dataset)
-
   loop = client_training.build_group_loop(
-      member,
+      lambda client_id, weights, threshold, round_num: client_update(
+          weights, threshold, dataset_fn(client_id, round_num)),
       collections.OrderedDict(
           update=model_types.trainable_specs(model), num_examples=scalar,
           final_loss=scalar, num_epochs=tf.TensorSpec([], tf.int32)))
