@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.hybrid_async import hybrid_async_lib
+from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -73,6 +74,35 @@ _SMALL = ('--rounds=2', '--num_clients=12', '--clients_per_round=2',
 def _rows(method, alpha, delay, seed, accuracies):
   return [hybrid_async_lib.RunRow(method, alpha, delay, seed, 10 * k, a, 1.0,
                                   0.0) for k, a in enumerate(accuracies)]
+
+
+class ClientGroupsTest(absltest.TestCase):
+  """Client groups give the per-client runs' numbers, method by method."""
+
+  def test_groups_equal_per_client(self):
+    lib = hybrid_async_lib
+    x, y = hybrid_images.load_digits_images(size=8, channels=3)
+    split = hybrid_images.build_hybrid_split(
+        x[:400], y[:400], num_clients=10, alpha=0.5, server_size=30,
+        eval_size=80, seed=1)
+    data = lib.Data(split, None, None, 'digits')
+    config = lib.Config(
+        rounds=3, num_clients=10, clients_per_round=3, delay_std=0.8,
+        alpha=0.5, server_size=30, eval_size=80, client_steps=2,
+        client_batch_size=4, loadaboost_epochs=2, server_steps=1,
+        feddle_search_steps=1, conv_filters=(2, 4, 4), dense_units=8,
+        eval_every=1, buffer_size=2)
+    cache = {}
+    for method in (lib.FEDASYNC, lib.FEDBUFF, lib.CA2FL, lib.FEDDLE_ID):
+      per_client, grouped = (
+          lib.run_method(method, data, config, 1, cache, clients_per_group=k)
+          for k in (1, 2))
+      for got, want in zip(grouped.rows, per_client.rows, strict=True):
+        self.assertEqual(got.round, want.round)
+        np.testing.assert_allclose(
+            [got.accuracy, got.loss], [want.accuracy, want.loss], rtol=1e-4,
+            err_msg=method)
+      self.assertEqual(grouped.notes, per_client.notes)
 
 
 class ReportTest(absltest.TestCase):

@@ -66,6 +66,8 @@ from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_data as server_data_lib
+from tff_mixed.asynchronous import simulation
+from tff_mixed.core import client_groups
 from tff_mixed.experiment import plots
 from tff_mixed.models import cnn
 from tff_mixed.tasks import hybrid_images
@@ -317,11 +319,13 @@ def _client_optimizer(config: Config):
   return tff.learning.optimizers.build_sgdm(learning_rate=config.client_lr)
 
 
-def _client_training(method: str, model, config: Config, cache: dict):
+def _client_training(method: str, model, config: Config, cache: dict,
+                     group_training=None):
   """The method's client training; traced once per model shape and kind.
 
   The computations depend on the model's functions, not on its initial
-  weights, so every seed reuses them.
+  weights, so every seed reuses them. LoAdaBoost's driver also holds its
+  `group_training` computation, if any.
   """
   c = config
   kind = ('loadaboost', c.loadaboost_epochs, c.client_lr) if (
@@ -337,8 +341,8 @@ def _client_training(method: str, model, config: Config, cache: dict):
                                                          _client_optimizer(c))
   if method == LOADABOOST:
     # A fresh driver per run: the loss threshold starts at +inf.
-    return loadaboost_lib.LoAdaBoostTraining(cache[key],
-                                                    c.loadaboost_epochs)
+    return loadaboost_lib.LoAdaBoostTraining(cache[key], c.loadaboost_epochs,
+                                             group_training=group_training)
   return cache[key]
 
 
@@ -353,9 +357,60 @@ def loadaboost_epoch_steps(config: Config) -> int:
   return max(1, config.client_steps // config.loadaboost_epochs)
 
 
+def _group_training(method: str, model, data: Data, config: Config,
+                    seed: int, steps: int, cache: dict):
+  """The group computation of `run_async`'s client groups, or None.
+
+  Each member reads the stream of `hybrid_images.client_dataset` (the same
+  seed per round) from the split's arrays held in the computation, so it
+  is built once per split and seed, and every method run on them reuses it.
+  """
+  c = config
+  if method == CENTER:
+    return None  # No client trains.
+  if method == LOADABOOST:
+    # Per client: its group computation is exact (tests/async_groups_test)
+    # but slower here, as tf.data rewrites each member's stream on every
+    # pass, and without the rewrites a reshuffled stream's later passes
+    # differ from the per-client path's.
+    return None
+  split = data.split
+  key = ('groups', id(split), seed, steps, method == LOADABOOST,
+         c.client_optimizer, c.client_lr, c.client_batch_size,
+         c.loadaboost_epochs)
+  if key not in cache:
+    rows = client_groups.array_dataset_fn(
+        [(x.astype(np.float32), y.astype(np.int32)) for x, y in (
+            split.client_arrays(i)
+            for i in range(len(split.client_indices)))], lambda d: d)
+
+    def dataset_fn(client_id, round_num):
+      examples = rows(client_id)
+      return hybrid_images.client_stream(
+          examples, examples.cardinality(), c.client_batch_size, steps,
+          seed * 1000003 + round_num)
+
+    if method == LOADABOOST:
+      computation = loadaboost_lib.build_loadaboost_group_training(
+          model, epochs=c.loadaboost_epochs, learning_rate=c.client_lr,
+          dataset_fn=dataset_fn)
+    else:
+      computation = client_training.build_group_client_training(
+          model, _client_optimizer(c), dataset_fn)
+    # The split stays referenced, so its id is not reused while cached.
+    cache[key] = (split, computation)
+  return cache[key][1]
+
+
 def run_method(method: str, data: Data, config: Config, seed: int,
-               cache: Optional[dict] = None) -> MethodRun:
-  """One method, one seed, the setting in `config`: `run_async`."""
+               cache: Optional[dict] = None,
+               clients_per_group: int = simulation.AUTO) -> MethodRun:
+  """One method, one seed, the setting in `config`: `run_async`.
+
+  `clients_per_group`: 0 (default) trains a round's clients in one group
+  per core, 1 one client per CLIENTS member (the same results), else
+  groups of this size (`run_async`).
+  """
   c = config
   cache = {} if cache is None else cache
   split = data.split
@@ -367,9 +422,13 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   schedule = tff_mixed.AsyncSchedule(
       c.num_clients, c.clients_per_round, delay_std, c.rounds, seed=seed)
   server_method = build_method(method, model, data, c, seed)
-  training = _client_training(method, model, c, cache)
   steps = loadaboost_epoch_steps(c) if method == LOADABOOST else (
       c.client_steps)
+  group_training = None if clients_per_group == 1 else _group_training(
+      method, model, data, c, seed, steps, cache)
+  training = _client_training(method, model, c, cache, group_training)
+  if method == LOADABOOST and group_training is not None:
+    group_training = training.train_groups  # It updates the threshold.
 
   def dataset_fn(client, round_num):
     return hybrid_images.client_dataset(
@@ -392,7 +451,8 @@ def run_method(method: str, data: Data, config: Config, seed: int,
       server_method, schedule, training, dataset_fn,
       model.initial_weights[0],
       evaluate_fn=_evaluate_fn(split.eval_x, split.eval_y),
-      eval_every=c.eval_every, round_end_fn=round_end)
+      eval_every=c.eval_every, round_end_fn=round_end,
+      group_training=group_training, clients_per_group=clients_per_group)
   notes = {}
   if method == LOADABOOST:
     notes['mean_client_epochs'] = training.mean_epochs
@@ -719,7 +779,9 @@ def validate(config: Config, methods: Sequence[str],
 def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
                    methods: Sequence[str], seeds: Sequence[int],
                    output_dir: str,
-                   settings: Sequence[Setting] = ()) -> ExperimentResult:
+                   settings: Sequence[Setting] = (),
+                   clients_per_group: int = simulation.AUTO
+                   ) -> ExperimentResult:
   """Every method for every setting and seed; CSVs, plots, table, config.
 
   Seeds are the outer loop, so an experiment stopped early has whole seeds
@@ -736,6 +798,8 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
     seeds: The seeds.
     output_dir: Where the files go.
     settings: `Setting`s (label skew, delay level); default: the config's.
+    clients_per_group: Client groups of `run_method` (the same results, so
+      kept runs are reused whatever it is).
 
   Returns:
     An `ExperimentResult`.
@@ -772,7 +836,7 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
         run = _load_run(path, fingerprint)
         if run is None:
           logging.info('%s: %s, seed %d', setting.label, method, seed)
-          run = run_method(method, data, c, seed, cache)
+          run = run_method(method, data, c, seed, cache, clients_per_group)
           _save_run(path, fingerprint, run)
         else:
           logging.info('%s: %s, seed %d: kept run', setting.label, method,

@@ -48,6 +48,7 @@ from absl import app
 from absl import flags
 
 from experiments.hybrid_async import hybrid_async_lib
+from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results as results_lib
 from tff_mixed.tasks import hybrid_images
 
@@ -133,6 +134,7 @@ _EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/hybrid_async',
                                   'Where to write the outputs.')
 _RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
+_CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 
 
 @functools.lru_cache(maxsize=None)
@@ -209,7 +211,7 @@ def main(argv: Sequence[str]) -> None:
   result = _LIB.run_experiment(
       lambda seed, alpha: _load(config, seed, alpha), config,
       methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
-      settings=settings)
+      settings=settings, clients_per_group=_CLIENTS_PER_GROUP.value)
   results_lib.publish(
       result.table, result.files, _RESULTS,
       module='experiments.hybrid_async.hybrid_async_main',

@@ -56,15 +56,18 @@ computation, LoAdaBoost's saving). Only these leave a client.
 """
 
 import collections
+from collections.abc import Callable
 import math
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.asynchronous import client_training
 from tff_mixed.core import central_objective
 from tff_mixed.core import model_ops
+from tff_mixed.core import model_types
 
 GRANULARITY_SLIDES = 'slides'
 GRANULARITY_EPOCH = 'epoch'
@@ -151,18 +154,22 @@ def _client_update_fn(model, checks: tuple[int, ...], learning_rate: float):
         _, grads = model_ops.trainable_loss_and_gradient(loss_fn, weights,
                                                          batch)
         return model_ops.sgd_update(weights, grads, learning_rate)
-      return dataset.reduce(weights, step)
+      return model_types.reduce_dataset(dataset, weights, step)
 
     def mean_loss(weights):
       # Example-weighted mean of the batch losses: the loss over the whole
       # dataset for mean-reduced losses such as the models' in dense.py.
-      def accumulate(sums, batch):
+      # The weights ride in the state so that this pass draws its order
+      # (a dataset may reshuffle each pass) after the epoch's, as
+      # `model_types.reduce_dataset` makes its iterator after its state.
+      def accumulate(state, batch):
+        weights, total, count = state
         x, _ = central_objective.split_batch(batch)
         n = tf.cast(tf.shape(tf.nest.flatten(x)[0])[0], tf.float32)
         loss = tf.cast(loss_fn(weights, batch), tf.float32)
-        return sums[0] + loss * n, sums[1] + n
-      total, count = dataset.reduce(
-          (tf.constant(0.0), tf.constant(0.0)), accumulate)
+        return weights, total + loss * n, count + n
+      _, total, count = model_types.reduce_dataset(
+          dataset, (weights, tf.constant(0.0), tf.constant(0.0)), accumulate)
       return tf.math.divide_no_nan(total, count), count
 
     check_at = tf.constant(checks, tf.int32)
@@ -174,6 +181,10 @@ def _client_update_fn(model, checks: tuple[int, ...], learning_rate: float):
       at_check = tf.equal(epoch, check_at[k])
       loss, count = tf.cond(at_check, lambda: mean_loss(weights),
                             lambda: (loss, count))
+      # And the next epoch's pass after this check's (the loop would start
+      # it as soon as the weights are ready), so passes keep their order.
+      with tf.control_dependencies([loss, count]):
+        weights = tuple(tf.identity(w) for w in weights)
       # Stop once the loss is at most the previous round's median, or at
       # the 3E/2 cap. A NaN loss never compares <=, so it runs to the cap.
       done = tf.logical_and(
@@ -193,6 +204,20 @@ def _client_update_fn(model, checks: tuple[int, ...], learning_rate: float):
         num_epochs=epoch)
 
   return client_update
+
+
+def _check_arguments(model, epochs, learning_rate, granularity):
+  """`(check_epochs(epochs, granularity), float(learning_rate))`, checked."""
+  if not isinstance(model, tff.learning.models.FunctionalModel):
+    raise TypeError('`model` must be a tff.learning.models.FunctionalModel, '
+                    f'got {type(model).__name__}.')
+  checks = check_epochs(epochs, granularity)
+  if (isinstance(learning_rate, (bool, np.bool_))
+      or not isinstance(learning_rate, (int, float, np.integer, np.floating))
+      or not math.isfinite(learning_rate) or learning_rate <= 0):
+    raise ValueError('`learning_rate` must be a finite number > 0, got '
+                     f'{learning_rate!r}.')
+  return checks, float(learning_rate)
 
 
 def build_loadaboost_client_training(
@@ -224,16 +249,8 @@ def build_loadaboost_client_training(
     TypeError: If `model` is not a `FunctionalModel`.
     ValueError: If `epochs`, `learning_rate` or `granularity` is invalid.
   """
-  if not isinstance(model, tff.learning.models.FunctionalModel):
-    raise TypeError('`model` must be a tff.learning.models.FunctionalModel, '
-                    f'got {type(model).__name__}.')
-  checks = check_epochs(epochs, granularity)
-  if (isinstance(learning_rate, (bool, np.bool_))
-      or not isinstance(learning_rate, (int, float, np.integer, np.floating))
-      or not math.isfinite(learning_rate) or learning_rate <= 0):
-    raise ValueError('`learning_rate` must be a finite number > 0, got '
-                     f'{learning_rate!r}.')
-  learning_rate = float(learning_rate)
+  checks, learning_rate = _check_arguments(model, epochs, learning_rate,
+                                           granularity)
 
   # Types derived from TFF's own traced client work for this model, so the
   # computation accepts exactly what `client_training` does.
@@ -264,6 +281,74 @@ def build_loadaboost_client_training(
   return train
 
 
+def build_loadaboost_group_training(
+    model: tff.learning.models.FunctionalModel,
+    *,
+    epochs: int,
+    learning_rate: float,
+    dataset_fn: Callable[[tf.Tensor, tf.Tensor], tf.data.Dataset],
+    granularity: str = GRANULARITY_SLIDES,
+) -> tff.Computation:
+  """`build_loadaboost_client_training` for groups of clients.
+
+  The fast simulation mode of `client_training.build_group_client_training`:
+  every client of a round starts from the round's weights and threshold, so
+  one TF computation trains a group's members in turn, each exactly as the
+  per-client computation does, and returns their outputs stacked.
+
+  Type signature:
+  `(<weights=ModelWeights@SERVER, loss_threshold=float32@SERVER,
+     round_num=int64@SERVER, ids=int32[?]@CLIENTS> ->
+    <update=<float32[?, ...], ...>@CLIENTS, num_examples=float32[?]@CLIENTS,
+     final_loss=float32[?]@CLIENTS, num_epochs=int32[?]@CLIENTS>)`.
+
+  Args:
+    model, epochs, learning_rate, granularity: As for
+      `build_loadaboost_client_training`.
+    dataset_fn: `dataset_fn(client_id, round_num)`, pure TF: the client's
+      dataset in the round (see `build_group_client_training`).
+
+  Returns:
+    The federated computation.
+
+  Raises:
+    TypeError: If `model` is not a `FunctionalModel`.
+    ValueError: If `epochs`, `learning_rate` or `granularity` is invalid.
+  """
+  checks, learning_rate = _check_arguments(model, epochs, learning_rate,
+                                           granularity)
+  client_update = _client_update_fn(model, checks, learning_rate)
+  scalar = tf.TensorSpec([], tf.float32)
+  loop = client_training.build_group_loop(
+      lambda client_id, weights, threshold, round_num: client_update(
+          weights, threshold, dataset_fn(client_id, round_num)),
+      collections.OrderedDict(
+          update=model_types.trainable_specs(model), num_examples=scalar,
+          final_loss=scalar, num_epochs=tf.TensorSpec([], tf.int32)))
+  weights_type = model_types.weights_type(model)
+  ids_type = tff.TensorType(client_training.GROUP_ID_DTYPE, [None])
+
+  @tff.tensorflow.computation(weights_type, np.float32, np.int64, ids_type)
+  def group_update(weights, loss_threshold, round_num, ids):
+    return loop(ids, weights, loss_threshold, round_num)
+
+  @tff.federated_computation(
+      tff.FederatedType(weights_type, tff.SERVER),
+      tff.FederatedType(np.float32, tff.SERVER),
+      tff.FederatedType(np.int64, tff.SERVER),
+      tff.FederatedType(ids_type, tff.CLIENTS))
+  def train(weights, loss_threshold, round_num, ids):
+    output = tff.federated_map(group_update, (
+        tff.federated_broadcast(weights),
+        tff.federated_broadcast(loss_threshold),
+        tff.federated_broadcast(round_num), ids))
+    return collections.OrderedDict(
+        (key, output[key]) for key in (
+            'update', 'num_examples', 'final_loss', 'num_epochs'))
+
+  return train
+
+
 class LoAdaBoostTraining:
   """LoAdaBoost's round-to-round driver, callable like `client_training`.
 
@@ -276,17 +361,22 @@ class LoAdaBoostTraining:
   LoAdaBoost's saving against FedAvg's fixed E.
   """
 
-  def __init__(self, training: tff.Computation, epochs: int):
+  def __init__(self, training: tff.Computation, epochs: int,
+               group_training: Optional[tff.Computation] = None):
     """Wraps `build_loadaboost_client_training(..., epochs=epochs)`.
 
     Args:
       training: The computation from `build_loadaboost_client_training`.
       epochs: The E it was built with (for `mean_epochs` comparisons).
+      group_training: Optionally the computation from
+        `build_loadaboost_group_training` (the same model, E and learning
+        rate), which `train_groups` calls: `run_async`'s `group_training`.
 
     Raises:
       ValueError: If `epochs` is not an even int >= 2.
     """
     self._training = training
+    self._group_training = group_training
     self.epochs = _check_epochs(epochs)
     self.threshold = math.inf
     self.client_epochs: list[int] = []
@@ -309,11 +399,21 @@ class LoAdaBoostTraining:
     self.client_epochs = list(snapshot['client_epochs'])
 
   def __call__(self, weights, client_datasets) -> dict[str, Any]:
-    output = self._training(weights, np.float32(self.threshold),
-                            client_datasets)
-    losses = [float(l) for l in output['final_loss']]
+    return self._train(self._training, weights, client_datasets)
+
+  def train_groups(self, weights, round_num, groups) -> dict[str, Any]:
+    """A round's clients in groups: `run_async`'s `group_training`."""
+    if self._group_training is None:
+      raise ValueError('This LoAdaBoostTraining has no `group_training`.')
+    return self._train(self._group_training, weights, round_num, groups)
+
+  def _train(self, computation, weights, *clients) -> dict[str, Any]:
+    output = computation(weights, np.float32(self.threshold), *clients)
+    # Per client, or per group its members stacked: in the clients' order.
+    losses = [float(l) for g in output['final_loss'] for l in np.ravel(g)]
     self.threshold = next_threshold(losses)
-    self.client_epochs.extend(int(e) for e in output['num_epochs'])
+    self.client_epochs.extend(
+        int(e) for g in output['num_epochs'] for e in np.ravel(g))
     return collections.OrderedDict(
         update=output['update'],
         num_examples=output['num_examples'],

@@ -18,8 +18,9 @@ Zhu et al., "Guided Model Merging for Hybrid Data Learning", appendix):
 
 1.  the schedule samples idle clients (`AsyncSchedule.sample`);
 2.  they train now, in one call of the TFF federated computation
-    (`client_training.build_client_training`), from the round-k model; an
-    update that can never arrive within the run is not trained;
+    (`client_training.build_client_training`, or in groups of clients,
+    `build_group_client_training`), from the round-k model; an update that
+    can never arrive within the run is not trained;
 3.  each update is held in Python until its arrival round;
 4.  the server method applies the updates that arrive in round k.
 
@@ -55,13 +56,26 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
+from tff_mixed.core import client_groups
 from tff_mixed.training import checkpoints
 from tff_mixed.training import reports
 from tff_mixed.training import runner
 
 Weights = Sequence[np.ndarray]
+
+# `clients_per_group` that gives one group per core.
+AUTO = 0
+
+
+def _check_clients_per_group(clients_per_group: Any) -> int:
+  if isinstance(clients_per_group, bool) or not isinstance(
+      clients_per_group, (int, np.integer)) or clients_per_group < 0:
+    raise ValueError('`clients_per_group` must be an int >= 0 (0: one group '
+                     f'per core), got {clients_per_group!r}.')
+  return int(clients_per_group)
 
 
 class AsyncState(NamedTuple):
@@ -93,15 +107,42 @@ class AsyncProcess:
   def __init__(self, method: Any, schedule: schedule_lib.AsyncSchedule,
                client_training: Callable[..., Any],
                dataset_fn: Callable[[int, int], tf.data.Dataset],
-               initial_weights: Weights):
+               initial_weights: Weights,
+               group_training: Optional[Callable[..., Any]] = None,
+               clients_per_group: int = AUTO):
     """See `run_async` for the arguments; `schedule` must be fresh."""
     self._method = method
     self._schedule = schedule
     self._client_training = client_training
     self._dataset_fn = dataset_fn
     self._initial_weights = initial_weights
+    self._group_training = group_training
+    self._clients_per_group = _check_clients_per_group(clients_per_group)
     # A method that ignores client updates (Center) spares their training.
     self._uses_updates = getattr(method, 'uses_client_updates', True)
+
+  def _train(self, weights: list[np.ndarray], round_num: int,
+             clients: list[int]) -> tuple[list[list[np.ndarray]], float]:
+    """Each client's update (`trained - weights`) and the mean loss."""
+    model_weights = tff.learning.models.ModelWeights(
+        trainable=tuple(weights), non_trainable=())
+    size = self._clients_per_group or client_groups.default_clients_per_group(
+        len(clients))
+    if self._group_training is None or size == 1:
+      result = self._client_training(
+          model_weights, [self._dataset_fn(c, round_num) for c in clients])
+      updates = [[np.asarray(u) for u in update]
+                 for update in result['update']]
+    else:
+      groups = client_groups.split_cohort(clients, size)
+      result = self._group_training(
+          model_weights, np.int64(round_num),
+          [np.asarray(g, client_training.GROUP_ID_DTYPE) for g in groups])
+      # Per group, its members' updates stacked in the order of `clients`.
+      updates = [[np.asarray(u)[m] for u in stacked]
+                 for stacked, g in zip(result['update'], groups)
+                 for m in range(len(g))]
+    return updates, float(result['loss'])
 
   def initialize(self) -> AsyncState:
     return AsyncState([np.asarray(w) for w in self._initial_weights],
@@ -120,14 +161,11 @@ class AsyncProcess:
     pending = dict(state.pending)
     trained, train_loss = state.num_trained, state.train_loss
     if to_train:
-      result = self._client_training(
-          tff.learning.models.ModelWeights(trainable=tuple(state.weights),
-                                           non_trainable=()),
-          [self._dataset_fn(c, round_num) for c in to_train])
-      for client, update in zip(to_train, result['update']):
-        pending[client] = ([np.asarray(u) for u in update], state.weights)
+      client_updates, train_loss = self._train(state.weights, round_num,
+                                               to_train)
+      for client, update in zip(to_train, client_updates):
+        pending[client] = (update, state.weights)
       trained += len(to_train)
-      train_loss = float(result['loss'])
     updates = []
     for arrival in schedule.arrivals(round_num):
       if arrival.client not in pending:
@@ -216,6 +254,8 @@ def run_async(
     eval_every: int = 10,
     round_end_fn: Optional[Callable[[int, list[np.ndarray]], None]] = None,
     checkpoint_path: Optional[str] = None,
+    group_training: Optional[Callable[..., Any]] = None,
+    clients_per_group: int = AUTO,
 ) -> AsyncRunResult:
   """Runs `schedule.num_rounds` asynchronous rounds.
 
@@ -237,20 +277,33 @@ def run_async(
       there (atomically), and a run that finds it resumes after its round.
       The schedule, method and client training must be built as for the
       saved run (their configuration is checked).
+    group_training: Optional client groups, the fast simulation mode:
+      `client_training.build_group_client_training` (or a LoAdaBoost
+      driver's `train_groups`), called as `group_training(weights,
+      round_num, groups)` with a round's clients split into groups of int32
+      ids; it returns per group its members' updates, stacked, and `loss`.
+      Every client of a round trains from the round's model, and the server
+      method gets each client's own update as before, so results equal the
+      per-client path's for every method (FedAsync, FedBuff, CA2FL, Feddle,
+      the hybrid baselines). Without it, clients train one per CLIENTS
+      member.
+    clients_per_group: With `group_training`, the group size: 0 (default)
+      one group per core, 1 the per-client path (`client_training` and
+      `dataset_fn`).
 
   Returns:
     An `AsyncRunResult`.
 
   Raises:
-    ValueError: For a bad `eval_every`, or (from the schedule) a round with
-      too few idle clients.
+    ValueError: For a bad `eval_every` or `clients_per_group`, or (from the
+      schedule) a round with too few idle clients.
     CheckpointMismatchError: If `checkpoint_path` holds another run.
   """
   if isinstance(eval_every, bool) or not isinstance(
       eval_every, int) or eval_every < 1:
     raise ValueError(f'`eval_every` must be an int >= 1, got {eval_every!r}.')
   process = AsyncProcess(method, schedule, client_training, dataset_fn,
-                         initial_weights)
+                         initial_weights, group_training, clients_per_group)
   fingerprint = _fingerprint(method, schedule, initial_weights, eval_every)
   saved = _load_checkpoint(checkpoint_path, fingerprint)
   if saved is None:

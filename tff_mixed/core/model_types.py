@@ -92,7 +92,13 @@ def reduce_dataset(dataset: tf.data.Dataset, initial_state: Any,
   # a TFF graph or a `tf.while_loop` body has no such ordering.
   @tf.function
   def loop(dataset, initial_state):
-    iterator = iter(dataset)
+    # Made after the state is: an iterator of a dataset that reshuffles
+    # each iteration draws its order when it is made, so passes over one
+    # dataset (whose states chain) must make theirs in turn; without the
+    # dependency an inlined call makes it as early as it can, in any order.
+    with tf.control_dependencies(
+        [t for t in tf.nest.flatten(initial_state) if tf.is_tensor(t)]):
+      iterator = iter(dataset)
 
     def body(state, element):
       return (reduce_fn(state, element.get_value()),

@@ -414,9 +414,20 @@ def client_dataset(split: HybridSplit, client, batch_size: int,
   num_steps = _check_count('num_steps', num_steps, 1)
   seed = _check_count('seed', seed, 0)
   x, y = split.client_arrays(index)
-  return (tf.data.Dataset.from_tensor_slices(
-      (x.astype(np.float32), y.astype(np.int32)))
-          .shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
+  return client_stream(tf.data.Dataset.from_tensor_slices(
+      (x.astype(np.float32), y.astype(np.int32))), len(y), batch_size,
+                       num_steps, seed)
+
+
+def client_stream(examples: tf.data.Dataset, num_examples, batch_size: int,
+                  num_steps: int, seed) -> tf.data.Dataset:
+  """`client_dataset`'s stream of a client's single examples (pure TF).
+
+  `num_examples` and `seed` may be tensors, so that a client-group
+  computation builds the stream of a client id and round there.
+  """
+  return (examples.shuffle(num_examples, seed=seed,
+                           reshuffle_each_iteration=True)
           .repeat()
           .batch(batch_size, drop_remainder=True)
           .take(num_steps))
