@@ -21,9 +21,15 @@ size. The numbers measure speed, not accuracy.
 
   python -m benchmarks.celeba_scale            # writes its BENCHMARKS.md section
 
-Per scenario: build time, the first round (tracing), the median of the
-timed rounds, and the ratio to FL-only (TFF's FedAvg on the same clients);
-plus the one-time pass over the database and an evaluation.
+Per scenario and mode (per-client: one client per CLIENTS member, datasets
+built from id strings in TFF's worker; grouped: `tff_mixed.ClientGroups`,
+one group per core by default, each group reading its members' data from
+their id strings, `task.dataset_for_id`, inside its computation): build time,
+the first round (tracing), the median of the timed rounds, and the ratios to
+FL-only (TFF's FedAvg on the same clients) and to the compute floor (the
+same clients' K = 2 SGD steps on the same kind of batches and the server
+mean in one plain `tf.function`, `benchmarks/compute_floor.py`); plus the
+one-time pass over the database and an evaluation.
 """
 
 import collections
@@ -44,10 +50,14 @@ from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
 import numpy as np
+import tensorflow as tf
 
+from benchmarks import compute_floor
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import raw_celeba_lib
+import tff_mixed
 from tff_mixed.experiment import comparison
+from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results as results_lib
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import dense
@@ -74,6 +84,10 @@ _ROUNDS = flags.DEFINE_integer(
     lower_bound=2)
 _SCENARIOS = flags.DEFINE_list(
     'scenarios', list(celeba_smile_lib.SCENARIOS), 'Scenarios to time.')
+_CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+_FLOOR_GOAL = flags.DEFINE_float(
+    'floor_goal', 2.0, 'The fastest process should take at most this times '
+    'the compute floor.', lower_bound=1e-9)
 _OUTPUT_MARKDOWN = flags.DEFINE_string(
     'output_markdown', 'BENCHMARKS.md', 'Markdown file; this benchmark owns '
     'its `celeba_scale` section.')
@@ -118,33 +132,107 @@ def _resolve(path: str) -> str:
   return path if os.path.isabs(path) else os.path.join(_REPO_ROOT, path)
 
 
-def _time_scenario(scenario, task, model, comparison_task, rounds,
-                   clients_per_round):
-  batch_sizes = scenarios_lib.paper_central_batch_sizes(
-      clients_per_round, 2, task.client_batch_size,
-      task.central_store.num_examples)
-  start = time.perf_counter()
-  process = comparison.scenario_process(
-      scenario, comparison_task, model, client_lr=0.01, client_steps=2,
-      central_batch_sizes=batch_sizes,
-      examples_per_client=round(comparison_task.mean_client_examples),
-      client_batch_size=task.client_batch_size, seed=0)
-  state = process.initialize()
-  build_s = time.perf_counter() - start
-  client_data_fn, _ = comparison.round_functions(
-      scenario, comparison_task, clients_per_round=clients_per_round,
-      client_steps=2, seed=0)
+_CLIENT_STEPS = 2  # K, the paper's.
+_CLIENT_LR = 0.01
+# A grouped row's key is the scenario's name and this suffix.
+_GROUPED = '@grouped'
+_FLOOR = 'compute_floor'
+
+
+def _timed_rounds(name, run_round, rounds):
+  """`round_s` of `run_round(round_num)` for rounds 1..`rounds`."""
   round_s = []
   for round_num in range(1, rounds + 1):
     start = time.perf_counter()
-    state = process.next(state, client_data_fn(round_num)).state
+    run_round(round_num)
     round_s.append(time.perf_counter() - start)
-    print(f'[celeba_scale] {scenario} round {round_num}: '
+    print(f'[celeba_scale] {name} round {round_num}: '
           f'{round_s[-1]:.2f} s', file=sys.stderr, flush=True)
+  return round_s
+
+
+def _summary(build_s, round_s):
   return collections.OrderedDict(
       build_s=build_s, first_round_s=round_s[0],
       median_round_s=statistics.median(round_s[1:]),
       timed_rounds=len(round_s) - 1)
+
+
+def _time_scenario(scenario, task, model, comparison_task, rounds,
+                   clients_per_round, grouped):
+  """Times one scenario, per client or (`grouped`) in client groups."""
+  batch_sizes = scenarios_lib.paper_central_batch_sizes(
+      clients_per_round, _CLIENT_STEPS, task.client_batch_size,
+      task.central_store.num_examples)
+  kwargs = dict(
+      client_lr=_CLIENT_LR, client_steps=_CLIENT_STEPS,
+      central_batch_sizes=batch_sizes,
+      examples_per_client=round(comparison_task.mean_client_examples),
+      client_batch_size=task.client_batch_size, seed=0)
+  client_data_fn, _ = comparison.round_functions(
+      scenario, comparison_task, clients_per_round=clients_per_round,
+      client_steps=_CLIENT_STEPS, seed=0)
+  start = time.perf_counter()
+  if grouped:
+    oracle = scenario == scenarios_lib.ORACLE
+    # Ids are the task's id strings: each group builds its members'
+    # datasets from them inside its computation.
+    process = scenarios_lib.build_process(
+        scenario, model, comparison_task.central_objective,
+        client_groups=tff_mixed.ClientGroups(
+            lambda client_id: task.dataset_for_id(client_id, oracle),
+            np.str_),
+        **kwargs)
+    data_fn = lambda r: grouping.group_ids(  # pylint: disable=g-long-lambda
+        client_data_fn(r), _CLIENTS_PER_GROUP.value, np.str_)
+  else:
+    process = comparison.scenario_process(scenario, comparison_task, model,
+                                          **kwargs)
+    data_fn = client_data_fn
+  state = process.initialize()
+  build_s = time.perf_counter() - start
+
+  def run_round(round_num):
+    nonlocal state
+    state = process.next(state, data_fn(round_num)).state
+
+  name = scenario + (_GROUPED if grouped else '')
+  return _summary(build_s, _timed_rounds(name, run_round, rounds))
+
+
+def _floor_batches(task, client_ids):
+  """`(x, y)` of `compute_floor`: K batches of each client, from its data.
+
+  The same positives a federated client trains on, cycled if a client has
+  fewer than K batches' worth, so every client takes exactly K full steps.
+  """
+  k, batch = _CLIENT_STEPS, task.client_batch_size
+  xs, ys = [], []
+  for client_id in client_ids:
+    dataset = task.dataset_for_id(client_id).unbatch().repeat().take(
+        k * batch).batch(batch)
+    x, y = zip(*((bx.numpy(), by.numpy()) for bx, by in dataset))
+    xs.append(np.stack(x))
+    ys.append(np.stack(y))
+  return np.stack(xs), np.stack(ys)
+
+
+def _time_floor(task, model, comparison_task, rounds, clients_per_round):
+  """Times the compute floor on each round's FL-only clients."""
+  client_data_fn, _ = comparison.round_functions(
+      scenarios_lib.FL_ONLY, comparison_task,
+      clients_per_round=clients_per_round, client_steps=_CLIENT_STEPS,
+      seed=0)
+  # Reading the batches is outside the timed rounds: the floor is the work.
+  batches = [_floor_batches(task, client_data_fn(r))
+             for r in range(1, rounds + 1)]
+  floor = compute_floor.FloorRunner(model, _CLIENT_LR)
+
+  def run_round(round_num):
+    floor.set_clients(*batches[round_num - 1])
+    floor.run_round()
+
+  return _summary(0.0, _timed_rounds(_FLOOR, run_round, rounds))
 
 
 def main(argv: Sequence[str]) -> None:
@@ -185,10 +273,21 @@ def main(argv: Sequence[str]) -> None:
   task.evaluate(model, model.initial_weights)
   eval_s = time.perf_counter() - start
   clients_per_round = min(_CLIENTS_PER_ROUND.value, task.num_clients)
-  timings = collections.OrderedDict(
-      (s, _time_scenario(s, task, model, comparison_task, _ROUNDS.value,
-                         clients_per_round))
-      for s in _SCENARIOS.value)
+  modes = ((False, True) if grouping.is_grouped(_CLIENTS_PER_GROUP.value,
+                                                 clients_per_round)
+           else (False,))
+  load_start = os.getloadavg()[0]
+  timings = collections.OrderedDict()
+  for s in _SCENARIOS.value:
+    for grouped in modes:
+      timings[s + (_GROUPED if grouped else '')] = _time_scenario(
+          s, task, model, comparison_task, _ROUNDS.value, clients_per_round,
+          grouped)
+  timings[_FLOOR] = _time_floor(task, model, comparison_task, _ROUNDS.value,
+                                clients_per_round)
+  load_end = os.getloadavg()[0]
+  groups = [len(g) for g in grouping.group_ids(
+      np.arange(clients_per_round), _CLIENTS_PER_GROUP.value)]
 
   report = collections.OrderedDict(
       command=' '.join(['python -m benchmarks.celeba_scale', *sys.argv[1:]]),
@@ -199,11 +298,17 @@ def main(argv: Sequence[str]) -> None:
                 central_examples=task.central_store.num_examples,
                 eval_examples=len(task.eval_labels),
                 database_mib=os.path.getsize(database) / 2**20),
-      clients_per_round=clients_per_round, task_build_s=task_s,
-      eval_s=eval_s, timings=timings)
+      clients_per_round=clients_per_round, groups=groups,
+      clients_per_group=_CLIENTS_PER_GROUP.value,
+      load_average=dict(start=load_start, end=load_end),
+      task_build_s=task_s, eval_s=eval_s, floor_goal=_FLOOR_GOAL.value,
+      timings=timings)
   reports.atomic_write_text(_resolve(_OUTPUT_JSON.value),
                             json.dumps(report, indent=2) + '\n')
   base = timings.get('fl_only', {}).get('median_round_s')
+  floor = timings[_FLOOR]['median_round_s']
+  sizes = (str(min(groups)) if min(groups) == max(groups) else
+           f'{min(groups)}-{max(groups)}')
   lines = [
       '## CelebA smile pipeline at the paper\'s scale '
       '(benchmarks/celeba_scale.py)',
@@ -224,16 +329,41 @@ def main(argv: Sequence[str]) -> None:
       '21168-64-1.',
       f'* One-time pass over the database (central store, label counts, eval '
       f'arrays): {task_s:.1f} s; one evaluation: {eval_s:.2f} s.',
+      f'* Modes: per-client (datasets built from id strings in TFF\'s '
+      f'worker, one client per CLIENTS member) and grouped '
+      f'(`tff_mixed.ClientGroups`, {len(groups)} groups of {sizes} clients, '
+      f'`--clients_per_group={_CLIENTS_PER_GROUP.value}`; each group reads '
+      'its members\' data from their id strings inside its computation). '
+      'Compute floor: the same round\'s FL-only clients, K = 2 SGD steps of '
+      'batch 5 each on their positives and the server mean in one plain '
+      '`tf.function` (no TFF; `benchmarks/compute_floor.py`).',
+      f'* Timing: the median of {_ROUNDS.value - 1} rounds after one untimed '
+      f'round (tracing); load average (1 min) at start / end '
+      f'{load_start:.2f} / {load_end:.2f}, on a machine shared with other '
+      'work.',
       '',
-      '| scenario | build (s) | first round (s) | s/round (median) | '
-      'x FL-only |',
-      '|---|---:|---:|---:|---:|',
+      '| scenario | mode | build (s) | first round (s) | s/round (median) | '
+      'x FL-only | x floor |',
+      '|---|---|---:|---:|---:|---:|---:|',
   ]
-  for scenario, t in timings.items():
+  for name, t in timings.items():
     ratio = f'{t["median_round_s"] / base:.2f}' if base else '-'
-    lines.append(f'| {scenario} | {t["build_s"]:.1f} | '
+    scenario, _, mode = name.partition('@')
+    mode = ('-' if name == _FLOOR else mode or 'per-client')
+    lines.append(f'| {scenario} | {mode} | {t["build_s"]:.1f} | '
                  f'{t["first_round_s"]:.1f} | {t["median_round_s"]:.2f} | '
-                 f'{ratio} |')
+                 f'{ratio} | {t["median_round_s"] / floor:.1f} |')
+  best = min((n for n in timings if n != _FLOOR),
+             key=lambda n: timings[n]['median_round_s'])
+  ratio = timings[best]['median_round_s'] / floor
+  verdict = 'meets' if ratio <= _FLOOR_GOAL.value else 'does not meet'
+  lines += [
+      '',
+      f'**Best ratio to the compute floor at {clients_per_round} clients:** '
+      f'{ratio:.2f}x ({best.replace(_GROUPED, ", grouped")}, '
+      f'{timings[best]["median_round_s"]:.2f} s vs. {floor:.2f} s). This '
+      f'{verdict} the goal of {_FLOOR_GOAL.value:g}x the floor.',
+  ]
   markdown = '\n'.join(lines)
   reports.write_markdown_section(_resolve(_OUTPUT_MARKDOWN.value),
                                  'celeba_scale', markdown,

@@ -11,9 +11,15 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Seconds per round and peak memory of the mixed FL processes vs. FedAvg.
+"""Seconds per round of the mixed FL processes vs. FedAvg and the floor.
 
-For each algorithm and each `--clients_per_round` this binary measures:
+For each model (`--models`: the small one of `--input_dim` and
+`--hidden_units`, and the CelebA-size one, 84x84x3 = 21168 inputs -> 64 ->
+1, the smile classifier of arXiv:2205.13655, section 4.1), each algorithm,
+each mode (per-client: one client per CLIENTS member; grouped: client groups,
+`tff_mixed.ClientGroups`, `--clients_per_group` clients per member, by
+default one group per core) and each `--clients_per_round` this binary
+measures:
 
 * seconds per round: the median over `--timed_rounds` rounds that follow
   `--warmup_rounds` rounds (the first of which includes compiling the
@@ -28,15 +34,22 @@ For each algorithm and each `--clients_per_round` this binary measures:
   size) therefore runs once more in a fresh subprocess (`--algorithm`), which
   reports the increase of peak RSS (Linux VmHWM, reset through
   /proc/PID/clear_refs) over the RSS just before the process is built, for
-  itself and for its TFF worker.
+  itself and for its TFF worker. Off by default (`--measure_memory`): one
+  subprocess per row takes longer than the timing itself.
 
-The algorithms: TFF's `tff.learning.algorithms.build_weighted_fed_avg` (the
-reference), the four mixed FL processes of `tff_mixed`, and the compute floor:
-the same clients x K local SGD steps of the same model on the same batches,
-plus the server average, in one plain `tf.function` without TFF. All share one
-model, one synthetic cohort per size (every client takes K steps of
+The algorithms: FedAvg (per-client: TFF's
+`tff.learning.algorithms.build_weighted_fed_avg`, the reference; grouped:
+`tff_mixed.build_fedavg`, equal to it), the four mixed FL processes of
+`tff_mixed`, and the compute floor (`benchmarks/compute_floor.py`): the same
+clients x K local SGD steps of the same model on the same batches, plus the
+server average, in one plain `tf.function` without TFF. All share one model,
+one synthetic cohort per size (every client takes K steps of
 `--client_batch_size` examples, like the paper's CelebA setup with K = 2 and
-batch 5) and one central data set.
+batch 5) and one central data set. Grouped processes read their members'
+batches inside the group computation: from constants for the small model
+(`client_groups.array_dataset_fn`), from an `ExampleStore` of the cohort for
+the CelebA-size one (85 MB at 100 clients: as constants the computation
+would carry them to TFF's worker every round).
 
 The results go to a generated BENCHMARKS.md at the repository root and to a
 JSON file with the raw per-round numbers.
@@ -44,16 +57,18 @@ JSON file with the raw per-round numbers.
 Usage, from the repository root:
 
   .venv/bin/python -m benchmarks.round_time
-  .venv/bin/python -m benchmarks.round_time --clients_per_round=10 \\
-      --timed_rounds=20 --nomeasure_memory
+  .venv/bin/python -m benchmarks.round_time --models=small \\
+      --clients_per_round=10 --timed_rounds=20 --measure_memory
 """
 
+import atexit
 import collections
 import datetime
 import json
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -76,7 +91,11 @@ import tensorflow_federated as tff
 # Imported for its side effect too: it kills, at exit, the TFF worker process
 # that this process starts (see tff_mixed/runtime.py).
 import tff_mixed
+from benchmarks import compute_floor
 from tff_mixed.algorithms import registry
+from tff_mixed.core import client_groups as client_groups_lib
+from tff_mixed.core import example_store
+from tff_mixed.experiment import grouping
 from tff_mixed.models import dense
 from tff_mixed import runtime
 from tff_mixed.training import reports as reports_lib
@@ -87,7 +106,7 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FEDAVG = registry.FEDAVG
 FLOOR = 'compute_floor'
 _DISPLAY_NAMES = collections.OrderedDict([
-    (FEDAVG, 'FedAvg (TFF `build_weighted_fed_avg`)'),
+    (FEDAVG, 'FedAvg'),
     ('parallel_training', 'Parallel Training'),
     ('one_way_gt', '1-way Gradient Transfer'),
     ('two_way_gt', '2-way Gradient Transfer'),
@@ -95,22 +114,36 @@ _DISPLAY_NAMES = collections.OrderedDict([
     (FLOOR, 'Compute floor (plain `tf.function`)'),
 ])
 _ALL_ALGORITHMS = list(_DISPLAY_NAMES)
+# A grouped row's key is the algorithm's name and this suffix.
+GROUPED = '@grouped'
+_ALL_ROWS = [r for n in _ALL_ALGORITHMS
+             for r in ((n,) if n == FLOOR else (n, n + GROUPED))]
+# The CelebA smile classifier: 84x84x3 images, one hidden layer of 64.
+_MODELS_DIMS = collections.OrderedDict(
+    small=None, celeba=(84 * 84 * 3, (64,)))
 
 _CLIENTS_PER_ROUND = flags.DEFINE_list(
     'clients_per_round', ['10', '100'], 'Cohort sizes to benchmark.')
+_MODELS = flags.DEFINE_list(
+    'models', list(_MODELS_DIMS),
+    'Models to benchmark, in this order: small (--input_dim, '
+    '--hidden_units) and celeba (84x84x3 = 21168 inputs -> 64 -> 1).')
+_CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 _ALGORITHMS = flags.DEFINE_list(
     'algorithms', _ALL_ALGORITHMS,
-    f'Algorithms to benchmark, a subset of {_ALL_ALGORITHMS}. Ratios need '
-    f'{FEDAVG} and {FLOOR}.')
+    f'Algorithms to benchmark, a subset of {_ALL_ALGORITHMS}, each per-client '
+    f'and (unless --clients_per_group=1) grouped. Ratios need {FEDAVG} and '
+    f'{FLOOR}.')
 _WARMUP_ROUNDS = flags.DEFINE_integer(
-    'warmup_rounds', 3,
+    'warmup_rounds', 2,
     'Untimed rounds per algorithm and cohort size; the first one compiles.')
 _TIMED_ROUNDS = flags.DEFINE_integer(
-    'timed_rounds', 5, 'Timed rounds per algorithm and cohort size.')
-_INPUT_DIM = flags.DEFINE_integer('input_dim', 64, 'Input features.')
+    'timed_rounds', 4, 'Timed rounds per algorithm and cohort size.')
+_INPUT_DIM = flags.DEFINE_integer(
+    'input_dim', 64, 'Input features of the small model.')
 _HIDDEN_UNITS = flags.DEFINE_list(
     'hidden_units', ['64'],
-    'Hidden layer widths of the binary classifier (the paper\'s smile '
+    'Hidden layer widths of the small model (the paper\'s smile '
     'classifier has one hidden layer of 64 units).')
 _CLIENT_STEPS = flags.DEFINE_integer(
     'client_steps', 2, 'K: local steps per client (each client holds exactly '
@@ -129,10 +162,16 @@ _CLIENT_LEARNING_RATE = flags.DEFINE_float(
 _SEED = flags.DEFINE_integer('seed', 0, 'Seeds data, model and processes.')
 _GOAL_RATIO = flags.DEFINE_float(
     'goal_ratio', 1.15,
-    'Mixed algorithms should take at most this times FedAvg\'s round time.')
+    'Mixed algorithms should take at most this times the round time of '
+    'FedAvg in the same mode.')
+_FLOOR_GOAL = flags.DEFINE_float(
+    'floor_goal', 2.0,
+    'The fastest process at the largest cohort should take at most this '
+    'times the compute floor.')
 _MEASURE_MEMORY = flags.DEFINE_bool(
-    'measure_memory', True,
-    'Also measure peak memory, one subprocess per algorithm and cohort size.')
+    'measure_memory', False,
+    'Also measure peak memory, one subprocess per row, model and cohort size '
+    '(slow: each starts TensorFlow and TFF).')
 _MEMORY_ROUNDS = flags.DEFINE_integer(
     'memory_rounds', 3, 'Rounds each memory subprocess runs.')
 _MEMORY_TIMEOUT = flags.DEFINE_integer(
@@ -144,22 +183,25 @@ _OUTPUT_JSON = flags.DEFINE_string(
     'output_json', os.path.join('benchmarks', 'results', 'round_time.json'),
     'Raw numbers; a relative path is relative to the repository root.')
 _ALGORITHM = flags.DEFINE_enum(
-    'algorithm', None, _ALL_ALGORITHMS,
-    'Internal (memory subprocess): measure the peak memory of this one '
-    'algorithm at the single --clients_per_round, write it as JSON to '
+    'algorithm', None, _ALL_ROWS,
+    'Internal (memory subprocess): measure the peak memory of this one row '
+    'at the single --models and --clients_per_round, write it as JSON to '
     '--memory_output, and measure nothing else.')
 _MEMORY_OUTPUT = flags.DEFINE_string(
     'memory_output', None, 'Internal: where --algorithm writes its JSON.')
 
 # Flags that define the workload; memory subprocesses get the parent's values.
 _WORKLOAD_FLAGS = (_INPUT_DIM, _HIDDEN_UNITS, _CLIENT_STEPS,
-                   _CLIENT_BATCH_SIZE, _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
+                   _CLIENTS_PER_GROUP, _CLIENT_BATCH_SIZE, _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
                    _TRANSFER_EXAMPLES, _CLIENT_LEARNING_RATE, _SEED,
                    _MEMORY_ROUNDS)
 
 flags.register_validator(
     'algorithms', lambda v: bool(v) and set(v) <= set(_ALL_ALGORITHMS),
     f'--algorithms must be a non-empty subset of {_ALL_ALGORITHMS}.')
+flags.register_validator(
+    'models', lambda v: bool(v) and set(v) <= set(_MODELS_DIMS),
+    f'--models must be a non-empty subset of {list(_MODELS_DIMS)}.')
 flags.register_validator(
     'clients_per_round',
     lambda v: bool(v) and all(s.isdigit() and int(s) > 0 for s in v),
@@ -177,6 +219,11 @@ flags.register_validator(
     'client_learning_rate', lambda v: v > 0,
     '--client_learning_rate must be positive.')
 flags.register_validator('seed', lambda v: v >= 0, '--seed must be >= 0.')
+flags.register_validator('floor_goal', lambda v: v > 0,
+                         '--floor_goal must be positive.')
+
+# Kept here for benchmarks that share this one's workload.
+build_floor_round = compute_floor.build_floor_round
 
 _MIB = 1024.0 * 1024.0
 _CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
@@ -188,6 +235,7 @@ _CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 class Workload(NamedTuple):
   """What every algorithm trains: one model, central data, hyperparameters."""
 
+  model_name: str
   model: tff.learning.models.FunctionalModel
   objective: tff_mixed.CentralObjective
   teacher: np.ndarray
@@ -196,6 +244,7 @@ class Workload(NamedTuple):
   central_batch_size: int
   transfer_examples: int
   learning_rate: float
+  clients_per_group: int
   seed: int
 
 
@@ -206,11 +255,15 @@ class Cohort(NamedTuple):
     datasets: One `tf.data.Dataset` per client, of exactly K batches.
     x: float32[clients, K, batch, input_dim], the same examples.
     y: float32[clients, K, batch, 1].
+    store: For the CelebA-size model, the same examples in an
+      `ExampleStore`, client by client, which groups read (`None`: groups
+      hold the arrays as constants).
   """
 
   datasets: list[tf.data.Dataset]
   x: np.ndarray
   y: np.ndarray
+  store: Optional[example_store.ExampleStore] = None
 
 
 def _labels(x: np.ndarray, teacher: np.ndarray) -> np.ndarray:
@@ -219,19 +272,31 @@ def _labels(x: np.ndarray, teacher: np.ndarray) -> np.ndarray:
   return (x @ teacher > 0.0).astype(np.float32)
 
 
-def make_workload() -> Workload:
-  """Builds the model and central data set from the flags."""
-  input_dim = _INPUT_DIM.value
+def model_dims(model_name: str) -> tuple[int, tuple[int, ...]]:
+  """`(input_dim, hidden_units)` of model `model_name`."""
+  dims = _MODELS_DIMS[model_name]
+  if dims is None:
+    return _INPUT_DIM.value, tuple(int(u) for u in _HIDDEN_UNITS.value)
+  return dims
+
+
+def make_workload(model_name: str = 'small') -> Workload:
+  """Builds the model and central data set of `model_name` from the flags."""
+  input_dim, hidden_units = model_dims(model_name)
   rng = np.random.default_rng(_SEED.value)
   teacher = rng.normal(size=(input_dim, 1)).astype(np.float32)
   central_x = rng.normal(
       size=(_CENTRAL_EXAMPLES.value, input_dim)).astype(np.float32)
-  objective = tff_mixed.central_data_objective(
-      (central_x, _labels(central_x, teacher)))
+  central = (central_x, _labels(central_x, teacher))
+  if _MODELS_DIMS[model_name] is not None:
+    # Like the CelebA task's central images: 2000 x 21168 floats (169 MB)
+    # held as constants would travel in the computation every round.
+    central = _write_store('central', central)
+  objective = tff_mixed.central_data_objective(central)
   model = dense.build_binary_classifier(
-      input_dim, hidden_units=tuple(int(u) for u in _HIDDEN_UNITS.value),
-      seed=_SEED.value)
+      input_dim, hidden_units=hidden_units, seed=_SEED.value)
   return Workload(
+      model_name=model_name,
       model=model,
       objective=objective,
       teacher=teacher,
@@ -240,8 +305,17 @@ def make_workload() -> Workload:
       central_batch_size=_CENTRAL_BATCH_SIZE.value,
       transfer_examples=_TRANSFER_EXAMPLES.value,
       learning_rate=_CLIENT_LEARNING_RATE.value,
+      clients_per_group=_CLIENTS_PER_GROUP.value,
       seed=_SEED.value,
   )
+
+
+def _write_store(name: str, arrays) -> example_store.ExampleStore:
+  """`arrays` (one row per example) as an `ExampleStore`, removed at exit."""
+  directory = tempfile.mkdtemp(prefix=f'round_time_{name}_')
+  atexit.register(shutil.rmtree, directory, ignore_errors=True)
+  return example_store.write_example_store(
+      os.path.join(directory, 'store'), [arrays])
 
 
 def make_cohort(workload: Workload, num_clients: int) -> Cohort:
@@ -252,16 +326,49 @@ def make_cohort(workload: Workload, num_clients: int) -> Cohort:
   x = rng.normal(size=(num_clients, k, batch, input_dim)).astype(np.float32)
   y = _labels(x, workload.teacher)
   datasets = [
-      tf.data.Dataset.from_tensor_slices(
-          (x[c].reshape(k * batch, input_dim), y[c].reshape(k * batch, 1))
-      ).batch(batch)
+      tf.data.Dataset.from_tensor_slices(client_arrays(x, y, c)).batch(batch)
       for c in range(num_clients)
   ]
-  return Cohort(datasets=datasets, x=x, y=y)
+  store = None
+  if _MODELS_DIMS[workload.model_name] is not None:
+    # 100 clients of the CelebA-size model are 85 MB: as constants of the
+    # group computation they would travel to the worker every round, as
+    # files each group reads only its members' rows (as a deployment reads
+    # local storage).
+    store = _write_store(f'clients{num_clients}', (
+        x.reshape(num_clients * k * batch, input_dim),
+        y.reshape(num_clients * k * batch, 1)))
+  return Cohort(datasets=datasets, x=x, y=y, store=store)
 
 
-def build_process(name: str, workload: Workload):
-  """Builds the TFF `LearningProcess` of algorithm `name` (the registry's)."""
+def client_arrays(x: np.ndarray, y: np.ndarray,
+                  client: int) -> tuple[np.ndarray, np.ndarray]:
+  """Client `client`'s examples, one row each, in training order."""
+  k, batch = x.shape[1], x.shape[2]
+  return (x[client].reshape(k * batch, -1), y[client].reshape(k * batch, 1))
+
+
+def groups_of(workload: Workload, num_clients: int) -> list[np.ndarray]:
+  """The grouped rows' CLIENTS values: ids 0..n-1 in groups."""
+  return grouping.group_ids(np.arange(num_clients),
+                            workload.clients_per_group, np.int32)
+
+
+def build_process(name: str, workload: Workload,
+                  cohort: Optional[Cohort] = None):
+  """The TFF `LearningProcess` of row `name` (the registry's algorithm).
+
+  Args:
+    name: An algorithm, or an algorithm and `GROUPED`.
+    workload: The workload.
+    cohort: For a grouped row, the clients its groups read (its
+      `dataset_fn` holds their arrays); ignored otherwise.
+  """
+  client_groups = None
+  if name.endswith(GROUPED):
+    name = name[:-len(GROUPED)]
+    client_groups = tff_mixed.ClientGroups(
+        _group_dataset_fn(workload, cohort), np.int32)
   # Mixed algorithms take exactly K local steps (2-way GT requires it); with
   # K batches per client FedAvg's one pass is the same K steps.
   return registry.build(
@@ -269,68 +376,49 @@ def build_process(name: str, workload: Workload):
       client_lr=workload.learning_rate, client_steps=workload.client_steps,
       seed=workload.seed, central_batch_size=workload.central_batch_size,
       examples_per_client=workload.transfer_examples,
-      client_batch_size=workload.client_batch_size)
+      client_batch_size=workload.client_batch_size,
+      client_groups=client_groups)
 
 
-def build_floor_round(model: tff.learning.models.FunctionalModel,
-                      learning_rate: float):
-  """The compute floor: one FedAvg round as a single plain `tf.function`.
+def _group_dataset_fn(workload: Workload, cohort: Cohort):
+  """`dataset_fn(client id)` of a grouped row: the client's K batches."""
+  batch = workload.client_batch_size
+  if cohort.store is None:
+    return client_groups_lib.array_dataset_fn(
+        [client_arrays(cohort.x, cohort.y, c) for c in range(len(cohort.x))],
+        lambda d: d.batch(batch))
+  rows = workload.client_steps * batch
 
-  Every client takes its K SGD steps from the global weights and the server
-  adds the mean update (server learning rate 1). Clients hold equal numbers
-  of examples, so FedAvg's example-weighted mean is the plain mean. Clients
-  run one after another: this is the floor of the work, which TFF's worker
-  may spread over several threads. No metrics, no TFF.
+  def dataset_fn(client_id):
+    start = tf.cast(client_id, tf.int64) * rows
+    return tf.data.Dataset.range(start, start + rows).batch(batch).map(
+        cohort.store.read)
 
-  Args:
-    model: The `FunctionalModel`.
-    learning_rate: The client SGD learning rate.
-
-  Returns:
-    A `tf.function` `(trainable, x, y) -> new trainable`, with `x`, `y` as
-    in `Cohort`.
-  """
-  non_trainable = tuple(tf.constant(w) for w in model.initial_weights[1])
-
-  @tf.function
-  def floor_round(trainable, x, y):
-    trainable = tuple(trainable)
-    num_clients = tf.shape(x)[0]
-    total_update = tuple(tf.zeros_like(w) for w in trainable)
-    for c in tf.range(num_clients):
-      local = trainable
-      for k in tf.range(tf.shape(x)[1]):
-        with tf.GradientTape() as tape:
-          tape.watch(local)
-          output = model.predict_on_batch((local, non_trainable), x[c, k],
-                                          training=True)
-          loss = model.loss(output=output, label=y[c, k])
-        gradient = tape.gradient(loss, local)
-        local = tuple(
-            w - learning_rate * g for w, g in zip(local, gradient))
-      total_update = tuple(
-          t + (w0 - w) for t, w0, w in zip(total_update, trainable, local))
-    scale = 1.0 / tf.cast(num_clients, tf.float32)
-    return tuple(w - scale * t for w, t in zip(trainable, total_update))
-
-  return floor_round
+  return dataset_fn
 
 
 class _ProcessRunner:
-  """Runs rounds of a TFF `LearningProcess`."""
+  """Runs rounds of a TFF `LearningProcess`, per client or in groups."""
 
   def __init__(self, name: str, workload: Workload):
     self._name = name
     self._workload = workload
+    self._grouped = name.endswith(GROUPED)
     self._process = None
     self._state = None
     self._data = None
 
-  def build(self) -> None:
-    self._process = build_process(self._name, self._workload)
+  def build(self, cohort: Cohort) -> bool:
+    """Builds the process for `cohort`; False if the one built serves."""
+    if self._process is not None and not self._grouped:
+      return False
+    # A group's dataset_fn holds its cohort's arrays: one process a cohort.
+    self._process = build_process(self._name, self._workload, cohort)
+    return True
 
   def initialize(self, cohort: Cohort) -> None:
-    self._data = cohort.datasets
+    self._data = (groups_of(self._workload, len(cohort.x)) if self._grouped
+                  else cohort.datasets)
     self._state = self._process.initialize()
 
   def run_round(self) -> None:
@@ -344,25 +432,21 @@ class _FloorRunner:
 
   def __init__(self, workload: Workload):
     self._workload = workload
-    self._round_fn = None
-    self._trainable = None
-    self._x = self._y = None
+    self._floor = None
 
-  def build(self) -> None:
-    # Traced on first call (and per cohort shape), as TFF compiles on first
-    # call: the first round of each cohort includes tracing.
-    self._round_fn = build_floor_round(self._workload.model,
-                                       self._workload.learning_rate)
+  def build(self, cohort: Cohort) -> bool:
+    del cohort  # Traced on the first round of each cohort shape.
+    if self._floor is not None:
+      return False
+    self._floor = compute_floor.FloorRunner(self._workload.model,
+                                            self._workload.learning_rate)
+    return True
 
   def initialize(self, cohort: Cohort) -> None:
-    self._x = tf.constant(cohort.x)
-    self._y = tf.constant(cohort.y)
-    self._trainable = tuple(
-        tf.constant(w) for w in self._workload.model.initial_weights[0])
+    self._floor.set_clients(cohort.x, cohort.y)
 
   def run_round(self) -> None:
-    # Eager CPU execution is synchronous: the result is computed on return.
-    self._trainable = self._round_fn(self._trainable, self._x, self._y)
+    self._floor.run_round()
 
 
 def make_runner(name: str, workload: Workload):
@@ -456,22 +540,26 @@ def _summarize(samples: list[RoundSample], warmup: int) -> dict[str, Any]:
 
 def time_algorithms(names: list[str], clients_per_round: list[int],
                     workload: Workload) -> dict[str, Any]:
-  """Times every algorithm at every cohort size, interleaved round-robin."""
-  warmup, timed = _WARMUP_ROUNDS.value, _TIMED_ROUNDS.value
-  runners = collections.OrderedDict()
-  build_s = collections.OrderedDict()
-  for name in names:
-    runner = make_runner(name, workload)
-    start = time.perf_counter()
-    runner.build()
-    build_s[name] = time.perf_counter() - start
-    runners[name] = runner
-    _progress(f'built {name} in {build_s[name]:.2f}s')
+  """Times every row at every cohort size, interleaved round-robin.
 
+  Returns:
+    `{'cohorts': [{'clients_per_round', 'groups', 'algorithms': {row:
+    summary}}]}`; a summary's `build_s` is the build of the process it ran
+    (per-client processes are built once, grouped ones per cohort).
+  """
+  warmup, timed = _WARMUP_ROUNDS.value, _TIMED_ROUNDS.value
+  runners = collections.OrderedDict(
+      (name, make_runner(name, workload)) for name in names)
+  build_s = {}
   cohorts = []
   for num_clients in clients_per_round:
     cohort = make_cohort(workload, num_clients)
-    for runner in runners.values():
+    for name, runner in runners.items():
+      start = time.perf_counter()
+      if runner.build(cohort):
+        build_s[name] = time.perf_counter() - start
+        _progress(f'{workload.model_name}: built {name} in '
+                  f'{build_s[name]:.2f}s')
       runner.initialize(cohort)
     samples = {name: [] for name in names}
     for r in range(warmup + timed):
@@ -482,29 +570,37 @@ def time_algorithms(names: list[str], clients_per_round: list[int],
         samples[name].append(_timed_round(runners[name]))
       phase = 'warm-up' if r < warmup else 'timed'
       times = ', '.join(f'{n} {samples[n][-1].wall_s:.3f}s' for n in names)
-      _progress(f'{num_clients} clients, {phase} round {r + 1}/'
-                f'{warmup + timed}: {times}')
+      _progress(f'{workload.model_name}, {num_clients} clients, {phase} '
+                f'round {r + 1}/{warmup + timed}: {times}')
     algorithms = collections.OrderedDict()
     for name in names:
       algorithms[name] = _summarize(samples[name], warmup)
+      algorithms[name]['build_s'] = build_s[name]
       algorithms[name]['rounds'] = [s._asdict() for s in samples[name]]
     _add_ratios(algorithms)
     cohorts.append(collections.OrderedDict(
-        clients_per_round=num_clients, algorithms=algorithms))
-  return collections.OrderedDict(build_s=build_s, cohorts=cohorts)
+        clients_per_round=num_clients,
+        groups=[len(g) for g in groups_of(workload, num_clients)],
+        algorithms=algorithms))
+  return collections.OrderedDict(cohorts=cohorts)
 
 
 def _add_ratios(algorithms: dict[str, Any]) -> None:
-  for reference, suffix in ((FEDAVG, 'fedavg'), (FLOOR, 'floor')):
-    if reference not in algorithms:
+  """Adds `wall_vs_floor` and `*_vs_fedavg` (FedAvg of the same mode)."""
+  floor = algorithms.get(FLOOR)
+  for name, summary in algorithms.items():
+    if floor is not None:
+      summary['wall_vs_floor'] = (
+          summary['median_wall_s'] / floor['median_wall_s'])
+    fedavg = algorithms.get(
+        FEDAVG + GROUPED if name.endswith(GROUPED) else FEDAVG)
+    if fedavg is None or name == FLOOR:
       continue
-    ref = algorithms[reference]
-    for summary in algorithms.values():
-      summary[f'wall_vs_{suffix}'] = (
-          summary['median_wall_s'] / ref['median_wall_s'])
-      summary[f'cpu_vs_{suffix}'] = (
-          summary['median_cpu_s'] / ref['median_cpu_s']
-          if ref['median_cpu_s'] > 0 else None)
+    summary['wall_vs_fedavg'] = (
+        summary['median_wall_s'] / fedavg['median_wall_s'])
+    summary['cpu_vs_fedavg'] = (
+        summary['median_cpu_s'] / fedavg['median_cpu_s']
+        if fedavg['median_cpu_s'] > 0 else None)
 
 
 # --- Memory: one subprocess per algorithm and cohort size. ---
@@ -527,7 +623,7 @@ def measure_memory_here(name: str, num_clients: int,
     # Without a reset the peak so far (TF's import) may hide a smaller
     # algorithm peak; the baseline then is that earlier peak.
     baseline = {p: _status_bytes(p, 'VmHWM') for p in pids}
-  runner.build()
+  runner.build(cohort)
   runner.initialize(cohort)
   for _ in range(_MEMORY_ROUNDS.value):
     runner.run_round()
@@ -547,14 +643,15 @@ def measure_memory_here(name: str, num_clients: int,
   )
 
 
-def _run_memory_subprocess(name: str, num_clients: int,
+def _run_memory_subprocess(model_name: str, name: str, num_clients: int,
                            work_dir: str) -> dict[str, Any]:
   """Runs `measure_memory_here` in a fresh interpreter; returns its JSON."""
-  output = os.path.join(work_dir, f'{name}_{num_clients}.json')
-  log = os.path.join(work_dir, f'{name}_{num_clients}.log')
+  output = os.path.join(work_dir, f'{model_name}_{name}_{num_clients}.json')
+  log = os.path.join(work_dir, f'{model_name}_{name}_{num_clients}.log')
   command = [
       sys.executable, '-m', 'benchmarks.round_time', f'--algorithm={name}',
-      f'--clients_per_round={num_clients}', f'--memory_output={output}',
+      f'--models={model_name}', f'--clients_per_round={num_clients}',
+      f'--memory_output={output}',
   ] + [flags.FLAGS[flag.name].serialize() for flag in _WORKLOAD_FLAGS]
   # Output goes to a file, not a pipe: an orphaned TFF worker would hold a
   # pipe open and hang the read.
@@ -577,19 +674,20 @@ def _run_memory_subprocess(name: str, num_clients: int,
                                  log_tail=tail)
 
 
-def measure_memory(names: list[str], clients_per_round: list[int],
+def measure_memory(model_name: str, names: list[str],
                    results: dict[str, Any]) -> None:
-  """Adds a `memory` entry to every algorithm of every cohort."""
+  """Adds a `memory` entry to every row of every cohort."""
   with tempfile.TemporaryDirectory(prefix='round_time_memory_') as work_dir:
     for cohort in results['cohorts']:
       num_clients = cohort['clients_per_round']
       for name in names:
         start = time.perf_counter()
-        memory = _run_memory_subprocess(name, num_clients, work_dir)
+        memory = _run_memory_subprocess(model_name, name, num_clients,
+                                        work_dir)
         cohort['algorithms'][name]['memory'] = memory
         if 'error' not in memory:
           _progress(
-              f'memory {name}, {num_clients} clients: +'
+              f'memory {model_name} {name}, {num_clients} clients: +'
               f'{memory["python_increase_mib"]:.0f} MiB Python, +'
               f'{memory["worker_increase_mib"]:.0f} MiB worker '
               f'({time.perf_counter() - start:.0f}s)')
@@ -663,12 +761,105 @@ def _memory_cell(memory: Optional[dict[str, Any]]) -> str:
           f'{memory["worker_increase_mib"]:.0f}')
 
 
+def _row_name(name: str, groups: list[int]) -> str:
+  """A row's display name: the algorithm, and how its clients run."""
+  if name == FLOOR:
+    return _DISPLAY_NAMES[FLOOR]
+  if name.endswith(GROUPED):
+    base = name[:-len(GROUPED)]
+    sizes = sorted(set(groups))
+    size = '-'.join(str(g) for g in (sizes[0], sizes[-1])[:len(sizes)])
+    what = ' (`tff_mixed.build_fedavg`)' if base == FEDAVG else ''
+    return (f'{_DISPLAY_NAMES[base]}{what}, grouped ({len(groups)} x '
+            f'{size})')
+  what = ' (TFF `build_weighted_fed_avg`)' if name == FEDAVG else ''
+  return f'{_DISPLAY_NAMES[name]}{what}, per-client'
+
+
 def _goal_cell(name: str, summary: dict[str, Any], goal: float) -> str:
   if name == FEDAVG:
     return 'reference'
+  if name == FEDAVG + GROUPED:
+    return 'reference (grouped)'
   if name == FLOOR or 'wall_vs_fedavg' not in summary:
     return '-'
   return 'yes' if summary['wall_vs_fedavg'] <= goal else '**no**'
+
+
+def _linear_cost(cohorts: list[dict[str, Any]],
+                 name: str) -> Optional[tuple[float, float]]:
+  """`(fixed s, s per client)` of row `name`, through the extreme cohorts."""
+  small, large = cohorts[0], cohorts[-1]
+  n0, n1 = small['clients_per_round'], large['clients_per_round']
+  if n1 == n0 or name not in small['algorithms']:
+    return None
+  t0 = small['algorithms'][name]['median_wall_s']
+  t1 = large['algorithms'][name]['median_wall_s']
+  per_client = (t1 - t0) / (n1 - n0)
+  return t0 - per_client * n0, per_client
+
+
+def best_vs_floor(cohort: dict[str, Any]) -> Optional[tuple[str, float]]:
+  """The fastest process of a cohort and its ratio to the floor."""
+  rows = [(s['wall_vs_floor'], n) for n, s in cohort['algorithms'].items()
+          if n != FLOOR and 'wall_vs_floor' in s]
+  if not rows:
+    return None
+  ratio, name = min(rows)
+  return name, ratio
+
+
+def _model_lines(model_name: str, result: dict[str, Any],
+                 config: dict[str, Any], over_goal: list[str]) -> list[str]:
+  """The tables of one model; appends rows over the FedAvg goal."""
+  goal = config['goal_ratio']
+  memory = config['measure_memory']
+  lines = []
+  for cohort in result['cohorts']:
+    n, groups = cohort['clients_per_round'], cohort['groups']
+    lines += [
+        '',
+        f'### {model_name} model (input {result["input_dim"]}, hidden '
+        f'{result["hidden_units"]}): {n} clients per round',
+        '',
+        '| Row | s/round (median) | min-max | x FedAvg (same mode) | '
+        'x floor | CPU s/round | first round (s) | build (s) | '
+        + ('peak RSS increase (MiB) | ' if memory else '')
+        + f'within {goal:g}x |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|'
+        + ('---:|' if memory else '') + ':---:|',
+    ]
+    for name, s in cohort['algorithms'].items():
+      lines.append(
+          f'| {_row_name(name, groups)} | {s["median_wall_s"]:.3f} | '
+          f'{s["min_wall_s"]:.3f}-{s["max_wall_s"]:.3f} | '
+          f'{_fmt(s.get("wall_vs_fedavg"), 2)} | '
+          f'{_fmt(s.get("wall_vs_floor"), 1)} | '
+          f'{s["median_cpu_s"]:.3f} | {s["first_round_s"]:.2f} | '
+          f'{s["build_s"]:.2f} | '
+          + (f'{_memory_cell(s.get("memory"))} | ' if memory else '')
+          + f'{_goal_cell(name, s, goal)} |')
+      if _goal_cell(name, s, goal) == '**no**':
+        # The ranges let a reader tell a real slowdown from a burst of other
+        # load on the machine during a few rounds.
+        over_goal.append(
+            f'{model_name}, {_row_name(name, groups)} at {n} clients: '
+            f'{s["wall_vs_fedavg"]:.2f}x wall, '
+            f'{_fmt(s.get("cpu_vs_fedavg"), 2)}x CPU (timed rounds '
+            f'{s["min_wall_s"]:.3f}-{s["max_wall_s"]:.3f}s)')
+  costs = []
+  for name in (FEDAVG, FEDAVG + GROUPED, FLOOR):
+    cost = _linear_cost(result['cohorts'], name)
+    if cost is not None:
+      groups = result['cohorts'][-1]['groups']
+      costs.append(f'{_row_name(name, groups)} {cost[0] * 1e3:.0f} ms + '
+                   f'{cost[1] * 1e3:.2f} ms per client')
+  if costs:
+    sizes = [c['clients_per_round'] for c in result['cohorts']]
+    lines += ['', f'Where the time goes ({model_name} model; a line through '
+              f'{sizes[0]} and {sizes[-1]} clients, fixed per round + per '
+              'client): ' + '; '.join(costs) + '.']
+  return lines
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -688,83 +879,97 @@ def render_markdown(report: dict[str, Any]) -> str:
       f'* Software: Python {machine["python"]}, TensorFlow '
       f'{machine["tensorflow"]}, TensorFlow Federated '
       f'{machine["tensorflow_federated"]}, tff_mixed {machine["tff_mixed"]}.',
-      f'* Load average (1 min) at start / end: '
-      f'{_fmt(report["load_average"]["start"], 2)} / '
-      f'{_fmt(report["load_average"]["end"], 2)}; other processes on the '
-      'machine slow wall times, less so CPU times.',
-      f'* Model: binary classifier, input {config["input_dim"]}, hidden '
-      f'layers {config["hidden_units"]} '
-      '(`tff_mixed.models.dense.build_binary_classifier`)'
-      '.',
+      '* Load average (1 min) at start / end: ' + '; '.join(
+          f'{m} model {_fmt(r["load_average"]["start"], 2)} / '
+          f'{_fmt(r["load_average"]["end"], 2)}'
+          for m, r in report['models'].items())
+      + '. Other processes on the machine slow wall times, less so CPU '
+      'times.',
+      '* Models: binary classifiers '
+      '(`tff_mixed.models.dense.build_binary_classifier`): ' + '; '.join(
+          f'{m}: input {r["input_dim"]}, hidden layers {r["hidden_units"]}'
+          for m, r in report['models'].items()) + '.',
       f'* Clients: K = {config["client_steps"]} local SGD steps of batch '
       f'{config["client_batch_size"]} (every client holds exactly K batches; '
       'mixed algorithms run with `client_steps=K`). Central data: '
-      f'{config["central_examples"]} examples, central batch '
-      f'{config["central_batch_size"]}; Parallel Training and 2-way GT take '
+      f'{config["central_examples"]} examples (arrays in the computation '
+      'for the small model; an `ExampleStore` read in the worker for the '
+      'CelebA-size one, as the CelebA task holds its central images), '
+      f'central batch {config["central_batch_size"]}; Parallel Training and 2-way GT take '
       f'K_c = K central steps; Example Transfer sends '
       f'{config["transfer_examples"]} central examples per client.',
+      '* Modes: per-client, one client per CLIENTS member (TFF builds and '
+      'sends a dataset per client); grouped, `tff_mixed.ClientGroups` with '
+      f'`--clients_per_group={config["clients_per_group"]}` (0: one group '
+      'per core), each group training its members in one TF computation '
+      'that reads their batches itself (small model: from constants, '
+      '`client_groups.array_dataset_fn`; CelebA-size: from an `ExampleStore` '
+      'of the cohort, files). The same model and metrics either way '
+      '(tests/client_groups_test.py).',
       f'* Timing: {config["warmup_rounds"]} warm-up rounds (the first '
       'includes compilation) then the median over '
-      f'{config["timed_rounds"]} timed rounds, all algorithms interleaved '
+      f'{config["timed_rounds"]} timed rounds, all rows interleaved '
       'round-robin (rotating order) in one process. CPU s = this process + '
       'its TFF `worker_binary` (where TFF executes computations; counted in '
-      '10 ms ticks); it can exceed wall time, as the worker uses all cores.',
+      '10 ms ticks); it can exceed wall time, as the worker uses all cores. '
+      'Build: tracing the process (per-client processes once per model, '
+      'grouped ones per cohort, as their groups hold the cohort\'s arrays).',
       '* Compute floor: the same clients x K SGD steps on the same batches '
-      'and the server mean, in one plain `tf.function` (no TFF, no metrics).',
-      f'* Peak memory: one fresh subprocess per algorithm and cohort size, '
-      f'{config["memory_rounds"]} rounds; the increase of peak RSS (VmHWM, '
-      'reset after start-up) over RSS before the process is built, as '
-      'total = Python process + TFF worker, in MiB.',
-      f'* Goal: every mixed algorithm within {goal:g}x FedAvg\'s wall time '
-      'per round.',
-      '',
-      '### Build time (Python tracing, once per process)',
-      '',
-      '| Algorithm | Build (s) |',
-      '|---|---:|',
+      'and the server mean, in one plain `tf.function` (no TFF, no '
+      'metrics; `benchmarks/compute_floor.py`). It has no central steps: '
+      'the mixed algorithms\' K_c central steps on batches of '
+      f'{config["central_batch_size"]} are work on top of it.',
   ]
-  for name, seconds in report['timing']['build_s'].items():
-    lines.append(f'| {_DISPLAY_NAMES[name]} | {seconds:.2f} |')
+  if config['measure_memory']:
+    lines.append(
+        f'* Peak memory: one fresh subprocess per row and cohort size, '
+        f'{config["memory_rounds"]} rounds; the increase of peak RSS (VmHWM, '
+        'reset after start-up) over RSS before the process is built, as '
+        'total = Python process + TFF worker, in MiB.')
+  lines.append(
+      f'* Goals: every mixed algorithm within {goal:g}x the wall time per '
+      'round of FedAvg in the same mode; the fastest process at the largest '
+      f'cohort within {config["floor_goal"]:g}x the compute floor.')
   over_goal = []
-  for cohort in report['timing']['cohorts']:
-    n = cohort['clients_per_round']
-    lines += [
-        '',
-        f'### {n} clients per round',
-        '',
-        '| Algorithm | s/round (median) | min-max | x FedAvg | x floor | '
-        'CPU s/round | CPU x FedAvg | first round (s) | peak RSS increase '
-        f'(MiB) | within {goal:g}x |',
-        '|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|',
-    ]
-    for name, s in cohort['algorithms'].items():
-      lines.append(
-          f'| {_DISPLAY_NAMES[name]} | {s["median_wall_s"]:.3f} | '
-          f'{s["min_wall_s"]:.3f}-{s["max_wall_s"]:.3f} | '
-          f'{_fmt(s.get("wall_vs_fedavg"), 2)} | '
-          f'{_fmt(s.get("wall_vs_floor"), 1)} | '
-          f'{s["median_cpu_s"]:.3f} | {_fmt(s.get("cpu_vs_fedavg"), 2)} | '
-          f'{s["first_round_s"]:.2f} | {_memory_cell(s.get("memory"))} | '
-          f'{_goal_cell(name, s, goal)} |')
-      if _goal_cell(name, s, goal) == '**no**':
-        fedavg = cohort['algorithms'][FEDAVG]
-        # The ranges let a reader tell a real slowdown from a burst of other
-        # load on the machine during a few rounds.
-        over_goal.append(
-            f'{_DISPLAY_NAMES[name]} at {n} clients: '
-            f'{s["wall_vs_fedavg"]:.2f}x wall, '
-            f'{_fmt(s.get("cpu_vs_fedavg"), 2)}x CPU (timed rounds '
-            f'{s["min_wall_s"]:.3f}-{s["max_wall_s"]:.3f}s vs. FedAvg '
-            f'{fedavg["min_wall_s"]:.3f}-{fedavg["max_wall_s"]:.3f}s)')
+  for model_name, result in report['models'].items():
+    lines += _model_lines(model_name, result, config, over_goal)
   lines += ['', '### Summary', '']
   if over_goal:
-    lines.append(f'Above {goal:g}x FedAvg (wall time):')
+    lines.append(f'Above {goal:g}x FedAvg of the same mode (wall time):')
     lines.append('')
     lines += [f'* {entry}' for entry in over_goal]
   else:
-    lines.append(f'Every mixed algorithm is within {goal:g}x FedAvg.')
+    lines.append(f'Every mixed algorithm is within {goal:g}x FedAvg of the '
+                 'same mode.')
+  lines += ['', _floor_verdict(report)]
   lines.append('')
   return '\n'.join(lines)
+
+
+def _floor_verdict(report: dict[str, Any]) -> str:
+  """The closing line: the best ratio to the floor at the largest cohort."""
+  target = report['config']['floor_goal']
+  parts, met = [], []
+  for model_name, result in report['models'].items():
+    cohort = result['cohorts'][-1]
+    best = best_vs_floor(cohort)
+    if best is None:
+      continue
+    name, ratio = best
+    met.append(ratio <= target)
+    parts.append(
+        f'{model_name} model {ratio:.2f}x '
+        f'({_row_name(name, cohort["groups"])}, '
+        f'{cohort["algorithms"][name]["median_wall_s"]:.3f} s vs. '
+        f'{cohort["algorithms"][FLOOR]["median_wall_s"]:.3f} s) at '
+        f'{cohort["clients_per_round"]} clients')
+  if not parts:
+    return 'No ratio to the floor: the floor was not timed.'
+  verdict = ('meets' if all(met) else
+             'does not meet' if not any(met) else 'partly meets')
+  return ('**Best ratio to the compute floor at the largest cohort:** '
+          + '; '.join(parts) + f'. This {verdict} the goal of '
+          f'{target:g}x the floor.')
 
 
 def _resolve(path: str) -> str:
@@ -778,7 +983,9 @@ def _progress(message: str) -> None:
 def _config() -> dict[str, Any]:
   return collections.OrderedDict(
       algorithms=list(_ALGORITHMS.value),
+      models=list(_MODELS.value),
       clients_per_round=[int(c) for c in _CLIENTS_PER_ROUND.value],
+      clients_per_group=_CLIENTS_PER_GROUP.value,
       warmup_rounds=_WARMUP_ROUNDS.value,
       timed_rounds=_TIMED_ROUNDS.value,
       input_dim=_INPUT_DIM.value,
@@ -791,47 +998,69 @@ def _config() -> dict[str, Any]:
       learning_rate=_CLIENT_LEARNING_RATE.value,
       seed=_SEED.value,
       goal_ratio=_GOAL_RATIO.value,
+      floor_goal=_FLOOR_GOAL.value,
       measure_memory=_MEASURE_MEMORY.value,
       memory_rounds=_MEMORY_ROUNDS.value,
       output_json=_OUTPUT_JSON.value,
   )
 
 
+def _rows() -> list[str]:
+  """The rows to time, FedAvg first: each algorithm per-client and grouped."""
+  grouped = _CLIENTS_PER_GROUP.value != 1
+  return [r for r in _ALL_ROWS
+          if r.replace(GROUPED, '') in _ALGORITHMS.value
+          and (grouped or not r.endswith(GROUPED))]
+
+
+def time_model(model_name: str, names: list[str],
+               clients_per_round: list[int]) -> dict[str, Any]:
+  """Times (and optionally measures the memory of) every row of a model."""
+  workload = make_workload(model_name)
+  input_dim, hidden_units = model_dims(model_name)
+  load_start = os.getloadavg()[0]
+  start = time.perf_counter()
+  _progress(f'{model_name} model: timing {names} at {clients_per_round} '
+            'clients per round')
+  timing = time_algorithms(names, clients_per_round, workload)
+  if _MEASURE_MEMORY.value:
+    _progress('measuring peak memory, one subprocess per row and cohort size')
+    measure_memory(model_name, names, timing)
+  return collections.OrderedDict(
+      input_dim=input_dim, hidden_units=list(hidden_units),
+      load_average=collections.OrderedDict(start=load_start,
+                                           end=os.getloadavg()[0]),
+      total_s=time.perf_counter() - start,
+      cohorts=timing['cohorts'])
+
+
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   clients_per_round = [int(c) for c in _CLIENTS_PER_ROUND.value]
-  workload = make_workload()
 
   if _ALGORITHM.value is not None:
-    if len(clients_per_round) != 1 or not _MEMORY_OUTPUT.value:
-      raise app.UsageError('--algorithm needs exactly one --clients_per_round '
-                           'and --memory_output.')
+    if (len(clients_per_round) != 1 or len(_MODELS.value) != 1
+        or not _MEMORY_OUTPUT.value):
+      raise app.UsageError('--algorithm needs exactly one --models, one '
+                           '--clients_per_round and --memory_output.')
     memory = measure_memory_here(_ALGORITHM.value, clients_per_round[0],
-                                 workload)
+                                 make_workload(_MODELS.value[0]))
     reports_lib.atomic_write_text(_MEMORY_OUTPUT.value,
                                   json.dumps(memory, indent=2))
     return
 
-  # A fixed order, whatever the flag's: the tables list FedAvg first.
-  names = [n for n in _ALL_ALGORITHMS if n in _ALGORITHMS.value]
-  load_start = os.getloadavg()[0]
+  names = _rows()
   start = time.perf_counter()
-  _progress(f'timing {names} at {clients_per_round} clients per round')
-  timing = time_algorithms(names, clients_per_round, workload)
-  if _MEASURE_MEMORY.value:
-    _progress('measuring peak memory, one subprocess per algorithm and '
-              'cohort size')
-    measure_memory(names, clients_per_round, timing)
+  models = collections.OrderedDict(
+      (m, time_model(m, names, clients_per_round)) for m in _MODELS.value)
   report = collections.OrderedDict(
       command=_command_line(),
       date=datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
       machine=machine_info(),
-      load_average=collections.OrderedDict(start=load_start,
-                                           end=os.getloadavg()[0]),
       config=_config(),
       total_s=time.perf_counter() - start,
-      timing=timing,
+      models=models,
   )
   json_path = _resolve(_OUTPUT_JSON.value)
   markdown_path = _resolve(_OUTPUT_MARKDOWN.value)

@@ -119,11 +119,14 @@ class Costs(NamedTuple):
 
 
 def build_process(scenario: str, data: 'movielens.MovieLensData',
-                  config: Config, select: bool = True):
+                  config: Config, select: bool = True,
+                  client_groups: Optional[tff_mixed.ClientGroups] = None):
   """The learning process of one scenario.
 
   `select=False` broadcasts the whole table to the mixed algorithms too (for
-  benchmarks); the baseline always does.
+  benchmarks); the baseline always does. `client_groups`: run each CLIENTS
+  member as a group of clients (`client_dataset_fn` with `fedavg=False`
+  reads them: the baseline then takes K steps itself).
   """
   num_rows = data.num_movies + 1
   model_kwargs = dict(embedding_dim=config.embedding_dim,
@@ -133,7 +136,9 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
     # All on the client: w_f hinge + w_c spreadout over the broadcast table.
     return registry.build(registry.FEDAVG,
                           client_model(BASELINE, data, config),
-                          client_lr=config.client_lr)
+                          client_lr=config.client_lr,
+                          client_steps=config.client_steps,
+                          client_groups=client_groups)
   if scenario not in SCENARIOS:
     raise ValueError(f'`scenario` must be one of {SCENARIOS}, got '
                      f'{scenario!r}.')
@@ -152,17 +157,28 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
       client_steps=config.client_steps, central_steps=config.client_steps,
       federated_weight=config.federated_weight,
       central_weight=config.central_weight, central_batch_size=1,
-      seed=config.seed, embedding_selection=selection if select else None)
+      seed=config.seed, embedding_selection=selection if select else None,
+      client_groups=client_groups)
 
 
 def dataset_computation(data: 'movielens.MovieLensData', config: Config,
                         fedavg: bool) -> tff.Computation:
   """`(string -> {B*})`: a client's round dataset, built in TFF's worker.
 
-  Clients are named `'<round>|<user>'`; the round varies the shuffle (a hash
-  of the name and seed: the same order in a rerun or a resumed run).
   Building ~100 datasets in Python and serializing them every round cost
-  several seconds per round.
+  several seconds per round. See `client_dataset_fn`.
+  """
+  return tff.tensorflow.computation(
+      client_dataset_fn(data, config, fedavg), np.str_)
+
+
+def client_dataset_fn(data: 'movielens.MovieLensData', config: Config,
+                      fedavg: bool):
+  """`fn(client id string) -> tf.data.Dataset`, a client's round dataset.
+
+  Clients are named `'<round>|<user>'`; the round varies the shuffle (a hash
+  of the name and seed: the same order in a rerun or a resumed run). Pure
+  TF: traced into `dataset_computation` or a client group's computation.
   """
 
   def make(client_id):
@@ -177,7 +193,7 @@ def dataset_computation(data: 'movielens.MovieLensData', config: Config,
       dataset = dataset.repeat().take(config.client_steps)
     return dataset
 
-  return tff.tensorflow.computation(make, np.str_)
+  return make
 
 
 def evaluation_arrays(data: 'movielens.MovieLensData', config: Config):
