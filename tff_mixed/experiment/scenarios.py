@@ -33,6 +33,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import registry
 from tff_mixed.core import central_objective
+from tff_mixed.core import client_groups as client_groups_lib
 
 FL_ONLY = 'fl_only'
 PARALLEL_TRAINING = registry.PARALLEL_TRAINING
@@ -112,6 +113,7 @@ def build_process(
     federated_weight: float = 0.5,
     central_weight: float = 0.5,
     central_clip_norm: Optional[float] = None,
+    client_groups: Optional[client_groups_lib.ClientGroups] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds the learning process of one scenario (`registry.build`).
 
@@ -134,6 +136,8 @@ def build_process(
     central_weight: w_c of the mixed algorithms.
     central_clip_norm: Clip each central gradient to this L2 norm (`None`:
       no clipping).
+    client_groups: Optional `tff_mixed.ClientGroups`: the process takes
+      groups of client ids (the fast simulation mode).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -160,7 +164,7 @@ def build_process(
       client_batch_size=client_batch_size, seed=seed,
       model_aggregator=model_aggregator, with_diagnostics=with_diagnostics,
       federated_weight=federated_weight, central_weight=central_weight,
-      central_clip_norm=central_clip_norm)
+      central_clip_norm=central_clip_norm, client_groups=client_groups)
 
 
 def check_scenarios(scenarios: Sequence[str]) -> tuple[str, ...]:
