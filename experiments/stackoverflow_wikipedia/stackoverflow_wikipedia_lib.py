@@ -265,7 +265,9 @@ def client_groups_for(scenario: str, data: Data, config: Config
                  'client per CLIENTS member.', scenario)
     return None
   return tff_mixed.ClientGroups(_dataset_fn(scenario, data, config), np.str_)
-weights, data: Data) -> dict[str, float]:
+
+
+def evaluate_all(weights, data: Data) -> dict[str, float]:
   """`{<set>_accuracy, <set>_loss}` on the three evaluation sets."""
   result = {}
   for name in EVAL_SETS:
