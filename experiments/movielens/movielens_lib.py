@@ -174,7 +174,7 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
 
 
 def client_dataset_fn(data: 'movielens.MovieLensData', config: Config,
-                      fedavg: bool):
+                      fedavg: bool, fresh_shuffle: bool = False):
   """`fn(id) -> {B*}`: a client's round dataset, pure TF.
 
   Clients are named `'<round>|<user>'`; the round varies the shuffle (a hash
@@ -182,20 +182,29 @@ def client_dataset_fn(data: 'movielens.MovieLensData', config: Config,
   either simulation mode). The user's rows are sliced out of constants
   (`movielens_examples.build_client_data`), so the function traces into a
   TFF computation (`dataset_computation`) or a group's loop
-  (`client_groups_for`).
+  (`client_groups_for`). With `fresh_shuffle` every iterator of the dataset
+  starts the shuffle over (see `client_groups_for`).
   """
+
+  def batches(examples, seed):
+    dataset = examples.shuffle(1000, seed=seed).map(
+        dual_encoder.model_batch).batch(config.client_batch_size)
+    if fedavg:
+      # TFF's FedAvg takes one pass: give it the same K steps.
+      dataset = dataset.repeat().take(config.client_steps)
+    return dataset
 
   def make(client_id):
     user = tf.strings.split(client_id, '|')[1]
     seed = tf.strings.to_hash_bucket_fast(
         tf.strings.join([client_id, str(config.seed)], '#'), 2**31 - 1)
-    dataset = data.train.serializable_dataset_fn(user).shuffle(
-        1000, seed=seed).map(dual_encoder.model_batch).batch(
-            config.client_batch_size)
-    if fedavg:
-      # TFF's FedAvg takes one pass: give it the same K steps.
-      dataset = dataset.repeat().take(config.client_steps)
-    return dataset
+    examples = data.train.serializable_dataset_fn(user)
+    if not fresh_shuffle:
+      return batches(examples, seed)
+    # The shuffle is built in `flat_map`'s function, once per iterator; the
+    # user's rows are sliced outside it, so that function stays small.
+    return tf.data.Dataset.from_tensors(seed).flat_map(
+        lambda s: batches(examples, s))
 
   return make
 
@@ -222,18 +231,17 @@ def client_groups_for(scenario: str, data: 'movielens.MovieLensData',
   process hands each of its computations (the keys', the training's) a
   fresh copy of the dataset, whose shuffle starts over; a group's member
   iterates one dataset object twice, and a second iterator of a shuffle
-  continues its seed generator (another order). Building the batches in
-  `flat_map` gives every iterator a fresh shuffle: the same K batches each
-  time, the per-client order.
+  continues its seed generator (another order). `fresh_shuffle` gives every
+  iterator a new shuffle: the same K batches each time, the per-client
+  order.
   """
   del scenario  # Every scenario trains on the same K batches.
   if not grouping.is_grouped(config.clients_per_group,
                              config.clients_per_round):
     return None
-  k_batches = client_dataset_fn(data, config, fedavg=True)
   return tff_mixed.ClientGroups(
-      lambda client_id: tf.data.Dataset.from_tensors(client_id).flat_map(
-          k_batches), np.str_)
+      client_dataset_fn(data, config, fedavg=True, fresh_shuffle=True),
+      np.str_)
 
 
 def evaluation_arrays(data: 'movielens.MovieLensData', config: Config):
