@@ -130,8 +130,11 @@ def main(argv: Sequence[str]) -> None:
   grouped = grouping.is_grouped(_CLIENTS_PER_GROUP.value, clients_per_round)
   # A group reads its members' data as the per-client path does, K batches
   # taken by the training loop (the baseline included).
+  # Each member's first K batches, reshuffled alike on every pass: what the
+  # binary's groups read (movielens_lib.client_groups_for).
   client_groups = tff_mixed.ClientGroups(
-      movielens_lib.client_dataset_fn(data, config, fedavg=False), np.str_)
+      movielens_lib.client_dataset_fn(data, config, fedavg=True,
+                                      fresh_shuffle=True), np.str_)
 
   def group_ids_fn(round_num):
     return grouping.group_ids(client_ids_fn(round_num),

@@ -66,6 +66,54 @@ def _run(*args, timeout=600):
       check=False)
 
 
+def _training_metrics(output_dir: str, scenario: str) -> list[dict]:
+  """The runner's per-round training metrics (`client_work/train/*`)."""
+  with open(os.path.join(output_dir, 'results', scenario,
+                         'metrics.csv')) as f:
+    return [{k: float(v) for k, v in row.items()
+             if k.startswith('train/client_work/train/') and v}
+            for row in csv.DictReader(f)]
+
+
+class GroupedEqualsPerClientTest(absltest.TestCase):
+
+  def test_every_scenario_runs_in_groups_with_the_per_client_numbers(self):
+    directory = _temp_dir(self)
+    ratings = _write_ratings(os.path.join(directory, 'u.data'))
+    results = {}
+    # 5 clients in groups of 2: uneven groups (3 + 2, `split_cohort`).
+    for clients_per_group in (1, 2):
+      config = movielens_lib.Config(
+          rounds=2, clients_per_round=5, client_steps=2, client_batch_size=4,
+          embedding_dim=8, context_length=3, keys_per_client=8,
+          eval_every=1, clients_per_group=clients_per_group)
+      output_dir = os.path.join(directory, f'out{clients_per_group}')
+      results[clients_per_group] = (movielens_lib.run_experiment(
+          ratings, config=config, output_dir=output_dir,
+          progress=False), output_dir)
+    (per_client, per_client_dir), (grouped, grouped_dir) = (results[1],
+                                                            results[2])
+    for a, b in zip(per_client.results, grouped.results):
+      self.assertEqual(a.scenario, b.scenario)
+      self.assertEqual([r['round'] for r in a.rows], [0, 1, 2])
+      for row_a, row_b in zip(a.rows, b.rows):
+        for key in ('recall_at_10', 'hinge_loss'):
+          np.testing.assert_allclose(row_a[key], row_b[key], rtol=1e-4,
+                                     err_msg=f'{a.scenario} {key}')
+      # The models train: round 2 is not round 0.
+      self.assertNotEqual(a.rows[0]['hinge_loss'], a.rows[-1]['hinge_loss'])
+      train_a = _training_metrics(per_client_dir, a.scenario)
+      train_b = _training_metrics(grouped_dir, b.scenario)
+      self.assertLen(train_b, len(train_a))
+      for round_a, round_b in zip(train_a, train_b):
+        self.assertIn('train/client_work/train/loss', round_a)
+        for key, value in round_a.items():
+          np.testing.assert_allclose(value, round_b[key], rtol=1e-4,
+                                     err_msg=f'{a.scenario} {key}')
+      # Costs are a client's, not a group's, in both modes.
+      self.assertEqual(a.costs, b.costs)
+
+
 class MovieLensBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_scenario(self):

@@ -30,6 +30,7 @@ import numpy as np
 
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
+from tff_mixed.tasks import text_corpus
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WORDS = ('hops malt yeast lager stout ale brew barrel cask foam glass pint '
@@ -82,6 +83,61 @@ def _run(*args, timeout=900):
        'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main',
        *args], cwd=_REPO, capture_output=True, text=True, timeout=timeout,
       check=False)
+
+
+def _load_tiny(directory: str) -> stackoverflow_wikipedia_lib.Data:
+  cache_dir = os.path.join(directory, 'so')
+  posts_xml_lib.convert_posts(
+      _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
+      test_cutoff='2017-01-01', heldout_fraction=0.2)
+  texts = [text_corpus.read_text_files(_write_wikitext(
+      os.path.join(directory, f'wiki.{name}.tokens'), seed=seed))
+           for name, seed in (('valid', 1), ('test', 2))]
+  return stackoverflow_wikipedia_lib.load_data(
+      cache_dir, *texts, sequence_length=20, max_eval_sequences=20)
+
+
+class GroupedEqualsPerClientTest(absltest.TestCase):
+
+  def test_every_scenario_runs_in_groups_with_the_per_client_numbers(self):
+    directory = _temp_dir(self)
+    data = _load_tiny(directory)
+    config = stackoverflow_wikipedia_lib.Config(
+        rounds=2, switch_round=1, clients_per_round=5, client_steps=2,
+        client_batch_size=2, central_batch_size=4,
+        one_way_central_batch_size=8, embedding_dim=4, gru_units=8,
+        sequence_length=20, eval_every=1, adaptive_clipping=False)
+    results = {}
+    # 5 clients in groups of 2: uneven groups (3 + 2, `split_cohort`).
+    for clients_per_group in (1, 2):
+      results[clients_per_group] = stackoverflow_wikipedia_lib.run_experiment(
+          data, config._replace(clients_per_group=clients_per_group),
+          output_dir=os.path.join(directory, f'out{clients_per_group}'),
+          progress=False)
+    for a, b in zip(results[1].results, results[2].results):
+      self.assertEqual(a.scenario, b.scenario)
+      self.assertEqual([r['round'] for r in a.rows], [0, 1, 2])
+      for row_a, row_b in zip(a.rows, b.rows):
+        for key in stackoverflow_wikipedia_lib.CSV_COLUMNS[2:-1]:
+          np.testing.assert_allclose(row_a[key], row_b[key], rtol=1e-4,
+                                     err_msg=f'{a.scenario} {key}')
+      self.assertNotEqual(a.rows[0]['mixed_loss'], a.rows[-1]['mixed_loss'])
+
+  def test_adaptive_clipping_runs_per_client(self):
+    directory = _temp_dir(self)
+    data = _load_tiny(directory)
+    config = stackoverflow_wikipedia_lib.Config(clients_per_round=5)
+    # The default group size falls back to one client per member ...
+    self.assertIsNone(stackoverflow_wikipedia_lib.client_groups_for(
+        stackoverflow_wikipedia_lib.FL_ONLY, data, config))
+    self.assertIsNotNone(stackoverflow_wikipedia_lib.client_groups_for(
+        stackoverflow_wikipedia_lib.FL_ONLY, data,
+        config._replace(adaptive_clipping=False, clients_per_group=2)))
+    # ... and an explicit one is refused before anything runs.
+    with self.assertRaisesRegex(ValueError, 'adaptive clipping'):
+      stackoverflow_wikipedia_lib.run_experiment(
+          data, config._replace(clients_per_group=2),
+          output_dir=os.path.join(directory, 'out'))
 
 
 class StackOverflowWikipediaBinaryTest(absltest.TestCase):

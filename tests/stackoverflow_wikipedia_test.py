@@ -102,6 +102,31 @@ class StackOverflowWikipediaTest(absltest.TestCase):
     self.assertLen(list(fixed(f'7|{client_id}')), 5)
     self.assertEqual(task.round_client_ids(['a', 'b'], 4), ['4|a', '4|b'])
 
+  def test_client_dataset_fn_traces_in_a_group_loop(self):
+    # How a group of clients reads its members' data (`ClientGroups`): the
+    # function is called on an id tensor in a `tf.while_loop` body.
+    client_data = tff.simulation.datasets.stackoverflow.get_synthetic()
+    ids = [f'3|{c}' for c in client_data.client_ids[:2]]
+    kwargs = dict(batch_size=3, num_steps=4, sequence_length=12, seed=1)
+    dataset_fn = task.client_dataset_fn(client_data, **kwargs)
+
+    @tf.function
+    def input_sums(group):
+      def body(i, sums):
+        total = dataset_fn(group[i]).reduce(
+            tf.constant(0, tf.int64),
+            lambda s, batch: s + tf.reduce_sum(tf.cast(batch[0], tf.int64)))
+        return i + 1, tf.concat([sums, [total]], 0)
+
+      return tf.while_loop(
+          lambda i, _: i < tf.size(group), body,
+          (tf.constant(0), tf.zeros([0], tf.int64)),
+          shape_invariants=(tf.TensorShape([]), tf.TensorShape([None])))[1]
+
+    computation = task.dataset_computation(client_data, **kwargs)
+    want = [sum(int(np.sum(b[0])) for b in computation(i)) for i in ids]
+    self.assertEqual(input_sums(tf.constant(ids)).numpy().tolist(), want)
+
 
 if __name__ == '__main__':
   absltest.main()

@@ -30,6 +30,14 @@ over all movies and the hinge loss on the test users; per scenario the
 bytes each client receives and sends (read off the compiled computation) and
 its training FLOPs per round (TF's profiler on one local step), beside the
 paper's formulas (appendix B.3, table 11).
+
+Rounds run in the fast simulation mode by default (`clients_per_group`,
+`tff_mixed.core.client_groups`): the cohort is split into groups of clients,
+each trained in one TF computation that reads its members' datasets from
+their ids (`client_dataset_fn`, the same function the per-client path
+traces), with the same model and metrics; `clients_per_group=1` is one
+client per CLIENTS member. Costs are always measured on the per-client
+process: what one client of a deployment receives and sends.
 """
 
 import collections
@@ -53,6 +61,7 @@ import tff_mixed
 from tff_mixed.algorithms import registry
 from tff_mixed.core import communication as communication_lib
 from tff_mixed.core import flops as flops_lib
+from tff_mixed.experiment import grouping
 from tff_mixed.experiment import plots
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
@@ -93,6 +102,9 @@ class Config(NamedTuple):
   eval_every: int = 10
   max_eval_examples: Optional[int] = None
   seed: int = 0
+  # Clients per CLIENTS member (`tff_mixed.experiment.grouping`): 0 = one
+  # group per core, 1 = the per-client path; the same results either way.
+  clients_per_group: int = grouping.AUTO
 
 
 class Costs(NamedTuple):
@@ -124,9 +136,10 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
   """The learning process of one scenario.
 
   `select=False` broadcasts the whole table to the mixed algorithms too (for
-  benchmarks); the baseline always does. `client_groups`: run each CLIENTS
-  member as a group of clients (`client_dataset_fn` with `fedavg=False`
-  reads them: the baseline then takes K steps itself).
+  benchmarks); the baseline always does. With `client_groups` the process
+  takes groups of client ids (`client_groups_for`); the baseline is then
+  the composed FedAvg, equal to TFF's, and the mixed algorithms' members
+  take their rows of the table inside the group.
   """
   num_rows = data.num_movies + 1
   model_kwargs = dict(embedding_dim=config.embedding_dim,
@@ -137,7 +150,6 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
     return registry.build(registry.FEDAVG,
                           client_model(BASELINE, data, config),
                           client_lr=config.client_lr,
-                          client_steps=config.client_steps,
                           client_groups=client_groups)
   if scenario not in SCENARIOS:
     raise ValueError(f'`scenario` must be one of {SCENARIOS}, got '
@@ -161,39 +173,75 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
       client_groups=client_groups)
 
 
-def dataset_computation(data: 'movielens.MovieLensData', config: Config,
-                        fedavg: bool) -> tff.Computation:
-  """`(string -> {B*})`: a client's round dataset, built in TFF's worker.
-
-  Building ~100 datasets in Python and serializing them every round cost
-  several seconds per round. See `client_dataset_fn`.
-  """
-  return tff.tensorflow.computation(
-      client_dataset_fn(data, config, fedavg), np.str_)
-
-
 def client_dataset_fn(data: 'movielens.MovieLensData', config: Config,
-                      fedavg: bool):
-  """`fn(client id string) -> tf.data.Dataset`, a client's round dataset.
+                      fedavg: bool, fresh_shuffle: bool = False):
+  """`fn(id) -> {B*}`: a client's round dataset, pure TF.
 
   Clients are named `'<round>|<user>'`; the round varies the shuffle (a hash
-  of the name and seed: the same order in a rerun or a resumed run). Pure
-  TF: traced into `dataset_computation` or a client group's computation.
+  of the name and seed: the same order in a rerun or a resumed run, and in
+  either simulation mode). The user's rows are sliced out of constants
+  (`movielens_examples.build_client_data`), so the function traces into a
+  TFF computation (`dataset_computation`) or a group's loop
+  (`client_groups_for`). With `fresh_shuffle` every iterator of the dataset
+  starts the shuffle over (see `client_groups_for`).
   """
 
-  def make(client_id):
-    user = tf.strings.split(client_id, '|')[1]
-    seed = tf.strings.to_hash_bucket_fast(
-        tf.strings.join([client_id, str(config.seed)], '#'), 2**31 - 1)
-    dataset = data.train.serializable_dataset_fn(user).shuffle(
-        1000, seed=seed).map(dual_encoder.model_batch).batch(
-            config.client_batch_size)
+  def batches(examples, seed):
+    dataset = examples.shuffle(1000, seed=seed).map(
+        dual_encoder.model_batch).batch(config.client_batch_size)
     if fedavg:
       # TFF's FedAvg takes one pass: give it the same K steps.
       dataset = dataset.repeat().take(config.client_steps)
     return dataset
 
+  def make(client_id):
+    user = tf.strings.split(client_id, '|')[1]
+    seed = tf.strings.to_hash_bucket_fast(
+        tf.strings.join([client_id, str(config.seed)], '#'), 2**31 - 1)
+    examples = data.train.serializable_dataset_fn(user)
+    if not fresh_shuffle:
+      return batches(examples, seed)
+    # The shuffle is built in `flat_map`'s function, once per iterator; the
+    # user's rows are sliced outside it, so that function stays small.
+    return tf.data.Dataset.from_tensors(seed).flat_map(
+        lambda s: batches(examples, s))
+
   return make
+
+
+def dataset_computation(data: 'movielens.MovieLensData', config: Config,
+                        fedavg: bool) -> tff.Computation:
+  """`(string -> {B*})`: a client's round dataset, built in TFF's worker.
+
+  `client_dataset_fn` as a TFF computation, for the per-client path.
+  Building ~100 datasets in Python and serializing them every round cost
+  several seconds per round.
+  """
+  return tff.tensorflow.computation(client_dataset_fn(data, config, fedavg),
+                                    np.str_)
+
+
+def client_groups_for(scenario: str, data: 'movielens.MovieLensData',
+                      config: Config) -> Optional[tff_mixed.ClientGroups]:
+  """The scenario's `ClientGroups`, or `None` for one client per member.
+
+  A member's dataset is its first K batches (`client_dataset_fn` with
+  `fedavg=True`): what every scenario trains on, and what the mixed
+  algorithms choose their `federated_select` keys from. The per-client
+  process hands each of its computations (the keys', the training's) a
+  fresh copy of the dataset, whose shuffle starts over; a group's member
+  iterates one dataset object twice, and a second iterator of a shuffle
+  continues its seed generator (another order). `fresh_shuffle` gives every
+  iterator a new shuffle: the same K batches each time, the per-client
+  order.
+  """
+  del scenario  # Every scenario trains on the same K batches.
+  if not grouping.is_grouped(config.clients_per_group,
+                             config.clients_per_round):
+    return None
+  return tff_mixed.ClientGroups(
+      client_dataset_fn(data, config, fedavg=True, fresh_shuffle=True),
+      np.str_)
 
 
 def evaluation_arrays(data: 'movielens.MovieLensData', config: Config):
@@ -270,9 +318,12 @@ class ScenarioResult(NamedTuple):
 def run_scenario(scenario: str, data, config: Config, output_dir: str,
                  progress: Optional[bool] = None) -> ScenarioResult:
   """Trains one scenario with the shared resumable runner."""
-  inner = build_process(scenario, data, config)
-  process = tff.simulation.compose_dataset_computation_with_learning_process(
-      dataset_computation(data, config, fedavg=scenario == BASELINE), inner)
+  groups = client_groups_for(scenario, data, config)
+  inner = build_process(scenario, data, config, client_groups=groups)
+  process = inner if groups is not None else (
+      tff.simulation.compose_dataset_computation_with_learning_process(
+          dataset_computation(data, config, fedavg=scenario == BASELINE),
+          inner))
   train_ids = [str(u) for u in data.train_user_ids
                if int(u) in data.examples]
   sample = tff.simulation.build_uniform_sampling_fn(
@@ -290,7 +341,10 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
 
   def client_data_fn(round_num):
     users = sample(round_num - 1, config.clients_per_round)
-    return [f'{round_num}|{u}' for u in users]
+    ids = [f'{round_num}|{u}' for u in users]
+    if groups is None:
+      return ids
+    return grouping.group_ids(ids, config.clients_per_group, np.str_)
 
   def evaluation_fn(weights):
     return evaluate(weights, contexts, labels, config)
@@ -320,7 +374,11 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
                          recall_at_10=float(record['eval/recall_at_10']),
                          hinge_loss=float(record['eval/hinge_loss'])))
   mean_keys = float(np.mean(key_counts))
-  costs = measure_costs(scenario, inner, data, config, mean_keys)
+  # What one client moves: the per-client process's types (a group
+  # uploads its members' rows scattered into the whole table).
+  per_client = inner if groups is None else build_process(scenario, data,
+                                                          config)
+  costs = measure_costs(scenario, per_client, data, config, mean_keys)
   logging.info('%s: recall@10 %.4f after %d rounds; per client %.1f KB down, '
                '%.1f KB up, %.3f Mflop', scenario, rows[-1]['recall_at_10'],
                config.rounds, costs.down_bytes / 1e3, costs.up_bytes / 1e3,
@@ -412,6 +470,10 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
+  if isinstance(config.clients_per_group, bool) or not isinstance(
+      config.clients_per_group, int) or config.clients_per_group < 0:
+    raise ValueError('`clients_per_group` must be an int >= 0 (0: one group '
+                     f'per core), got {config.clients_per_group!r}.')
   if not math.isfinite(config.client_lr):
     raise ValueError(f'`client_lr` must be finite, got {config.client_lr}.')
   if config.client_lr <= 0:

@@ -36,6 +36,15 @@ central batch 800 (PT, 2-way GT) or 6400 (1-way GT), w_f = 0.75,
 w_c = 0.25, central clip 0.2, embedding 256, GRU 1024); smaller flags train
 on a CPU. Every scenario is evaluated on the mixed, federated-only and
 central-only evaluation sets.
+
+Rounds can run in the fast simulation mode (`clients_per_group`,
+`tff_mixed.core.client_groups`): groups of clients, each trained in one TF
+computation that reads its members' posts from their ids
+(`stackoverflow_wikipedia.client_dataset_fn`, the function the per-client
+path traces), with the same results. Adaptive clipping acts on each
+client's update, which a group cannot reproduce: with it (the default) the
+default `clients_per_group=0` runs one client per CLIENTS member and says
+so, and an explicit group size is an error.
 """
 
 import collections
@@ -56,6 +65,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 import tff_mixed
+from tff_mixed.experiment import grouping
 from tff_mixed.experiment import plots
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import char_lm
@@ -106,6 +116,9 @@ class Config(NamedTuple):
   switch_round: Optional[int] = None  # Transfer: rounds // 2 by default.
   eval_every: int = 10
   seed: int = 0
+  # Clients per CLIENTS member (`tff_mixed.experiment.grouping`): 0 = one
+  # group per core, 1 = the per-client path; the same results either way.
+  clients_per_group: int = grouping.AUTO
 
   def switch(self) -> int:
     return self.switch_round if self.switch_round else max(1,
@@ -194,9 +207,13 @@ def _aggregator(config: Config):
                                         weighted=True)
 
 
-def build_process(scenario: str, data: Data, config: Config
+def build_process(scenario: str, data: Data, config: Config,
+                  client_groups: Optional[tff_mixed.ClientGroups] = None
                  ) -> tff.learning.templates.LearningProcess:
-  """The TFF process of a scenario (transfer: its FedAvg phase)."""
+  """The TFF process of a scenario (transfer: its FedAvg phase).
+
+  With `client_groups` (`client_groups_for`) it takes groups of client ids.
+  """
   if scenario not in SCENARIOS:
     raise ValueError(f'`scenario` must be one of {SCENARIOS}, got '
                      f'{scenario!r}.')
@@ -218,7 +235,36 @@ def build_process(scenario: str, data: Data, config: Config
       seed=config.seed, model_aggregator=_aggregator(config),
       federated_weight=config.federated_weight,
       central_weight=config.central_weight,
-      central_clip_norm=config.central_clip_norm)
+      central_clip_norm=config.central_clip_norm,
+      client_groups=client_groups)
+
+
+def _dataset_fn(scenario: str, data: Data, config: Config):
+  """A client's round dataset from its id (FedAvg: exactly K batches)."""
+  fedavg = scenario == FL_ONLY or scenario in TRANSFER
+  return task_lib.client_dataset_fn(
+      data.train, batch_size=config.client_batch_size,
+      num_steps=config.client_steps if fedavg else None,
+      sequence_length=config.sequence_length, seed=config.seed)
+
+
+def _cohort_size(data: Data, config: Config) -> int:
+  return min(config.clients_per_round, len(data.train_client_ids))
+
+
+def client_groups_for(scenario: str, data: Data, config: Config
+                     ) -> Optional[tff_mixed.ClientGroups]:
+  """The scenario's `ClientGroups`, or `None` for one client per member."""
+  if not grouping.is_grouped(config.clients_per_group,
+                             _cohort_size(data, config)):
+    return None
+  if config.adaptive_clipping:
+    # `run_experiment` refuses an explicit group size with it.
+    logging.info('%s: adaptive clipping acts on each client\'s update, '
+                 'which a group of clients cannot reproduce: running one '
+                 'client per CLIENTS member.', scenario)
+    return None
+  return tff_mixed.ClientGroups(_dataset_fn(scenario, data, config), np.str_)
 
 
 def evaluate_all(weights, data: Data) -> dict[str, float]:
@@ -260,34 +306,44 @@ class ScenarioResult(NamedTuple):
   seconds_per_round: float
 
 
-def _client_ids_fn(data: Data, config: Config):
+def _client_ids_fn(data: Data, config: Config, grouped: bool):
+  """`fn(round_num)`: the round's ids (`'<round>|<client>'`), grouped or
+  one per CLIENTS member."""
   sample = tff.simulation.build_uniform_sampling_fn(
       data.train_client_ids, random_seed=config.seed)
-  clients = min(config.clients_per_round, len(data.train_client_ids))
-  return lambda round_num: task_lib.round_client_ids(
-      sample(round_num - 1, clients), round_num)
+
+  def client_ids(round_num):
+    ids = task_lib.round_client_ids(
+        sample(round_num - 1, _cohort_size(data, config)), round_num)
+    if not grouped:
+      return ids
+    return grouping.group_ids(ids, config.clients_per_group, np.str_)
+
+  return client_ids
 
 
 def _composed(scenario: str, data: Data, config: Config):
-  fedavg = scenario == FL_ONLY or scenario in TRANSFER
-  dataset_comp = task_lib.dataset_computation(
-      data.train, batch_size=config.client_batch_size,
-      num_steps=config.client_steps if fedavg else None,
-      sequence_length=config.sequence_length, seed=config.seed)
-  return tff.simulation.compose_dataset_computation_with_learning_process(
-      dataset_comp, build_process(scenario, data, config))
+  """`(process on client ids, its client ids fn)`: groups or per client."""
+  groups = client_groups_for(scenario, data, config)
+  process = build_process(scenario, data, config, client_groups=groups)
+  if groups is None:
+    process = (
+        tff.simulation.compose_dataset_computation_with_learning_process(
+            tff.tensorflow.computation(_dataset_fn(scenario, data, config),
+                                       np.str_), process))
+  return process, _client_ids_fn(data, config, grouped=groups is not None)
 
 
 def run_mixed_or_fl(scenario: str, data: Data, config: Config,
                     output_dir: str, progress: Optional[bool] = None
                    ) -> ScenarioResult:
   """FL-only or a mixed algorithm, with the resumable runner."""
-  process = _composed(scenario, data, config)
+  process, client_ids = _composed(scenario, data, config)
   hparams = dict(config._asdict(), scenario=scenario)
   del hparams['rounds']  # A finished run can be extended.
   start = time.perf_counter()
   result = tff_mixed.run_training(
-      process, client_data_fn=_client_ids_fn(data, config),
+      process, client_data_fn=client_ids,
       total_rounds=config.rounds, root_output_dir=output_dir,
       experiment_name=scenario, hparams=hparams,
       rounds_per_checkpoint=max(1, config.rounds // 5),
@@ -313,13 +369,12 @@ def run_transfer(scenario: str, data: Data, config: Config,
   Not checkpointed (a transfer run restarts from round 0).
   """
   del progress  # Logged every evaluation instead.
-  process = _composed(scenario, data, config)
+  process, client_ids = _composed(scenario, data, config)
   state = process.initialize()
   weights = [np.asarray(w) for w in
              process.get_model_weights(state).trainable]
   central_steps = _central_steps_fn(config)
   rng = np.random.default_rng(config.seed)
-  client_ids = _client_ids_fn(data, config)
   num_central = len(data.central.inputs)
   batch = min(config.central_batch_size, num_central)
   central_first = scenario == CENTRAL_THEN_FL
@@ -423,6 +478,15 @@ def run_experiment(data: Data, config: Config, *,
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
+  if isinstance(config.clients_per_group, bool) or not isinstance(
+      config.clients_per_group, int) or config.clients_per_group < 0:
+    raise ValueError('`clients_per_group` must be an int >= 0 (0: one group '
+                     f'per core), got {config.clients_per_group!r}.')
+  if config.adaptive_clipping and config.clients_per_group > 1:
+    raise ValueError(
+        f'`clients_per_group` {config.clients_per_group} needs adaptive '
+        'clipping off: it clips each client\'s update, which a group of '
+        'clients cannot reproduce; use 1 or 0 (per client) with it.')
   for name in ('client_lr', 'two_way_client_lr', 'central_clip_norm'):
     value = getattr(config, name)
     if not np.isfinite(value):

@@ -28,7 +28,8 @@ Stack Overflow sequences, ~25% Wikipedia) and on each alone.
     `tff_mixed.tasks.text_corpus`), cut into sequences here.
 
 Client datasets are built inside TFF's worker from client id strings
-(`dataset_computation`), so a round ships strings, not datasets.
+(`dataset_computation`, or a group of clients' computation with
+`client_dataset_fn`), so a round ships strings, not datasets.
 """
 
 import os
@@ -173,17 +174,20 @@ def evaluate(weights, inputs: np.ndarray, targets: np.ndarray,
               accuracy=correct / tokens if tokens else float('nan'))
 
 
-def dataset_computation(client_data: tff.simulation.datasets.ClientData, *,
-                        batch_size: int, num_steps: Optional[int] = None,
-                        sequence_length: int = (
-                            char_sequences.DEFAULT_SEQUENCE_LENGTH),
-                        seed: int = 0) -> tff.Computation:
-  """`(string -> {(inputs, targets)*})`: client datasets built in the worker.
+def client_dataset_fn(client_data: tff.simulation.datasets.ClientData, *,
+                      batch_size: int, num_steps: Optional[int] = None,
+                      sequence_length: int = (
+                          char_sequences.DEFAULT_SEQUENCE_LENGTH),
+                      seed: int = 0):
+  """`fn(id) -> {(inputs, targets)*}`: a client's round dataset, pure TF.
 
-  Ids are `'<round>|<client id>'`; the round and `seed` set the shuffle
-  (the same order in a rerun or a resumed run). With `num_steps` the dataset
-  repeats and stops after that many batches (for TFF's FedAvg, which takes
-  one pass).
+  Ids are `'<round>|<client id>'` string tensors; the round and `seed` set
+  the shuffle (the same order in a rerun or a resumed run). With `num_steps`
+  the dataset repeats and stops after that many batches (for TFF's FedAvg,
+  which takes one pass). The function traces into a TFF computation
+  (`dataset_computation`) or into a group of clients' loop
+  (`tff_mixed.ClientGroups`): it reads the client's posts from
+  `client_data.serializable_dataset_fn` (TFF's SQL client data) there.
   """
   if isinstance(batch_size, bool) or not isinstance(
       batch_size, int) or batch_size < 1:
@@ -201,7 +205,18 @@ def dataset_computation(client_data: tff.simulation.datasets.ClientData, *,
       dataset = dataset.repeat().take(num_steps)
     return dataset
 
-  return tff.tensorflow.computation(make, np.str_)
+  return make
+
+
+def dataset_computation(client_data: tff.simulation.datasets.ClientData,
+                        **kwargs) -> tff.Computation:
+  """`(string -> {(inputs, targets)*})`: client datasets built in the worker.
+
+  `client_dataset_fn(client_data, **kwargs)` as a TFF computation, for
+  `tff.simulation.compose_dataset_computation_with_learning_process`.
+  """
+  return tff.tensorflow.computation(
+      client_dataset_fn(client_data, **kwargs), np.str_)
 
 
 def round_client_ids(client_ids: Sequence[str], round_num: int) -> list[str]:
