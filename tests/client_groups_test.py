@@ -53,7 +53,7 @@ def _linear_clients():
   return client_groups.ClientGroups(fn, np.int32)
 
 
-def _movie_clients():
+def _movie_clients(reshuffle=False):
   rng = np.random.default_rng(4)
   arrays = []
   for n in _SIZES:
@@ -62,8 +62,15 @@ def _movie_clients():
     context[rng.random((n, _CONTEXT)) < 0.3] = 0
     arrays.append(collections.OrderedDict(
         context=context, label=rng.choice(movies, n).astype(np.int32)))
-  fn = client_groups.array_dataset_fn(
-      arrays, lambda d: d.map(dual_encoder.model_batch).batch(2))
+
+  def to_batches(d):
+    if reshuffle:
+      # A new order on every pass: keys and training must still see the
+      # same first pass, as in the per-client process.
+      d = d.shuffle(8, seed=5, reshuffle_each_iteration=True)
+    return d.map(dual_encoder.model_batch).batch(2)
+
+  fn = client_groups.array_dataset_fn(arrays, to_batches)
   return client_groups.ClientGroups(fn, np.int32)
 
 
@@ -181,12 +188,13 @@ class GroupedEqualsPerClientTest(parameterized.TestCase):
         lambda g: _linear_process(name, g, **kwargs), groups))
 
   @parameterized.named_parameters(
-      ('parallel_training', registry.PARALLEL_TRAINING),
-      ('one_way_gt', registry.ONE_WAY_GT),
-      ('two_way_gt', registry.TWO_WAY_GT),
+      ('parallel_training', registry.PARALLEL_TRAINING, False),
+      ('one_way_gt', registry.ONE_WAY_GT, False),
+      ('two_way_gt', registry.TWO_WAY_GT, False),
+      ('one_way_gt_reshuffling_data', registry.ONE_WAY_GT, True),
   )
-  def test_federated_select(self, name):
-    groups = _movie_clients()
+  def test_federated_select(self, name, reshuffle):
+    groups = _movie_clients(reshuffle)
     self._assert_same(_run_both(lambda g: _movie_process(name, g), groups))
 
 

@@ -275,7 +275,12 @@ def build_group_work(
       return member_records.preprocess(inputs[num_received], update)
 
     def body(i, sums):
-      member = distributor.receive(received, client_groups.dataset_fn(ids[i]))
+      # Two copies: keys (or transferred examples) are chosen from the
+      # first pass of one, training takes the first pass of the other, as
+      # the per-client process's computations each take a fresh copy.
+      member = distributor.receive(received,
+                                   client_groups.dataset_fn(ids[i]),
+                                   client_groups.dataset_fn(ids[i]))
       output = client_update(optimizer, member.weights, member.dataset,
                              member.augmenting_gradient, member.examples,
                              member.shuffle_seed)

@@ -21,10 +21,14 @@ halves:
     Distribution` (intrinsics only, called inside the process's federated
     `next`): the values each client receives, all CLIENTS-placed, and the
     `federated_select` keys when the aggregator needs them;
-*   `receive(received, dataset) -> ClientInputs` (pure TF, run inside the
-    client work's computation): turns what arrived into the model weights,
-    the augmenting gradient, the dataset and the transferred examples the
-    client trains with.
+*   `receive(received, dataset, key_dataset=None) -> ClientInputs` (pure
+    TF, run inside the client work's computation): turns what arrived into
+    the model weights, the augmenting gradient, the dataset and the
+    transferred examples the client trains with. The group distributors
+    choose keys or draw examples from `key_dataset`, a second copy of the
+    client's dataset when given: a dataset that reshuffles on every pass
+    gives its first order to each copy, as the per-client process's
+    computations each get a fresh copy.
 
 `message` is `OrderedDict(weights=ModelWeights[, augmenting_gradient=g~_c])`.
 Three distributors:
@@ -97,7 +101,8 @@ class Distributor(NamedTuple):
   Attributes:
     client_types: The TFF member types of `Distribution.values`.
     distribute: `(message, round_num, client_data) -> Distribution`.
-    receive: `(received: sequence, dataset) -> ClientInputs`, pure TF.
+    receive: `(received: sequence, dataset, key_dataset=None) ->
+      ClientInputs`, pure TF.
     client_model: The model trained on clients (the local twin whose table
       has `keys_per_client` rows with `federated_select`).
     selection: The `EmbeddingSelection` whose table travels by rows, or
@@ -106,7 +111,7 @@ class Distributor(NamedTuple):
 
   client_types: tuple[tff.Type, ...]
   distribute: Callable[..., Distribution]
-  receive: Callable[[Sequence[Any], Any], ClientInputs]
+  receive: Callable[..., ClientInputs]
   client_model: tff.learning.models.FunctionalModel
   selection: Optional[select_lib.EmbeddingSelection] = None
 
@@ -130,7 +135,7 @@ def build_broadcast_distributor(model: tff.learning.models.FunctionalModel,
     return Distribution(
         (tff.federated_broadcast(tff.federated_zip(message)),))
 
-  def receive(received, dataset):
+  def receive(received, dataset, key_dataset=None):
     (message,) = received
     weights = message['weights']
     return ClientInputs(
@@ -165,9 +170,9 @@ def build_transfer_distributor(
     return distribution._replace(
         values=(*distribution.values, examples, draws.shuffle_seed))
 
-  def receive(received, dataset):
+  def receive(received, dataset, key_dataset=None):
     *received, examples, shuffle_seed = received
-    return base.receive(received, dataset)._replace(
+    return base.receive(received, dataset, key_dataset)._replace(
         examples=examples, shuffle_seed=shuffle_seed)
 
   return Distributor((*base.client_types, examples_type, seed_type),
@@ -191,11 +196,12 @@ def build_group_transfer_distributor(
     return distribution._replace(values=(
         *distribution.values, tff.federated_broadcast(round_num)))
 
-  def receive(received, dataset):
+  def receive(received, dataset, key_dataset=None):
     *received, round_num = received
-    draw = transfer.draw_fn(dataset, round_num)
+    draw = transfer.draw_fn(
+        dataset if key_dataset is None else key_dataset, round_num)
     examples = tf.data.Dataset.from_tensor_slices(transfer.read_fn(draw.keys))
-    return base.receive(received, dataset)._replace(
+    return base.receive(received, dataset, key_dataset)._replace(
         examples=examples, shuffle_seed=draw.shuffle_seed)
 
   return Distributor((*base.client_types, tff.TensorType(np.int32)),
@@ -269,7 +275,7 @@ def build_select_distributor(
     broadcast = tff.federated_broadcast(tff.federated_zip(dense))
     return Distribution((broadcast, keys, *selected), keys)
 
-  def receive(received, dataset):
+  def receive(received, dataset, key_dataset=None):
     message, keys, rows, *gradient_rows = received
     rows = [select_lib.rows_from_sequence(r, num_keys, row_shape)
             for r in (rows, *gradient_rows)]
@@ -319,9 +325,11 @@ def build_group_select_distributor(
   broadcast = build_broadcast_distributor(model, with_gradient)
   index = selection.table_index
 
-  def receive(received, dataset):
+  def receive(received, dataset, key_dataset=None):
     (message,) = received
-    keys = select_lib.select_keys(dataset, selection, client_steps)
+    keys = select_lib.select_keys(
+        dataset if key_dataset is None else key_dataset, selection,
+        client_steps)
     rows = [tf.gather(message['weights'].trainable[index], keys)]
     if with_gradient:
       rows.append(tf.gather(message['augmenting_gradient'][index], keys))
