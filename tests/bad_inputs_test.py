@@ -36,6 +36,7 @@ from absl.testing import parameterized
 import portpicker
 
 from experiments.label_imbalance import train_lib
+from tests import binary_runs
 from tests import celeba_testing
 from tff_mixed import remote
 from tff_mixed.tasks import celeba_smile
@@ -225,6 +226,7 @@ def _run(binary: str, args: list[str], directory: str,
     return completed.returncode, f.read()
 
 
+@binary_runs.runs_binaries
 class BadInputsTest(parameterized.TestCase):
 
   def _temp_dir(self) -> str:

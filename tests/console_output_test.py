@@ -28,6 +28,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 from experiments import tf_log_level
+from tests import binary_runs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # TensorFlow's C++ lines ('2026-01-01 12:00:00.000: I tensorflow/...] '),
@@ -64,6 +65,7 @@ def _log_lines(text: str) -> list[str]:
   return [line for line in text.splitlines() if _LOG_LINE.match(line)]
 
 
+@binary_runs.runs_binaries
 class ConsoleOutputTest(parameterized.TestCase):
 
   @parameterized.parameters(

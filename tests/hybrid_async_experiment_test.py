@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.hybrid_async import hybrid_async_lib
+from tests import binary_runs
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -161,6 +162,7 @@ class ReportTest(absltest.TestCase):
     self.assertIsNone(lib.paper_table(['fedbuff'], [lib.Setting(0.5, 1.0)]))
 
 
+@binary_runs.runs_binaries
 class HybridAsyncBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_method(self):
@@ -224,24 +226,20 @@ class HybridAsyncBinaryTest(absltest.TestCase):
     self.assertIn('other settings (client_lr)', other.stderr)
 
   def test_bad_settings_fail_before_training(self):
+    # The binary's own checks (image size, the data flags); `validate`'s
+    # checks are tested in-process in ValidateTest. Each run costs
+    # TensorFlow's import, so only what the binary alone checks runs here.
     directory = _temp_dir(self)
     npz = _write_npz(os.path.join(directory, 'cifar.npz'), num_images=120)
     cases = [
-        # Delays that would never arrive within the run.
-        (['--delay_stds=5'], 'delay'),
-        # More clients busy than there are (long delays, few clients).
-        (['--delay_stds=0.5', '--rounds=20', '--num_clients=3'],
-         'idle clients'),
-        (['--client_optimizer=rmsprop'], 'client_optimizer'),
-        (['--loadaboost_epochs=3'], 'even int'),
         (['--image_size=12'], 'image_size'),
-        # More clients per round than clients.
-        (['--clients_per_round=20'], 'clients_per_round'),
         # CIFAR-10 requested but not given.
         (['--data=cifar10', '--cifar10_npz='], 'cifar10_npz'),
         # Out-of-domain methods without an out-of-domain set.
         (['--data=digits', '--cifar10_npz=', '--methods=feddle_ood'],
          'out-of-domain'),
+        # A `validate` error reaches the user as an error line too.
+        (['--delay_stds=5'], 'delay'),
     ]
     for extra, message in cases:
       run = _run(f'--cifar10_npz={npz}', '--seeds=0', *_SMALL,
@@ -250,6 +248,35 @@ class HybridAsyncBinaryTest(absltest.TestCase):
       self.assertIn('error:', run.stderr)
       self.assertIn(message, run.stderr)
       self.assertNotIn('Traceback', run.stderr)
+
+
+class ValidateTest(absltest.TestCase):
+  """`validate` refuses settings that cannot run, before any training."""
+
+  def test_bad_settings_raise_naming_the_setting(self):
+    lib = hybrid_async_lib
+    config = lib.Config(
+        rounds=2, num_clients=12, clients_per_round=2, delay_std=0.0,
+        alpha=0.5, server_size=30, eval_size=80, client_steps=2,
+        client_batch_size=4, loadaboost_epochs=2, server_steps=1,
+        feddle_search_steps=1, conv_filters=(2, 4, 4), dense_units=8,
+        eval_every=1, buffer_size=2)
+    lib.validate(config, lib.METHODS, [lib.Setting(0.5, 0.5)], [0])
+    cases = [
+        # Delays that would never arrive within the run.
+        (dict(), [lib.Setting(0.5, 5.0)], 'delay'),
+        # More clients busy than there are (long delays, few clients).
+        (dict(rounds=20, num_clients=3), [lib.Setting(0.5, 0.5)],
+         'idle clients'),
+        (dict(client_optimizer='rmsprop'), [], 'client_optimizer'),
+        (dict(loadaboost_epochs=3), [], 'even int'),
+        # More clients per round than clients.
+        (dict(clients_per_round=20), [], 'clients_per_round'),
+        (dict(), [lib.Setting(0.0, 0.5)], 'alpha'),
+    ]
+    for changes, settings, message in cases:
+      with self.assertRaisesRegex(ValueError, message, msg=str(changes)):
+        lib.validate(config._replace(**changes), lib.METHODS, settings, [0])
 
 
 if __name__ == '__main__':

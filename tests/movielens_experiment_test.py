@@ -23,10 +23,12 @@ import subprocess
 import sys
 import tempfile
 
+from absl import logging
 from absl.testing import absltest
 import numpy as np
 
 from experiments.movielens import movielens_lib
+from tests import binary_runs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,7 +79,10 @@ def _training_metrics(output_dir: str, scenario: str) -> list[dict]:
 
 class GroupedEqualsPerClientTest(absltest.TestCase):
 
-  def test_every_scenario_runs_in_groups_with_the_per_client_numbers(self):
+  def test_scenarios_run_in_groups_with_the_per_client_numbers(self):
+    # The experiment's wiring of groups (its dataset_fn, the broadcast
+    # table and the select path); every algorithm's grouped == per-client is
+    # proven in client_groups_test.
     directory = _temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'))
     results = {}
@@ -89,7 +94,8 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
           eval_every=1, clients_per_group=clients_per_group)
       output_dir = os.path.join(directory, f'out{clients_per_group}')
       results[clients_per_group] = (movielens_lib.run_experiment(
-          ratings, config=config, output_dir=output_dir,
+          ratings, config=config, scenarios=[movielens_lib.BASELINE,
+                                             movielens_lib.TWO_WAY_GT], output_dir=output_dir,
           progress=False), output_dir)
     (per_client, per_client_dir), (grouped, grouped_dir) = (results[1],
                                                             results[2])
@@ -114,6 +120,39 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
       self.assertEqual(a.costs, b.costs)
 
 
+class SkipMalformedAndResumeTest(absltest.TestCase):
+
+  def test_skipped_malformed_line_and_resume(self):
+    # In-process: the binary passes these through to `run_experiment`.
+    directory = _temp_dir(self)
+    ratings = _write_ratings(os.path.join(directory, 'u.data'),
+                             extra_line='7\tnot-a-movie\t3\t881250949')
+    output_dir = os.path.join(directory, 'out')
+    config = movielens_lib.Config(
+        rounds=1, clients_per_round=2, client_steps=1, embedding_dim=4,
+        context_length=3, keys_per_client=8, eval_every=1)
+    run = lambda rounds: movielens_lib.run_experiment(
+        ratings, scenarios=['one_way_gt'], config=config._replace(
+            rounds=rounds), output_dir=output_dir, progress=False,
+        skip_malformed=True)
+    first = run(1)
+    # A finished run is extended by a larger `rounds`: it resumes.
+    self.addCleanup(logging.set_verbosity, logging.get_verbosity())
+    logging.set_verbosity(logging.INFO)
+    with self.assertLogs(logging.get_absl_logger(), level='INFO') as logs:
+      second = run(2)
+    self.assertTrue(any('one_way_gt: resuming after round 1' in line
+                        for line in logs.output), logs.output)
+    self.assertEqual([r['round'] for r in first.results[0].rows], [0, 1])
+    self.assertEqual([r['round'] for r in second.results[0].rows],
+                     [0, 1, 2])
+    self.assertEqual(second.results[0].rows[:2], first.results[0].rows)
+    with open(os.path.join(output_dir, 'metrics.csv')) as f:
+      self.assertEqual([int(r['round']) for r in csv.DictReader(f)],
+                       [0, 1, 2])
+
+
+@binary_runs.runs_binaries
 class MovieLensBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_scenario(self):
@@ -153,15 +192,7 @@ class MovieLensBinaryTest(absltest.TestCase):
       self.assertIn('MovieLens dual encoder', f.read())
     self.assertTrue(os.path.exists(os.path.join(output_dir, 'recall.png')))
 
-  def test_missing_file_is_a_clear_message(self):
-    run = _run(f'--ratings_file={_temp_dir(self)}/ratings.dat', '--rounds=1',
-               timeout=300)
-    self.assertEqual(run.returncode, 1)
-    self.assertIn('error:', run.stderr)
-    self.assertIn('ratings.dat', run.stderr)
-    self.assertNotIn('Traceback', run.stderr)
-
-  def test_malformed_line_names_file_and_line_or_is_skipped(self):
+  def test_malformed_line_names_file_and_line(self):
     directory = _temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'),
                              extra_line='7\tnot-a-movie\t3\t881250949')
@@ -170,20 +201,6 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertEqual(run.returncode, 1)
     self.assertIn(f'{ratings}: line 4', run.stderr)
     self.assertNotIn('Traceback', run.stderr)
-    flags = [f'--ratings_file={ratings}', '--skip_malformed',
-             '--scenarios=one_way_gt', '--clients_per_round=2',
-             '--client_steps=1', '--embedding_dim=4', '--context_length=3',
-             '--keys_per_client=8', '--eval_every=1',
-             f'--output_dir={directory}/out2']
-    run = _run('--rounds=1', *flags)
-    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
-    # A finished run is extended by a larger --rounds: it resumes.
-    run = _run('--rounds=2', *flags)
-    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
-    self.assertIn('one_way_gt: resuming after round 1', run.stderr)
-    with open(os.path.join(directory, 'out2', 'metrics.csv')) as f:
-      self.assertEqual([int(r['round']) for r in csv.DictReader(f)],
-                       [0, 1, 2])
 
 
 if __name__ == '__main__':

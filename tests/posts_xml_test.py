@@ -34,6 +34,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from experiments.stackoverflow_wikipedia import posts_xml_lib
+from tests import binary_runs
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CUTOFF = '2016-01-01'
@@ -478,6 +479,7 @@ class ConvertPostsTest(absltest.TestCase):
                           ['Posts.xml', 'stackoverflow.sqlite'])
 
 
+@binary_runs.runs_binaries
 class ConvertPostsMainTest(absltest.TestCase):
 
   def _run(self, *args: str) -> subprocess.CompletedProcess:

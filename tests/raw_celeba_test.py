@@ -35,6 +35,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from experiments.celeba_smile import raw_celeba_lib
+from tests import binary_runs
 from tests import celeba_testing
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -660,6 +661,7 @@ class AtomicityTest(absltest.TestCase):
     self.assertEmpty(os.listdir(self.output_dir))
 
 
+@binary_runs.runs_binaries
 class BinaryTest(absltest.TestCase):
 
   def _run(self, *args):
