@@ -13,11 +13,12 @@
 # limitations under the License.
 """Asynchronous runs in client groups equal the per-client runs."""
 
+import functools
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
-import tensorflow_federated as tff
 
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
@@ -28,16 +29,13 @@ from tff_mixed.asynchronous import simulation
 from tff_mixed.core import client_groups
 from tff_mixed.models import dense
 
+from tests import testing_utils as tu
+
 _NUM_CLIENTS = 9
-_DIM = 3
-
-
-def _client_arrays(client):
-  rng = np.random.default_rng(200 + client)
-  x = rng.normal(size=(2 + client % 4, _DIM)).astype(np.float32)
-  y = (x @ np.array([[1.0], [-2.0], [0.5]], np.float32)
-       + client * 0.1).astype(np.float32)
-  return x, y
+_DIM = tu.ASYNC_DIM
+_client_arrays = functools.partial(tu.async_client_arrays, seed=200,
+                                   min_examples=2, size_cycle=4)
+_sgd = tu.sgd
 
 
 def _batches(dataset, seed):
@@ -61,14 +59,8 @@ def _group_dataset(client_id, round_num):
   return _batches(_ROWS(client_id), seed=7 * round_num + 1)
 
 
-def _sgd(lr):
-  return tff.learning.optimizers.build_sgdm(learning_rate=lr)
-
-
 def _loss(weights):
-  x, y = map(np.concatenate, zip(*[_client_arrays(c)
-                                   for c in range(_NUM_CLIENTS)]))
-  return {'loss': float(np.mean((x @ weights[0] + weights[1] - y) ** 2))}
+  return tu.mse_loss(weights, [_client_arrays(c) for c in range(_NUM_CLIENTS)])
 
 
 def _method(name, model):

@@ -13,6 +13,7 @@
 # limitations under the License.
 """Tests for the asynchronous FL loop (`tff_mixed.asynchronous.simulation`)."""
 
+import functools
 import os
 import tempfile
 
@@ -30,16 +31,13 @@ from tff_mixed.asynchronous import simulation
 from tff_mixed.models import dense
 from tff_mixed.training import checkpoints
 
+from tests import testing_utils as tu
+
 _NUM_CLIENTS = 8
-_DIM = 3
-
-
-def _client_arrays(client):
-  rng = np.random.default_rng(100 + client)
-  x = rng.normal(size=(4 + client % 3, _DIM)).astype(np.float32)
-  y = (x @ np.array([[1.0], [-2.0], [0.5]], np.float32)
-       + client * 0.1).astype(np.float32)
-  return x, y
+_DIM = tu.ASYNC_DIM
+_client_arrays = functools.partial(tu.async_client_arrays, seed=100,
+                                   min_examples=4, size_cycle=3)
+_sgd = tu.sgd
 
 
 def _dataset(client, round_num):
@@ -51,17 +49,9 @@ def _model():
   return dense.build_linear_regression(_DIM)
 
 
-def _sgd(lr):
-  return tff.learning.optimizers.build_sgdm(learning_rate=lr)
-
-
 def _loss(weights):
-  w, b = weights
-  losses = []
-  for c in range(_NUM_CLIENTS):
-    x, y = _client_arrays(c)
-    losses.append(float(np.mean((x @ w + b - y) ** 2)))
-  return {'loss': float(np.mean(losses))}
+  return tu.mse_loss(weights, [_client_arrays(c) for c in range(_NUM_CLIENTS)],
+                     mean_over_clients=True)
 
 
 class RecordingDatasets:

@@ -386,6 +386,16 @@ class CohortTest(absltest.TestCase):
     self.assertEqual(client_groups.default_clients_per_group(5, 2), 3)
     self.assertEqual(client_groups.default_clients_per_group(1, 8), 1)
 
+  def test_clients_per_group_for_reads_zero_as_one_group_per_core(self):
+    self.assertEqual(
+        client_groups.clients_per_group_for(client_groups.AUTO, 100),
+        client_groups.default_clients_per_group(100))
+    self.assertEqual(client_groups.clients_per_group_for(3, 100), 3)
+    self.assertEqual(client_groups.clients_per_group_for(1, 100), 1)
+    for bad in (-1, 1.5, True, '2'):
+      with self.assertRaisesRegex(ValueError, '`clients_per_group`'):
+        client_groups.clients_per_group_for(bad, 100)
+
   def test_array_dataset_fn_gives_each_client_its_rows(self):
     arrays = tu.client_arrays(sizes=(3, 1, 2))
     fn = client_groups.array_dataset_fn(arrays, lambda d: d.batch(2))

@@ -18,46 +18,24 @@ The binary runs as a user runs it, in a subprocess from the repository root
 test process keeps out of), writing into a temporary directory.
 """
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-
 from absl.testing import absltest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import benchmark_testing
 
 
 class RoundProfileTest(absltest.TestCase):
 
   def test_tiny_run_writes_section_and_json(self):
-    # Not `create_tempdir`: under pytest absl's flags are unparsed.
-    d = tempfile.mkdtemp()
-    self.addCleanup(shutil.rmtree, d, ignore_errors=True)
-    markdown = os.path.join(d, 'BENCHMARKS.md')
-    raw = os.path.join(d, 'round_profile.json')
-    completed = subprocess.run(
-        [sys.executable, '-m', 'benchmarks.round_profile',
-         '--clients_per_round=2', '--warmup_rounds=1', '--timed_rounds=1',
-         '--input_dim=4', '--hidden_units=4', '--concurrency=1',
-         '--nostream_structs', f'--output_markdown={markdown}',
-         f'--output_json={raw}'],
-        cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
-        stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=300, check=False)
-    self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
+    report, text = benchmark_testing.run_benchmark(self, 'round_profile', [
+        '--clients_per_round=2', '--warmup_rounds=1', '--timed_rounds=1',
+        '--input_dim=4', '--hidden_units=4', '--concurrency=1',
+        '--nostream_structs'])
 
-    with open(markdown) as f:
-      text = f.read()
     self.assertIn('<!-- BEGIN round_profile -->', text)
     self.assertIn('<!-- END round_profile -->', text)
     self.assertIn('### 2 clients per round', text)
     self.assertIn('Where the time goes', text)
 
-    with open(raw) as f:
-      report = json.load(f)
     (cohort,) = report['cohorts']
     self.assertEqual(cohort['clients_per_round'], 2)
     self.assertCountEqual(

@@ -19,40 +19,20 @@ writing into a temporary directory: per-client and grouped rows, the floor,
 the ratios to it, and the closing line computed from them.
 """
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-
 from absl.testing import absltest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import benchmark_testing
 
 
 class RoundTimeTest(absltest.TestCase):
 
   def test_tiny_run_times_both_modes_and_the_floor(self):
-    # Not `create_tempdir`: under pytest absl's flags are unparsed.
-    d = tempfile.mkdtemp()
-    self.addCleanup(shutil.rmtree, d, ignore_errors=True)
-    markdown = os.path.join(d, 'BENCHMARKS.md')
-    raw = os.path.join(d, 'round_time.json')
-    completed = subprocess.run(
-        [sys.executable, '-m', 'benchmarks.round_time', '--models=small',
-         '--clients_per_round=2,4', '--clients_per_group=2',
-         '--algorithms=fedavg,parallel_training,compute_floor',
-         '--warmup_rounds=1', '--timed_rounds=1', '--input_dim=4',
-         '--hidden_units=4', f'--output_markdown={markdown}',
-         f'--output_json={raw}'],
-        cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
-        stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=300, check=False)
-    self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
+    report, text = benchmark_testing.run_benchmark(self, 'round_time', [
+        '--models=small', '--clients_per_round=2,4', '--clients_per_group=2',
+        '--algorithms=fedavg,parallel_training,compute_floor',
+        '--warmup_rounds=1', '--timed_rounds=1', '--input_dim=4',
+        '--hidden_units=4'])
 
-    with open(raw) as f:
-      report = json.load(f)
     self.assertEqual(list(report['models']), ['small'])
     cohorts = report['models']['small']['cohorts']
     self.assertEqual([c['clients_per_round'] for c in cohorts], [2, 4])
@@ -74,8 +54,6 @@ class RoundTimeTest(absltest.TestCase):
           rows['parallel_training@grouped']['median_wall_s']
           / rows['fedavg@grouped']['median_wall_s'])
 
-    with open(markdown) as f:
-      text = f.read()
     self.assertIn('<!-- BEGIN round_time -->', text)
     self.assertIn('Parallel Training, grouped (2 x 2)', text)
     self.assertIn('FedAvg (TFF `build_weighted_fed_avg`), per-client', text)

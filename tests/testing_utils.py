@@ -70,6 +70,41 @@ def trainable(process, state):
   return [np.asarray(w) for w in weights.trainable]
 
 
+# --- the asynchronous simulation's clients ---
+
+ASYNC_DIM = 3
+
+
+def async_client_arrays(client: int, seed: int, min_examples: int,
+                        size_cycle: int):
+  """Client `client`'s (x, y), float32, for the asynchronous tests.
+
+  `min_examples + client % size_cycle` rows of x drawn with seed
+  `seed + client`, and y = x [1, -2, 0.5]^T + 0.1 client: every client has
+  its own optimum, so which updates a method applies shows in the model.
+  """
+  rng = np.random.default_rng(seed + client)
+  x = rng.normal(size=(min_examples + client % size_cycle,
+                       ASYNC_DIM)).astype(np.float32)
+  y = (x @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+       + client * 0.1).astype(np.float32)
+  return x, y
+
+
+def mse_loss(weights, arrays, mean_over_clients: bool = False):
+  """`{'loss': ...}` of linear weights (w, b) on per-client (x, y) arrays.
+
+  The mean squared error over all examples, or with `mean_over_clients` the
+  mean of the clients' own mean squared errors (each client counts once).
+  """
+  w, b = weights
+  if mean_over_clients:
+    losses = [float(np.mean((x @ w + b - y) ** 2)) for x, y in arrays]
+    return {'loss': float(np.mean(losses))}
+  x, y = map(np.concatenate, zip(*arrays))
+  return {'loss': float(np.mean((x @ w + b - y) ** 2))}
+
+
 # --- numpy oracle ---
 
 

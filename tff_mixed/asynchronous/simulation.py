@@ -67,15 +67,7 @@ from tff_mixed.training import runner
 Weights = Sequence[np.ndarray]
 
 # `clients_per_group` that gives one group per core.
-AUTO = 0
-
-
-def _check_clients_per_group(clients_per_group: Any) -> int:
-  if isinstance(clients_per_group, bool) or not isinstance(
-      clients_per_group, (int, np.integer)) or clients_per_group < 0:
-    raise ValueError('`clients_per_group` must be an int >= 0 (0: one group '
-                     f'per core), got {clients_per_group!r}.')
-  return int(clients_per_group)
+AUTO = client_groups.AUTO
 
 
 class AsyncState(NamedTuple):
@@ -117,7 +109,8 @@ class AsyncProcess:
     self._dataset_fn = dataset_fn
     self._initial_weights = initial_weights
     self._group_training = group_training
-    self._clients_per_group = _check_clients_per_group(clients_per_group)
+    self._clients_per_group = client_groups.check_clients_per_group(
+        clients_per_group)
     # A method that ignores client updates (Center) spares their training.
     self._uses_updates = getattr(method, 'uses_client_updates', True)
 
@@ -126,8 +119,8 @@ class AsyncProcess:
     """Each client's update (`trained - weights`) and the mean loss."""
     model_weights = tff.learning.models.ModelWeights(
         trainable=tuple(weights), non_trainable=())
-    size = self._clients_per_group or client_groups.default_clients_per_group(
-        len(clients))
+    size = client_groups.clients_per_group_for(self._clients_per_group,
+                                               len(clients))
     if self._group_training is None or size == 1:
       result = self._client_training(
           model_weights, [self._dataset_fn(c, round_num) for c in clients])

@@ -57,6 +57,9 @@ from tff_mixed.core import model_types
 
 _ID_DTYPES = (np.int32, np.int64, np.str_)
 
+# The `clients_per_group` that asks for one group per core.
+AUTO = 0
+
 
 class ClientGroups(NamedTuple):
   """How a group's members find their data.
@@ -102,6 +105,40 @@ def default_clients_per_group(cohort_size: int,
     num_groups = len(os.sched_getaffinity(0)) if hasattr(
         os, 'sched_getaffinity') else (os.cpu_count() or 1)
   return max(1, math.ceil(cohort_size / max(1, num_groups)))
+
+
+def check_clients_per_group(clients_per_group: Any) -> int:
+  """`clients_per_group` as an int; `ValueError` unless an int >= 0."""
+  if isinstance(clients_per_group, bool) or not isinstance(
+      clients_per_group, (int, np.integer)) or clients_per_group < 0:
+    raise ValueError('`clients_per_group` must be an int >= 0 (0: one group '
+                     f'per core), got {clients_per_group!r}.')
+  return int(clients_per_group)
+
+
+def clients_per_group_for(clients_per_group: int, cohort_size: int) -> int:
+  """The group size a `clients_per_group` setting gives a cohort.
+
+  The one reading of the `clients_per_group` setting (the binaries'
+  `--clients_per_group`, `runner.run_training`'s and `run_async`'s
+  argument): `AUTO` (0) splits the cohort into one group per core
+  (`default_clients_per_group`), a positive int is the group size itself
+  (1: the per-client path).
+
+  Args:
+    clients_per_group: `AUTO` (0) or the clients per group.
+    cohort_size: The number of clients in the round.
+
+  Returns:
+    The clients per group, >= 1 (for `split_cohort`).
+
+  Raises:
+    ValueError: If `clients_per_group` is not an int >= 0.
+  """
+  clients_per_group = check_clients_per_group(clients_per_group)
+  if clients_per_group == AUTO:
+    return default_clients_per_group(cohort_size)
+  return clients_per_group
 
 
 def split_cohort(client_ids: Sequence[Any],

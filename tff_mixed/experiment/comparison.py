@@ -262,7 +262,8 @@ def run_scenario(
   start = time.perf_counter()
   if uses_groups(task, clients_per_group, clients_per_round):
     logging.info('%s: client groups of up to %d clients', scenario,
-                 grouping.resolve(clients_per_group, clients_per_round))
+                 client_groups_lib.clients_per_group_for(clients_per_group,
+                                                         clients_per_round))
   process = scenario_process(
       scenario, task, model, client_steps=client_steps, seed=seed,
       clients_per_group=clients_per_group,

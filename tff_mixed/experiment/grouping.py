@@ -27,7 +27,7 @@ import numpy as np
 
 from tff_mixed.core import client_groups
 
-AUTO = 0
+AUTO = client_groups.AUTO
 
 
 def define_clients_per_group_flag() -> flags.FlagHolder:
@@ -40,21 +40,16 @@ def define_clients_per_group_flag() -> flags.FlagHolder:
       lower_bound=0)
 
 
-def resolve(clients_per_group: int, cohort_size: int) -> int:
-  """The group size for a cohort: `clients_per_group`, or one per core."""
-  if clients_per_group == AUTO:
-    return client_groups.default_clients_per_group(cohort_size)
-  return clients_per_group
-
-
 def is_grouped(clients_per_group: int, cohort_size: int) -> bool:
   """Whether the cohort runs in groups (not one client per member)."""
-  return resolve(clients_per_group, cohort_size) > 1
+  return client_groups.clients_per_group_for(clients_per_group,
+                                             cohort_size) > 1
 
 
 def group_ids(client_ids: Any, clients_per_group: int,
               dtype: Optional[Any] = np.int32) -> list[np.ndarray]:
   """A round's client ids as `split_cohort` groups of `dtype` ids."""
   groups = client_groups.split_cohort(
-      client_ids, resolve(clients_per_group, len(client_ids)))
+      client_ids,
+      client_groups.clients_per_group_for(clients_per_group, len(client_ids)))
   return [np.asarray(g, dtype) for g in groups]

@@ -232,10 +232,7 @@ def run_training(
                       ('rounds_per_evaluation', rounds_per_evaluation),
                       ('keep_checkpoints', keep_checkpoints)):
     _check_positive_int(name, value)
-  if isinstance(clients_per_group, bool) or not isinstance(
-      clients_per_group, (int, np.integer)) or clients_per_group < 0:
-    raise ValueError('`clients_per_group` must be a non-negative int (0: one '
-                     f'group per core), got {clients_per_group!r}.')
+  client_groups.check_clients_per_group(clients_per_group)
   dirs = prepare_run(root_output_dir, experiment_name, hparams)
   checkpointer = checkpoints_lib.Checkpointer(
       dirs['checkpoints'], fingerprint=hparams, keep_total=keep_checkpoints)
@@ -297,8 +294,8 @@ def _grouped(process, client_data: Any, clients_per_group: int) -> Any:
                   and member.shape is not None and len(member.shape) == 1)
   if not takes_groups or not all(np.ndim(c) == 0 for c in client_data):
     return client_data
-  size = clients_per_group or client_groups.default_clients_per_group(
-      len(client_data))
+  size = client_groups.clients_per_group_for(clients_per_group,
+                                             len(client_data))
   return [np.asarray(g, member.dtype)
           for g in client_groups.split_cohort(client_data, size)]
 
