@@ -470,10 +470,7 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
-  if isinstance(config.clients_per_group, bool) or not isinstance(
-      config.clients_per_group, int) or config.clients_per_group < 0:
-    raise ValueError('`clients_per_group` must be an int >= 0 (0: one group '
-                     f'per core), got {config.clients_per_group!r}.')
+  grouping.check(config.clients_per_group)
   if not math.isfinite(config.client_lr):
     raise ValueError(f'`client_lr` must be finite, got {config.client_lr}.')
   if config.client_lr <= 0:

@@ -478,10 +478,7 @@ def run_experiment(data: Data, config: Config, *,
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
-  if isinstance(config.clients_per_group, bool) or not isinstance(
-      config.clients_per_group, int) or config.clients_per_group < 0:
-    raise ValueError('`clients_per_group` must be an int >= 0 (0: one group '
-                     f'per core), got {config.clients_per_group!r}.')
+  grouping.check(config.clients_per_group)
   if config.adaptive_clipping and config.clients_per_group > 1:
     raise ValueError(
         f'`clients_per_group` {config.clients_per_group} needs adaptive '

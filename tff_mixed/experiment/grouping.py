@@ -40,6 +40,11 @@ def define_clients_per_group_flag() -> flags.FlagHolder:
       lower_bound=0)
 
 
+def check(clients_per_group: Any) -> int:
+  """`clients_per_group` if an int >= 0, else a ValueError naming it."""
+  return client_groups.check_clients_per_group(clients_per_group)
+
+
 def is_grouped(clients_per_group: int, cohort_size: int) -> bool:
   """Whether the cohort runs in groups (not one client per member)."""
   return client_groups.clients_per_group_for(clients_per_group,
