@@ -21,8 +21,10 @@ test process keeps out of), writing into a temporary directory.
 from absl.testing import absltest
 
 from tests import benchmark_testing
+from tests import binary_runs
 
 
+@binary_runs.runs_binaries
 class RoundProfileTest(absltest.TestCase):
 
   def test_tiny_run_writes_section_and_json(self):

@@ -22,8 +22,10 @@ the ratios to it, and the closing line computed from them.
 from absl.testing import absltest
 
 from tests import benchmark_testing
+from tests import binary_runs
 
 
+@binary_runs.runs_binaries
 class RoundTimeTest(absltest.TestCase):
 
   def test_tiny_run_times_both_modes_and_the_floor(self):
