@@ -499,8 +499,11 @@ def render_markdown(report: dict[str, Any]) -> str:
       'interleaved round-robin with a rotating order; "x floor" divides by '
       'the floor\'s median wall time. CPU s: this process + its TFF '
       '`worker_binary`, in 10 ms ticks. Shares are differences of medians '
-      '(estimates: other load moves each median); wall shares of the '
-      'groups\' TF are scaled by its measured speed-up in threads.',
+      '(estimates: other load moves each median, and the parts overlap); '
+      'in wall time the groups\' sequential rows are divided by the group '
+      'computations\' speed-up in threads, as the round runs its groups in '
+      'parallel; calls from Python of a group computation pay its "no '
+      'members" row, taken off them.',
       '',
   ]
   for model_name, result in report['models'].items():
