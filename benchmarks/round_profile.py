@@ -446,19 +446,56 @@ def _knob_name(row: dict[str, Any]) -> str:
   return name + (', stream_structs=True' if row['stream_structs'] else '')
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-  """The BENCHMARKS.md section, from the report only."""
-  config = report['config']
-  lines = [
-      '## Where a FedAvg round\'s time goes (benchmarks/round_profile.py)',
+def header_lines(title: str, report: dict[str, Any]) -> list[str]:
+  """A profile section's title, provenance and load-average lines."""
+  return [
+      title,
       '',
       f'Generated on {report["date"]} by `{report["command"]}` on '
-      f'{report["machine"]}; raw numbers in `{config["output_json"]}`.',
+      f'{report["machine"]}; raw numbers in '
+      f'`{report["config"]["output_json"]}`.',
       '',
       f'* Load average (1 min) at start / end: '
       f'{report["load_average"]["start"]:.2f} / '
       f'{report["load_average"]["end"]:.2f} (the machine is shared; other '
       'load slows wall times).',
+  ]
+
+
+def probe_table(probes: dict[str, dict[str, Any]],
+                labels: dict[str, str]) -> list[str]:
+  """A markdown table of timed probes (`_time_interleaved`, `x_floor`)."""
+  lines = ['| measurement | s/call (median) | min-max | x floor | '
+           'CPU s/call | first call (s) |', '|---|---:|---:|---:|---:|---:|']
+  for key, s in probes.items():
+    lines.append(f'| {labels[key]} | {s["median_s"]:.4f} | '
+                 f'{s["min_s"]:.4f}-{s["max_s"]:.4f} | '
+                 f'{s["x_floor"]:.1f} | {s["median_cpu_s"]:.3f} | '
+                 f'{s["first_s"]:.2f} |')
+  return lines
+
+
+def write_report(report: dict[str, Any], section: str,
+                 render: Callable[[dict[str, Any]], str]) -> None:
+  """Writes the JSON report and its BENCHMARKS.md section (the flags')."""
+  flag_values = flags.FLAGS
+  json_path = _resolve(flag_values.output_json)
+  reports_lib.atomic_write_text(json_path, json.dumps(report, indent=2) + '\n')
+  markdown = render(report)
+  reports_lib.write_markdown_section(_resolve(flag_values.output_markdown),
+                                     section, markdown, title='Benchmarks')
+  print(markdown, flush=True)
+  print(f'[{section} {time.strftime("%H:%M:%S")}] wrote '
+        f'{flag_values.output_markdown} and {json_path} in '
+        f'{report["total_s"]:.0f} s', flush=True)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+  """The BENCHMARKS.md section, from the report only."""
+  config = report['config']
+  lines = header_lines(
+      '## Where a FedAvg round\'s time goes (benchmarks/round_profile.py)',
+      report) + [
       f'* Workload as round_time: input {config["input_dim"]}, hidden '
       f'{[int(u) for u in config["hidden_units"]]}, K = '
       f'{config["client_steps"]} SGD steps of batch '
@@ -481,13 +518,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += [f'### {n} clients per round', '',
               f'Load average (1 min) at this cohort\'s start / end: '
               f'{load[0]:.2f} / {load[1]:.2f}.', '',
-              '| measurement | s/call (median) | min-max | x floor | '
-              'CPU s/call | first call (s) |', '|---|---:|---:|---:|---:|---:|']
-    for key, s in cohort['probes'].items():
-      lines.append(f'| {_LABELS[key]} | {s["median_s"]:.4f} | '
-                   f'{s["min_s"]:.4f}-{s["max_s"]:.4f} | '
-                   f'{s["x_floor"]:.1f} | {s["median_cpu_s"]:.3f} | '
-                   f'{s["first_s"]:.2f} |')
+              *probe_table(cohort['probes'], _LABELS)]
     for row in cohort['knobs']:
       lines.append(f'| context {_knob_name(row)} | {row["median_s"]:.4f} | '
                    f'{row["min_s"]:.4f}-{row["max_s"]:.4f} | '
@@ -537,14 +568,7 @@ def main(argv: list[str]) -> None:
       load_average=collections.OrderedDict(start=load_start,
                                            end=os.getloadavg()[0]),
       config=config, total_s=time.perf_counter() - start, cohorts=cohorts)
-  json_path = _resolve(flag_values.output_json)
-  reports_lib.atomic_write_text(json_path, json.dumps(report, indent=2) + '\n')
-  markdown = render_markdown(report)
-  reports_lib.write_markdown_section(_resolve(flag_values.output_markdown),
-                                     _SECTION, markdown, title='Benchmarks')
-  print(markdown, flush=True)
-  _progress(f'wrote {flag_values.output_markdown} and {json_path} in '
-            f'{report["total_s"]:.0f} s')
+  write_report(report, _SECTION, render_markdown)
 
 
 if __name__ == '__main__':
