@@ -21,6 +21,7 @@ the repository root writing into a temporary directory.
 from absl.testing import absltest
 
 from tests import benchmark_testing
+from tests import binary_runs
 
 _ROWS = ['grouped_round', 'group_work_threads', 'group_work_sequential',
          'group_call', 'member_loop', 'member_datasets', 'member_iterators',
@@ -28,6 +29,7 @@ _ROWS = ['grouped_round', 'group_work_threads', 'group_work_sequential',
          'floor', 'floor_threads', 'tff_fixed']
 
 
+@binary_runs.runs_binaries
 class GroupProfileTest(absltest.TestCase):
 
   def test_tiny_run_writes_section_and_json(self):
