@@ -348,12 +348,27 @@ class ReduceDatasetTest(parameterized.TestCase):
           20, seed=3, reshuffle_each_iteration=False).batch(4)),
       ('repeat_take', lambda: tf.data.Dataset.range(5).batch(2).repeat()
        .take(7)),
+      # More elements than one padded batch of the drawn-at-once path.
+      ('more_than_a_chunk', lambda: tf.data.Dataset.range(70_000).map(
+          lambda x: x % 3)),
+      # Dicts, strings and a partial last batch (padded, then cut again).
+      ('dict_of_strings', lambda: tf.data.Dataset.from_tensor_slices(
+          {'a': tf.range(7, dtype=tf.int64),
+           's': tf.strings.as_string(tf.range(7) * 137)}).batch(3)),
+      # Not dense tensors: drawn from an iterator.
+      ('ragged', lambda: tf.data.Dataset.from_tensor_slices(
+          tf.ragged.constant([[1, 2], [3], [4, 5, 6]], tf.int64)).batch(2)),
   )
   def test_same_result_as_dataset_reduce(self, make):
     def step(state, batch):
       # Order-sensitive: a weighted running sum and a step counter.
       total, count = state
-      return total * 2 + tf.reduce_sum(batch), count + 1
+      if isinstance(batch, dict):
+        batch = tf.concat([batch['a'], tf.cast(
+            tf.strings.length(batch['s']), tf.int64)], 0)
+      if isinstance(batch, tf.RaggedTensor):
+        batch = batch.flat_values
+      return total % 1_000_003 * 2 + tf.reduce_sum(batch), count + 1
 
     def initial():
       return (tf.constant(0, tf.int64), tf.constant(0))

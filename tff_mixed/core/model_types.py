@@ -75,27 +75,86 @@ def all_finite(structure: Any) -> tf.Tensor:
   return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in flat])
 
 
+def _dense_leaves(element_spec: Any) -> bool:
+  """Whether every leaf of an element spec is a dense tensor."""
+  return all(type(spec) is tf.TensorSpec  # pylint: disable=unidiomatic-typecheck
+             for spec in tf.nest.flatten(element_spec))
+
+
+# Elements per padded batch when a dataset is drawn at once: batches of
+# batches hold up to 2**32 elements, and a batch reserves room for this many.
+_CHUNK = 2**16
+
+
+def _draw_all(dataset: tf.data.Dataset) -> tuple[Any, Any, tf.Tensor]:
+  """A dataset's elements at once: (padded stacks, their shapes, count).
+
+  One pass drawn by `get_single_element` of padded batches of padded
+  batches of all the elements (element `i` at `[i // _CHUNK, i % _CHUNK]`),
+  each element's shapes recorded to cut its padding off again. An empty
+  dataset gives count 0 (a sentinel of zero rows).
+  """
+  unpack = isinstance(dataset.element_spec, tuple)
+
+  def marked(*args):
+    element = args if unpack else args[0]
+    return (element, tf.nest.map_structure(tf.shape, element),
+            tf.constant(1, tf.int32))
+
+  batched = dataset.map(marked).padded_batch(_CHUNK).padded_batch(_CHUNK)
+  empty = tf.data.Dataset.from_tensors(tf.nest.map_structure(
+      lambda s: tf.zeros([d or 0 for d in s.shape], s.dtype),
+      batched.element_spec))
+  stacks, shapes, marks = batched.concatenate(empty).take(
+      1).get_single_element()
+  return stacks, shapes, tf.reduce_sum(marks)
+
+
 def reduce_dataset(dataset: tf.data.Dataset, initial_state: Any,
                    reduce_fn: Any) -> Any:
   """`dataset.reduce(initial_state, reduce_fn)`, at a fraction of its cost.
 
   `tf.data.Dataset.reduce` instantiates its reduce function anew every time
-  the op runs (about 5-10 ms here), which is most of a client's round when
-  it takes a few small steps, and is paid once per client and round. This
-  loop draws the same elements in the same order from an iterator
-  (`get_next_as_optional`) in a `tf.while_loop`, whose body is part of the
-  calling function and instantiated once. The state's structure and shapes
-  must not change between steps.
+  the op runs (about 5-10 ms here), and so does making an iterator
+  (0.2-5 ms in TFF's worker, `benchmarks/group_profile.py`), against a few
+  small steps per client and round. Datasets of dense tensors are drawn at
+  once (`get_single_element` of one padded batch of all their elements,
+  the padding cut off again per element) and folded in a `tf.while_loop`,
+  whose body is part of the calling function and instantiated once; other
+  datasets are drawn from an iterator (`get_next_as_optional`) in the loop.
+  The same elements in the same order, with their static shapes. The
+  state's structure and shapes must not change between steps, and the
+  dataset must be finite (as for `Dataset.reduce`).
   """
+  spec = dataset.element_spec
   # Inside a `tf.function` of its own, whose automatic control
-  # dependencies order the iterator's initialization before its first read;
-  # a TFF graph or a `tf.while_loop` body has no such ordering.
+  # dependencies order the draw (or the iterator's initialization) before
+  # the first step; a TFF graph or a `tf.while_loop` body has no ordering.
   @tf.function
-  def loop(dataset, initial_state):
-    # Made after the state is: an iterator of a dataset that reshuffles
-    # each iteration draws its order when it is made, so passes over one
-    # dataset (whose states chain) must make theirs in turn; without the
-    # dependency an inlined call makes it as early as it can, in any order.
+  def fold(dataset, initial_state):
+    # Drawn after the state is made: a dataset that reshuffles each
+    # iteration draws its order when its pass starts, so passes over one
+    # dataset (whose states chain) must start theirs in turn; without the
+    # dependency an inlined call starts it as early as it can, in any order.
+    with tf.control_dependencies(
+        [t for t in tf.nest.flatten(initial_state) if tf.is_tensor(t)]):
+      stacks, shapes, count = _draw_all(dataset)
+
+    def element(i):
+      at = (i // _CHUNK, i % _CHUNK)
+      return tf.nest.map_structure(
+          lambda stack, shape, s: tf.ensure_shape(
+              tf.slice(stack[at], tf.zeros_like(shape[at]), shape[at]),
+              s.shape), stacks, shapes, spec)
+
+    _, state = tf.while_loop(
+        lambda i, state: i < count,
+        lambda i, state: (i + 1, reduce_fn(state, element(i))),
+        (tf.constant(0), initial_state))
+    return state
+
+  @tf.function
+  def iterate(dataset, initial_state):
     with tf.control_dependencies(
         [t for t in tf.nest.flatten(initial_state) if tf.is_tensor(t)]):
       iterator = iter(dataset)
@@ -109,4 +168,5 @@ def reduce_dataset(dataset: tf.data.Dataset, initial_state: Any,
         (initial_state, iterator.get_next_as_optional()))
     return state
 
+  loop = fold if _dense_leaves(spec) else iterate
   return loop(dataset, initial_state)
