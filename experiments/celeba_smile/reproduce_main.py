@@ -43,7 +43,6 @@ from absl import flags
 from absl import logging
 
 from experiments.celeba_smile import celeba_flags
-from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import reproduce_lib
 from experiments.celeba_smile import reproduce_report
 from tff_mixed.experiment import results as results_lib
@@ -52,9 +51,7 @@ from tff_mixed.training import reports as reports_lib
 _SEEDS = flags.DEFINE_list(
     'seeds', ['0', '1', '2'], 'Comma-separated seeds; every scenario runs '
     'once per seed (replaces --seed).')
-_SCENARIOS = flags.DEFINE_list(
-    'scenarios', list(celeba_smile_lib.SCENARIOS),
-    f'Comma-separated scenarios, from {list(celeba_smile_lib.SCENARIOS)}.')
+_SCENARIOS = celeba_flags.define_scenarios_flag()
 _DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
     'diagnostic_rounds', 100, "Rounds of table 4's (G, B)-BGD runs of each "
     'mixed algorithm (K = 1); 0: no diagnostics.', lower_bound=0)
@@ -69,14 +66,6 @@ _DATA_NOTE = flags.DEFINE_string(
 # The paper's horizon (figure 1a runs to about 1,000 rounds) is this binary's
 # default; the single-run binary keeps 100.
 flags.set_default(celeba_flags.ROUNDS, 1000)
-
-
-@flags.validator('scenarios', message='--scenarios must name one or more of '
-                 f'{list(celeba_smile_lib.SCENARIOS)}, without repeats.')
-def _check_scenarios(scenarios):
-  return (bool(scenarios)
-          and set(scenarios) <= set(celeba_smile_lib.SCENARIOS)
-          and len(set(scenarios)) == len(scenarios))
 
 
 def _seeds() -> list[int]:
