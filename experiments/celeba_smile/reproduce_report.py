@@ -433,7 +433,7 @@ def results_markdown(reproduction: reproduce_lib.Reproduction, *,
     settings: `rounds`, `clients_per_round` (requested S), `client_steps`,
       `client_batch_size`, `client_lr`, `eval_every`, `hidden_units`,
       `diagnostic_rounds`, and optionally `data_note` (where the database
-      came from).
+      came from) and `output_dir` (where the runs are).
     target_auc: The AUC of the rounds-to-target column and claim.
     command: The command that made it.
     machine: `results.machine_description()`.
@@ -472,6 +472,10 @@ def results_markdown(reproduction: reproduce_lib.Reproduction, *,
       'wall time):', '',
       stats_table(stats, target_auc), '',
       f'![Eval AUC over seeds]({plot_link})', '']
+  if settings.get('output_dir'):
+    lines += [f'Per-run metrics: `{settings["output_dir"]}/runs/<scenario>/'
+              'seed<seed>/metrics.csv` (not committed: rerun to get them).',
+              '']
   if diagnostics:
     lines += [
         f'(G, B)-BGD estimates of table 4 (eq. 7): separate runs of '
