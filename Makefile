@@ -32,6 +32,9 @@ results: venv
 # --min_images_per_client=2, not LEAF's 5: this subset's celebrities have 1.8
 # images each (TFF's CelebA about 21); 5 would keep 55 celebrities (292
 # images), 2 keeps 1,453 celebrities (3,798 of the 5,112 images).
+# --target_auc=0.85 (the paper names none): on this small subset a 200-round
+# probe (seed 0) had the oracle at 0.853 and 1-way GT at 0.900, so 0.85 is one
+# the oracle and the mixed algorithms reach, and the default 0.9 may not be.
 CELEBA_RAW ?= ../shared/data/celeba_dev/celeba_dev_raw.tar.gz
 CELEBA_DEV := outputs/celeba_dev
 CELEBA_RAW_DIR := $(CELEBA_DEV)/celeba_dev_raw
@@ -48,7 +51,7 @@ results-celeba: venv
 	fi
 	@$(RUN) $(PY) -m experiments.celeba_smile.reproduce_main \
 	  --cache_dir=$(CELEBA_DEV)/cache --output_dir=$(CELEBA_DEV)/reproduction \
-	  --seeds=0,1,2 --rounds=1000 --diagnostic_rounds=100 \
+	  --seeds=0,1,2 --rounds=1000 --diagnostic_rounds=100 --target_auc=0.85 \
 	  --plot=docs/results/celeba_smile_auc.png --results_markdown=RESULTS.md \
 	  --data_note="real CelebA faces from $(notdir $(CELEBA_RAW)), converted with --min_images_per_client=2" \
 	  $(ARGS)
