@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv demo results test bazel-test benchmark benchmark-celeba benchmark-movielens clean
+.PHONY: venv demo results results-celeba test bazel-test benchmark benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -20,6 +20,41 @@ demo: venv
 # The default demo run, recorded in RESULTS.md (machine, date, data, table).
 results: venv
 	@$(RUN) $(PY) -m experiments.label_imbalance.label_imbalance_main --results_markdown=RESULTS.md $(ARGS)
+
+# The CelebA smile table on real faces (arXiv:2205.13655, section 4.1, tables
+# 4-6), recorded in RESULTS.md: unpacks the real CelebA subset CELEBA_RAW (a
+# tarball of celeba_dev_raw/{img_align_celeba,list_attr_celeba.txt,
+# identity_CelebA.txt}) into outputs/celeba_dev (CelebA's licence forbids committing it or anything built
+# from its pixels), converts it once to TFF's celeba.sqlite, then runs every
+# scenario with seeds 0-2 for 1,000 rounds plus table 4's diagnostics runs
+# (experiments.celeba_smile.reproduce_main). Rerunning resumes: finished runs
+# are read back. ARGS adds flags (e.g. ARGS=--rounds=200 for a shorter run).
+# --min_images_per_client=2, not LEAF's 5: this subset's celebrities have 1.8
+# images each (TFF's CelebA about 21); 5 would keep 55 celebrities (292
+# images), 2 keeps 1,453 celebrities (3,798 of the 5,112 images).
+# --target_auc=0.85 (the paper names none): on this small subset a 200-round
+# probe (seed 0) had the oracle at 0.853 and 1-way GT at 0.900, so 0.85 is one
+# the oracle and the mixed algorithms reach, and the default 0.9 may not be.
+CELEBA_RAW ?= ../shared/data/celeba_dev/celeba_dev_raw.tar.gz
+CELEBA_DEV := outputs/celeba_dev
+CELEBA_RAW_DIR := $(CELEBA_DEV)/celeba_dev_raw
+
+results-celeba: venv
+	@test -f "$(CELEBA_RAW)" || { echo "error: no CelebA tarball at CELEBA_RAW=$(CELEBA_RAW); pass make results-celeba CELEBA_RAW=path/to/celeba_dev_raw.tar.gz" >&2; exit 1; }
+	@if [ ! -f $(CELEBA_DEV)/cache/celeba.sqlite ]; then \
+	  mkdir -p $(CELEBA_DEV) && tar -xzf "$(CELEBA_RAW)" -C $(CELEBA_DEV) && \
+	  $(RUN) $(PY) -m experiments.celeba_smile.convert_raw_celeba_main \
+	    --raw_image_dir=$(CELEBA_RAW_DIR)/img_align_celeba \
+	    --raw_attr_file=$(CELEBA_RAW_DIR)/list_attr_celeba.txt \
+	    --raw_identity_file=$(CELEBA_RAW_DIR)/identity_CelebA.txt \
+	    --min_images_per_client=2 --sqlite_output_dir=$(CELEBA_DEV)/cache; \
+	fi
+	@$(RUN) $(PY) -m experiments.celeba_smile.reproduce_main \
+	  --cache_dir=$(CELEBA_DEV)/cache --output_dir=$(CELEBA_DEV)/reproduction \
+	  --seeds=0,1,2 --rounds=1000 --diagnostic_rounds=100 --target_auc=0.85 \
+	  --plot=$(CELEBA_DEV)/reproduction/auc.png --results_markdown=RESULTS.md \
+	  --data_note="real CelebA faces from $(notdir $(CELEBA_RAW)), converted with --min_images_per_client=2" \
+	  $(ARGS)
 
 test: venv
 	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope $(ARGS)

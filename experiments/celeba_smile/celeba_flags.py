@@ -78,6 +78,25 @@ RESULTS_MARKDOWN = flags.DEFINE_string(
     'Markdown report (table, data, machine, date), e.g. RESULTS.md.')
 
 
+def define_scenarios_flag() -> flags.FlagHolder:
+  """Defines `--scenarios` (all by default): known names, without repeats.
+
+  Only the binaries that choose scenarios call it (not the sweep driver,
+  whose points fix theirs).
+  """
+  scenarios = flags.DEFINE_list(
+      'scenarios', list(celeba_smile_lib.SCENARIOS),
+      f'Comma-separated scenarios, from {list(celeba_smile_lib.SCENARIOS)}.')
+  flags.register_validator(
+      'scenarios',
+      lambda names: (bool(names)
+                     and set(names) <= set(celeba_smile_lib.SCENARIOS)
+                     and len(set(names)) == len(names)),
+      message='--scenarios must name one or more of '
+      f'{list(celeba_smile_lib.SCENARIOS)}, without repeats.')
+  return scenarios
+
+
 def hidden_units() -> tuple[int, ...]:
   """--hidden_units as ints; raises ValueError naming the flag."""
   try:

@@ -49,20 +49,10 @@ from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import celeba_smile_lib
 from tff_mixed.experiment import results as results_lib
 
-_SCENARIOS = flags.DEFINE_list(
-    'scenarios', list(celeba_smile_lib.SCENARIOS),
-    f'Comma-separated scenarios, from {list(celeba_smile_lib.SCENARIOS)}.')
+_SCENARIOS = celeba_flags.define_scenarios_flag()
 _WITH_DIAGNOSTICS = flags.DEFINE_bool(
     'with_diagnostics', False, 'Report the (G, B)-BGD estimates G~^2, B~^2 '
     '(eq. 7) of PT and GT; costs an extra client upload per round.')
-
-
-@flags.validator('scenarios', message='--scenarios must name one or more of '
-                 f'{list(celeba_smile_lib.SCENARIOS)}, without repeats.')
-def _check_scenarios(scenarios):
-  return (bool(scenarios)
-          and set(scenarios) <= set(celeba_smile_lib.SCENARIOS)
-          and len(set(scenarios)) == len(scenarios))
 
 
 def main(argv: Sequence[str]) -> None:
