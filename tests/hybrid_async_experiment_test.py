@@ -72,6 +72,14 @@ _SMALL = ('--rounds=2', '--num_clients=12', '--clients_per_round=2',
           '--dense_units=8', '--eval_every=1', '--buffer_size=2')
 
 
+# A tiny run's settings (the tests change what they need).
+_TINY_CONFIG = hybrid_async_lib.Config(
+    rounds=2, num_clients=12, clients_per_round=2, delay_std=0.0, alpha=0.5,
+    server_size=30, eval_size=80, client_steps=2, client_batch_size=4,
+    loadaboost_epochs=2, server_steps=1, feddle_search_steps=1,
+    conv_filters=(2, 4, 4), dense_units=8, eval_every=1, buffer_size=2)
+
+
 def _rows(method, alpha, delay, seed, accuracies):
   return [hybrid_async_lib.RunRow(method, alpha, delay, seed, 10 * k, a, 1.0,
                                   0.0) for k, a in enumerate(accuracies)]
@@ -87,12 +95,8 @@ class ClientGroupsTest(absltest.TestCase):
         x[:400], y[:400], num_clients=10, alpha=0.5, server_size=30,
         eval_size=80, seed=1)
     data = lib.Data(split, None, None, 'digits')
-    config = lib.Config(
-        rounds=3, num_clients=10, clients_per_round=3, delay_std=0.8,
-        alpha=0.5, server_size=30, eval_size=80, client_steps=2,
-        client_batch_size=4, loadaboost_epochs=2, server_steps=1,
-        feddle_search_steps=1, conv_filters=(2, 4, 4), dense_units=8,
-        eval_every=1, buffer_size=2)
+    config = _TINY_CONFIG._replace(rounds=3, num_clients=10,
+                                   clients_per_round=3, delay_std=0.8)
     cache = {}
     for method in (lib.FEDASYNC, lib.FEDBUFF, lib.CA2FL, lib.FEDDLE_ID):
       per_client, grouped = (
@@ -255,12 +259,7 @@ class ValidateTest(absltest.TestCase):
 
   def test_bad_settings_raise_naming_the_setting(self):
     lib = hybrid_async_lib
-    config = lib.Config(
-        rounds=2, num_clients=12, clients_per_round=2, delay_std=0.0,
-        alpha=0.5, server_size=30, eval_size=80, client_steps=2,
-        client_batch_size=4, loadaboost_epochs=2, server_steps=1,
-        feddle_search_steps=1, conv_filters=(2, 4, 4), dense_units=8,
-        eval_every=1, buffer_size=2)
+    config = _TINY_CONFIG
     lib.validate(config, lib.METHODS, [lib.Setting(0.5, 0.5)], [0])
     cases = [
         # Delays that would never arrive within the run.
