@@ -34,6 +34,7 @@ import numpy as np
 
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import reproduce_lib
+from tff_mixed.experiment import claims as claims_lib
 from tff_mixed.experiment import plots
 from tff_mixed.experiment import records as records_lib
 from tff_mixed.experiment import scenarios as scenarios_lib
@@ -43,6 +44,10 @@ ONE_WAY_GT = reproduce_lib.ONE_WAY_GT
 TWO_WAY_GT = reproduce_lib.TWO_WAY_GT
 MIXED = reproduce_lib.MIXED
 RunRecord = reproduce_lib.RunRecord
+Claim = claims_lib.Claim
+PaperNumber = claims_lib.PaperNumber
+Spread = claims_lib.Spread
+spread = claims_lib.spread
 RESULTS_SECTION = 'celeba_smile_reproduction'
 PLOT_FILE = 'auc_over_seeds.png'
 # Two AUCs closer than this count as equal ("reaches the oracle"): about the
@@ -51,13 +56,6 @@ AUC_TOLERANCE = 0.01
 # G~^2 "large": the paper contrasts 49.04 (CelebA, PT slower) with 0.03
 # (language and movie tasks, PT competitive); 1.0 is 30 times the latter.
 LARGE_G2 = 1.0
-
-
-class PaperNumber(NamedTuple):
-  """What the paper reports for one quantity, and where."""
-
-  value: str
-  source: str
 
 
 # What arXiv:2205.13655 reports for the smile classifier. It gives no
@@ -71,22 +69,6 @@ PAPER = {
     'max_g2': PaperNumber('49.04', 'table 4, K = 1, rounds 10-100'),
     'max_b2': PaperNumber('1.26', 'table 4, K = 1, rounds 10-100'),
 }
-
-
-class Spread(NamedTuple):
-  """Mean and sample standard deviation (0 for one value) over seeds."""
-
-  mean: float
-  std: float
-
-  def __str__(self) -> str:
-    return f'{self.mean:.3f} ± {self.std:.3f}'
-
-
-def spread(values: Sequence[float]) -> Spread:
-  values = np.asarray(values, np.float64)
-  return Spread(float(values.mean()),
-                float(values.std(ddof=1)) if len(values) > 1 else 0.0)
 
 
 class ScenarioStats(NamedTuple):
@@ -235,23 +217,6 @@ def plot_auc_over_seeds(path: str, runs: Sequence[RunRecord],
   ax.legend(loc='lower right', fontsize='small')
   fig.tight_layout()
   plots.save_figure(fig, path)
-
-
-class Claim(NamedTuple):
-  """One claim of the paper, checked against the measured numbers.
-
-  Attributes:
-    claim: The claim, in a few words.
-    paper: What the paper reports, and where.
-    reproduced: Whether the measured numbers satisfy it (`claims` states
-      each rule).
-    measured: The numbers that decided it.
-  """
-
-  claim: str
-  paper: PaperNumber
-  reproduced: bool
-  measured: str
 
 
 def _label(scenario: str) -> str:
@@ -474,7 +439,8 @@ def results_markdown(reproduction: reproduce_lib.Reproduction, *,
       f'![Eval AUC over seeds]({plot_link})', '']
   if settings.get('output_dir'):
     lines += [f'Per-run metrics: `{settings["output_dir"]}/runs/<scenario>/'
-              'seed<seed>/metrics.csv` (not committed: rerun to get them).',
+              'seed<seed>/results/<scenario>/metrics.csv` (not committed: '
+              'rerun to get them).',
               '']
   if diagnostics:
     lines += [
@@ -487,9 +453,6 @@ def results_markdown(reproduction: reproduce_lib.Reproduction, *,
   lines.append('Claims of the paper, decided by the rules of '
                '`experiments/celeba_smile/reproduce_report.claims`:')
   lines.append('')
-  for claim in claims(stats, diagnostics, target_auc):
-    verdict = 'reproduced' if claim.reproduced else 'not reproduced'
-    lines.append(f'* **{verdict}**: {claim.claim} (paper: {claim.paper.value}'
-                 f', {claim.paper.source}). Measured: {claim.measured}.')
+  lines += claims_lib.claims_markdown(claims(stats, diagnostics, target_auc))
   return '\n'.join(lines) + '\n'
 
