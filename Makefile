@@ -24,11 +24,14 @@ results: venv
 # The CelebA smile table on real faces (arXiv:2205.13655, section 4.1, tables
 # 4-6), recorded in RESULTS.md: unpacks the real CelebA subset CELEBA_RAW (a
 # tarball of celeba_dev_raw/{img_align_celeba,list_attr_celeba.txt,
-# identity_CelebA.txt}) into outputs/celeba_dev (CelebA's licence forbids committing it or anything built
-# from its pixels), converts it once to TFF's celeba.sqlite, then runs every
-# scenario with seeds 0-2 for 1,000 rounds plus table 4's diagnostics runs
-# (experiments.celeba_smile.reproduce_main). Rerunning resumes: finished runs
-# are read back. ARGS adds flags (e.g. ARGS=--rounds=200 for a shorter run).
+# identity_CelebA.txt}) into outputs/celeba_dev (CelebA's licence forbids
+# committing its images or anything built from them), converts it once to
+# TFF's celeba.sqlite, then runs every scenario with seeds 0-2 for 1,000
+# rounds plus table 4's diagnostics runs (experiments.celeba_smile.
+# reproduce_main). The AUC plot, curves of our model's metrics with no image
+# in them, is committed under docs/results/ beside the section that links it.
+# Rerunning resumes: finished runs are read back. ARGS adds flags (e.g.
+# ARGS=--rounds=200 for a shorter run).
 # --min_images_per_client=2, not LEAF's 5: this subset's celebrities have 1.8
 # images each (TFF's CelebA about 21); 5 would keep 55 celebrities (292
 # images), 2 keeps 1,453 celebrities (3,798 of the 5,112 images).
@@ -52,7 +55,7 @@ results-celeba: venv
 	@$(RUN) $(PY) -m experiments.celeba_smile.reproduce_main \
 	  --cache_dir=$(CELEBA_DEV)/cache --output_dir=$(CELEBA_DEV)/reproduction \
 	  --seeds=0,1,2 --rounds=1000 --diagnostic_rounds=100 --target_auc=0.85 \
-	  --plot=$(CELEBA_DEV)/reproduction/auc.png --results_markdown=RESULTS.md \
+	  --plot=docs/results/celeba_smile_auc.png --results_markdown=RESULTS.md \
 	  --data_note="real CelebA faces from $(notdir $(CELEBA_RAW)), converted with --min_images_per_client=2" \
 	  $(ARGS)
 
