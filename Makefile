@@ -74,7 +74,9 @@ results-celeba: venv
 # docs/results/movielens.png are rebuilt from every record, stating the
 # missing and the shorter ones; the superseded MovieLens sections are
 # dropped. BASELINE_ROUNDS=N runs a shorter baseline (stated in the
-# section). An interrupted scenario resumes from its checkpoint under
+# section). Table 4's (G, B)-BGD runs (K = 1, 100 rounds of each mixed
+# algorithm) follow; they broadcast the whole table, since the
+# federated_select processes do not report the estimates. An interrupted scenario resumes from its checkpoint under
 # outputs/ (lost with the machine). ML_RATINGS: MovieLens u.data (100K) or
 # ratings.dat (1M).
 ML_RATINGS ?= ../shared/data/movielens_100k/u.data
@@ -88,7 +90,8 @@ results-movielens: venv
 	  --rounds=2000 --baseline_rounds=$(BASELINE_ROUNDS) \
 	  --clients_per_round=100 --client_batch_size=16 --client_steps=10 \
 	  --client_lr=0.5 --eval_every=20 --output_dir=outputs/movielens_paper \
-	  --records_dir=docs/results/movielens --plot=docs/results/movielens.png \
+	  --diagnostic_rounds=100 --records_dir=docs/results/movielens \
+	  --plot=docs/results/movielens.png \
 	  --results_markdown=RESULTS.md --results_section=movielens_reproduction \
 	  --drop_sections=movielens,movielens_two_way_gt \
 	  $(ARGS)

@@ -196,8 +196,8 @@ class MovieLensBinaryTest(absltest.TestCase):
     for name in ('other', 'movielens', 'movielens_two_way_gt'):
       reports.write_markdown_section(results, name, f'## {name}\nold')
 
-    def run(scenarios, output_dir):
-      return _run(f'--ratings_file={ratings}', '--rounds=2',
+    def run(scenarios, output_dir, *extra):
+      return _run(*extra, f'--ratings_file={ratings}', '--rounds=2',
                   '--baseline_rounds=1', f'--scenarios={scenarios}',
                   '--clients_per_round=3', '--client_steps=2',
                   '--client_batch_size=4', '--embedding_dim=8',
@@ -209,7 +209,8 @@ class MovieLensBinaryTest(absltest.TestCase):
                   '--drop_sections=movielens,movielens_two_way_gt')
 
     # Session 1: the baseline (a shorter horizon); session 2, on a machine
-    # without session 1's outputs: 2-way GT, the baseline read back.
+    # without session 1's outputs: 2-way GT, the baseline read back, and
+    # table 4's run of 2-way GT.
     first = run('baseline', os.path.join(directory, 'out1'))
     self.assertEqual(first.returncode, 0, first.stderr[-3000:])
     baseline_json, _ = movielens_records.paths(records_dir, 'baseline')
@@ -218,7 +219,8 @@ class MovieLensBinaryTest(absltest.TestCase):
     with open(results) as f:
       text = f.read()
     self.assertIn('Missing (no record yet', text)
-    second = run('baseline,two_way_gt', os.path.join(directory, 'out2'))
+    second = run('baseline,two_way_gt', os.path.join(directory, 'out2'),
+                 '--diagnostic_rounds=2')
     self.assertEqual(second.returncode, 0, second.stderr[-3000:])
     with open(baseline_json) as f:
       self.assertEqual(f.read(), recorded)  # Read back, not retrained.
@@ -246,6 +248,13 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertIn('(docs/records)', text)
     self.assertIn('**not reproduced**', text)
     self.assertTrue(os.path.exists(plot))
+    diagnostics = movielens_records.read_record(
+        os.path.join(records_dir, 'diagnostics'), 'two_way_gt')
+    self.assertEqual(diagnostics.settings['client_steps'], 1)
+    self.assertEqual(diagnostics.diagnostics['last_round'], 2)
+    self.assertGreaterEqual(diagnostics.diagnostics['max_b2'], 1.0)
+    self.assertIn(f'| 2-w GT | 1-2 | {diagnostics.diagnostics["max_g2"]:.4f}',
+                  text)
 
 
   def test_two_round_smoke_run_of_every_scenario(self):

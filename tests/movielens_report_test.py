@@ -59,7 +59,7 @@ def _costs(scenario, down, up, flops=4.5e5, rows=40.0):
 
 def _record(scenario, *, rounds=2000, recall=0.08, loss=0.25, slowness=0.0,
             costs=None, seconds=3600.0, complete=True,
-            settings=_SETTINGS):
+            settings=_SETTINGS, diagnostics=None):
   """Evaluations every 100 rounds: recall rises to `recall`, the loss falls
   to `loss`; `slowness` adds a bump to the loss that fades by mid-run."""
   rows = [dict(round=0, recall_at_10=0.01, hinge_loss=0.9)]
@@ -77,7 +77,15 @@ def _record(scenario, *, rounds=2000, recall=0.08, loss=0.25, slowness=0.0,
                       _costs(scenario, 22_700, 12_000)),
       mean_keys=40.0, seconds=seconds, seconds_complete=complete,
       seconds_per_round=seconds / rounds, machine='CPU X, 2 cores',
-      date='2026-01-01 00:00 UTC', command='python -m x')
+      date='2026-01-01 00:00 UTC', command='python -m x',
+      diagnostics=diagnostics)
+
+
+def _diagnostics_record(scenario, g2, b2):
+  return _record(scenario, rounds=100,
+                 settings=dict(_SETTINGS, client_steps=1),
+                 diagnostics=dict(scenario=scenario, max_g2=g2, max_b2=b2,
+                                  first_round=10, last_round=100))
 
 
 def _paper_set(**overrides):
@@ -99,6 +107,11 @@ class RecordsTest(absltest.TestCase):
     records_lib.write_record(directory, record)
     self.assertEqual(records_lib.read_record(directory, 'two_way_gt'),
                      record)
+    diagnostics = _diagnostics_record('parallel_training', 0.01, 2.0)
+    records_lib.write_record(os.path.join(directory, 'diag'), diagnostics)
+    self.assertEqual(records_lib.read_record(os.path.join(directory, 'diag'),
+                                             'parallel_training'),
+                     diagnostics)
     self.assertIsNone(records_lib.read_record(directory, 'baseline'))
     records_lib.write_record(directory, _record('baseline', rounds=100))
     # Every record by name, or in a given order, skipping missing ones.
@@ -215,6 +228,18 @@ class ClaimsTest(absltest.TestCase):
     # The paper's own formulas with N = 1682, n = 40: 1 - 3n / 2N.
     self.assertIn(f'{1 - 3 * 40 / (2 * 1682):.2%}', claim.measured)
 
+  def test_g2_claim(self):
+    self.assertEqual(report.g2_claim([]), [])
+    small = [_diagnostics_record(s, 0.01 * (i + 1), 2.0)
+             for i, s in enumerate(report.MIXED)]
+    (claim,) = report.g2_claim(small)
+    self.assertTrue(claim.reproduced)
+    self.assertIn('2-w GT 0.0300', claim.measured)
+    self.assertIn('paper 1.50', claim.measured)
+    (claim,) = report.g2_claim(small[:2] + [
+        _diagnostics_record('two_way_gt', 1.5, 1.2)])
+    self.assertFalse(claim.reproduced)
+
   def test_claims_without_their_scenarios_are_left_out(self):
     names = {c.claim for c in report.claims(
         [_record('parallel_training'), _record('two_way_gt')])}
@@ -226,9 +251,9 @@ class ClaimsTest(absltest.TestCase):
 
 class MarkdownTest(absltest.TestCase):
 
-  def _markdown(self, records):
+  def _markdown(self, records, diagnostics=()):
     return report.results_markdown(
-        records, horizon=2000, plot_link='docs/results/movielens.png',
+        records, diagnostics=diagnostics, horizon=2000, plot_link='docs/results/movielens.png',
         records_link='docs/results/movielens', command='make x',
         date='2026-01-02 00:00 UTC')
 
@@ -244,6 +269,22 @@ class MarkdownTest(absltest.TestCase):
                   'communication', text)
     self.assertIn('4.00 h over the 4 scenarios', text)
     self.assertIn('* Machine: CPU X, 2 cores.', text)
+
+  def test_section_has_table_4_when_measured(self):
+    self.assertIn('not measured (no diagnostics record',
+                  self._markdown(_paper_set()))
+    two = [_diagnostics_record('parallel_training', 0.012, 2.004),
+           _diagnostics_record('two_way_gt', 0.02, 1.999)]
+    text = self._markdown(_paper_set(), two)
+    self.assertIn('| PT | 10-100 | 0.0120 | 2.004 | 0.03 / 1.50 |', text)
+    self.assertIn('the whole table is broadcast', text)
+    self.assertIn('within 1% of 1/w_f = 2', text)
+    self.assertIn('* **reproduced**: The gradient dissimilarity G~^2 is '
+                  'small', text)
+    # B~^2 away from 1/w: no such sentence.
+    text = self._markdown(_paper_set(), [
+        _diagnostics_record('parallel_training', 0.012, 1.5)])
+    self.assertNotIn('within 1% of 1/w_f', text)
 
   def test_section_states_missing_and_shorter_scenarios(self):
     records = [_record('baseline', rounds=400, complete=False),
@@ -304,7 +345,7 @@ class MakeTargetTest(absltest.TestCase):
     names = ('scenarios', 'rounds', 'baseline_rounds', 'clients_per_round',
              'client_batch_size', 'client_steps', 'client_lr', 'eval_every',
              'records_dir', 'plot', 'results_section', 'drop_sections',
-             'ratings_file', 'results_markdown')
+             'ratings_file', 'results_markdown', 'diagnostic_rounds')
     run = subprocess.run(
         [sys.executable, '-c', _PARSE_FLAGS, 'movielens_main', *args],
         cwd=_REPO, input=' '.join(names), capture_output=True, text=True,
@@ -315,6 +356,7 @@ class MakeTargetTest(absltest.TestCase):
     # Tables 9-10 and the paper's horizon.
     self.assertEqual([values[n] for n in names[1:8]],
                      [2000, 2000, 100, 16, 10, 0.5, 20])
+    self.assertEqual(values['diagnostic_rounds'], 100)  # Table 4's window.
     self.assertEqual(values['records_dir'], 'docs/results/movielens')
     self.assertEqual(values['plot'], 'docs/results/movielens.png')
     self.assertEqual(values['results_section'], report.RESULTS_SECTION)

@@ -62,6 +62,7 @@ import tff_mixed
 from tff_mixed.algorithms import registry
 from tff_mixed.core import communication as communication_lib
 from tff_mixed.core import flops as flops_lib
+from tff_mixed.experiment import bgd_diagnostics
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import plots
 from tff_mixed.experiment import results as results_lib
@@ -134,11 +135,14 @@ class Costs(NamedTuple):
 
 def build_process(scenario: str, data: 'movielens.MovieLensData',
                   config: Config, select: bool = True,
-                  client_groups: Optional[tff_mixed.ClientGroups] = None):
+                  client_groups: Optional[tff_mixed.ClientGroups] = None,
+                  with_diagnostics: bool = False):
   """The learning process of one scenario.
 
   `select=False` broadcasts the whole table to the mixed algorithms too (for
-  benchmarks); the baseline always does. With `client_groups` the process
+  benchmarks, and for `with_diagnostics`, table 4's G~^2 and B~^2, which
+  the federated_select processes do not support); the baseline always
+  does. With `client_groups` the process
   takes groups of client ids (`client_groups_for`); the baseline is then
   the composed FedAvg, equal to TFF's, and the mixed algorithms' members
   take their rows of the table inside the group.
@@ -172,7 +176,7 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
       federated_weight=config.federated_weight,
       central_weight=config.central_weight, central_batch_size=1,
       seed=config.seed, embedding_selection=selection if select else None,
-      client_groups=client_groups)
+      client_groups=client_groups, with_diagnostics=with_diagnostics)
 
 
 def client_dataset_fn(data: 'movielens.MovieLensData', config: Config,
@@ -321,6 +325,7 @@ class ScenarioResult(NamedTuple):
     mean_keys: The paper's n (`measure_costs`).
     seconds: Wall-clock seconds of the rounds this invocation trained.
     resumed_from: The checkpoint round it resumed from (0: fresh).
+    diagnostics: Table 4's estimates of a run `with_diagnostics`.
   """
 
   scenario: str
@@ -330,13 +335,21 @@ class ScenarioResult(NamedTuple):
   mean_keys: float
   seconds: float = float('nan')
   resumed_from: int = 0
+  diagnostics: Optional[bgd_diagnostics.Diagnostics] = None
 
 
 def run_scenario(scenario: str, data, config: Config, output_dir: str,
-                 progress: Optional[bool] = None) -> ScenarioResult:
-  """Trains one scenario with the shared resumable runner."""
+                 progress: Optional[bool] = None,
+                 with_diagnostics: bool = False) -> ScenarioResult:
+  """Trains one scenario with the shared resumable runner.
+
+  `with_diagnostics` (a mixed scenario): report table 4's G~^2 and B~^2,
+  broadcasting the whole table (see `build_process`).
+  """
   groups = client_groups_for(scenario, data, config)
-  inner = build_process(scenario, data, config, client_groups=groups)
+  inner = build_process(scenario, data, config, select=not with_diagnostics,
+                        client_groups=groups,
+                        with_diagnostics=with_diagnostics)
   process = inner if groups is not None else (
       tff.simulation.compose_dataset_computation_with_learning_process(
           dataset_computation(data, config, fedavg=scenario == BASELINE),
@@ -395,15 +408,19 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
   mean_keys = float(np.mean(key_counts))
   # What one client moves: the per-client process's types (a group
   # uploads its members' rows scattered into the whole table).
-  per_client = inner if groups is None else build_process(scenario, data,
-                                                          config)
+  per_client = inner if groups is None else build_process(
+      scenario, data, config, select=not with_diagnostics,
+      with_diagnostics=with_diagnostics)
   costs = measure_costs(scenario, per_client, data, config, mean_keys)
   logging.info('%s: recall@10 %.4f after %d rounds; per client %.1f KB down, '
                '%.1f KB up, %.3f Mflop', scenario, rows[-1]['recall_at_10'],
                config.rounds, costs.down_bytes / 1e3, costs.up_bytes / 1e3,
                costs.flops / 1e6)
+  diagnostics = (bgd_diagnostics.read_diagnostics(scenario,
+                                                 result.metrics_path)
+                 if with_diagnostics else None)
   return ScenarioResult(scenario, rows, costs, round_seconds, mean_keys,
-                        train_seconds, result.resumed_from)
+                        train_seconds, result.resumed_from, diagnostics)
 
 
 def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:
@@ -492,13 +509,17 @@ def _record(result: ScenarioResult, config: Config, settings: dict[str, Any],
       mean_keys=result.mean_keys, seconds=seconds,
       seconds_complete=complete, seconds_per_round=result.round_seconds,
       machine=results_lib.machine_description(), date=results_lib.utc_now(),
-      command=command)
+      command=command, diagnostics=result.diagnostics and
+      result.diagnostics._asdict())
 
 
 def result_from_record(record: records_lib.ScenarioRecord) -> ScenarioResult:
   """A finished scenario read back (no round trained in this invocation)."""
-  return ScenarioResult(record.scenario, record.rows, Costs(**record.costs),
-                        float('nan'), record.mean_keys, 0.0, record.rounds)
+  return ScenarioResult(
+      record.scenario, record.rows, Costs(**record.costs), float('nan'),
+      record.mean_keys, 0.0, record.rounds,
+      record.diagnostics and bgd_diagnostics.Diagnostics(
+          **record.diagnostics))
 
 
 def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
@@ -507,7 +528,8 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
                    progress: Optional[bool] = None,
                    scenario_rounds: Optional[Mapping[str, int]] = None,
                    records_dir: Optional[str] = None,
-                   command: str = '') -> ExperimentResult:
+                   command: str = '',
+                   with_diagnostics: bool = False) -> ExperimentResult:
   """Loads MovieLens, runs the scenarios, writes CSV, plot and tables.
 
   Args:
@@ -525,6 +547,8 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
       record there when it finishes, and a scenario whose record there has
       the same settings and rounds is read back instead of trained.
     command: The command line, for the records.
+    with_diagnostics: Table 4's runs: report G~^2 and B~^2 (mixed
+      scenarios only; they broadcast the whole table, `build_process`).
 
   Raises:
     FileNotFoundError, ValueError: For a missing or malformed ratings file
@@ -534,6 +558,9 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
   if unknown or not scenarios or len(set(scenarios)) != len(scenarios):
     raise ValueError(f'`scenarios` must be distinct names from {SCENARIOS}, '
                      f'got {list(scenarios)}.')
+  if with_diagnostics and BASELINE in scenarios:
+    raise ValueError('The baseline has no (G, B)-BGD diagnostics: it mixes '
+                     'nothing at the server.')
   scenario_rounds = dict(scenario_rounds or {})
   for scenario, rounds in scenario_rounds.items():
     if scenario not in SCENARIOS or isinstance(rounds, bool) or not (
@@ -569,7 +596,8 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
       f'{len(data.validation_user_ids)} validation / '
       f'{len(data.test_user_ids)} test users after '
       f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
-  settings = record_settings(config, description)
+  settings = dict(record_settings(config, description),
+                  **({'with_diagnostics': True} if with_diagnostics else {}))
   if records_dir is not None:
     records_lib.check_settings(records_dir, settings)
   results = []
@@ -585,7 +613,7 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
       results.append(result_from_record(previous))
       continue
     result = run_scenario(scenario, data, scenario_config, output_dir,
-                          progress)
+                          progress, with_diagnostics)
     if records_dir is not None:
       records_lib.write_record(records_dir, _record(
           result, scenario_config, settings, previous, command))

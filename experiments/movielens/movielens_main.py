@@ -111,6 +111,12 @@ _PLOT = flags.DEFINE_string(
     'plot', '', 'With --records_dir: where to write the recall@10 plot of '
     'every record (default: <records_dir>/../movielens.png); the RESULTS.md '
     'section links to it.')
+_DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
+    'diagnostic_rounds', 0, "Rounds of table 4's (G, B)-BGD runs (K = 1) of "
+    'the mixed algorithms among --scenarios, after the others; they '
+    'broadcast the whole table (the federated_select processes do not '
+    'report the estimates). Records in <records_dir>/diagnostics. 0: none.',
+    lower_bound=0)
 _DROP_SECTIONS = flags.DEFINE_list(
     'drop_sections', [], 'Sections of --results_markdown that the written '
     'one supersedes: removed once it is written.')
@@ -138,6 +144,8 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError('--drop_sections must not name --results_section '
                          f'({_RESULTS.section.value}).')
   records_dir = _RECORDS_DIR.value or None
+  if _DIAGNOSTIC_ROUNDS.value and records_dir is None:
+    raise app.UsageError('--diagnostic_rounds needs --records_dir.')
   if records_dir is not None:
     # A damaged record stops the run before hours of training, not after.
     movielens_records.read_records(records_dir)
@@ -156,6 +164,17 @@ def main(argv: Sequence[str]) -> None:
         markdown_fn=functools.partial(movielens_lib.results_markdown, result),
         after=movielens_lib.RESULTS_SECTION)
   else:
+    diagnostic_scenarios = [s for s in _SCENARIOS.value
+                            if s in movielens_report.MIXED]
+    if _DIAGNOSTIC_ROUNDS.value and diagnostic_scenarios:
+      movielens_lib.run_experiment(
+          _RATINGS_FILE.value, scenarios=diagnostic_scenarios,
+          config=config._replace(rounds=_DIAGNOSTIC_ROUNDS.value,
+                                 client_steps=1),
+          output_dir=os.path.join(_OUTPUT_DIR.value, 'diagnostics'),
+          skip_malformed=_SKIP_MALFORMED.value,
+          records_dir=os.path.join(records_dir, 'diagnostics'),
+          command=results_lib.command_line(module), with_diagnostics=True)
     _report(records_dir, config.rounds, result, module)
   for section in _DROP_SECTIONS.value:
     if reports_lib.remove_markdown_section(_RESULTS.markdown.value, section):
@@ -169,6 +188,8 @@ def _report(records_dir: str, horizon: int,
   earlier sessions'), the latter into --results_markdown."""
   records = movielens_records.read_records(records_dir,
                                            movielens_lib.SCENARIOS)
+  diagnostics = movielens_records.read_records(
+      os.path.join(records_dir, 'diagnostics'), movielens_report.MIXED)
   movielens_report.check_comparable(records)
   plot = _PLOT.value or os.path.join(os.path.dirname(
       os.path.abspath(records_dir)), 'movielens.png')
@@ -178,7 +199,7 @@ def _report(records_dir: str, horizon: int,
   if markdown:
     base = os.path.dirname(os.path.abspath(markdown))
     section = movielens_report.results_markdown(
-        records, horizon=horizon,
+        records, diagnostics=diagnostics, horizon=horizon,
         plot_link=os.path.relpath(os.path.abspath(plot), base),
         records_link=os.path.relpath(os.path.abspath(records_dir), base),
         command=results_lib.command_line(module),

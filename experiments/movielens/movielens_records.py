@@ -62,6 +62,8 @@ class ScenarioRecord(NamedTuple):
     machine: `results.machine_description()` of that invocation.
     date: Its `results.utc_now()`.
     command: Its command line.
+    diagnostics: For a table 4 run, its `bgd_diagnostics.Diagnostics` as a
+      dict.
   """
 
   scenario: str
@@ -76,6 +78,7 @@ class ScenarioRecord(NamedTuple):
   machine: str
   date: str
   command: str
+  diagnostics: Optional[dict[str, Any]] = None
 
 
 def paths(records_dir: str, scenario: str) -> tuple[str, str]:
