@@ -274,13 +274,11 @@ def claims(records: Sequence[Record]) -> list[Claim]:
           + _convergence_claims(by_name))
 
 
-def _diagnostics(records: Sequence[Record]):
-  return [_estimates(r) for r in records if r.diagnostics]
-
-
-def _estimates(record: Record) -> bgd_diagnostics.Diagnostics:
-  """The record's table 4 estimates."""
-  return bgd_diagnostics.Diagnostics(**record.diagnostics)
+def _diagnostics(
+    records: Sequence[Record]) -> list[bgd_diagnostics.Diagnostics]:
+  """The table 4 estimates of the records that have them."""
+  return [bgd_diagnostics.Diagnostics(**r.diagnostics) for r in records
+          if r.diagnostics]
 
 
 def g2_claim(diagnostics: Sequence[Record]) -> list[Claim]:
