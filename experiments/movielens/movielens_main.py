@@ -147,6 +147,7 @@ def main(argv: Sequence[str]) -> None:
   if _DIAGNOSTIC_ROUNDS.value and records_dir is None:
     raise app.UsageError('--diagnostic_rounds needs --records_dir.')
   if records_dir is not None:
+    reports_lib.make_directory(records_dir, '--records_dir')
     # A damaged record stops the run before hours of training, not after.
     movielens_records.read_records(records_dir)
   module = 'experiments.movielens.movielens_main'
