@@ -118,6 +118,13 @@ def _ratings(d: str) -> dict[str, str]:
   return {'ratings': _write(os.path.join(d, 'u.data'), '\n'.join(lines))}
 
 
+def _damaged_movielens_record(d: str) -> dict[str, str]:
+  """Ratings, and a records directory whose baseline record is cut short."""
+  os.makedirs(os.path.join(d, 'records'))
+  _write(os.path.join(d, 'records', 'baseline.json'), '{"scenario": ')
+  return _ratings(d)
+
+
 def _other_experiments_checkpoints(d: str) -> dict[str, str]:
   directory = os.path.join(d, 'out', 'checkpoints', 'run')
   os.makedirs(directory)
@@ -189,6 +196,15 @@ _BAD_INPUTS = (
     ('movielens_output_dir_under_a_file', _MOVIELENS,
      ['--ratings_file={ratings}', '--clients_per_round=2',
       '--output_dir={file}/out'], _ratings, 'is a file'),
+    ('movielens_records_dir_under_a_file', _MOVIELENS,
+     ['--ratings_file={ratings}', '--records_dir={file}/records'], _ratings,
+     'is a file'),
+    ('movielens_damaged_record', _MOVIELENS,
+     ['--ratings_file={ratings}', '--records_dir={d}/records'],
+     _damaged_movielens_record, 'baseline.json'),
+    ('movielens_diagnostics_without_records', _MOVIELENS,
+     ['--ratings_file={ratings}', '--diagnostic_rounds=5'], _ratings,
+     '--diagnostic_rounds needs --records_dir'),
     # stackoverflow_wikipedia_main, convert_posts_main.
     ('lm_no_central_corpus', _LM, ['--cache_dir={d}'], _no_setup,
      'central corpus is missing'),

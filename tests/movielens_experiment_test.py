@@ -28,7 +28,9 @@ from absl.testing import absltest
 import numpy as np
 
 from experiments.movielens import movielens_lib
+from experiments.movielens import movielens_records
 from tests import binary_runs
+from tff_mixed.training import reports
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -152,8 +154,108 @@ class SkipMalformedAndResumeTest(absltest.TestCase):
                        [0, 1, 2])
 
 
+class RecordsTest(absltest.TestCase):
+
+  def test_records_of_other_settings_stop_the_run_before_training(self):
+    directory = _temp_dir(self)
+    ratings = _write_ratings(os.path.join(directory, 'u.data'))
+    records_dir = os.path.join(directory, 'records')
+    config = movielens_lib.Config(
+        rounds=1, clients_per_round=2, client_steps=1, embedding_dim=4,
+        context_length=3, keys_per_client=8, eval_every=1)
+    stale = movielens_lib.record_settings(config._replace(client_lr=0.1),
+                                          'other data')
+    movielens_records.write_record(records_dir, movielens_records.ScenarioRecord(
+        scenario='baseline', rounds=1,
+        rows=[dict(round=0, recall_at_10=0.0, hinge_loss=1.0),
+              dict(round=1, recall_at_10=0.1, hinge_loss=0.9)],
+        settings=stale, costs={}, mean_keys=1.0, seconds=1.0,
+        seconds_complete=True, seconds_per_round=1.0, machine='m', date='d',
+        command='c'))
+    output_dir = os.path.join(directory, 'out')
+    with self.assertRaisesRegex(ValueError, r'baseline\.json.*client_lr'):
+      movielens_lib.run_experiment(
+          ratings, scenarios=['two_way_gt'], config=config,
+          output_dir=output_dir, records_dir=records_dir, progress=False)
+    # Refused before any training: no checkpoint, no record of its own.
+    self.assertFalse(os.path.exists(os.path.join(output_dir, 'checkpoints',
+                                                 'two_way_gt')))
+    self.assertIsNone(movielens_records.read_record(records_dir,
+                                                    'two_way_gt'))
+
+
 @binary_runs.runs_binaries
 class MovieLensBinaryTest(absltest.TestCase):
+
+  def test_records_section_over_two_invocations(self):
+    directory = _temp_dir(self)
+    ratings = _write_ratings(os.path.join(directory, 'u.data'))
+    records_dir = os.path.join(directory, 'docs', 'records')
+    plot = os.path.join(directory, 'docs', 'movielens.png')
+    results = os.path.join(directory, 'RESULTS.md')
+    for name in ('other', 'movielens', 'movielens_two_way_gt'):
+      reports.write_markdown_section(results, name, f'## {name}\nold')
+
+    def run(scenarios, output_dir, *extra):
+      return _run(*extra, f'--ratings_file={ratings}', '--rounds=2',
+                  '--baseline_rounds=1', f'--scenarios={scenarios}',
+                  '--clients_per_round=3', '--client_steps=2',
+                  '--client_batch_size=4', '--embedding_dim=8',
+                  '--context_length=3', '--keys_per_client=8',
+                  '--eval_every=1', f'--output_dir={output_dir}',
+                  f'--records_dir={records_dir}', f'--plot={plot}',
+                  f'--results_markdown={results}',
+                  '--results_section=movielens_reproduction',
+                  '--drop_sections=movielens,movielens_two_way_gt')
+
+    # Session 1: the baseline (a shorter horizon); session 2, on a machine
+    # without session 1's outputs: 2-way GT, the baseline read back, and
+    # table 4's run of 2-way GT.
+    first = run('baseline', os.path.join(directory, 'out1'))
+    self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+    baseline_json, _ = movielens_records.paths(records_dir, 'baseline')
+    with open(baseline_json) as f:
+      recorded = f.read()
+    with open(results) as f:
+      text = f.read()
+    self.assertIn('Missing (no record yet', text)
+    second = run('baseline,two_way_gt', os.path.join(directory, 'out2'),
+                 '--diagnostic_rounds=2')
+    self.assertEqual(second.returncode, 0, second.stderr[-3000:])
+    with open(baseline_json) as f:
+      self.assertEqual(f.read(), recorded)  # Read back, not retrained.
+    self.assertFalse(os.path.exists(os.path.join(
+        directory, 'out2', 'checkpoints', 'baseline')))
+    baseline = movielens_records.read_record(records_dir, 'baseline')
+    two_way = movielens_records.read_record(records_dir, 'two_way_gt')
+    self.assertEqual((baseline.rounds, two_way.rounds), (1, 2))
+    self.assertEqual([r['round'] for r in two_way.rows], [0, 1, 2])
+    self.assertTrue(two_way.seconds_complete)
+    self.assertGreater(two_way.seconds, 0)
+    self.assertLess(two_way.costs['down_bytes'],
+                    baseline.costs['down_bytes'])
+    with open(results) as f:
+      text = f.read()
+    # The new section replaced the superseded ones; the others stay.
+    self.assertEqual(
+        [line.split()[2] for line in text.splitlines()
+         if line.startswith('<!-- BEGIN ')],
+        ['other', 'movielens_reproduction'])
+    self.assertIn('Missing (no record yet, so their claims are not '
+                  'checked): PT, 1-w GT.', text)
+    self.assertIn('Shorter than the 2-round horizon: baseline', text)
+    self.assertIn('](docs/movielens.png)', text)
+    self.assertIn('(docs/records)', text)
+    self.assertIn('**not reproduced**', text)
+    self.assertTrue(os.path.exists(plot))
+    diagnostics = movielens_records.read_record(
+        os.path.join(records_dir, 'diagnostics'), 'two_way_gt')
+    self.assertEqual(diagnostics.settings['client_steps'], 1)
+    self.assertEqual(diagnostics.diagnostics['last_round'], 2)
+    self.assertGreaterEqual(diagnostics.diagnostics['max_b2'], 1.0)
+    self.assertIn(f'| 2-w GT | 1-2 | {diagnostics.diagnostics["max_g2"]:.4f}',
+                  text)
+
 
   def test_two_round_smoke_run_of_every_scenario(self):
     directory = _temp_dir(self)

@@ -32,7 +32,6 @@ size for 1-way and 2-way GT; eta traded against K).
 """
 
 from collections.abc import Sequence
-import csv
 import math
 import os
 from typing import Any, NamedTuple, Optional
@@ -41,6 +40,7 @@ from absl import logging
 import numpy as np
 
 import tff_mixed
+from tff_mixed.experiment import bgd_diagnostics
 from tff_mixed.experiment import comparison as comparison_lib
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import plots
@@ -51,37 +51,18 @@ from tff_mixed.experiment import tables
 from tff_mixed.models import dense
 from tff_mixed.tasks import celeba_smile as celeba
 from tff_mixed.training import reports as reports_lib
-from tff_mixed.training import runner as runner_lib
 
 
 SCENARIOS = scenarios_lib.SCENARIOS
 HIDDEN_UNITS = (64,)
 RESULTS_SECTION = 'celeba_smile'
 SWEEP_RESULTS_SECTION = 'celeba_smile_sweeps'
-# The paper's table 4 reports the maxima over rounds 10 to 100.
-DIAGNOSTIC_ROUNDS = (10, 100)
+# The paper's table 4 (`bgd_diagnostics`): maxima over rounds 10 to 100.
+DIAGNOSTIC_ROUNDS = bgd_diagnostics.ROUNDS
+Diagnostics = bgd_diagnostics.Diagnostics
+format_diagnostics = bgd_diagnostics.format_diagnostics
 _DIAGNOSED = (scenarios_lib.PARALLEL_TRAINING,
               scenarios_lib.ONE_WAY_GT, scenarios_lib.TWO_WAY_GT)
-_G2_COLUMN = 'train/central/bgd_G2'
-_B2_COLUMN = 'train/central/bgd_B2'
-
-
-class Diagnostics(NamedTuple):
-  """Max G~_t^2 and B~_t^2 (eq. 7) of one scenario over a round window.
-
-  Attributes:
-    scenario: The scenario.
-    max_g2: max_t G~_t^2 over the window's rounds.
-    max_b2: max_t B~_t^2 over the same rounds.
-    first_round: First round of the window that ran.
-    last_round: Last round of the window that ran.
-  """
-
-  scenario: str
-  max_g2: float
-  max_b2: float
-  first_round: int
-  last_round: int
 
 
 class ExperimentResult(NamedTuple):
@@ -130,46 +111,17 @@ def comparison_task(
 def read_diagnostics(
     summaries: Sequence[records_lib.ScenarioSummary],
     rounds: tuple[int, int] = DIAGNOSTIC_ROUNDS) -> list[Diagnostics]:
-  """Max G~^2 and B~^2 per scenario over `rounds` (inclusive).
-
-  Reads the runner's per-round CSVs. If a run is shorter than the window,
-  the window is its last rounds up to the same length (at least round 1).
-
-  Args:
-    summaries: The comparison's `ScenarioSummary`s.
-    rounds: `(first, last)` round of the window.
+  """Max G~^2 and B~^2 per mixed scenario over `rounds` (inclusive), read
+  from the runner's per-round CSVs (`bgd_diagnostics.read_diagnostics`).
 
   Returns:
     One `Diagnostics` per scenario that reported them.
   """
-  results = []
-  for summary in summaries:
-    if summary.scenario not in _DIAGNOSED or not summary.metrics_path:
-      continue
-    with open(summary.metrics_path) as f:
-      records = [r for r in csv.DictReader(f) if r.get(_G2_COLUMN)]
-    if not records:
-      continue
-    by_round = {int(r[runner_lib.ROUND_KEY]): r for r in records}
-    last = min(rounds[1], max(by_round))
-    first = min(rounds[0], max(1, last - (rounds[1] - rounds[0])))
-    window = [by_round[t] for t in range(first, last + 1) if t in by_round]
-    results.append(Diagnostics(
-        scenario=summary.scenario,
-        max_g2=max(float(r[_G2_COLUMN]) for r in window),
-        max_b2=max(float(r[_B2_COLUMN]) for r in window),
-        first_round=first, last_round=last))
-  return results
-
-
-def format_diagnostics(diagnostics: Sequence[Diagnostics]) -> str:
-  """A small text table of the diagnostics."""
-  lines = ['scenario           rounds     max G~^2   max B~^2',
-           '-----------------  ---------  ---------  ---------']
-  for d in diagnostics:
-    lines.append(f'{d.scenario:<17}  {d.first_round:>3}-{d.last_round:<5}  '
-                 f'{d.max_g2:>9.3f}  {d.max_b2:>9.3f}')
-  return '\n'.join(lines) + '\n'
+  found = (bgd_diagnostics.read_diagnostics(s.scenario, s.metrics_path,
+                                            rounds)
+           for s in summaries
+           if s.scenario in _DIAGNOSED and s.metrics_path)
+  return [d for d in found if d is not None]
 
 
 def run_experiment(

@@ -41,13 +41,13 @@ process: what one client of a deployment receives and sends.
 """
 
 import collections
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import csv
 import json
 import math
 import os
 import time
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 from absl import logging
 import matplotlib
@@ -57,12 +57,15 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.movielens import movielens_records as records_lib
 import tff_mixed
 from tff_mixed.algorithms import registry
 from tff_mixed.core import communication as communication_lib
 from tff_mixed.core import flops as flops_lib
+from tff_mixed.experiment import bgd_diagnostics
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import plots
+from tff_mixed.experiment import results as results_lib
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
@@ -132,11 +135,14 @@ class Costs(NamedTuple):
 
 def build_process(scenario: str, data: 'movielens.MovieLensData',
                   config: Config, select: bool = True,
-                  client_groups: Optional[tff_mixed.ClientGroups] = None):
+                  client_groups: Optional[tff_mixed.ClientGroups] = None,
+                  with_diagnostics: bool = False):
   """The learning process of one scenario.
 
   `select=False` broadcasts the whole table to the mixed algorithms too (for
-  benchmarks); the baseline always does. With `client_groups` the process
+  benchmarks, and for `with_diagnostics`, table 4's G~^2 and B~^2, which
+  the federated_select processes do not support); the baseline always
+  does. With `client_groups` the process
   takes groups of client ids (`client_groups_for`); the baseline is then
   the composed FedAvg, equal to TFF's, and the mixed algorithms' members
   take their rows of the table inside the group.
@@ -170,7 +176,7 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
       federated_weight=config.federated_weight,
       central_weight=config.central_weight, central_batch_size=1,
       seed=config.seed, embedding_selection=selection if select else None,
-      client_groups=client_groups)
+      client_groups=client_groups, with_diagnostics=with_diagnostics)
 
 
 def client_dataset_fn(data: 'movielens.MovieLensData', config: Config,
@@ -308,18 +314,42 @@ def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
 
 
 class ScenarioResult(NamedTuple):
+  """One scenario's outcome.
+
+  Attributes:
+    scenario: The scenario.
+    rows: Evaluations (`round`, `recall_at_10`, `hinge_loss`), round 0 first.
+    costs: Its `Costs`.
+    round_seconds: Seconds per round trained in this invocation (NaN if it
+      trained none).
+    mean_keys: The paper's n (`measure_costs`).
+    seconds: Wall-clock seconds of the rounds this invocation trained.
+    resumed_from: The checkpoint round it resumed from (0: fresh).
+    diagnostics: Table 4's estimates of a run `with_diagnostics`.
+  """
+
   scenario: str
   rows: list[dict[str, float]]
   costs: Costs
   round_seconds: float
   mean_keys: float
+  seconds: float = float('nan')
+  resumed_from: int = 0
+  diagnostics: Optional[bgd_diagnostics.Diagnostics] = None
 
 
 def run_scenario(scenario: str, data, config: Config, output_dir: str,
-                 progress: Optional[bool] = None) -> ScenarioResult:
-  """Trains one scenario with the shared resumable runner."""
+                 progress: Optional[bool] = None,
+                 with_diagnostics: bool = False) -> ScenarioResult:
+  """Trains one scenario with the shared resumable runner.
+
+  `with_diagnostics` (a mixed scenario): report table 4's G~^2 and B~^2,
+  broadcasting the whole table (see `build_process`).
+  """
   groups = client_groups_for(scenario, data, config)
-  inner = build_process(scenario, data, config, client_groups=groups)
+  inner = build_process(scenario, data, config, select=not with_diagnostics,
+                        client_groups=groups,
+                        with_diagnostics=with_diagnostics)
   process = inner if groups is not None else (
       tff.simulation.compose_dataset_computation_with_learning_process(
           dataset_computation(data, config, fedavg=scenario == BASELINE),
@@ -357,13 +387,15 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
   result = tff_mixed.run_training(
       process, client_data_fn=client_data_fn, total_rounds=config.rounds,
       root_output_dir=output_dir, experiment_name=scenario, hparams=hparams,
-      rounds_per_checkpoint=max(1, config.rounds // 5),
+      # At most 50 rounds apart: an interrupted baseline round costs ~19 s
+      # at S = 100, and a long run should lose minutes, not hours.
+      rounds_per_checkpoint=max(1, min(config.rounds // 5, 50)),
       evaluation_fn=evaluation_fn, rounds_per_evaluation=config.eval_every,
       progress=progress)
   trained = config.rounds - result.resumed_from
   # Seconds per round trained in this run (evaluation included).
-  round_seconds = ((time.perf_counter() - train_start) / trained
-                   if trained else float('nan'))
+  train_seconds = time.perf_counter() - train_start
+  round_seconds = train_seconds / trained if trained else float('nan')
   initial = evaluate(process.get_model_weights(process.initialize()),
                      contexts, labels, config)
   rows = [dict(round=0, **initial)]
@@ -376,26 +408,32 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
   mean_keys = float(np.mean(key_counts))
   # What one client moves: the per-client process's types (a group
   # uploads its members' rows scattered into the whole table).
-  per_client = inner if groups is None else build_process(scenario, data,
-                                                          config)
+  per_client = inner if groups is None else build_process(
+      scenario, data, config, select=not with_diagnostics,
+      with_diagnostics=with_diagnostics)
   costs = measure_costs(scenario, per_client, data, config, mean_keys)
   logging.info('%s: recall@10 %.4f after %d rounds; per client %.1f KB down, '
                '%.1f KB up, %.3f Mflop', scenario, rows[-1]['recall_at_10'],
                config.rounds, costs.down_bytes / 1e3, costs.up_bytes / 1e3,
                costs.flops / 1e6)
-  return ScenarioResult(scenario, rows, costs, round_seconds, mean_keys)
+  diagnostics = (bgd_diagnostics.read_diagnostics(scenario,
+                                                 result.metrics_path)
+                 if with_diagnostics else None)
+  return ScenarioResult(scenario, rows, costs, round_seconds, mean_keys,
+                        train_seconds, result.resumed_from, diagnostics)
 
 
 def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:
   """The results table and the cost table (like the paper's table 2)."""
-  lines = ['scenario             recall@10  hinge loss  best recall@10  '
-           's/round',
-           '-------------------  ---------  ----------  --------------  '
-           '-------']
+  lines = ['scenario             rounds  recall@10  hinge loss  '
+           'best recall@10  s/round',
+           '-------------------  ------  ---------  ----------  '
+           '--------------  -------']
   for r in results:
     last = r.rows[-1]
     best = max(row['recall_at_10'] for row in r.rows)
-    lines.append(f'{r.scenario:<19}  {last["recall_at_10"]:>9.4f}  '
+    lines.append(f'{r.scenario:<19}  {last["round"]:>6}  '
+                 f'{last["recall_at_10"]:>9.4f}  '
                  f'{last["hinge_loss"]:>10.4f}  {best:>14.4f}  '
                  f'{r.round_seconds:>7.2f}')
   base = next((r.costs for r in results if r.scenario == BASELINE), None)
@@ -450,11 +488,67 @@ class ExperimentResult(NamedTuple):
   config: Config
 
 
+def record_settings(config: Config, description: str) -> dict[str, Any]:
+  """What a scenario's record must share with a request to stand for it:
+  the settings that change its numbers (`config` but its rounds and client
+  grouping, which gives the same numbers) and the data."""
+  settings = config._asdict()
+  del settings['rounds'], settings['clients_per_group']
+  return dict(settings, data=description)
+
+
+def _record(result: ScenarioResult, config: Config, settings: dict[str, Any],
+            previous: Optional[records_lib.ScenarioRecord],
+            command: str) -> records_lib.ScenarioRecord:
+  """The record of a scenario this invocation finished."""
+  seconds, complete = records_lib.accumulated_seconds(
+      previous, settings, result.resumed_from, result.seconds)
+  return records_lib.ScenarioRecord(
+      scenario=result.scenario, rounds=config.rounds, rows=result.rows,
+      settings=settings, costs=result.costs._asdict(),
+      mean_keys=result.mean_keys, seconds=seconds,
+      seconds_complete=complete, seconds_per_round=result.round_seconds,
+      machine=results_lib.machine_description(), date=results_lib.utc_now(),
+      command=command, diagnostics=result.diagnostics and
+      result.diagnostics._asdict())
+
+
+def result_from_record(record: records_lib.ScenarioRecord) -> ScenarioResult:
+  """A finished scenario read back (no round trained in this invocation)."""
+  return ScenarioResult(
+      record.scenario, record.rows, Costs(**record.costs), float('nan'),
+      record.mean_keys, 0.0, record.rounds,
+      record.diagnostics and bgd_diagnostics.Diagnostics(
+          **record.diagnostics))
+
+
 def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
                    config: Config = Config(), output_dir: str,
                    skip_malformed: bool = False,
-                   progress: Optional[bool] = None) -> ExperimentResult:
+                   progress: Optional[bool] = None,
+                   scenario_rounds: Optional[Mapping[str, int]] = None,
+                   records_dir: Optional[str] = None,
+                   command: str = '',
+                   with_diagnostics: bool = False) -> ExperimentResult:
   """Loads MovieLens, runs the scenarios, writes CSV, plot and tables.
+
+  Args:
+    ratings_file: MovieLens `ratings.dat` or `u.data`.
+    scenarios: Names from `SCENARIOS`.
+    config: The settings; `config.rounds` is every scenario's horizon
+      unless `scenario_rounds` names another.
+    output_dir: Outputs and checkpoints (`<output_dir>/checkpoints/<scenario>`:
+      an interrupted scenario resumes).
+    skip_malformed: Skip malformed rating lines instead of failing.
+    progress: Progress bars (None: on terminals).
+    scenario_rounds: Rounds of some scenarios instead of `config.rounds`
+      (e.g. a shorter baseline, which costs ~15 times a mixed round).
+    records_dir: If set, each scenario writes its `movielens_records`
+      record there when it finishes, and a scenario whose record there has
+      the same settings and rounds is read back instead of trained.
+    command: The command line, for the records.
+    with_diagnostics: Table 4's runs: report G~^2 and B~^2 (mixed
+      scenarios only; they broadcast the whole table, `build_process`).
 
   Raises:
     FileNotFoundError, ValueError: For a missing or malformed ratings file
@@ -464,6 +558,16 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
   if unknown or not scenarios or len(set(scenarios)) != len(scenarios):
     raise ValueError(f'`scenarios` must be distinct names from {SCENARIOS}, '
                      f'got {list(scenarios)}.')
+  if with_diagnostics and BASELINE in scenarios:
+    raise ValueError('The baseline has no (G, B)-BGD diagnostics: it mixes '
+                     'nothing at the server.')
+  scenario_rounds = dict(scenario_rounds or {})
+  for scenario, rounds in scenario_rounds.items():
+    if scenario not in SCENARIOS or isinstance(rounds, bool) or not (
+        isinstance(rounds, int) and rounds >= 1):
+      raise ValueError('`scenario_rounds` must map names from '
+                       f'{SCENARIOS} to positive ints, got '
+                       f'{scenario!r}: {rounds!r}.')
   for name in ('rounds', 'clients_per_round', 'client_batch_size',
                'client_steps', 'embedding_dim', 'context_length',
                'keys_per_client', 'eval_every'):
@@ -477,6 +581,8 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     raise ValueError(f'`client_lr` must be positive, got {config.client_lr}.')
   # Before the data: a bad directory should not cost the load.
   reports_lib.make_directory(output_dir, '`output_dir`')
+  if records_dir is not None:
+    reports_lib.make_directory(records_dir, '`records_dir`')
   data = movielens.load_movielens(
       ratings_file, context_length=config.context_length,
       skip_malformed=skip_malformed, seed=config.seed)
@@ -484,8 +590,34 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
   if config.clients_per_round > num_train:
     raise ValueError(f'`clients_per_round` ({config.clients_per_round}) must '
                      f'be at most the {num_train} training users.')
-  results = [run_scenario(s, data, config, output_dir, progress)
-             for s in scenarios]
+  description = (
+      f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
+      f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
+      f'{len(data.validation_user_ids)} validation / '
+      f'{len(data.test_user_ids)} test users after '
+      f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
+  settings = dict(record_settings(config, description),
+                  **({'with_diagnostics': True} if with_diagnostics else {}))
+  if records_dir is not None:
+    records_lib.check_settings(records_dir, settings)
+  results = []
+  for scenario in scenarios:
+    scenario_config = config._replace(
+        rounds=scenario_rounds.get(scenario, config.rounds))
+    previous = (records_lib.read_record(records_dir, scenario)
+                if records_dir is not None else None)
+    if (previous is not None and previous.settings == settings
+        and previous.rounds == scenario_config.rounds):
+      logging.info('%s: finished earlier (%d rounds), read from %s',
+                   scenario, previous.rounds, records_dir)
+      results.append(result_from_record(previous))
+      continue
+    result = run_scenario(scenario, data, scenario_config, output_dir,
+                          progress, with_diagnostics)
+    if records_dir is not None:
+      records_lib.write_record(records_dir, _record(
+          result, scenario_config, settings, previous, command))
+    results.append(result)
   table, cost_table = format_tables(results)
   files = {k: os.path.join(output_dir, v) for k, v in (
       ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),
@@ -497,18 +629,13 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
                       for row in r.rows]
   reports_lib.atomic_write_text(files['metrics'], '\n'.join(metrics_lines)
                                 + '\n')
-  description = (
-      f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
-      f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
-      f'{len(data.validation_user_ids)} validation / '
-      f'{len(data.test_user_ids)} test users after '
-      f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
   plot(files['plot'], results, f'MovieLens dual encoder ({description})')
   reports_lib.atomic_write_text(files['table'], table)
   reports_lib.atomic_write_text(files['costs'], cost_table)
   reports_lib.atomic_write_text(files['config'], json.dumps(
       dict(config._asdict(), scenarios=list(scenarios),
            ratings_file=os.path.abspath(ratings_file),
+           scenario_rounds=scenario_rounds,
            mean_keys={r.scenario: r.mean_keys for r in results}), indent=2)
                               + '\n')
   return ExperimentResult(results, table, cost_table, files, description,

@@ -33,6 +33,7 @@ in groups of clients (`--clients_per_group`, default one group per core;
 
 from collections.abc import Sequence
 import functools
+import os
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -41,10 +42,14 @@ from experiments import tf_log_level
 from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
+from absl import logging
 
 from experiments.movielens import movielens_lib
+from experiments.movielens import movielens_records
+from experiments.movielens import movielens_report
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results as results_lib
+from tff_mixed.training import reports as reports_lib
 
 _DEFAULTS = movielens_lib.Config()
 
@@ -91,6 +96,31 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/movielens',
                                   'Directory for the outputs.')
 _RESULTS = results_lib.define_results_flags(movielens_lib.RESULTS_SECTION)
 
+# A long horizon over several sessions (`make results-movielens`).
+_BASELINE_ROUNDS = flags.DEFINE_integer(
+    'baseline_rounds', None, 'Rounds of the baseline scenario (each of its '
+    'rounds costs ~15 mixed ones at S = 100); unset: --rounds.',
+    lower_bound=1)
+_RECORDS_DIR = flags.DEFINE_string(
+    'records_dir', '', 'If set, each finished scenario leaves a small record '
+    'here (metrics CSV and JSON summary, meant to be committed), a scenario '
+    'whose record has the same settings and rounds is read back instead of '
+    'trained, and --results_markdown gets the report of every record here '
+    '(movielens_report) instead of this run\'s tables.')
+_PLOT = flags.DEFINE_string(
+    'plot', '', 'With --records_dir: where to write the recall@10 plot of '
+    'every record (default: <records_dir>/../movielens.png); the RESULTS.md '
+    'section links to it.')
+_DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
+    'diagnostic_rounds', 0, "Rounds of table 4's (G, B)-BGD runs (K = 1) of "
+    'the mixed algorithms among --scenarios, after the others; they '
+    'broadcast the whole table (the federated_select processes do not '
+    'report the estimates). Records in <records_dir>/diagnostics. 0: none.',
+    lower_bound=0)
+_DROP_SECTIONS = flags.DEFINE_list(
+    'drop_sections', [], 'Sections of --results_markdown that the written '
+    'one supersedes: removed once it is written.')
+
 
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
@@ -108,14 +138,78 @@ def main(argv: Sequence[str]) -> None:
       keys_per_client=_KEYS_PER_CLIENT.value, eval_every=_EVAL_EVERY.value,
       max_eval_examples=_MAX_EVAL_EXAMPLES.value, seed=_SEED.value,
       clients_per_group=_CLIENTS_PER_GROUP.value)
+  if _DROP_SECTIONS.value and not _RESULTS.markdown.value:
+    raise app.UsageError('--drop_sections needs --results_markdown.')
+  if _RESULTS.section.value in _DROP_SECTIONS.value:
+    raise app.UsageError('--drop_sections must not name --results_section '
+                         f'({_RESULTS.section.value}).')
+  records_dir = _RECORDS_DIR.value or None
+  if _DIAGNOSTIC_ROUNDS.value and records_dir is None:
+    raise app.UsageError('--diagnostic_rounds needs --records_dir.')
+  if records_dir is not None:
+    reports_lib.make_directory(records_dir, '--records_dir')
+    # A damaged record stops the run before hours of training, not after.
+    movielens_records.read_records(records_dir)
+  module = 'experiments.movielens.movielens_main'
+  scenario_rounds = ({} if _BASELINE_ROUNDS.value is None else
+                     {movielens_lib.BASELINE: _BASELINE_ROUNDS.value})
   result = movielens_lib.run_experiment(
       _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
-      output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value)
-  results_lib.publish(
-      result.table + '\n' + result.cost_table, result.files, _RESULTS,
-      module='experiments.movielens.movielens_main',
-      markdown_fn=functools.partial(movielens_lib.results_markdown, result),
-      after=movielens_lib.RESULTS_SECTION)
+      output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value,
+      scenario_rounds=scenario_rounds, records_dir=records_dir,
+      command=results_lib.command_line(module))
+  if records_dir is None:
+    results_lib.publish(
+        result.table + '\n' + result.cost_table, result.files, _RESULTS,
+        module=module,
+        markdown_fn=functools.partial(movielens_lib.results_markdown, result),
+        after=movielens_lib.RESULTS_SECTION)
+  else:
+    diagnostic_scenarios = [s for s in _SCENARIOS.value
+                            if s in movielens_report.MIXED]
+    if _DIAGNOSTIC_ROUNDS.value and diagnostic_scenarios:
+      movielens_lib.run_experiment(
+          _RATINGS_FILE.value, scenarios=diagnostic_scenarios,
+          config=config._replace(rounds=_DIAGNOSTIC_ROUNDS.value,
+                                 client_steps=1),
+          output_dir=os.path.join(_OUTPUT_DIR.value, 'diagnostics'),
+          skip_malformed=_SKIP_MALFORMED.value,
+          records_dir=os.path.join(records_dir, 'diagnostics'),
+          command=results_lib.command_line(module), with_diagnostics=True)
+    _report(records_dir, config.rounds, result, module)
+  for section in _DROP_SECTIONS.value:
+    if reports_lib.remove_markdown_section(_RESULTS.markdown.value, section):
+      logging.info('Removed the superseded section %s of %s', section,
+                   _RESULTS.markdown.value)
+
+
+def _report(records_dir: str, horizon: int,
+            result: movielens_lib.ExperimentResult, module: str) -> None:
+  """Plot and section of every record in `records_dir` (this run's and
+  earlier sessions'), the latter into --results_markdown."""
+  records = movielens_records.read_records(records_dir,
+                                           movielens_lib.SCENARIOS)
+  diagnostics = movielens_records.read_records(
+      os.path.join(records_dir, 'diagnostics'), movielens_report.MIXED)
+  movielens_report.check_comparable(records)
+  plot = _PLOT.value or os.path.join(os.path.dirname(
+      os.path.abspath(records_dir)), 'movielens.png')
+  movielens_report.plot(plot, records)
+  print(result.table + '\n' + result.cost_table, end='', flush=True)
+  markdown = _RESULTS.markdown.value
+  if markdown:
+    base = os.path.dirname(os.path.abspath(markdown))
+    section = movielens_report.results_markdown(
+        records, diagnostics=diagnostics, horizon=horizon,
+        plot_link=os.path.relpath(os.path.abspath(plot), base),
+        records_link=os.path.relpath(os.path.abspath(records_dir), base),
+        command=results_lib.command_line(module),
+        date=results_lib.utc_now())
+    results_lib.write_results_section(
+        markdown, _RESULTS.section.value, section,
+        note=_RESULTS.note.value, after=movielens_lib.RESULTS_SECTION)
+    logging.info('Wrote %s', markdown)
+  logging.info('Wrote the plot %s and the records in %s', plot, records_dir)
 
 
 if __name__ == '__main__':

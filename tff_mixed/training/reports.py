@@ -165,3 +165,33 @@ def write_markdown_section(path: str, section: str, markdown: str,
               'edit by hand: rerun it. -->\n')
     text = text.rstrip('\n') + '\n\n' + block
   atomic_write_text(path, text)
+
+
+def remove_markdown_section(path: str, section: str) -> bool:
+  """Drops one generated section (markers included) of a Markdown file.
+
+  For a section that a newer one supersedes: the numbers of a report must
+  not sit beside the run that replaced them. The other sections, and the
+  blank line that separates them, are kept; the write is atomic.
+
+  Args:
+    path: The file.
+    section: The section's name (its BEGIN/END markers).
+
+  Returns:
+    Whether the file had the section (a missing file or section is a no-op).
+  """
+  begin, end = f'<!-- BEGIN {section} -->', f'<!-- END {section} -->'
+  try:
+    with open(path) as f:
+      text = f.read()
+  except FileNotFoundError:
+    return False
+  if begin not in text or end not in text.split(begin, 1)[1]:
+    return False
+  head, rest = text.split(begin, 1)
+  tail = rest.split(end, 1)[1].lstrip('\n')
+  head = head.rstrip('\n') + '\n'
+  text = head + ('\n' + tail if tail else '')
+  atomic_write_text(path, text)
+  return True

@@ -1,0 +1,374 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests of the MovieLens records and report, and `make results-movielens`.
+
+No training: records are made up, so that every claim's verdict is known.
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from absl.testing import absltest
+
+from experiments.movielens import movielens_lib
+from experiments.movielens import movielens_records as records_lib
+from experiments.movielens import movielens_report as report
+from tests import binary_runs
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SETTINGS = movielens_lib.record_settings(
+    movielens_lib.Config(eval_every=100),
+    '`u.data`: 100000 ratings, 1682 movies')
+_D = 16
+# The baseline moves the whole table (1,683 rows) both ways.
+_BASELINE_COSTS = dict(scenario='baseline', down_bytes=1683 * _D * 4,
+                       up_bytes=1683 * _D * 4, flops=2.8e9,
+                       paper_comm_bytes=2 * 1682 * _D * 4,
+                       paper_flops=10 * 1682**2 * _D / 2)
+
+
+def _temp_dir(test: absltest.TestCase) -> str:
+  path = tempfile.mkdtemp()
+  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
+  return path
+
+
+def _costs(scenario, down, up, flops=4.5e5, rows=40.0):
+  factor = 2 if scenario == 'parallel_training' else 3
+  return dict(scenario=scenario, down_bytes=down, up_bytes=up, flops=flops,
+              paper_comm_bytes=factor * rows * _D * 4,
+              paper_flops=1682**2 * _D / 2)
+
+
+def _record(scenario, *, rounds=2000, recall=0.08, loss=0.25, slowness=0.0,
+            costs=None, seconds=3600.0, complete=True,
+            settings=_SETTINGS, diagnostics=None):
+  """Evaluations every 100 rounds: recall rises to `recall`, the loss falls
+  to `loss`; `slowness` adds a bump to the loss that fades by mid-run."""
+  rows = [dict(round=0, recall_at_10=0.01, hinge_loss=0.9)]
+  for t in range(100, rounds + 1, 100):
+    fraction = t / rounds
+    rows.append(dict(
+        round=t, recall_at_10=recall * min(1.0, 2 * fraction),
+        hinge_loss=loss + 0.2 * (1 - fraction)
+        + slowness * max(0.0, 0.5 - fraction)))
+  if rows[-1]['round'] != rounds:
+    rows.append(dict(round=rounds, recall_at_10=recall, hinge_loss=loss))
+  return records_lib.ScenarioRecord(
+      scenario=scenario, rounds=rounds, rows=rows, settings=dict(settings),
+      costs=costs or (_BASELINE_COSTS if scenario == 'baseline' else
+                      _costs(scenario, 22_700, 12_000)),
+      mean_keys=40.0, seconds=seconds, seconds_complete=complete,
+      seconds_per_round=seconds / rounds, machine='CPU X, 2 cores',
+      date='2026-01-01 00:00 UTC', command='python -m x',
+      diagnostics=diagnostics)
+
+
+def _diagnostics_record(scenario, g2, b2):
+  return _record(scenario, rounds=100,
+                 settings=dict(_SETTINGS, client_steps=1),
+                 diagnostics=dict(scenario=scenario, max_g2=g2, max_b2=b2,
+                                  first_round=10, last_round=100))
+
+
+def _paper_set(**overrides):
+  """The four scenarios of the paper; `overrides` maps one to kwargs."""
+  defaults = {'parallel_training': dict(slowness=0.2)}
+  return [_record(s, **overrides.get(s, defaults.get(s, {})))
+          for s in report.PAPER_SCENARIOS]
+
+
+def _verdicts(records):
+  return {c.claim: c.reproduced for c in report.claims(records)}
+
+
+class RecordsTest(absltest.TestCase):
+
+  def test_round_trip(self):
+    directory = _temp_dir(self)
+    record = _record('two_way_gt', rounds=250, complete=False)
+    records_lib.write_record(directory, record)
+    self.assertEqual(records_lib.read_record(directory, 'two_way_gt'),
+                     record)
+    diagnostics = _diagnostics_record('parallel_training', 0.01, 2.0)
+    records_lib.write_record(os.path.join(directory, 'diag'), diagnostics)
+    self.assertEqual(records_lib.read_record(os.path.join(directory, 'diag'),
+                                             'parallel_training'),
+                     diagnostics)
+    self.assertIsNone(records_lib.read_record(directory, 'baseline'))
+    records_lib.write_record(directory, _record('baseline', rounds=100))
+    # Every record by name, or in a given order, skipping missing ones.
+    self.assertEqual([r.scenario for r in
+                      records_lib.read_records(directory)],
+                     ['baseline', 'two_way_gt'])
+    self.assertEqual(
+        [r.scenario for r in records_lib.read_records(
+            directory, ['two_way_gt', 'one_way_gt', 'baseline'])],
+        ['two_way_gt', 'baseline'])
+    self.assertEqual(records_lib.read_records(
+        os.path.join(directory, 'none')), [])
+
+  def test_damaged_or_foreign_record_is_an_error_naming_it(self):
+    directory = _temp_dir(self)
+    records_lib.write_record(directory, _record('baseline', rounds=100))
+    json_path, metrics_path = records_lib.paths(directory, 'baseline')
+    with open(metrics_path) as f:
+      lines = f.read().splitlines()
+    with open(metrics_path, 'w') as f:  # The last evaluation lost.
+      f.write('\n'.join(lines[:-1]) + '\n')
+    with self.assertRaisesRegex(ValueError, re.escape(json_path)):
+      records_lib.read_record(directory, 'baseline')
+    with open(json_path, 'w') as f:
+      f.write('{not json')
+    with self.assertRaisesRegex(ValueError, 'cannot be read'):
+      records_lib.read_records(directory)
+
+  def test_settings_check_names_the_record_and_setting(self):
+    directory = _temp_dir(self)
+    records_lib.write_record(directory, _record('baseline'))
+    records_lib.check_settings(directory, _SETTINGS)  # Same: fine.
+    with self.assertRaisesRegex(ValueError,
+                                r'baseline\.json.*clients_per_round: 100 '
+                                'there, 20 now'):
+      records_lib.check_settings(directory,
+                                 dict(_SETTINGS, clients_per_round=20))
+
+  def test_wall_time_adds_up_over_invocations_only_when_known(self):
+    earlier = _record('one_way_gt', rounds=400, seconds=500.0)
+    # Fresh: this invocation's time is all of it.
+    self.assertEqual(records_lib.accumulated_seconds(
+        earlier, _SETTINGS, 0, 90.0), (90.0, True))
+    # Extending the recorded 400 rounds: their time is known.
+    self.assertEqual(records_lib.accumulated_seconds(
+        earlier, _SETTINGS, 400, 90.0), (590.0, True))
+    # Resumed from a checkpoint no record covers: a lower bound.
+    for previous, settings in ((earlier, dict(_SETTINGS, seed=1)),
+                               (None, _SETTINGS)):
+      self.assertEqual(records_lib.accumulated_seconds(
+          previous, settings, 250, 90.0), (90.0, False))
+    self.assertEqual(records_lib.accumulated_seconds(
+        _record('one_way_gt', rounds=400, seconds=500.0, complete=False),
+        _SETTINGS, 400, 90.0), (590.0, False))
+
+
+class ClaimsTest(absltest.TestCase):
+
+  def test_verdicts_follow_the_numbers(self):
+    verdicts = _verdicts(_paper_set())
+    self.assertEqual(verdicts, {
+        'Every algorithm reaches recall@10 around 0.1': True,
+        "The mixed algorithms match the baseline's recall@10": True,
+        'Mixed FL removes more than 99.9% of client computation': True,
+        # 34.7 KB of 215.4 KB: 83.9% saved, short of 93.9%.
+        'Mixed FL removes more than 93.9% of communication': False,
+        'PT converges slower than gradient transfer': True,
+        'PT reaches the same eval loss as gradient transfer': True,
+    })
+
+  def test_each_rule_can_fail(self):
+    small = {s: dict(costs=_costs(s, 6_000, 6_000))
+             for s in report.MIXED}
+    self.assertTrue(_verdicts(_paper_set(**small))[
+        'Mixed FL removes more than 93.9% of communication'])
+    worse = _verdicts(_paper_set(one_way_gt=dict(recall=0.072)))
+    self.assertFalse(worse["The mixed algorithms match the baseline's "
+                           'recall@10'])
+    self.assertTrue(worse['Every algorithm reaches recall@10 around 0.1'])
+    self.assertFalse(_verdicts(_paper_set(baseline=dict(recall=0.06)))[
+        'Every algorithm reaches recall@10 around 0.1'])
+    heavy = _verdicts(_paper_set(two_way_gt=dict(costs=_costs(
+        'two_way_gt', 1_000, 1_000, flops=2.8e7))))
+    self.assertFalse(
+        heavy['Mixed FL removes more than 99.9% of client computation'])
+    # PT as fast as GT; PT not catching up by the end.
+    self.assertFalse(_verdicts(_paper_set(parallel_training={}))[
+        'PT converges slower than gradient transfer'])
+    self.assertFalse(_verdicts(_paper_set(
+        parallel_training=dict(loss=0.26, slowness=0.2)))[
+            'PT reaches the same eval loss as gradient transfer'])
+
+  def test_comparisons_use_the_shortest_run(self):
+    records = _paper_set(baseline=dict(rounds=500, recall=0.08))
+    # At round 500 the mixed runs are at a quarter of their 2,000 rounds:
+    # half their final recall, below the baseline's.
+    claim = {c.claim: c for c in report.claims(records)}[
+        "The mixed algorithms match the baseline's recall@10"]
+    self.assertFalse(claim.reproduced)
+    self.assertIn('at round 500', claim.measured)
+
+  def test_catch_up_before_round_1500_is_undecided(self):
+    records = [_record(s, rounds=1000) for s in report.MIXED]
+    claim = {c.claim: c for c in report.claims(records)}[
+        'PT reaches the same eval loss as gradient transfer']
+    self.assertFalse(claim.reproduced)
+    self.assertIn('undecided', claim.measured)
+
+  def test_communication_claim_states_the_reason(self):
+    claim = {c.claim: c for c in report.claims(_paper_set())}[
+        'Mixed FL removes more than 93.9% of communication']
+    self.assertIn('N = 1682 movies', claim.measured)
+    self.assertIn('160 rows', claim.measured)
+    # The paper's own formulas with N = 1682, n = 40: 1 - 3n / 2N.
+    self.assertIn(f'{1 - 3 * 40 / (2 * 1682):.2%}', claim.measured)
+
+  def test_g2_claim(self):
+    self.assertEqual(report.g2_claim([]), [])
+    small = [_diagnostics_record(s, 0.01 * (i + 1), 2.0)
+             for i, s in enumerate(report.MIXED)]
+    (claim,) = report.g2_claim(small)
+    self.assertTrue(claim.reproduced)
+    self.assertIn('2-w GT 0.0300', claim.measured)
+    self.assertIn('paper 1.50', claim.measured)
+    (claim,) = report.g2_claim(small[:2] + [
+        _diagnostics_record('two_way_gt', 1.5, 1.2)])
+    self.assertFalse(claim.reproduced)
+
+  def test_claims_without_their_scenarios_are_left_out(self):
+    names = {c.claim for c in report.claims(
+        [_record('parallel_training'), _record('two_way_gt')])}
+    self.assertEqual(names, {
+        'Every algorithm reaches recall@10 around 0.1',
+        'PT converges slower than gradient transfer',
+        'PT reaches the same eval loss as gradient transfer'})
+
+
+class MarkdownTest(absltest.TestCase):
+
+  def _markdown(self, records, diagnostics=()):
+    return report.results_markdown(
+        records, diagnostics=diagnostics, horizon=2000, plot_link='docs/results/movielens.png',
+        records_link='docs/results/movielens', command='make x',
+        date='2026-01-02 00:00 UTC')
+
+  def test_section_has_the_paper_beside_ours(self):
+    text = self._markdown(_paper_set())
+    self.assertIn('![Recall@10 and test hinge loss over rounds]'
+                  '(docs/results/movielens.png)', text)
+    self.assertIn('(docs/results/movielens)', text)
+    for paper in ('| 494 |', '| 125.16 |', '| 0.025 |', '| 30 |', '~0.1'):
+      self.assertIn(paper, text)
+    self.assertIn('Every scenario ran the 2,000-round horizon.', text)
+    self.assertIn('* **not reproduced**: Mixed FL removes more than 93.9% of '
+                  'communication', text)
+    self.assertIn('4.00 h over the 4 scenarios', text)
+    self.assertIn('* Machine: CPU X, 2 cores.', text)
+
+  def test_section_has_table_4_when_measured(self):
+    self.assertIn('not measured (no diagnostics record',
+                  self._markdown(_paper_set()))
+    two = [_diagnostics_record('parallel_training', 0.012, 2.004),
+           _diagnostics_record('two_way_gt', 0.02, 1.999)]
+    text = self._markdown(_paper_set(), two)
+    self.assertIn('| PT | 10-100 | 0.0120 | 2.004 | 0.03 / 1.50 |', text)
+    self.assertIn('the whole table is broadcast', text)
+    self.assertIn('within 1% of 1/w_f = 2', text)
+    self.assertIn('* **reproduced**: The gradient dissimilarity G~^2 is '
+                  'small', text)
+    # B~^2 away from 1/w: no such sentence.
+    text = self._markdown(_paper_set(), [
+        _diagnostics_record('parallel_training', 0.012, 1.5)])
+    self.assertNotIn('within 1% of 1/w_f', text)
+
+  def test_section_states_missing_and_shorter_scenarios(self):
+    records = [_record('baseline', rounds=400, complete=False),
+               _record('two_way_gt')]
+    text = self._markdown(records)
+    self.assertIn('Missing (no record yet, so their claims are not '
+                  'checked): PT, 1-w GT.', text)
+    self.assertIn('Shorter than the 2,000-round horizon: baseline (all on '
+                  'clients) (400 rounds)', text)
+    self.assertIn('wall time >= 1.00 h', text)
+    self.assertIn('at least 2.00 h', text)
+
+  def test_records_of_other_settings_are_refused(self):
+    records = [_record('baseline'), _record(
+        'two_way_gt', settings=dict(_SETTINGS, client_lr=0.1))]
+    with self.assertRaisesRegex(ValueError, 'client_lr'):
+      self._markdown(records)
+    with self.assertRaisesRegex(ValueError, 'No MovieLens record'):
+      self._markdown([])
+
+  def test_plot_is_written(self):
+    path = os.path.join(_temp_dir(self), 'docs', 'movielens.png')
+    report.plot(path, _paper_set())
+    with open(path, 'rb') as f:
+      self.assertEqual(f.read(8), b'\x89PNG\r\n\x1a\n')
+
+
+def _make_recipe_args(target: str) -> list[str]:
+  """The flags a Makefile target passes to its binary, variables expanded
+  with their defaults (`?=`) and `$(ARGS)` empty."""
+  with open(os.path.join(_REPO, 'Makefile')) as f:
+    text = f.read()
+  defaults = dict(re.findall(r'^(\w+) \?= (.*)$', text, re.M))
+  recipe = re.search(rf'^{target}:.*\n((?:\t.*\n)+)', text, re.M).group(1)
+  command = recipe.replace('\\\n', ' ').splitlines()[-1]
+  command = re.sub(r'\$\((\w+)\)', lambda m: defaults.get(m.group(1), ''),
+                   command)
+  return [a for a in shlex.split(command) if a.startswith('--')]
+
+
+# Parses flags as movielens_main does, in a process of its own: its flags
+# share names with other binaries that tests import.
+_PARSE_FLAGS = """
+import json, sys
+from absl import flags
+from experiments.movielens import movielens_main
+flags.FLAGS(sys.argv)
+print(json.dumps({name: flags.FLAGS[name].value for name in sys.stdin.read(
+    ).split()}))
+"""
+
+
+@binary_runs.runs_binaries
+class MakeTargetTest(absltest.TestCase):
+
+  def test_results_movielens_flags_parse_at_the_papers_settings(self):
+    args = _make_recipe_args('results-movielens')
+    names = ('scenarios', 'rounds', 'baseline_rounds', 'clients_per_round',
+             'client_batch_size', 'client_steps', 'client_lr', 'eval_every',
+             'records_dir', 'plot', 'results_section', 'drop_sections',
+             'ratings_file', 'results_markdown', 'diagnostic_rounds')
+    run = subprocess.run(
+        [sys.executable, '-c', _PARSE_FLAGS, 'movielens_main', *args],
+        cwd=_REPO, input=' '.join(names), capture_output=True, text=True,
+        timeout=300, check=False)
+    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+    values = json.loads(run.stdout.strip().splitlines()[-1])
+    self.assertEqual(values['scenarios'], list(report.PAPER_SCENARIOS))
+    # Tables 9-10 and the paper's horizon.
+    self.assertEqual([values[n] for n in names[1:8]],
+                     [2000, 2000, 100, 16, 10, 0.5, 20])
+    self.assertEqual(values['diagnostic_rounds'], 100)  # Table 4's window.
+    self.assertEqual(values['records_dir'], 'docs/results/movielens')
+    self.assertEqual(values['plot'], 'docs/results/movielens.png')
+    self.assertEqual(values['results_section'], report.RESULTS_SECTION)
+    self.assertEqual(values['drop_sections'],
+                     ['movielens', 'movielens_two_way_gt'])
+    self.assertEqual(values['results_markdown'], 'RESULTS.md')
+    self.assertTrue(values['ratings_file'].endswith('movielens_100k/u.data'))
+    # The paper's settings the target leaves to the binary's defaults.
+    config = movielens_lib.Config()
+    self.assertEqual((config.federated_weight, config.central_weight,
+                      config.embedding_dim), (0.5, 0.5, 16))
+
+
+if __name__ == '__main__':
+  absltest.main()
