@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The advisor's per-round estimates (`tff_mixed/advisor/round_estimates.py`).
+"""The advisor's per-round estimates (`tff_mixed/core/round_estimates.py`).
 
 Pure TF against numpy (sigma^2 from the cohort's two moments equals the
 per-client sample variance; sigma_c^2; the secant beta on quadratics with a
@@ -27,7 +27,7 @@ import tensorflow_federated as tff
 from absl.testing import absltest
 
 import tff_mixed
-from tff_mixed.advisor import round_estimates
+from tff_mixed.core import round_estimates
 from tests import testing_utils as tu
 
 

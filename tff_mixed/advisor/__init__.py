@@ -13,9 +13,10 @@
 # limitations under the License.
 """The algorithm advisor: which mixed FL algorithm suits a task.
 
-Estimates the quantities of arXiv:2205.13655, section 5 (sigma^2, sigma_c^2,
-the (G, B)-BGD constants, the smoothness beta) over a run's first rounds and
-reads table 3's nonconvex bounds and appendix C's learning-rate conditions
-with them: `round_estimates` (pure TF, inside a round), `estimates` (over a
-window of rounds), `bounds` (table 3, tables 12-13), `advice` (the rule).
+Reads the per-round estimates of arXiv:2205.13655's section 5 constants
+(sigma^2, sigma_c^2, the (G, B)-BGD estimates, the smoothness beta; computed
+by the central work, `tff_mixed/core/round_estimates.py`) over a run's first
+rounds, and table 3's nonconvex bounds and appendix C's learning-rate
+conditions with them: `estimates` (over a window of rounds), `bounds`
+(table 3, tables 12-13), `advice` (the rule, `advise` and `Advice`).
 """

@@ -42,9 +42,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_mixed.advisor import round_estimates
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import model_types
+from tff_mixed.core import round_estimates
 from tff_mixed.core.model_types import add, scale
 
 
@@ -66,7 +66,7 @@ class CentralConfig(NamedTuple):
     gradient_at_x: Compute g~_c(x^(t)) before the broadcast (1-way GT; 2-way
       GT's 'fresh' option); its loss is then the reported f_c(x^(t)).
     with_diagnostics: Compute G~_t^2 and B~_t^2, and the advisor's
-      sigma^2, sigma_c^2 and beta estimates (`tff_mixed/advisor/`).
+      sigma^2, sigma_c^2 and beta estimates (`round_estimates`).
     variance_batches: With diagnostics, M >= 2 extra central batches whose
       gradients at x^(t) give sigma_c^2 (their sample variance) and, with
       the same batches at a nearby point, the secant estimate of beta: 2M

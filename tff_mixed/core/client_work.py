@@ -64,7 +64,7 @@ class ClientOutput(NamedTuple):
       client without data.
     probe_norm_squared: With `probe_gradient`, its squared global norm
       |g_i(x^(t))|^2 (float32; the server's sigma^2 estimate needs the
-      cohort's mean of it, `tff_mixed/advisor/round_estimates.py`), else
+      cohort's mean of it, `round_estimates.py`), else
       `()`.
   """
 

@@ -13,8 +13,9 @@
 # limitations under the License.
 """Per-round estimates of arXiv:2205.13655's variance and smoothness constants.
 
-Pure TF, run at the server inside a round (`tff_mixed/core/central_work.py`)
-from quantities the round already has or a few extra central gradients:
+Pure TF, run at the server inside a round (`central_work.py`) from
+quantities the round already has or a few extra central gradients; the
+algorithm advisor (`tff_mixed/advisor/`) reads them over a window of rounds:
 
 *   `client_variance`: sigma^2 of eq. 4, the variance of one client's
     stochastic gradient g_i(x^(t)), from the cohort's first two moments;
