@@ -171,6 +171,25 @@ class AdviceOnQuadraticsTest(absltest.TestCase):
         _advise(rows, client_steps=1, **target).recommendation,
         registry.TWO_WAY_GT)
 
+  def test_central_batch_sizes_scale_sigma_c2(self):
+    # The paper's rule gives 1-way GT a K times larger |B_c|: its
+    # K S sigma_c^2 is then S sigma_c^2 at the measured size, as the
+    # others'. Measured at |B_c| = 10, 1-way GT at 160 (K = 16).
+    a, c = np.full(DIM, 3.0), np.full(DIM, -3.0)
+    rows = _simulate(a, c, sigma2=1.0, sigma_c2=4.0)
+    target = dict(epsilon=EPSILON, initial_gap=_gap(a, c))
+    sizes = {registry.PARALLEL_TRAINING: 10, registry.ONE_WAY_GT: 160,
+             registry.TWO_WAY_GT: 10}
+    advice = _advise(rows, client_steps=16, central_batch_sizes=sizes,
+                     measured_central_batch_size=10, **target)
+    self.assertEqual(advice.recommendation, registry.ONE_WAY_GT,
+                     advice.to_text())
+    self.assertAlmostEqual(advice.ratios[registry.ONE_WAY_GT], 1.0)
+    self.assertAlmostEqual(advice.settings.central_variance_scale[
+        registry.ONE_WAY_GT], 1 / 16)
+    with self.assertRaisesRegex(ValueError, 'positive ints'):
+      _advise(rows, central_batch_sizes=sizes, **target)
+
   def test_flags(self):
     rows = _simulate(np.zeros(DIM), np.zeros(DIM), 1.0, 1.0)
     # Defaults of `_advise`: eta_s = sqrt(S), eta small: nothing flagged.

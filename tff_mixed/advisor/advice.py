@@ -164,10 +164,11 @@ def _reasoning(choice, terms, ratios, constants, settings, tolerance):
   k, s = settings.client_steps, settings.cohort_size
   sigma2 = settings.federated_weight**2 * constants.sigma2
   sigma_c2 = settings.central_weight**2 * constants.sigma_c2
-  factor = ((sigma2 + k * s * sigma_c2) / (sigma2 + s * sigma_c2)
-            if sigma2 + s * sigma_c2 > 0 else 1.0)
+  one_way = terms[f'{registry.ONE_WAY_GT}_variance']
+  two_way = terms[f'{registry.TWO_WAY_GT}_variance']
+  factor = one_way / two_way if two_way > 0 else 1.0
   pt = ratios[registry.PARALLEL_TRAINING]
-  one_way = ratios[registry.ONE_WAY_GT]
+  one_way_ratio = ratios[registry.ONE_WAY_GT]
   within = f'within {1 + tolerance:.3g}x'
   lines = [
       f'Parallel Training pays the (G, B)-BGD terms: G~^2 = '
@@ -176,10 +177,11 @@ def _reasoning(choice, terms, ratios, constants, settings, tolerance):
       f'{"" if pt <= 1 + tolerance else "not "}{within}).',
       f'1-way GT pays K S sigma_c^2 where the others pay S sigma_c^2: '
       f'(sigma^2 + K S sigma_c^2) / (sigma^2 + S sigma_c^2) = {factor:.3g} '
-      f'with sigma^2 = {sigma2:.4g}, sigma_c^2 = {sigma_c2:.4g} (weighted), '
-      f'K = {k}, S = {s}; its bound is {one_way:.3g}x 2-way GT\'s ('
-      f'{"" if one_way <= 1 + tolerance else "not "}{within}).']
-  dominant = max(('variance', 'smoothness'), key=lambda t: terms[t])
+      f'with sigma^2 = {sigma2:.4g}, sigma_c^2 = {sigma_c2:.4g} (weighted, '
+      f'at the measured |B_c|; x {_scales(settings)} at each algorithm\'s '
+      f'own), K = {k}, S = {s}; its bound is {one_way_ratio:.3g}x 2-way '
+      f'GT\'s ({"" if one_way_ratio <= 1 + tolerance else "not "}{within}).']
+  dominant = ('variance' if two_way > terms['smoothness'] else 'smoothness')
   lines.append(f'2-way GT\'s bound is led by its {dominant} term; it keeps '
                'more state, downloads two augmenting gradients and is the '
                'first to diverge as eta grows (appendix B), so it is chosen '
@@ -188,12 +190,21 @@ def _reasoning(choice, terms, ratios, constants, settings, tolerance):
   return tuple(lines)
 
 
+def _scales(settings) -> str:
+  return ', '.join(
+      f'{bounds_lib.central_variance_scale(settings, a):.3g}'
+      for a in bounds_lib.ALGORITHMS)
+
+
 def advise(rows: Sequence[Mapping[str, float]], *, client_steps: int,
            cohort_size: int, client_learning_rate: float,
            server_learning_rate: float = 1.0,
            central_learning_rate: Optional[float] = None,
            merge_learning_rate: float = 1.0, federated_weight: float = 0.5,
-           central_weight: float = 0.5, first_round: int = 1,
+           central_weight: float = 0.5,
+           central_batch_sizes: Optional[Mapping[str, int]] = None,
+           measured_central_batch_size: Optional[int] = None,
+           first_round: int = 1,
            last_round: Optional[int] = None,
            tolerance: float = DEFAULT_TOLERANCE,
            epsilon: Optional[float] = None,
@@ -210,6 +221,11 @@ def advise(rows: Sequence[Mapping[str, float]], *, client_steps: int,
       central_learning_rate, merge_learning_rate, federated_weight,
       central_weight: The run's K, S, eta, eta_s, eta_c, eta_m, w_f, w_c
       (`bounds.RunSettings`).
+    central_batch_sizes: `{algorithm: |B_c|}` each would run with, when they
+      differ from `measured_central_batch_size`, the |B_c| of the run the
+      rows come from: sigma_c^2 is scaled by measured / own for each
+      (`bounds` module docstring). `None`: all at the measured size.
+    measured_central_batch_size: See `central_batch_sizes`.
     first_round, last_round: The window (`estimates.window_estimates`).
     tolerance: tau of the rule (module docstring).
     epsilon: The target on |grad f|^2; `None`: `epsilon_fraction` times the
@@ -235,7 +251,8 @@ def advise(rows: Sequence[Mapping[str, float]], *, client_steps: int,
   settings = bounds_lib.RunSettings(
       client_steps, cohort_size, client_learning_rate, server_learning_rate,
       central_learning_rate, merge_learning_rate, federated_weight,
-      central_weight)
+      central_weight, _variance_scales(central_batch_sizes,
+                                       measured_central_batch_size))
   window = estimates_lib.window_estimates(
       rows, first_round=first_round, last_round=last_round,
       resamples=resamples, seed=seed)
@@ -261,6 +278,17 @@ def advise(rows: Sequence[Mapping[str, float]], *, client_steps: int,
       estimates=window.estimates, constants=constants, terms=terms,
       bounds=bound_values, ratios=ratios, settings=settings,
       tolerance=tolerance, rounds=window.rounds)
+
+
+def _variance_scales(central_batch_sizes, measured):
+  """`{algorithm: measured |B_c| / its |B_c|}`, or `None`."""
+  if central_batch_sizes is None:
+    return None
+  sizes = dict(central_batch_sizes, measured=measured)
+  if not all(isinstance(v, int) and v > 0 for v in sizes.values()):
+    raise ValueError('`central_batch_sizes` and `measured_central_batch_size` '
+                     f'must be positive ints, got {sizes}.')
+  return {a: measured / size for a, size in central_batch_sizes.items()}
 
 
 def _initial_gap(rows, first_round, settings) -> float:

@@ -31,7 +31,10 @@ G = 0).
 The sigmas of table 3 are the variances of the gradients of f_f = w_f f~_f
 and f_c = w_c f~_c (the paper subsumes the mixing weights into the losses),
 so the measured variances of the computed gradients are scaled by w_f^2 and
-w_c^2 here.
+w_c^2 here. sigma_c^2 is a variance at one central batch size; an algorithm
+run with another |B_c| (the paper's rule gives 1-way GT K times PT's,
+appendix B's general notes) has sigma_c^2 times |B_c|(measured) /
+|B_c|(its own), the variance of a mean of independent examples' gradients.
 
 The conditions (Theorem C.1's statement, C.2, C.3; tables 12-13), nonconvex:
 PT: eta_m >= 1 and eta_c, eta eta_s <= 1 / (6 (1 + B^2) beta K eta_m);
@@ -43,6 +46,7 @@ outside the theorem's conditions, one below it may still be.
 """
 
 import collections
+from collections.abc import Mapping
 import math
 from typing import NamedTuple, Optional
 
@@ -65,6 +69,9 @@ class RunSettings(NamedTuple):
     merge_learning_rate: eta_m (PT and 2-way GT's merge).
     federated_weight: w_f.
     central_weight: w_c.
+    central_variance_scale: `{algorithm: factor}` multiplying the measured
+      sigma_c^2 for the algorithm's own |B_c| (`advice.advise` derives it
+      from batch sizes); missing algorithms: 1.
   """
 
   client_steps: int
@@ -75,6 +82,7 @@ class RunSettings(NamedTuple):
   merge_learning_rate: float = 1.0
   federated_weight: float = 0.5
   central_weight: float = 0.5
+  central_variance_scale: Optional[Mapping[str, float]] = None
 
 
 class Constants(NamedTuple):
@@ -98,22 +106,33 @@ def nonconvex_terms(constants: Constants,
                     settings: RunSettings) -> collections.OrderedDict:
   """Table 3's nonconvex terms, in rounds (constants dropped).
 
-  Returns `OrderedDict` of: `variance` (the leading term PT and 2-way GT
-  share), `one_way_variance` (1-way GT's), `smoothness` (beta F / eps, the
-  gradient transfers' second term), `pt_g` (G~ sqrt(beta) / eps^1.5, PT
-  with B = 1), `pt_b` (B~^2 beta F / eps, PT with G = 0).
+  Returns `OrderedDict` of the leading (variance) terms
+  `<algorithm>_variance`, K S sigma_c^2 in 1-way GT's where the others have
+  S sigma_c^2; `smoothness` (beta F / eps, the gradient transfers' second
+  term), `pt_g` (G~ sqrt(beta) / eps^1.5, PT with B = 1), `pt_b`
+  (B~^2 beta F / eps, PT with G = 0).
   """
   k, s = settings.client_steps, settings.cohort_size
   sigma2 = settings.federated_weight**2 * constants.sigma2
-  sigma_c2 = settings.central_weight**2 * constants.sigma_c2
   beta, eps, gap = constants.beta, constants.epsilon, constants.initial_gap
   scale = beta * gap / (k * s * eps**2)
+  terms = collections.OrderedDict()
+  for algorithm in ALGORITHMS:
+    sigma_c2 = (settings.central_weight**2 * constants.sigma_c2
+                * central_variance_scale(settings, algorithm))
+    central_steps = k if algorithm == registry.ONE_WAY_GT else 1
+    terms[f'{algorithm}_variance'] = (
+        sigma2 + central_steps * s * sigma_c2) * scale
   return collections.OrderedDict(
-      variance=(sigma2 + s * sigma_c2) * scale,
-      one_way_variance=(sigma2 + k * s * sigma_c2) * scale,
+      **terms,
       smoothness=beta * gap / eps,
       pt_g=math.sqrt(max(constants.g2, 0.0) * beta) / eps**1.5,
       pt_b=max(constants.b2, 1.0) * beta * gap / eps)
+
+
+def central_variance_scale(settings: RunSettings, algorithm: str) -> float:
+  """The factor on the measured sigma_c^2 at `algorithm`'s own |B_c|."""
+  return float((settings.central_variance_scale or {}).get(algorithm, 1.0))
 
 
 def nonconvex_bounds(terms: collections.OrderedDict) -> collections.OrderedDict:
@@ -124,9 +143,12 @@ def nonconvex_bounds(terms: collections.OrderedDict) -> collections.OrderedDict:
   """
   pt_dissimilarity = min(terms['pt_g'] + terms['smoothness'], terms['pt_b'])
   return collections.OrderedDict([
-      (registry.PARALLEL_TRAINING, terms['variance'] + pt_dissimilarity),
-      (registry.ONE_WAY_GT, terms['one_way_variance'] + terms['smoothness']),
-      (registry.TWO_WAY_GT, terms['variance'] + terms['smoothness']),
+      (registry.PARALLEL_TRAINING,
+       terms[f'{registry.PARALLEL_TRAINING}_variance'] + pt_dissimilarity),
+      (registry.ONE_WAY_GT,
+       terms[f'{registry.ONE_WAY_GT}_variance'] + terms['smoothness']),
+      (registry.TWO_WAY_GT,
+       terms[f'{registry.TWO_WAY_GT}_variance'] + terms['smoothness']),
   ])
 
 
