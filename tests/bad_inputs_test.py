@@ -152,6 +152,10 @@ _BAD_INPUTS = (
      'Unexpected arguments: extra'),
     ('label_output_dir_is_a_file', _LABEL, ['--output_dir={file}'],
      _no_setup, 'is a file'),
+    ('label_advise_then_unknown', _LABEL, ['--advise_then=maybe'], _no_setup,
+     'advise_then'),
+    ('label_advise_output_dir_is_a_file', _LABEL,
+     ['--advise_rounds=1', '--output_dir={file}'], _no_setup, 'is a file'),
     # train_main.
     ('train_root_output_dir_is_a_file', _TRAIN,
      [*_TRAIN_ARGS, '--root_output_dir={file}'], _no_setup, 'is a file'),
