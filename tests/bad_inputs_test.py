@@ -174,6 +174,8 @@ _BAD_INPUTS = (
      [*_TRAIN_ARGS, '--worker_addresses=127.0.0.1:{port}'], _free_port,
      'No TFF worker answered'),
     # celeba_smile_main.
+    ('celeba_advise_rounds_negative', _CELEBA, ['--advise_rounds=-1'],
+     _no_setup, 'advise_rounds'),
     ('celeba_database_damaged_mid_file', _CELEBA, _CELEBA_ARGS,
      _celeba_damaged_mid_file, 'malformed'),
     ('celeba_output_dir_is_a_file', _CELEBA,

@@ -118,10 +118,7 @@ def main(argv: Sequence[str]) -> None:
         rounds=_ADVISE.rounds.value,
         central_batch_size=_CENTRAL_BATCH_SIZE.value,
         output_dir=_flag_value(_OUTPUT_DIR), **common_flags.values())
-    print(advice.to_text(), end='', flush=True)
-    for kind, path in files.items():
-      logging.info('Wrote %s: %s', kind, path)
-    if _ADVISE.then.value == advising.STOP:
+    if not advising.report(advice, files, _ADVISE.then.value):
       return
   result = label_imbalance_lib.run_comparison(
       scenarios=_SCENARIOS.value,

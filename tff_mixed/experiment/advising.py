@@ -30,6 +30,7 @@ import os
 from typing import NamedTuple, Optional
 
 from absl import flags
+from absl import logging
 
 from tff_mixed.advisor import advice as advice_lib
 from tff_mixed.experiment import comparison
@@ -76,6 +77,14 @@ def write_advice(output_dir: str, advice: advice_lib.Advice) -> dict:
       '# Which mixed FL algorithm (arXiv:2205.13655, table 3)\n\n```\n'
       + advice.to_text() + '```\n')
   return files
+
+
+def report(advice: advice_lib.Advice, files: dict, then: str) -> bool:
+  """Prints the advice, logs its files; whether the binary goes on."""
+  print(advice.to_text(), end='', flush=True)
+  for kind, path in files.items():
+    logging.info('Wrote %s: %s', kind, path)
+  return then != STOP
 
 
 def read_metrics_rows(path: str) -> list[dict]:
