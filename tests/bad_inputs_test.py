@@ -159,6 +159,10 @@ _BAD_INPUTS = (
      'Unexpected arguments: extra'),
     ('label_output_dir_is_a_file', _LABEL, ['--output_dir={file}'],
      _no_setup, 'is a file'),
+    ('label_advise_then_unknown', _LABEL, ['--advise_then=maybe'], _no_setup,
+     'advise_then'),
+    ('label_advise_output_dir_is_a_file', _LABEL,
+     ['--advise_rounds=1', '--output_dir={file}'], _no_setup, 'is a file'),
     # train_main.
     ('train_root_output_dir_is_a_file', _TRAIN,
      [*_TRAIN_ARGS, '--root_output_dir={file}'], _no_setup, 'is a file'),
@@ -177,6 +181,8 @@ _BAD_INPUTS = (
      [*_TRAIN_ARGS, '--worker_addresses=127.0.0.1:{port}'], _free_port,
      'No TFF worker answered'),
     # celeba_smile_main.
+    ('celeba_advise_rounds_negative', _CELEBA, ['--advise_rounds=-1'],
+     _no_setup, 'advise_rounds'),
     ('celeba_database_damaged_mid_file', _CELEBA, _CELEBA_ARGS,
      _celeba_damaged_mid_file, 'malformed'),
     ('celeba_output_dir_is_a_file', _CELEBA,

@@ -284,6 +284,28 @@ def _run_binary(module, *args, timeout=600):
       text=True, timeout=timeout, check=False)
 
 
+class AdviceTest(absltest.TestCase):
+
+  def test_run_advice_takes_run_experiment_arguments(self):
+    # The binary passes `run_experiment`'s keyword arguments; the ones only
+    # the comparison reads (rounds, eval_every, scenarios) are ignored.
+    cache_dir = celeba_testing.make_fake_celeba_cache(
+        _temp_dir(self), num_train_clients=9, num_test_clients=2,
+        images_per_client=6, seed=4)
+    output_dir = _temp_dir(self)
+    advice, files = celeba_smile_lib.run_advice(
+        2, cache_dir=cache_dir, rounds=50, eval_every=7,
+        scenarios=['fl_only'], clients_per_round=2, hidden_units=(8,),
+        output_dir=output_dir, progress=False)
+    self.assertEqual(advice.rounds, (1, 2))
+    self.assertEqual(advice.settings.cohort_size, 2)
+    self.assertEqual(advice.settings.client_steps, 2)  # The paper's K.
+    self.assertEqual(advice.settings.client_learning_rate, 0.01)
+    for path in files.values():
+      self.assertTrue(os.path.exists(path), path)
+    self.assertEqual(os.path.dirname(files['advice_json']), output_dir)
+
+
 @binary_runs.runs_binaries
 class BinaryTest(absltest.TestCase):
 

@@ -95,7 +95,8 @@ class ComponentsTest(absltest.TestCase):
     self.assertEqual(data, model_types.data_type(self.model))
     self.assertEqual(
         list(signature.result.python_container._fields),
-        ['update', 'update_weight', 'metrics', 'probe_gradient'])
+        ['update', 'update_weight', 'metrics', 'probe_gradient',
+         'probe_norm_squared'])
 
   def test_server_computations_return_their_state_parts(self):
     parts = self.components.finalizer.initialize.type_signature.result

@@ -14,13 +14,16 @@
 """Tests of the digits label-imbalance task, its evaluation and comparison."""
 
 import csv
+import json
 import math
 import os
 import shutil
 import tempfile
 from unittest import mock
 
+from absl import flags
 from absl.testing import absltest
+from absl.testing import flagsaver
 from absl.testing import parameterized
 import numpy as np
 from sklearn import datasets as sk_datasets
@@ -29,6 +32,8 @@ import tensorflow_federated as tff
 from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import label_imbalance_main
 from experiments.label_imbalance import train_lib
+from tff_mixed.algorithms import registry
+from tff_mixed.experiment import advising
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
@@ -336,6 +341,49 @@ class RunComparisonTest(parameterized.TestCase):
   def test_main_rejects_extra_arguments(self):
     with self.assertRaisesRegex(Exception, 'Unexpected arguments: extra'):
       label_imbalance_main.main(['label_imbalance_main', 'extra'])
+
+
+class AdviceTest(absltest.TestCase):
+  """`--advise_rounds`: the probe run, the advice files, continue or stop."""
+
+  def test_run_advice_writes_the_advice_beside_its_probe(self):
+    output_dir = _temp_dir(self)
+    advice, files = label_imbalance_lib.run_advice(
+        rounds=3, clients_per_round=2, client_steps=2, client_batch_size=4,
+        client_lr=0.1, num_clients=6, seed=1, output_dir=output_dir,
+        progress=False)
+    self.assertIn(advice.recommendation,
+                  (registry.PARALLEL_TRAINING, registry.ONE_WAY_GT,
+                   registry.TWO_WAY_GT))
+    self.assertEqual(advice.rounds, (1, 2, 3))
+    self.assertEqual(advice.settings.client_steps, 2)
+    self.assertEqual(advice.settings.cohort_size, 2)
+    with open(files['advice_json']) as f:
+      self.assertEqual(json.load(f)['recommendation'], advice.recommendation)
+    with open(files['advice_markdown']) as f:
+      self.assertIn(advice.to_text(), f.read())
+    # The probe keeps the runner's layout under advice/; atomic writes
+    # leave nothing else.
+    self.assertCountEqual(os.listdir(output_dir),
+                          [advising.JSON_FILE, advising.MARKDOWN_FILE,
+                           advising.PROBE_DIR])
+    self.assertCountEqual(
+        os.listdir(os.path.join(output_dir, advising.PROBE_DIR)),
+        ['checkpoints', 'results', 'logdir'])
+
+  def test_main_stops_after_the_advice(self):
+    output_dir = _temp_dir(self)
+    with flagsaver.flagsaver():
+      flags.FLAGS([
+          'label_imbalance_main', '--advise_rounds=2', '--advise_then=stop',
+          f'--output_dir={output_dir}', '--num_clients=6',
+          '--clients_per_round=2', '--client_steps=1',
+          '--client_batch_size=4'])
+      label_imbalance_main.main(['label_imbalance_main'])
+    # The advice, and no comparison.
+    self.assertCountEqual(os.listdir(output_dir),
+                          [advising.JSON_FILE, advising.MARKDOWN_FILE,
+                           advising.PROBE_DIR])
 
 
 if __name__ == '__main__':

@@ -228,18 +228,24 @@ class PrivacyByTypeTest(absltest.TestCase):
         self.assertNotEmpty(uploads)
         assert_only_aggregations(uploads)
 
-  def test_diagnostics_add_exactly_one_declared_upload(self):
+  def test_diagnostics_add_exactly_the_declared_aggregates(self):
+    # The probe gradient's mean (eq. 7), the mean of its squared norm and
+    # the cohort size (the advisor's sigma^2): three aggregates, nothing
+    # per client.
     process = tff_mixed.build_one_way_gradient_transfer(
         tu.linear_model(),
         tff_mixed.central_data_objective(tu.central_arrays()), tu.sgd(0.1),
         central_batch_size=4, with_diagnostics=True)
     base = client_to_server_uploads(self.processes['one_way'].next)
     with_diagnostics = client_to_server_uploads(process.next)
-    self.assertLen(with_diagnostics, len(base) + 1)
+    self.assertLen(with_diagnostics, len(base) + 3)
+    assert_only_aggregations(with_diagnostics)
     extra = collections.Counter(with_diagnostics) - collections.Counter(base)
     self.assertEqual(
         extra,
-        {('federated_mean', '{<float32[2,1],float32[1]>}@CLIENTS'): 1})
+        {('federated_mean', '{<float32[2,1],float32[1]>}@CLIENTS'): 1,
+         ('federated_mean', '{float32}@CLIENTS'): 1,
+         ('federated_sum', '{float32}@CLIENTS'): 1})
 
   def test_checker_finds_uploads_and_rejects_non_aggregations(self):
     # The check must be able to fail: it finds the upload of a computation

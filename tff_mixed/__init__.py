@@ -24,6 +24,8 @@ arXiv:2205.13655). This facade is the public API, kept small (README.md,
     member, trained in one computation, with the per-client results;
 *   the algorithm registry (`tff_mixed.registry`: algorithms by name);
 *   the runner (`run_training`), for any `tff.learning` process;
+*   the algorithm advisor (`advise`, `Advice`): PT, 1-way or 2-way GT from
+    a run's first rounds with diagnostics;
 *   asynchronous FL on hybrid data (guided model merging, Zhu et al.): its
     server strategies, Feddle, the arrival schedule and `run_async`.
 
@@ -49,6 +51,9 @@ from tff_mixed.core.central_objective import CentralObjective
 from tff_mixed.core.client_groups import ClientGroups
 from tff_mixed.core.embedding_select import EmbeddingSelection
 from tff_mixed.core.mixed_process import MixedFLState
+# The algorithm advisor (arXiv:2205.13655, section 5, appendix C).
+from tff_mixed.advisor.advice import advise
+from tff_mixed.advisor.advice import Advice
 # Asynchronous FL on hybrid data.
 from tff_mixed.asynchronous.feddle import FeddleMethod
 from tff_mixed.asynchronous.schedule import AsyncSchedule

@@ -32,6 +32,7 @@ size for 1-way and 2-way GT; eta traded against K).
 """
 
 from collections.abc import Sequence
+import inspect
 import math
 import os
 from typing import Any, NamedTuple, Optional
@@ -40,6 +41,7 @@ from absl import logging
 import numpy as np
 
 import tff_mixed
+from tff_mixed.experiment import advising
 from tff_mixed.experiment import bgd_diagnostics
 from tff_mixed.experiment import comparison as comparison_lib
 from tff_mixed.experiment import grouping
@@ -187,12 +189,12 @@ def run_experiment(
     tff_mixed.tasks.celeba_smile.DataNotFoundError: If the data are missing.
     TypeError, ValueError: For bad arguments or data.
   """
-  task = celeba.build_task(
-      cache_dir, work_dir=work_dir, label=label, raw_clients_per_client=
-      raw_clients_per_client, client_batch_size=client_batch_size,
-      max_eval_examples=max_eval_examples, seed=seed, download=download)
-  model = dense.build_binary_classifier(
-      celeba.NUM_FEATURES, hidden_units=tuple(hidden_units), seed=seed)
+  task, model = _task_and_model(
+      cache_dir=cache_dir, work_dir=work_dir, download=download, label=label,
+      raw_clients_per_client=raw_clients_per_client,
+      client_batch_size=client_batch_size,
+      max_eval_examples=max_eval_examples, seed=seed,
+      hidden_units=hidden_units)
   comparison = comparison_lib.compare(
       comparison_task(task, model), model, scenarios=scenarios,
       rounds=rounds, clients_per_round=clients_per_round,
@@ -222,6 +224,49 @@ def run_experiment(
       'the evaluation celebrities '
       f'({100 * config["eval_positive_fraction"]:.1f}% {task.label})')
   return ExperimentResult(comparison, diagnostics, description)
+
+
+def _task_and_model(*, cache_dir, work_dir, download, label,
+                    raw_clients_per_client, client_batch_size,
+                    max_eval_examples, seed, hidden_units):
+  """The CelebA smile task and its classifier."""
+  task = celeba.build_task(
+      cache_dir, work_dir=work_dir, label=label, raw_clients_per_client=
+      raw_clients_per_client, client_batch_size=client_batch_size,
+      max_eval_examples=max_eval_examples, seed=seed, download=download)
+  model = dense.build_binary_classifier(
+      celeba.NUM_FEATURES, hidden_units=tuple(hidden_units), seed=seed)
+  return task, model
+
+
+def run_advice(advise_rounds: int, **experiment_kwargs):
+  """The algorithm advisor on CelebA smiles (`--advise_rounds`).
+
+  `advising.advise_comparison` on the task `run_experiment` would build
+  from the same keyword arguments (those only the comparison reads, such
+  as `scenarios` or `eval_every`, are ignored).
+
+  Returns:
+    `(advice, {kind: path})`.
+  """
+  kwargs = dict(_RUN_DEFAULTS, **experiment_kwargs)
+  task, model = _task_and_model(**{k: kwargs[k] for k in _TASK_ARGS})
+  return advising.advise_comparison(
+      comparison_task(task, model), model, rounds=advise_rounds,
+      **{k: kwargs[k] for k in _ADVICE_ARGS})
+
+
+# `run_experiment`'s defaults and the arguments `run_advice` passes on.
+_RUN_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(run_experiment).parameters.items()
+    if parameter.default is not inspect.Parameter.empty}
+_TASK_ARGS = ('cache_dir', 'work_dir', 'download', 'label',
+              'raw_clients_per_client', 'client_batch_size',
+              'max_eval_examples', 'seed', 'hidden_units')
+_ADVICE_ARGS = ('clients_per_round', 'client_steps', 'client_batch_size',
+                'client_lr', 'central_batch_size', 'seed', 'output_dir',
+                'progress', 'clients_per_group')
 
 
 def results_markdown(result: ExperimentResult, command: str) -> str:

@@ -47,17 +47,24 @@ from absl import logging
 
 from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import celeba_smile_lib
+from tff_mixed.experiment import advising
 from tff_mixed.experiment import results as results_lib
 
 _SCENARIOS = celeba_flags.define_scenarios_flag()
 _WITH_DIAGNOSTICS = flags.DEFINE_bool(
     'with_diagnostics', False, 'Report the (G, B)-BGD estimates G~^2, B~^2 '
     '(eq. 7) of PT and GT; costs an extra client upload per round.')
+_ADVISE = advising.define_advise_flags()
 
 
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  if _ADVISE.rounds.value:
+    advice, files = celeba_smile_lib.run_advice(
+        _ADVISE.rounds.value, **celeba_flags.experiment_kwargs())
+    if not advising.report(advice, files, _ADVISE.then.value):
+      return
   result = celeba_smile_lib.run_experiment(
       scenarios=_SCENARIOS.value, with_diagnostics=_WITH_DIAGNOSTICS.value,
       **celeba_flags.experiment_kwargs())

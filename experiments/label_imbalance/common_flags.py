@@ -42,6 +42,15 @@ SEED = flags.DEFINE_integer(
 CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 
 
+def values() -> dict:
+  """The common flags' values, as the label-imbalance functions name them."""
+  return dict(clients_per_round=CLIENTS_PER_ROUND.value,
+              client_steps=CLIENT_STEPS.value,
+              client_batch_size=CLIENT_BATCH_SIZE.value,
+              client_lr=CLIENT_LR.value, num_clients=NUM_CLIENTS.value,
+              seed=SEED.value, clients_per_group=CLIENTS_PER_GROUP.value)
+
+
 
 def _check_client_lr(value: float) -> bool:
   if not math.isfinite(value):

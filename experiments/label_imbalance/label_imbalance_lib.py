@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow_federated as tff
 
 import tff_mixed
+from tff_mixed.experiment import advising
 from tff_mixed.experiment import comparison
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results
@@ -114,12 +115,9 @@ def run_comparison(
     raise ValueError(f'`clients_per_round` ({clients_per_round}) must be at '
                      f'most `num_clients` ({num_clients}).')
   scenarios_lib.check_scenarios(scenarios)
-  task = task_lib.build_task(num_clients=num_clients,
-                             client_batch_size=client_batch_size, seed=seed)
-  model = dense.build_binary_classifier(
-      task_lib.NUM_FEATURES, hidden_units=HIDDEN_UNITS, seed=seed)
+  task, model = _task_and_model(num_clients, client_batch_size, seed)
   return comparison.compare(
-      digits_comparison_task(task, model), model, scenarios=scenarios,
+      task, model, scenarios=scenarios,
       rounds=rounds, clients_per_round=clients_per_round,
       client_steps=client_steps, client_batch_size=client_batch_size,
       client_lr=client_lr, central_batch_size=central_batch_size,
@@ -128,6 +126,41 @@ def run_comparison(
       progress=progress, clients_per_group=clients_per_group,
       extra_config=dict(
           num_clients=num_clients, hidden_units=list(HIDDEN_UNITS)))
+
+
+def _task_and_model(num_clients, client_batch_size, seed):
+  """The digits `ComparisonTask` and its MLP."""
+  task = task_lib.build_task(num_clients=num_clients,
+                             client_batch_size=client_batch_size, seed=seed)
+  model = dense.build_binary_classifier(
+      task_lib.NUM_FEATURES, hidden_units=HIDDEN_UNITS, seed=seed)
+  return digits_comparison_task(task, model), model
+
+
+def run_advice(*, rounds: int, clients_per_round: int, client_steps: int,
+               client_batch_size: int, client_lr: float,
+               central_batch_size: Optional[int] = None,
+               num_clients: int = 60, seed: int = 0, output_dir: str,
+               progress: Optional[bool] = None,
+               clients_per_group: int = grouping.AUTO):
+  """The algorithm advisor on the digits task (`--advise_rounds`).
+
+  `advising.advise_comparison` with the digits task and model; arguments as
+  in `run_comparison`.
+
+  Returns:
+    `(advice, {kind: path})`.
+  """
+  comparison.check_int('num_clients', num_clients)
+  comparison.check_int('client_batch_size', client_batch_size)
+  comparison.check_int('seed', seed, minimum=0)
+  task, model = _task_and_model(num_clients, client_batch_size, seed)
+  return advising.advise_comparison(
+      task, model, rounds=rounds, clients_per_round=clients_per_round,
+      client_steps=client_steps, client_batch_size=client_batch_size,
+      client_lr=client_lr, central_batch_size=central_batch_size, seed=seed,
+      output_dir=output_dir, progress=progress,
+      clients_per_group=clients_per_group)
 
 
 def write_results_markdown(path: str, result: comparison.ComparisonResult,

@@ -43,6 +43,7 @@ from absl import logging
 
 from experiments.label_imbalance import common_flags
 from experiments.label_imbalance import label_imbalance_lib
+from tff_mixed.experiment import advising
 from tff_mixed.experiment import scenarios as scenarios_lib
 
 # `--quick` replaces these defaults, unless the flag is given explicitly.
@@ -76,6 +77,7 @@ _OUTPUT_DIR = flags.DEFINE_string(
 _RESULTS_MARKDOWN = flags.DEFINE_string(
     'results_markdown', '', 'If set, also write a Markdown report of the run '
     '(table, data, machine, date) to this path, e.g. RESULTS.md.')
+_ADVISE = advising.define_advise_flags()
 _QUICK = flags.DEFINE_bool(
     'quick', False, 'Smoke run: '
     + ', '.join(f'--{k}={v}' for k, v in _QUICK_OVERRIDES.items())
@@ -111,21 +113,22 @@ def main(argv: Sequence[str]) -> None:
                          f'{_TARGET_AUC.value}.')
   if not _OUTPUT_DIR.value:
     raise app.UsageError('--output_dir must not be empty.')
+  if _ADVISE.rounds.value:
+    advice, files = label_imbalance_lib.run_advice(
+        rounds=_ADVISE.rounds.value,
+        central_batch_size=_CENTRAL_BATCH_SIZE.value,
+        output_dir=_flag_value(_OUTPUT_DIR), **common_flags.values())
+    if not advising.report(advice, files, _ADVISE.then.value):
+      return
   result = label_imbalance_lib.run_comparison(
       scenarios=_SCENARIOS.value,
       rounds=_flag_value(_ROUNDS),
-      clients_per_round=common_flags.CLIENTS_PER_ROUND.value,
-      client_steps=common_flags.CLIENT_STEPS.value,
-      client_batch_size=common_flags.CLIENT_BATCH_SIZE.value,
-      client_lr=common_flags.CLIENT_LR.value,
       central_batch_size=_CENTRAL_BATCH_SIZE.value,
       examples_per_client=_EXAMPLES_PER_CLIENT.value,
-      num_clients=common_flags.NUM_CLIENTS.value,
       eval_every=_flag_value(_EVAL_EVERY),
       target_auc=_TARGET_AUC.value,
-      seed=common_flags.SEED.value,
       output_dir=_flag_value(_OUTPUT_DIR),
-      clients_per_group=common_flags.CLIENTS_PER_GROUP.value,
+      **common_flags.values(),
   )
   print(result.table, end='', flush=True)
   if _RESULTS_MARKDOWN.value:

@@ -24,8 +24,9 @@ Algorithms 1-2 and appendix A.2; eq. 7 for diagnostics):
     CENTRALOPTIMIZER on f_c from x^(t), giving x_c (Parallel Training; 2-way
     GT, whose steps use `w_c g_c + w_f g~_f`, Algorithm 1's purple steps),
     the mean of their gradients (2-way GT's next g~_c, Algorithm 1 as
-    written) and the `central` metrics: f_c(x^(t)) and the sampled
-    (G, B)-BGD estimates G~_t^2, B~_t^2 of eq. 7;
+    written) and the `central` metrics: f_c(x^(t)) and, with diagnostics,
+    the sampled (G, B)-BGD estimates G~_t^2, B~_t^2 of eq. 7 and the
+    advisor's per-round sigma^2, sigma_c^2, beta (section 5, appendix C);
 *   `initialize: ( -> central optimizer state)`.
 
 The math is pure TF (`build_central_gradient_fn`, `bgd_estimates` and the
@@ -43,6 +44,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import model_types
+from tff_mixed.core import round_estimates
 from tff_mixed.core.model_types import add, scale
 
 
@@ -63,7 +65,12 @@ class CentralConfig(NamedTuple):
       the `w_f g~_f` term), the next round's g~_c.
     gradient_at_x: Compute g~_c(x^(t)) before the broadcast (1-way GT; 2-way
       GT's 'fresh' option); its loss is then the reported f_c(x^(t)).
-    with_diagnostics: Compute G~_t^2 and B~_t^2.
+    with_diagnostics: Compute G~_t^2 and B~_t^2, and the advisor's
+      sigma^2, sigma_c^2 and beta estimates (`round_estimates`).
+    variance_batches: With diagnostics, M >= 2 extra central batches whose
+      gradients at x^(t) give sigma_c^2 (their sample variance) and, with
+      the same batches at a nearby point, the secant estimate of beta: 2M
+      extra central gradients a round.
   """
 
   central_steps: int
@@ -76,6 +83,7 @@ class CentralConfig(NamedTuple):
   carry_central_gradient: bool = False
   gradient_at_x: bool = False
   with_diagnostics: bool = False
+  variance_batches: int = 4
 
 
 class CentralOutput(NamedTuple):
@@ -86,7 +94,9 @@ class CentralOutput(NamedTuple):
     state: The new CENTRALOPTIMIZER state (`()` without steps).
     gradient: g~_c^(t+1), the mean central gradient of the round, with
       `carry_central_gradient`; else `()`.
-    metrics: `OrderedDict([bgd_G2, bgd_B2,] [loss])`, metrics['central'].
+    metrics: `OrderedDict([bgd_G2, bgd_B2, sigma2, sigma_c2, beta,
+      mixed_grad_norm2,] [loss])`, metrics['central'] (see
+      `_central_metrics`).
   """
 
   model: Any
@@ -99,8 +109,9 @@ class CentralWork(NamedTuple):
   """The central work computations (see the module docstring).
 
   `next`'s parameter is `OrderedDict(weights, round_num, state,
-  federated_gradient, gradient_at_x, mean_probe_gradient)`, members absent
-  in this configuration being `()`.
+  federated_gradient, gradient_at_x, mean_probe_gradient,
+  mean_probe_norm_squared, num_probe_clients)`, members absent in this
+  configuration being `()`.
   """
 
   initialize: tff.Computation
@@ -192,9 +203,53 @@ def _central_steps(config, gradient_fn, optimizer, trainable, non_trainable,
   return x_c, state, first, mean_gradient
 
 
+# The secant point's distance from x^(t), relative to |x^(t)| (or absolute
+# below |x^(t)| = 1): small enough to probe the curvature at x^(t), large
+# enough that float32 gradient differences stand above rounding.
+_SECANT_RELATIVE_STEP = 1e-2
+
+
+def _advisor_estimates(config, gradient_fn, trainable, non_trainable,
+                       round_num):
+  """sigma_c^2 and the secant beta on `config.variance_batches` batches.
+
+  The batches are the round's central batches numbered after those its
+  steps use (step 0 alone without steps), so they are fresh and
+  independent of the gradients the run trains on. The secant point moves
+  against their mean gradient, the direction the run moves in.
+  """
+  first_extra = max(config.central_steps, 1)
+  steps = range(first_extra, first_extra + config.variance_batches)
+  at_x = [gradient_fn(trainable, non_trainable, round_num, s)[1]
+          for s in steps]
+  sigma_c2, mean_gradient = round_estimates.sample_variance(at_x)
+  length = _SECANT_RELATIVE_STEP * tf.maximum(
+      tf.sqrt(model_types.global_norm_squared(trainable)), 1.0)
+  direction_norm = tf.sqrt(model_types.global_norm_squared(mean_gradient))
+  shift = tf.math.divide_no_nan(length, direction_norm)
+  nearby = tuple(w - shift * g for w, g in zip(trainable, mean_gradient))
+  at_nearby = [gradient_fn(nearby, non_trainable, round_num, s)[1]
+               for s in steps]
+  mean_nearby = tuple(tf.add_n(list(parts)) / float(len(at_nearby))
+                      for parts in zip(*at_nearby))
+  beta = round_estimates.secant_smoothness(mean_gradient, mean_nearby,
+                                           trainable, nearby)
+  return sigma_c2, beta
+
+
 def _central_metrics(config, gradient_fn, trainable, non_trainable, round_num,
-                     first, at_x, mean_probe_gradient):
-  """metrics['central']: the (G, B) estimates, then f_c(x^(t))."""
+                     first, at_x, probes):
+  """metrics['central']: the diagnostics, then f_c(x^(t)).
+
+  With diagnostics: G~_t^2 and B~_t^2 of eq. 7 (`bgd_G2`, `bgd_B2`), the
+  advisor's sigma^2 (`sigma2`, eq. 4, across the cohort's probe gradients),
+  sigma_c^2 (`sigma_c2`, eq. 6, at the run's |B_c|), the secant lower bound
+  on beta of f~_c (`beta`) and |w_f g_f + w_c g_c|^2 (`mixed_grad_norm2`,
+  the sampled |grad f(x^(t))|^2 the nonconvex bounds' epsilon is set
+  against).
+
+  `probes` is `(mean_i g_i, mean_i |g_i|^2, S)` with diagnostics.
+  """
   metrics = collections.OrderedDict()
   if config.with_diagnostics:
     if config.gradient_at_x:
@@ -203,11 +258,20 @@ def _central_metrics(config, gradient_fn, trainable, non_trainable, round_num,
       g_c = first[1]  # At x^(t), on the first batch.
     else:
       _, g_c = gradient_fn(trainable, non_trainable, round_num, 0)
+    mean_probe_gradient, mean_norm_squared, num_clients = probes
+    mean_probe_gradient = tuple(mean_probe_gradient)
     g_squared, b_squared = bgd_estimates(
-        tuple(mean_probe_gradient), g_c, config.federated_weight,
+        mean_probe_gradient, g_c, config.federated_weight,
         config.central_weight)
     metrics['bgd_G2'] = g_squared
     metrics['bgd_B2'] = b_squared
+    metrics['sigma2'] = round_estimates.client_variance(
+        mean_norm_squared, mean_probe_gradient, num_clients)
+    metrics['sigma_c2'], metrics['beta'] = _advisor_estimates(
+        config, gradient_fn, trainable, non_trainable, round_num)
+    metrics['mixed_grad_norm2'] = model_types.global_norm_squared(add(
+        scale(config.federated_weight, mean_probe_gradient),
+        scale(config.central_weight, g_c)))
   if config.gradient_at_x:
     metrics['loss'] = at_x[0]
   elif first is not None:
@@ -242,6 +306,9 @@ def build_central_work(
   Returns:
     A `CentralWork`.
   """
+  if config.with_diagnostics and config.variance_batches < 2:
+    raise ValueError('`variance_batches` must be at least 2: sigma_c^2 is '
+                     f'their sample variance; got {config.variance_batches}.')
   if config.carry_central_gradient and config.central_steps < 1:
     raise ValueError('`carry_central_gradient` needs central steps: g~_c is '
                      'their mean gradient.')
@@ -264,6 +331,9 @@ def build_central_work(
   def trainable_or_empty(present):
     return weights_type.trainable if present else tff.to_type(())
 
+  def scalar_or_empty(present):
+    return tff.TensorType(np.float32) if present else tff.to_type(())
+
   input_type = tff.to_type(collections.OrderedDict(
       weights=weights_type,
       round_num=tff.TensorType(np.int32),
@@ -271,7 +341,9 @@ def build_central_work(
       federated_gradient=trainable_or_empty(config.augment_central_steps),
       gradient_at_x=(gradient_at_x.type_signature.result
                      if gradient_at_x is not None else tff.to_type(())),
-      mean_probe_gradient=trainable_or_empty(config.with_diagnostics)))
+      mean_probe_gradient=trainable_or_empty(config.with_diagnostics),
+      mean_probe_norm_squared=scalar_or_empty(config.with_diagnostics),
+      num_probe_clients=scalar_or_empty(config.with_diagnostics)))
 
   @tff.tensorflow.computation(input_type)
   def next_computation(inputs):
@@ -289,7 +361,9 @@ def build_central_work(
         gradient = mean_gradient
     metrics = _central_metrics(
         config, gradient_fn, x, non_trainable, inputs['round_num'], first,
-        inputs['gradient_at_x'], inputs['mean_probe_gradient'])
+        inputs['gradient_at_x'],
+        (inputs['mean_probe_gradient'], inputs['mean_probe_norm_squared'],
+         inputs['num_probe_clients']))
     return CentralOutput(x_c, state, gradient, metrics)
 
   return CentralWork(initialize, gradient_at_x, next_computation,

@@ -208,11 +208,14 @@ class GroupOutput(NamedTuple):
     metrics: The sum of the members' unfinalized metrics.
     probe_gradient: The mean of the members' probe gradients, or `()`.
     num_clients: The number of members (float32): the weight of
-      `probe_gradient` in the mean over groups.
+      `probe_gradient` and `probe_norm_squared` in the means over groups.
     row_weights: With `federated_select`, float32 `[num_rows]`, per table row
       the members' weight that trained it; else `()`.
     records: With a DP aggregator, the sum of the members' DP records
       (`aggregators.MemberRecords`: their clipped updates); else `()`.
+    probe_norm_squared: With probe gradients, the mean over the members of
+      each one's own |g_i|^2 (not the norm of their mean: the server's
+      sigma^2 estimate needs the spread between members too), else `()`.
   """
 
   update: Any
@@ -222,6 +225,7 @@ class GroupOutput(NamedTuple):
   num_clients: Any
   row_weights: Any = ()
   records: Any = ()
+  probe_norm_squared: Any = ()
 
 
 def _zero_sums(model, config, selection, records):
@@ -238,7 +242,9 @@ def _zero_sums(model, config, selection, records):
       num_clients=tf.constant(0.0, tf.float32),
       row_weights=(() if selection is None else
                    tf.zeros([selection.num_rows], tf.float32)),
-      records=() if records is None else records)
+      records=() if records is None else records,
+      probe_norm_squared=(tf.constant(0.0, tf.float32)
+                          if config.with_probe_gradient else ()))
 
 
 def _add_member(sums, output, keys, selection, record):
@@ -251,10 +257,11 @@ def _add_member(sums, output, keys, selection, record):
     update, row_weights = select_lib.scatter_weighted(
         sums.update, sums.row_weights, keys, output.update, weight,
         selection.table_index)
-  probe = ()
+  probe, probe_norm_squared = (), ()
   if sums.probe_gradient:
     probe = tuple(
         s + p for s, p in zip(sums.probe_gradient, output.probe_gradient))
+    probe_norm_squared = sums.probe_norm_squared + output.probe_norm_squared
   return GroupOutput(
       update=update,
       update_weight=sums.update_weight + weight,
@@ -263,7 +270,8 @@ def _add_member(sums, output, keys, selection, record):
       num_clients=sums.num_clients + 1.0,
       row_weights=row_weights,
       records=(() if record is None else
-               tf.nest.map_structure(tf.add, sums.records, record)))
+               tf.nest.map_structure(tf.add, sums.records, record)),
+      probe_norm_squared=probe_norm_squared)
 
 
 def build_group_work(
@@ -334,7 +342,10 @@ def build_group_work(
         update=tuple(tf.math.divide_no_nan(u, sums.update_weight)
                      for u in sums.update),
         probe_gradient=tuple(tf.math.divide_no_nan(p, sums.num_clients)
-                             for p in sums.probe_gradient))
+                             for p in sums.probe_gradient),
+        probe_norm_squared=(
+            tf.math.divide_no_nan(sums.probe_norm_squared, sums.num_clients)
+            if sums.probe_gradient else ()))
 
   return group_work
 

@@ -62,12 +62,17 @@ class ClientOutput(NamedTuple):
       the first local batch (the g_i(x^(t)) of the paper's eq. 7), or `()`:
       the first step's gradient before any augmenting term, zeros for a
       client without data.
+    probe_norm_squared: With `probe_gradient`, its squared global norm
+      |g_i(x^(t))|^2 (float32; the server's sigma^2 estimate needs the
+      cohort's mean of it, `round_estimates.py`), else
+      `()`.
   """
 
   update: Any
   update_weight: tf.Tensor
   metrics: Any
   probe_gradient: Any
+  probe_norm_squared: Any = ()
 
 
 class ClientWorkConfig(NamedTuple):
@@ -202,7 +207,10 @@ def _client_output(model, config: ClientWorkConfig, initial_trainable,
       has_non_finite > 0,
       model.initialize_metrics_state,
       lambda: metrics_state)
-  return ClientOutput(update, weight, metrics_state, probe_gradient)
+  probe_norm_squared = (model_types.global_norm_squared(probe_gradient)
+                        if config.with_probe_gradient else ())
+  return ClientOutput(update, weight, metrics_state, probe_gradient,
+                      probe_norm_squared)
 
 
 def build_client_update_fn(model: tff.learning.models.FunctionalModel,

@@ -33,8 +33,8 @@ in its own module; an algorithm (`tff_mixed/algorithms/`) only chooses them:
 
 `next` holds only intrinsics; all math is in the components' TF
 computations. Client-placed values reach the server only through the
-aggregator, the metrics aggregator and (opt-in diagnostics) one
-`federated_mean`; with diagnostics off the clients upload exactly what FedAvg
+aggregator, the metrics aggregator and (opt-in diagnostics) two
+`federated_mean`s and a `federated_sum` of the cohort size; with diagnostics off the clients upload exactly what FedAvg
 uploads. DESIGN.md says why the composition is written out here rather than
 through TFF's `compose_learning_process` (g~_c is used by the distributor,
 the central work and the finalizer of one round).
@@ -44,6 +44,7 @@ import collections
 from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -181,6 +182,12 @@ def _build_next(model, components, metrics_aggregation_fn, state_type):
   data_type = parameter[len(parameter) - 1]
   grouped = client_groups.is_group_work(components.client_work)
 
+  @tff.tensorflow.computation(np.float32)
+  def one(unused):
+    """1 per client: their sum is the cohort size S."""
+    del unused
+    return np.float32(1.0)
+
   @tff.federated_computation(state_type, tff.FederatedType(data_type,
                                                            tff.CLIENTS))
   def next_fn(state, client_data):
@@ -201,19 +208,28 @@ def _build_next(model, components, metrics_aggregation_fn, state_type):
         components.client_work, (*distribution.values, client_data))
     aggregated = components.aggregator.aggregate(
         state.aggregator, client_outputs, distribution.keys)
-    mean_probe_gradient = tff.federated_value((), tff.SERVER)
+    empty = tff.federated_value((), tff.SERVER)
+    mean_probe_gradient = mean_probe_norm_squared = num_probe_clients = empty
     if central.config.with_diagnostics:
-      # Opt-in diagnostic: an extra client upload beyond FedAvg's.
-      # A group's probe is its members' mean: weight it by their count.
+      # Opt-in diagnostics: extra client uploads beyond FedAvg's, each an
+      # aggregate. A group's probe values are its members' means: weight
+      # them by their count, which also sums to the cohort's S.
+      weight = client_outputs.num_clients if grouped else None
       mean_probe_gradient = tff.federated_mean(
-          client_outputs.probe_gradient,
-          client_outputs.num_clients if grouped else None)
+          client_outputs.probe_gradient, weight)
+      mean_probe_norm_squared = tff.federated_mean(
+          client_outputs.probe_norm_squared, weight)
+      num_probe_clients = tff.federated_sum(
+          weight if grouped else tff.federated_map(
+              one, client_outputs.probe_norm_squared))
     central_output = tff.federated_map(central.next, tff.federated_zip(
         collections.OrderedDict(
             weights=state.global_model_weights, round_num=state.round_num,
             state=state.central_optimizer,
             federated_gradient=state.federated_gradient, gradient_at_x=at_x,
-            mean_probe_gradient=mean_probe_gradient)))
+            mean_probe_gradient=mean_probe_gradient,
+            mean_probe_norm_squared=mean_probe_norm_squared,
+            num_probe_clients=num_probe_clients)))
     final = _finalize(components, state, augmenting, aggregated,
                       central_output)
     new_state = tff.federated_zip(MixedFLState(
@@ -289,7 +305,8 @@ def build_mixed_process(
 
   `M` is `OrderedDict(client_work=OrderedDict(train=<model metrics>),
   aggregator=<aggregator measurements>, central=OrderedDict([bgd_G2,
-  bgd_B2,] [loss=f_c(x^(t)) on the round's first central batch]),
+  bgd_B2, sigma2, sigma_c2, beta, mixed_grad_norm2,] [loss=f_c(x^(t)) on
+  the round's first central batch]) (`central_work.py`),
   finalizer=OrderedDict(update_non_finite=int32))`, so training metrics sit
   where `tff.learning.algorithms.build_weighted_fed_avg` puts them.
 

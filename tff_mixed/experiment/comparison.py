@@ -301,6 +301,20 @@ def run_scenario(
   return rows, summary
 
 
+def central_batch_sizes(task: ComparisonTask,
+                        central_batch_size: Optional[int],
+                        clients_per_round: int, client_steps: int,
+                        client_batch_size: int) -> scenarios_lib.CentralBatchSizes:
+  """|B_c| per mixed algorithm: `central_batch_size` for all (capped at the
+  central data), or with `None` the paper's rule."""
+  num_central = task.central_objective.num_examples
+  if central_batch_size is None:
+    return scenarios_lib.paper_central_batch_sizes(
+        clients_per_round, client_steps, client_batch_size, num_central)
+  capped = min(central_batch_size, num_central)
+  return scenarios_lib.CentralBatchSizes(capped, capped, capped)
+
+
 def _check_compare_arguments(task: ComparisonTask, *, rounds,
                              clients_per_round, client_steps,
                              client_batch_size, client_lr,
@@ -430,12 +444,9 @@ def compare(
                                           '`output_dir`')
 
   num_central = task.central_objective.num_examples
-  if central_batch_size is None:
-    batch_sizes = scenarios_lib.paper_central_batch_sizes(
-        clients_per_round, client_steps, client_batch_size, num_central)
-  else:
-    capped = min(central_batch_size, num_central)
-    batch_sizes = scenarios_lib.CentralBatchSizes(capped, capped, capped)
+  batch_sizes = central_batch_sizes(task, central_batch_size,
+                                    clients_per_round, client_steps,
+                                    client_batch_size)
   if examples_per_client is None:
     examples_per_client = max(1, round(task.mean_client_examples))
   examples_per_client = min(examples_per_client, num_central)
