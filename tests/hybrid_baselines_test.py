@@ -194,6 +194,35 @@ class HfclTest(absltest.TestCase):
       want = weights[j] + (6 * client[j] + 2 * (trained[j] - weights[j])) / 8
       np.testing.assert_allclose(got[j], want, atol=1e-6)
 
+  def test_method_weighs_each_client_by_its_data_size(self):
+    model, weights, x, y = _regression()
+    deltas = [[np.full((2, 1), 0.3, np.float32), np.array([1.0], np.float32)],
+              [np.full((2, 1), -0.1, np.float32), np.array([0.0], np.float32)]]
+    updates = [hb.ClientUpdate(i, d, 0, num_examples=n)
+               for i, (d, n) in enumerate(zip(deltas, (8.0, 2.0)))]
+    training = hb.ServerTraining(steps=1, batch_size=2, learning_rate=0.1)
+    trained = hb.server_sgd(model, weights, x, y, **_SGD)
+
+    def merged(client_epochs, sizes):
+      method = hb.HFCLMethod(model, x, y, training, 0, 7.0, client_epochs)
+      _, got = method.apply(method.initial_state(), weights, updates)
+      # The server's 2 examples weigh 2 against the clients' sizes.
+      for j in range(2):
+        step = (sum(n * d[j] for n, d in zip(sizes, deltas))
+                + 2 * (trained[j] - weights[j])) / (sum(sizes) + 2)
+        np.testing.assert_allclose(got[j], weights[j] + step, atol=1e-6)
+      return got
+
+    # Two epochs: 8 and 2 examples trained on are data sizes 4 and 1.
+    by_size = merged(2, [4.0, 1.0])
+    # K fixed steps: every client weighs the mean size given.
+    by_mean = merged(None, [7.0, 7.0])
+    self.assertGreater(np.max(np.abs(by_size[0] - by_mean[0])), 1e-3)
+    method = hb.HFCLMethod(model, x, y, training, 0, 7.0, 2)
+    with self.assertRaisesRegex(ValueError, 'num_examples'):
+      method.apply(method.initial_state(), weights,
+                   [updates[0]._replace(num_examples=None)])
+
   def test_bad_arguments(self):
     w = [np.zeros(2)]
     with self.assertRaisesRegex(ValueError, '1 client updates but 2'):
