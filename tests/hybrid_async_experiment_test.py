@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
@@ -76,8 +77,9 @@ _SMALL = ('--rounds=2', '--num_clients=12', '--clients_per_round=2',
 _TINY_CONFIG = hybrid_async_lib.Config(
     rounds=2, num_clients=12, clients_per_round=2, delay_std=0.0, alpha=0.5,
     server_size=30, eval_size=80, client_steps=2, client_batch_size=4,
-    loadaboost_epochs=2, server_steps=1, feddle_search_steps=1,
-    conv_filters=(2, 4, 4), dense_units=8, eval_every=1, buffer_size=2)
+    client_optimizer='sgd', client_lr=0.05, loadaboost_epochs=2,
+    server_steps=1, feddle_search_steps=1, conv_filters=(2, 4, 4),
+    dense_units=8, eval_every=1, buffer_size=2)
 
 
 def _rows(method, alpha, delay, seed, accuracies):
@@ -98,9 +100,14 @@ class ClientGroupsTest(absltest.TestCase):
     config = _TINY_CONFIG._replace(rounds=3, num_clients=10,
                                    clients_per_round=3, delay_std=0.8)
     cache = {}
-    for method in (lib.FEDASYNC, lib.FEDBUFF, lib.CA2FL, lib.FEDDLE_ID):
+    # K steps (SGD), and the paper's protocol: epochs of Adam.
+    epochs = config._replace(client_steps=0, client_epochs=2,
+                             client_optimizer='adam', client_lr=1e-3)
+    for method, c in ((lib.FEDASYNC, config), (lib.FEDBUFF, config),
+                      (lib.CA2FL, config), (lib.FEDDLE_ID, config),
+                      (lib.FEDBUFF, epochs)):
       per_client, grouped = (
-          lib.run_method(method, data, config, 1, cache, clients_per_group=k)
+          lib.run_method(method, data, c, 1, cache, clients_per_group=k)
           for k in (1, 2))
       for got, want in zip(grouped.rows, per_client.rows, strict=True):
         self.assertEqual(got.round, want.round)
@@ -108,6 +115,46 @@ class ClientGroupsTest(absltest.TestCase):
             [got.accuracy, got.loss], [want.accuracy, want.loss], rtol=1e-4,
             err_msg=method)
       self.assertEqual(grouped.notes, per_client.notes)
+
+
+class ProtocolTest(absltest.TestCase):
+  """The paper's units: server epochs, FedAsync's a, weighted FedAvg."""
+
+  def test_server_epochs_are_passes_over_the_server_set(self):
+    lib = hybrid_async_lib
+    c = _TINY_CONFIG._replace(server_batch_size=32, server_steps=7,
+                              feddle_search_steps=3)
+    # 0 epochs: the batch counts.
+    self.assertEqual(lib.server_steps(c, 100), 7)
+    self.assertEqual(lib.server_steps(c, 100, feddle_search=True), 3)
+    c = c._replace(server_epochs=2, feddle_search_epochs=10)
+    # ceil(100 / 32) = 4 batches an epoch.
+    self.assertEqual(lib.server_steps(c, 100), 8)
+    self.assertEqual(lib.server_steps(c, 100, feddle_search=True), 40)
+
+  def test_methods_get_their_protocol_values(self):
+    lib = hybrid_async_lib
+    x, y = hybrid_images.load_digits_images(size=8, channels=3)
+    split = hybrid_images.build_hybrid_split(
+        x[:200], y[:200], num_clients=6, alpha=0.5, server_size=40,
+        eval_size=80, seed=0)
+    data = lib.Data(split, None, None, 'digits')
+    c = _TINY_CONFIG._replace(fedasync_a=0.9, fedasync_alpha=0.4,
+                              server_epochs=3, server_batch_size=16)
+    model = mock.Mock()
+    fedasync = lib.build_method(lib.FEDASYNC, model, data, c, 0)
+    self.assertAlmostEqual(fedasync.mixing_weight(3), 0.4 * 4 ** -0.9)
+    center = lib.build_method(lib.CENTER, model, data, c, 0)
+    # 3 epochs of ceil(40 / 16) = 3 batches.
+    self.assertEqual(center._training.steps, 9)
+    fedavg = lib.build_method(lib.FEDAVG, model, data, c, 0)
+    self.assertEqual((fedavg.weighting, fedavg.learning_rate,
+                      fedavg.buffer_size), ('num_examples', 1.0, 2))
+    self.assertEqual(lib.client_epochs(lib.FEDBUFF, c), None)
+    c = c._replace(client_steps=0, client_epochs=3)
+    self.assertEqual(lib.client_epochs(lib.FEDBUFF, c), 3)
+    self.assertIsNone(lib.client_epochs(lib.LOADABOOST, c))
+    self.assertEqual(lib.loadaboost_epoch_steps(c), c.loadaboost_steps // 2)
 
 
 class ReportTest(absltest.TestCase):
