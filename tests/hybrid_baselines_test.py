@@ -131,6 +131,28 @@ class ServerSgdTest(absltest.TestCase):
                           learning_rate=0.1, seed=3)
     np.testing.assert_array_equal(got[0], again[0])
 
+  def test_adam_first_step_is_the_hand_computed_adam_step(self):
+    # Adam's first step: bias-corrected m = g and v = g^2, so each weight
+    # moves lr * g / (|g| + eps) (the cosine-annealed rate is lr at step 0).
+    model, weights, x, y = _regression()
+    got = hb.server_sgd(model, weights, x, y, steps=1, batch_size=2,
+                        learning_rate=0.1, seed=0, optimizer='adam')
+    sgd = _manual_sgd_step(weights, x, y, 1.0)
+    for w, g_step, o in zip(weights, sgd, got):
+      g = w - g_step  # The full-batch gradient.
+      np.testing.assert_allclose(o, w - 0.1 * g / (np.abs(g) + 1e-8),
+                                 atol=1e-6)
+    # The baselines' server training passes its optimizer on.
+    training = hb.ServerTraining(steps=1, batch_size=2, learning_rate=0.1,
+                                 optimizer='adam')
+    center = hb.CenterMethod(model, x, y, training, 0)
+    for o, c in zip(got, center.apply(center.initial_state(), weights,
+                                      [])[1]):
+      np.testing.assert_allclose(c, o, atol=1e-7)
+    with self.assertRaisesRegex(ValueError, 'optimizer'):
+      hb.server_sgd(model, weights, x, y, steps=1, batch_size=2,
+                    learning_rate=0.1, optimizer='rmsprop')
+
   def test_zero_steps_and_wrappers(self):
     model, weights, x, y = _regression()
     unchanged = hb.server_sgd(model, weights, x, y, steps=0, batch_size=1,

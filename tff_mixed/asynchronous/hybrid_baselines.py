@@ -71,11 +71,13 @@ class ServerTraining(NamedTuple):
     steps: SGD steps a round (see `server_sgd.steps_per_epoch`).
     batch_size: Examples per server batch.
     learning_rate: The server's SGD step size.
+    optimizer: 'sgd' or 'adam' (`server_sgd.run_sgd`).
   """
 
   steps: int
   batch_size: int
   learning_rate: float
+  optimizer: str = SGD
 
 
 def round_seed(seed: int, round_index: int) -> int:
@@ -113,7 +115,8 @@ class CenterMethod:
     t = self._training
     return server_sgd_lib.server_sgd(
         model, weights, x, y, steps=t.steps, batch_size=t.batch_size,
-        learning_rate=t.learning_rate, seed=round_seed(self._seed, step))
+        learning_rate=t.learning_rate, seed=round_seed(self._seed, step),
+        optimizer=t.optimizer)
 
 
 class MergeState(NamedTuple):
@@ -193,7 +196,7 @@ class HFCLMethod:
         model, weights, [u.delta for u in updates],
         [self.client_weight(u) for u in updates], x, y, steps=t.steps,
         batch_size=t.batch_size, learning_rate=t.learning_rate,
-        seed=round_seed(self._seed, state))
+        seed=round_seed(self._seed, state), optimizer=t.optimizer)
 
 
 class FedDFMethod:
@@ -225,7 +228,8 @@ class FedDFMethod:
       weights = feddf.feddf_distill(
           self._model, weights, list(teachers), self._x, steps=t.steps,
           batch_size=t.batch_size, learning_rate=t.learning_rate,
-          temperature=self._temperature, seed=round_seed(self._seed, merges))
+          temperature=self._temperature, seed=round_seed(self._seed, merges),
+          optimizer=t.optimizer)
       teachers = ()
       merges += 1
     return MergeState(fedbuff_state, merges, teachers), weights
