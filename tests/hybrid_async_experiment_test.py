@@ -82,6 +82,15 @@ _TINY_CONFIG = hybrid_async_lib.Config(
     dense_units=8, eval_every=1, buffer_size=2)
 
 
+def _digits_data(num_images, num_clients, server_size, seed):
+  """Tiny real data: the first digits, upsampled to 8x8 RGB."""
+  x, y = hybrid_images.load_digits_images(size=8, channels=3)
+  split = hybrid_images.build_hybrid_split(
+      x[:num_images], y[:num_images], num_clients=num_clients, alpha=0.5,
+      server_size=server_size, eval_size=80, seed=seed)
+  return hybrid_async_lib.Data(split, None, None, 'digits')
+
+
 def _rows(method, alpha, delay, seed, accuracies):
   return [hybrid_async_lib.RunRow(method, alpha, delay, seed, 10 * k, a, 1.0,
                                   0.0) for k, a in enumerate(accuracies)]
@@ -92,11 +101,7 @@ class ClientGroupsTest(absltest.TestCase):
 
   def test_groups_equal_per_client(self):
     lib = hybrid_async_lib
-    x, y = hybrid_images.load_digits_images(size=8, channels=3)
-    split = hybrid_images.build_hybrid_split(
-        x[:400], y[:400], num_clients=10, alpha=0.5, server_size=30,
-        eval_size=80, seed=1)
-    data = lib.Data(split, None, None, 'digits')
+    data = _digits_data(400, num_clients=10, server_size=30, seed=1)
     config = _TINY_CONFIG._replace(rounds=3, num_clients=10,
                                    clients_per_round=3, delay_std=0.8)
     cache = {}
@@ -134,19 +139,16 @@ class ProtocolTest(absltest.TestCase):
 
   def test_methods_get_their_protocol_values(self):
     lib = hybrid_async_lib
-    x, y = hybrid_images.load_digits_images(size=8, channels=3)
-    split = hybrid_images.build_hybrid_split(
-        x[:200], y[:200], num_clients=6, alpha=0.5, server_size=40,
-        eval_size=80, seed=0)
-    data = lib.Data(split, None, None, 'digits')
+    data = _digits_data(200, num_clients=6, server_size=40, seed=0)
     c = _TINY_CONFIG._replace(fedasync_a=0.9, fedasync_alpha=0.4,
                               server_epochs=3, server_batch_size=16)
     model = mock.Mock()
     fedasync = lib.build_method(lib.FEDASYNC, model, data, c, 0)
     self.assertAlmostEqual(fedasync.mixing_weight(3), 0.4 * 4 ** -0.9)
     center = lib.build_method(lib.CENTER, model, data, c, 0)
-    # 3 epochs of ceil(40 / 16) = 3 batches.
+    # 3 epochs of ceil(40 / 16) = 3 batches, with Adam by default.
     self.assertEqual(center._training.steps, 9)
+    self.assertEqual(center._training.optimizer, 'adam')
     fedavg = lib.build_method(lib.FEDAVG, model, data, c, 0)
     self.assertEqual((fedavg.weighting, fedavg.learning_rate,
                       fedavg.buffer_size), ('num_examples', 1.0, 2))
@@ -315,6 +317,7 @@ class ValidateTest(absltest.TestCase):
         (dict(rounds=20, num_clients=3), [lib.Setting(0.5, 0.5)],
          'idle clients'),
         (dict(client_optimizer='rmsprop'), [], 'client_optimizer'),
+        (dict(server_optimizer='rmsprop'), [], 'server_optimizer'),
         (dict(loadaboost_epochs=3), [], 'even int'),
         # More clients per round than clients.
         (dict(clients_per_round=20), [], 'clients_per_round'),
