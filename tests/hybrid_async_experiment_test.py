@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from experiments.hybrid_async import hybrid_async_lib
 from tests import binary_runs
+from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -149,6 +150,16 @@ class ProtocolTest(absltest.TestCase):
     # 3 epochs of ceil(40 / 16) = 3 batches, with Adam by default.
     self.assertEqual(center._training.steps, 9)
     self.assertEqual(center._training.optimizer, 'adam')
+    # HFCL's server trains as a client: K steps of the clients' optimizer.
+    hfcl = lib.build_method(lib.HFCL, model, data, c, 0)
+    self.assertEqual(hfcl._training, hybrid_baselines.ServerTraining(
+        steps=2, batch_size=4, learning_rate=0.05, optimizer='sgd'))
+    self.assertEqual(lib.hfcl_training(
+        c._replace(client_steps=0, client_epochs=2, client_lr=1e-3,
+                   client_optimizer='adam'), 40),
+                     hybrid_baselines.ServerTraining(
+                         steps=20, batch_size=4, learning_rate=1e-3,
+                         optimizer='adam'))
     fedavg = lib.build_method(lib.FEDAVG, model, data, c, 0)
     self.assertEqual((fedavg.weighting, fedavg.learning_rate,
                       fedavg.buffer_size), ('num_examples', 1.0, 2))

@@ -246,6 +246,26 @@ def server_steps(config: Config, num_examples: int,
                                              c.server_batch_size)
 
 
+def hfcl_training(config: Config, num_examples: int
+                  ) -> 'hybrid_baselines.ServerTraining':
+  """HFCL's server training: as a client's, on the server's examples.
+
+  The paper gives HFCL no hyperparameters of its own: its server "trains a
+  network the same as the clients do" (appendix D). So the clients' batch
+  size, learning rate and optimizer, for their epochs over the server's
+  `num_examples` (or their K steps). One difference stays: the server's
+  Adam anneals its rate over the round (`server_sgd.run_sgd`), TFF's
+  client Adam does not.
+  """
+  c = config
+  epochs = client_epochs(HFCL, c)
+  steps = epochs * server_sgd.steps_per_epoch(
+      num_examples, c.client_batch_size) if epochs else c.client_steps
+  return hybrid_baselines.ServerTraining(
+      steps=steps, batch_size=c.client_batch_size,
+      learning_rate=c.client_lr, optimizer=c.client_optimizer)
+
+
 def build_method(method: str, model, data: Data, config: Config, seed: int):
   """The server method object of `method` for `run_async`."""
   c = config
@@ -281,7 +301,8 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
   if method == HFCL:
     sizes = [len(i) for i in split.client_indices]
     return hybrid_baselines.HFCLMethod(model, split.server_x, split.server_y,
-                                       training, seed, float(np.mean(sizes)),
+                                       hfcl_training(c, len(split.server_y)),
+                                       seed, float(np.mean(sizes)),
                                        client_epochs(method, c))
   if method in (FEDDF_ID, FEDDF_OOD):
     x = split.server_x if method == FEDDF_ID else data.ood_x
