@@ -20,6 +20,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.asynchronous import client_training
 from tff_mixed.models import dense
+from tff_mixed.tasks import hybrid_images
 
 
 class ClientTrainingTest(absltest.TestCase):
@@ -51,6 +52,45 @@ class ClientTrainingTest(absltest.TestCase):
     self.assertEqual(list(result['num_examples']), [2.0, 1.0])
     # The mean training loss over the 3 examples, all with residual 1.5.
     self.assertAlmostEqual(float(result['loss']), 2.25, places=5)
+
+  def test_epochs_of_adam_are_hand_computed_adam_steps(self):
+    # E = 2 epochs of batch 2 over 5 examples (3 batches an epoch, the last
+    # of 1 example), Adam as TFF states it: m, v moving averages and the
+    # bias corrections folded into the step size.
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(5, 2)).astype(np.float32)
+    y = rng.normal(size=(5, 1)).astype(np.float32)
+    w0 = (np.array([[0.3], [-0.2]], np.float32), np.array([0.1], np.float32))
+    model = dense.build_linear_regression(2, w0)
+    lr, beta1, beta2, eps = 0.05, 0.9, 0.999, 1e-7
+    train = client_training.build_client_training(
+        model, tff.learning.optimizers.build_adam(lr))
+
+    def stream():
+      return hybrid_images.client_epochs_stream(
+          tf.data.Dataset.from_tensor_slices((x, y)), 5, 2, 2, seed=7)
+
+    batches = list(stream().as_numpy_iterator())
+    self.assertEqual([len(b[1]) for b in batches], [2, 2, 1, 2, 2, 1])
+    params = [w.astype(np.float64) for w in w0]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    for t, (bx, by) in enumerate(batches, start=1):
+      residual = bx @ params[0] + params[1] - by
+      grads = [2.0 / len(by) * bx.T @ residual,
+               2.0 / len(by) * residual.sum(axis=0)]
+      rate = lr * np.sqrt(1 - beta2**t) / (1 - beta1**t)
+      for i, g in enumerate(grads):
+        m[i] = beta1 * m[i] + (1 - beta1) * g
+        v[i] = beta2 * v[i] + (1 - beta2) * g * g
+        params[i] = params[i] - rate * m[i] / (np.sqrt(v[i]) + eps)
+    weights = tff.learning.models.ModelWeights(trainable=w0,
+                                               non_trainable=())
+    result = train(weights, [stream()])
+    for got, p, start in zip(result['update'][0], params, w0):
+      np.testing.assert_allclose(got, p - start, rtol=1e-4, atol=1e-6)
+    # Every example counts once per epoch.
+    self.assertEqual(list(result['num_examples']), [10.0])
 
   def test_only_updates_leave_the_clients(self):
     model = dense.build_linear_regression(3)

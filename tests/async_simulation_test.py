@@ -94,6 +94,34 @@ class RunAsyncTest(absltest.TestCase):
     self.assertEqual([row['round'] for row in result.rows], [0, 1, 2, 3])
     self.assertLess(result.rows[-1]['loss'], result.rows[0]['loss'])
 
+  def test_zero_delay_weighted_fedbuff_equals_tffs_weighted_fed_avg(self):
+    # Clients hold 4 to 6 examples: weighting by example count is weighted
+    # FedAvg, and differs from the unweighted mean.
+    rounds, per_round = 3, 3
+    model = _model()
+    train = client_training.build_client_training(model, _sgd(0.05))
+    schedule = functools.partial(schedule_lib.AsyncSchedule, _NUM_CLIENTS,
+                                 per_round, 0.0, rounds, seed=3)
+    datasets = RecordingDatasets()
+    weighted, unweighted = (simulation.run_async(
+        server_strategies.FedBuff(learning_rate=1.0, buffer_size=per_round,
+                                  weighting=weighting),
+        schedule(), train, d, model.initial_weights[0], evaluate_fn=_loss,
+        eval_every=1) for weighting, d in (
+            ('num_examples', datasets), ('uniform', RecordingDatasets())))
+    fed_avg = tff.learning.algorithms.build_weighted_fed_avg(
+        model, client_optimizer_fn=_sgd(0.05), server_optimizer_fn=_sgd(1.0))
+    state = fed_avg.initialize()
+    for round_num in range(1, rounds + 1):
+      clients = [c for r, c in datasets.calls if r == round_num]
+      state = fed_avg.next(state, [_dataset(c, round_num)
+                                   for c in clients]).state
+    want = fed_avg.get_model_weights(state).trainable
+    for got, expected in zip(weighted.weights, want):
+      np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    self.assertGreater(max(np.max(np.abs(w - u)) for w, u in zip(
+        weighted.weights, unweighted.weights)), 1e-4)
+
   def test_stale_updates_carry_their_base_and_staleness(self):
     model = _model()
     train = client_training.build_client_training(model, _sgd(0.05))

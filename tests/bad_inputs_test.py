@@ -52,6 +52,7 @@ _MOVIELENS = 'experiments.movielens.movielens_main'
 _LM = 'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main'
 _CONVERT_POSTS = 'experiments.stackoverflow_wikipedia.convert_posts_main'
 _HYBRID = 'experiments.hybrid_async.hybrid_async_main'
+_TUNE = 'experiments.hybrid_async.tune_main'
 _ROUND_TIME = 'benchmarks.round_time'
 _CELEBA_SCALE = 'benchmarks.celeba_scale'
 _MOVIELENS_SELECT = 'benchmarks.movielens_select'
@@ -76,6 +77,13 @@ def _write(path: str, text: str = 'x\n') -> str:
 
 def _no_setup(d: str) -> dict[str, str]:
   del d
+  return {}
+
+
+def _not_json_selected(d: str) -> dict[str, str]:
+  """A damaged selected.json where tune_main would resume a search."""
+  os.makedirs(os.path.join(d, 'tuning'))
+  _write(os.path.join(d, 'tuning', 'selected.json'), '{not json')
   return {}
 
 
@@ -220,6 +228,14 @@ _BAD_INPUTS = (
     ('hybrid_missing_cifar10', _HYBRID,
      ['--cifar10_npz={d}/missing.npz', '--seeds=0', '--alphas=0.1',
       '--delay_stds=5'], _no_setup, 'missing.npz'),
+    ('hybrid_missing_selected_json', _HYBRID,
+     ['--data=digits', '--cifar10_npz=', '--methods=fedavg', '--seeds=0',
+      '--alphas=0.1', '--delay_stds=5', '--selected_json={d}/missing.json'],
+     _no_setup, 'missing.json'),
+    ('tune_selected_json_is_not_json', _TUNE,
+     ['--data=digits', '--cifar10_npz=', '--methods=fedavg', '--seeds=0',
+      '--alphas=0.1', '--delay_stds=5', '--validation_size=100',
+      '--output_dir={d}/tuning'], _not_json_selected, 'selected.json'),
     # Benchmarks.
     ('round_time_cohort_not_an_int', _ROUND_TIME,
      ['--clients_per_round=ten', '--output_markdown={d}/B.md',

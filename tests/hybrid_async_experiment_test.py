@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
@@ -31,6 +32,7 @@ import tensorflow as tf
 
 from experiments.hybrid_async import hybrid_async_lib
 from tests import binary_runs
+from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -76,8 +78,18 @@ _SMALL = ('--rounds=2', '--num_clients=12', '--clients_per_round=2',
 _TINY_CONFIG = hybrid_async_lib.Config(
     rounds=2, num_clients=12, clients_per_round=2, delay_std=0.0, alpha=0.5,
     server_size=30, eval_size=80, client_steps=2, client_batch_size=4,
-    loadaboost_epochs=2, server_steps=1, feddle_search_steps=1,
-    conv_filters=(2, 4, 4), dense_units=8, eval_every=1, buffer_size=2)
+    client_optimizer='sgd', client_lr=0.05, loadaboost_epochs=2,
+    server_steps=1, feddle_search_steps=1, conv_filters=(2, 4, 4),
+    dense_units=8, eval_every=1, buffer_size=2)
+
+
+def _digits_data(num_images, num_clients, server_size, seed):
+  """Tiny real data: the first digits, upsampled to 8x8 RGB."""
+  x, y = hybrid_images.load_digits_images(size=8, channels=3)
+  split = hybrid_images.build_hybrid_split(
+      x[:num_images], y[:num_images], num_clients=num_clients, alpha=0.5,
+      server_size=server_size, eval_size=80, seed=seed)
+  return hybrid_async_lib.Data(split, None, None, 'digits')
 
 
 def _rows(method, alpha, delay, seed, accuracies):
@@ -90,17 +102,18 @@ class ClientGroupsTest(absltest.TestCase):
 
   def test_groups_equal_per_client(self):
     lib = hybrid_async_lib
-    x, y = hybrid_images.load_digits_images(size=8, channels=3)
-    split = hybrid_images.build_hybrid_split(
-        x[:400], y[:400], num_clients=10, alpha=0.5, server_size=30,
-        eval_size=80, seed=1)
-    data = lib.Data(split, None, None, 'digits')
+    data = _digits_data(400, num_clients=10, server_size=30, seed=1)
     config = _TINY_CONFIG._replace(rounds=3, num_clients=10,
                                    clients_per_round=3, delay_std=0.8)
     cache = {}
-    for method in (lib.FEDASYNC, lib.FEDBUFF, lib.CA2FL, lib.FEDDLE_ID):
+    # K steps (SGD), and the paper's protocol: epochs of Adam.
+    epochs = config._replace(client_steps=0, client_epochs=2,
+                             client_optimizer='adam', client_lr=1e-3)
+    for method, c in ((lib.FEDASYNC, config), (lib.FEDBUFF, config),
+                      (lib.CA2FL, config), (lib.FEDDLE_ID, config),
+                      (lib.FEDBUFF, epochs)):
       per_client, grouped = (
-          lib.run_method(method, data, config, 1, cache, clients_per_group=k)
+          lib.run_method(method, data, c, 1, cache, clients_per_group=k)
           for k in (1, 2))
       for got, want in zip(grouped.rows, per_client.rows, strict=True):
         self.assertEqual(got.round, want.round)
@@ -108,6 +121,53 @@ class ClientGroupsTest(absltest.TestCase):
             [got.accuracy, got.loss], [want.accuracy, want.loss], rtol=1e-4,
             err_msg=method)
       self.assertEqual(grouped.notes, per_client.notes)
+
+
+class ProtocolTest(absltest.TestCase):
+  """The paper's units: server epochs, FedAsync's a, weighted FedAvg."""
+
+  def test_server_epochs_are_passes_over_the_server_set(self):
+    lib = hybrid_async_lib
+    c = _TINY_CONFIG._replace(server_batch_size=32, server_steps=7,
+                              feddle_search_steps=3)
+    # 0 epochs: the batch counts.
+    self.assertEqual(lib.server_steps(c, 100), 7)
+    self.assertEqual(lib.server_steps(c, 100, feddle_search=True), 3)
+    c = c._replace(server_epochs=2, feddle_search_epochs=10)
+    # ceil(100 / 32) = 4 batches an epoch.
+    self.assertEqual(lib.server_steps(c, 100), 8)
+    self.assertEqual(lib.server_steps(c, 100, feddle_search=True), 40)
+
+  def test_methods_get_their_protocol_values(self):
+    lib = hybrid_async_lib
+    data = _digits_data(200, num_clients=6, server_size=40, seed=0)
+    c = _TINY_CONFIG._replace(fedasync_a=0.9, fedasync_alpha=0.4,
+                              server_epochs=3, server_batch_size=16)
+    model = mock.Mock()
+    fedasync = lib.build_method(lib.FEDASYNC, model, data, c, 0)
+    self.assertAlmostEqual(fedasync.mixing_weight(3), 0.4 * 4 ** -0.9)
+    center = lib.build_method(lib.CENTER, model, data, c, 0)
+    # 3 epochs of ceil(40 / 16) = 3 batches, with Adam by default.
+    self.assertEqual(center._training.steps, 9)
+    self.assertEqual(center._training.optimizer, 'adam')
+    # HFCL's server trains as a client: K steps of the clients' optimizer.
+    hfcl = lib.build_method(lib.HFCL, model, data, c, 0)
+    self.assertEqual(hfcl._training, hybrid_baselines.ServerTraining(
+        steps=2, batch_size=4, learning_rate=0.05, optimizer='sgd'))
+    self.assertEqual(lib.hfcl_training(
+        c._replace(client_steps=0, client_epochs=2, client_lr=1e-3,
+                   client_optimizer='adam'), 40),
+                     hybrid_baselines.ServerTraining(
+                         steps=20, batch_size=4, learning_rate=1e-3,
+                         optimizer='adam'))
+    fedavg = lib.build_method(lib.FEDAVG, model, data, c, 0)
+    self.assertEqual((fedavg.weighting, fedavg.learning_rate,
+                      fedavg.buffer_size), ('num_examples', 1.0, 2))
+    self.assertEqual(lib.client_epochs(lib.FEDBUFF, c), None)
+    c = c._replace(client_steps=0, client_epochs=3)
+    self.assertEqual(lib.client_epochs(lib.FEDBUFF, c), 3)
+    self.assertIsNone(lib.client_epochs(lib.LOADABOOST, c))
+    self.assertEqual(lib.loadaboost_epoch_steps(c), c.loadaboost_steps // 2)
 
 
 class ReportTest(absltest.TestCase):
@@ -268,6 +328,7 @@ class ValidateTest(absltest.TestCase):
         (dict(rounds=20, num_clients=3), [lib.Setting(0.5, 0.5)],
          'idle clients'),
         (dict(client_optimizer='rmsprop'), [], 'client_optimizer'),
+        (dict(server_optimizer='rmsprop'), [], 'server_optimizer'),
         (dict(loadaboost_epochs=3), [], 'even int'),
         # More clients per round than clients.
         (dict(clients_per_round=20), [], 'clients_per_round'),

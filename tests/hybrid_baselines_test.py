@@ -131,6 +131,28 @@ class ServerSgdTest(absltest.TestCase):
                           learning_rate=0.1, seed=3)
     np.testing.assert_array_equal(got[0], again[0])
 
+  def test_adam_first_step_is_the_hand_computed_adam_step(self):
+    # Adam's first step: bias-corrected m = g and v = g^2, so each weight
+    # moves lr * g / (|g| + eps) (the cosine-annealed rate is lr at step 0).
+    model, weights, x, y = _regression()
+    got = hb.server_sgd(model, weights, x, y, steps=1, batch_size=2,
+                        learning_rate=0.1, seed=0, optimizer='adam')
+    sgd = _manual_sgd_step(weights, x, y, 1.0)
+    for w, g_step, o in zip(weights, sgd, got):
+      g = w - g_step  # The full-batch gradient.
+      np.testing.assert_allclose(o, w - 0.1 * g / (np.abs(g) + 1e-8),
+                                 atol=1e-6)
+    # The baselines' server training passes its optimizer on.
+    training = hb.ServerTraining(steps=1, batch_size=2, learning_rate=0.1,
+                                 optimizer='adam')
+    center = hb.CenterMethod(model, x, y, training, 0)
+    for o, c in zip(got, center.apply(center.initial_state(), weights,
+                                      [])[1]):
+      np.testing.assert_allclose(c, o, atol=1e-7)
+    with self.assertRaisesRegex(ValueError, 'optimizer'):
+      hb.server_sgd(model, weights, x, y, steps=1, batch_size=2,
+                    learning_rate=0.1, optimizer='rmsprop')
+
   def test_zero_steps_and_wrappers(self):
     model, weights, x, y = _regression()
     unchanged = hb.server_sgd(model, weights, x, y, steps=0, batch_size=1,
@@ -193,6 +215,35 @@ class HfclTest(absltest.TestCase):
     for j in range(2):
       want = weights[j] + (6 * client[j] + 2 * (trained[j] - weights[j])) / 8
       np.testing.assert_allclose(got[j], want, atol=1e-6)
+
+  def test_method_weighs_each_client_by_its_data_size(self):
+    model, weights, x, y = _regression()
+    deltas = [[np.full((2, 1), 0.3, np.float32), np.array([1.0], np.float32)],
+              [np.full((2, 1), -0.1, np.float32), np.array([0.0], np.float32)]]
+    updates = [hb.ClientUpdate(i, d, 0, num_examples=n)
+               for i, (d, n) in enumerate(zip(deltas, (8.0, 2.0)))]
+    training = hb.ServerTraining(steps=1, batch_size=2, learning_rate=0.1)
+    trained = hb.server_sgd(model, weights, x, y, **_SGD)
+
+    def merged(client_epochs, sizes):
+      method = hb.HFCLMethod(model, x, y, training, 0, 7.0, client_epochs)
+      _, got = method.apply(method.initial_state(), weights, updates)
+      # The server's 2 examples weigh 2 against the clients' sizes.
+      for j in range(2):
+        step = (sum(n * d[j] for n, d in zip(sizes, deltas))
+                + 2 * (trained[j] - weights[j])) / (sum(sizes) + 2)
+        np.testing.assert_allclose(got[j], weights[j] + step, atol=1e-6)
+      return got
+
+    # Two epochs: 8 and 2 examples trained on are data sizes 4 and 1.
+    by_size = merged(2, [4.0, 1.0])
+    # K fixed steps: every client weighs the mean size given.
+    by_mean = merged(None, [7.0, 7.0])
+    self.assertGreater(np.max(np.abs(by_size[0] - by_mean[0])), 1e-3)
+    method = hb.HFCLMethod(model, x, y, training, 0, 7.0, 2)
+    with self.assertRaisesRegex(ValueError, 'num_examples'):
+      method.apply(method.initial_state(), weights,
+                   [updates[0]._replace(num_examples=None)])
 
   def test_bad_arguments(self):
     w = [np.zeros(2)]

@@ -180,6 +180,39 @@ class BuildHybridSplitTest(parameterized.TestCase):
     np.testing.assert_array_equal(np.sort(everything), np.arange(600))
     self.assertEmpty(np.intersect1d(split.server_indices, split.eval_indices))
 
+  def test_validation_set_is_held_apart_from_everything_else(self):
+    split = self._split(validation_size=40)
+    plain = self._split()
+    parts = [np.concatenate(split.client_indices), split.server_indices,
+             split.validation_indices, split.eval_indices]
+    # Disjoint (no row twice) and complete.
+    np.testing.assert_array_equal(np.sort(np.concatenate(parts)),
+                                  np.arange(600))
+    self.assertLen(split.validation_indices, 40)
+    self.assertLen(split.eval_indices, 60)
+    np.testing.assert_array_equal(split.validation_x[:, 0, 0, 0],
+                                  split.validation_indices)
+    np.testing.assert_array_equal(split.validation_y,
+                                  split.labels[split.validation_indices])
+    # Clients and server data do not depend on the validation set: the
+    # search and the final runs share them; the evaluation set shrinks.
+    for got, want in zip(split.client_indices, plain.client_indices):
+      np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(split.server_indices, plain.server_indices)
+    self.assertEmpty(np.setdiff1d(split.eval_indices, plain.eval_indices))
+    self.assertIn('40 validation', split.description)
+    # Scoring on the validation set swaps it in for the evaluation set.
+    validation = split.for_validation()
+    np.testing.assert_array_equal(validation.eval_indices,
+                                  split.validation_indices)
+    np.testing.assert_array_equal(validation.eval_x, split.validation_x)
+    with self.assertRaisesRegex(ValueError, 'validation'):
+      plain.for_validation()
+    with self.assertRaisesRegex(ValueError, 'validation_size'):
+      self._split(validation_size=100)
+    with self.assertRaisesRegex(ValueError, 'validation_size'):
+      self._split(validation_size=-1)
+
   def test_sizes_and_arrays(self):
     split = self._split()
     self.assertEqual(split.num_clients, 20)
@@ -300,6 +333,33 @@ class ClientDatasetsTest(absltest.TestCase):
     for (x, _), (x_again, _) in zip(batches, again):
       np.testing.assert_array_equal(x, x_again)
 
+  def test_client_epochs_see_every_example_once_per_epoch(self):
+    client = int(np.argmax([p.size for p in self.split.client_indices]))
+    rows = self.split.client_indices[client]
+    batch = 3
+    dataset = hybrid_images.client_dataset(self.split, client, batch, None,
+                                           seed=2, epochs=3)
+    batches = [x[:, 0, 0, 0].astype(int)
+               for x, _ in dataset.as_numpy_iterator()]
+    per_epoch = -(-rows.size // batch)
+    self.assertLen(batches, 3 * per_epoch)
+    epochs = [np.concatenate(batches[e * per_epoch:(e + 1) * per_epoch])
+              for e in range(3)]
+    for epoch in epochs:
+      # Each epoch is a permutation of the client's rows, the last batch
+      # holding the remainder.
+      np.testing.assert_array_equal(np.sort(epoch), rows)
+    self.assertEqual([b.size for b in batches[:per_epoch]],
+                     [batch] * (rows.size // batch)
+                     + ([rows.size % batch] if rows.size % batch else []))
+    # A fresh permutation every epoch.
+    self.assertFalse(np.array_equal(epochs[0], epochs[1])
+                     and np.array_equal(epochs[1], epochs[2]))
+    again = [x[:, 0, 0, 0].astype(int) for x, _ in hybrid_images.client_dataset(
+        self.split, client, batch, None, seed=2, epochs=3).as_numpy_iterator()]
+    np.testing.assert_array_equal(np.concatenate(again),
+                                  np.concatenate(batches))
+
   def test_client_dataset_bad_arguments(self):
     with self.assertRaisesRegex(ValueError, 'No client'):
       hybrid_images.client_dataset(self.split, 8, 4, 1, seed=0)
@@ -309,6 +369,12 @@ class ClientDatasetsTest(absltest.TestCase):
       hybrid_images.client_dataset(self.split, 0, 0, 1, seed=0)
     with self.assertRaisesRegex(ValueError, 'num_steps'):
       hybrid_images.client_dataset(self.split, 0, 4, 0, seed=0)
+    with self.assertRaisesRegex(ValueError, 'epochs'):
+      hybrid_images.client_dataset(self.split, 0, 4, None, seed=0, epochs=0)
+    with self.assertRaisesRegex(ValueError, 'exactly one'):
+      hybrid_images.client_dataset(self.split, 0, 4, 2, seed=0, epochs=1)
+    with self.assertRaisesRegex(ValueError, 'exactly one'):
+      hybrid_images.client_dataset(self.split, 0, 4, None, seed=0)
 
 
 if __name__ == '__main__':

@@ -114,6 +114,34 @@ class FedBuffTest(absltest.TestCase):
     self.assertEmpty(state.buffer)
     self.assertEqual(state.num_updates, 2)
 
+  def test_weighted_by_example_counts(self):
+    fedbuff = strategies.FedBuff(learning_rate=0.5, buffer_size=2,
+                                 weighting='num_examples')
+    x = _w(1.0, 1.0, 1.0)
+    updates = [ClientUpdate(0, _w(2.0, 0.0, -2.0), 0, num_examples=3),
+               ClientUpdate(1, _w(0.0, 4.0, 2.0), 0, num_examples=1)]
+    _, got = fedbuff.apply(fedbuff.initial_state(), x, updates)
+    # (3 [2, 0, -2] + 1 [0, 4, 2]) / 4 = [1.5, 1, -1]; x + 0.5 of that.
+    np.testing.assert_allclose(got[0], [1.75, 1.5, 0.5])
+    # Unweighted: the plain mean [1, 2, 0].
+    _, plain = strategies.FedBuff(learning_rate=0.5, buffer_size=2).apply(
+        fedbuff.initial_state(), x, updates)
+    np.testing.assert_allclose(plain[0], [1.5, 2.0, 1.0])
+    # The counts combine with the staleness weights: (3 * 1/2 [2, 0, -2] +
+    # 1 * 1 [0, 4, 2]) / 4 = [0.75, 1, -0.25].
+    stale = strategies.FedBuff(learning_rate=1.0, buffer_size=2,
+                               staleness_exponent=1.0,
+                               weighting='num_examples')
+    _, got = stale.apply(stale.initial_state(), x, [
+        updates[0]._replace(staleness=1), updates[1]])
+    np.testing.assert_allclose(got[0], [1.75, 2.0, 0.75])
+    for bad in (None, 0, -1.0, float('nan'), True):
+      with self.assertRaisesRegex(ValueError, 'num_examples'):
+        fedbuff.apply(fedbuff.initial_state(), x,
+                      [updates[0]._replace(num_examples=bad)])
+    with self.assertRaisesRegex(ValueError, 'weighting'):
+      strategies.FedBuff(learning_rate=1.0, buffer_size=2, weighting='size')
+
   def test_several_steps_in_one_round(self):
     fedbuff = strategies.FedBuff(learning_rate=1.0, buffer_size=1)
     # Two steps: 0 + 1 + 2 = 3.

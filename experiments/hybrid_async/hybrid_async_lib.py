@@ -22,7 +22,8 @@ Methods, each on the same schedule, client data and initial model for a
 seed and setting:
 
 *   without server data: `fedavg` (synchronous: no delays, FedBuff with a
-    buffer of S and server lr 1, i.e. the unweighted FedAvg mean),
+    buffer of S and server lr 1, weighted by the clients' example counts,
+    i.e. weighted FedAvg),
     `loadaboost` (the same with LoAdaBoost's loss-driven local epochs, Huang
     et al.), `fedasync`, `fedbuff`, `ca2fl`;
 *   with in-domain server data: `center` (server data only; no client
@@ -44,7 +45,7 @@ from the runs without training.
 """
 
 import collections
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 import json
 import math
 import os
@@ -66,6 +67,8 @@ from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_data as server_data_lib
+from tff_mixed.asynchronous import server_sgd
+from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import simulation
 from tff_mixed.core import client_groups
 from tff_mixed.experiment import plots
@@ -149,6 +152,26 @@ class Config(NamedTuple):
 
   `alpha` and `delay_std` are one setting's; `run_experiment` replaces them
   for each of its settings.
+
+  Local training follows the paper's protocol (appendix D: clients train
+  `client_epochs` epochs with Adam, lr and epochs tuned with FedAvg): a
+  `client_steps` of 0. `client_steps` > 0 selects the earlier protocol of K
+  fixed steps instead (`hybrid_images.client_dataset`). LoAdaBoost (not in
+  the paper) keeps its own SGD schedule: K = `client_steps`, or
+  `loadaboost_steps` in the epochs protocol, at `loadaboost_lr`.
+
+  Server training is counted as in the paper's grids (appendix D) when
+  `server_epochs` (Center, Fed+FT, HFCL, FedDF) or `feddle_search_epochs`
+  (Feddle's coefficient search) is set: passes over the server set the
+  method trains on, `server_epochs(...)`; 0 keeps the batch counts
+  `server_steps` and `feddle_search_steps`. `fedasync_a` is the exponent a
+  of FedAsync's polynomial staleness function (its "adaptive constant").
+  `validation_size` held-out examples are set apart for hyperparameter
+  search (`hybrid_images.build_hybrid_split`). The server trains (Center,
+  Fed+FT, HFCL, FedDF) and Feddle searches with Adam by default: the
+  paper's grids of their learning rates (1e-5 to 1e-3) are Adam's scale,
+  where SGD would barely move the model (our reading: the paper names
+  Adam for the clients only).
   """
 
   rounds: int = 200
@@ -158,22 +181,31 @@ class Config(NamedTuple):
   alpha: float = 0.1
   server_size: int = 1000
   eval_size: int = 2000
-  client_steps: int = 10
+  client_steps: int = 0
+  client_epochs: int = 1
   client_batch_size: int = 32
-  client_optimizer: str = 'sgd'
-  client_lr: float = 0.05
+  client_optimizer: str = 'adam'
+  client_lr: float = 1e-3
   server_lr: float = 1.0
   buffer_size: int = 10
   fedasync_alpha: float = 0.5
+  fedasync_a: float = server_strategies.DEFAULT_FEDASYNC_EXPONENT
   server_steps: int = 10
+  server_epochs: int = 0
   server_batch_size: int = 32
   server_sgd_lr: float = 0.05
+  server_optimizer: str = 'adam'
   feddle_search_steps: int = 10
+  feddle_search_epochs: int = 0
   feddle_search_lr: float = 0.01
+  feddle_search_optimizer: str = 'adam'
   feddle_ood_lambda: float = 0.01
   distill_temperature: float = 1.0
   loadaboost_epochs: int = 2
+  loadaboost_steps: int = 10
+  loadaboost_lr: float = 0.05
   id_probe_size: int = 256
+  validation_size: int = 0
   conv_filters: tuple[int, ...] = (32, 64, 64)
   dense_units: int = 64
   eval_every: int = 10
@@ -202,17 +234,55 @@ class Data(NamedTuple):
   description: str
 
 
+def server_steps(config: Config, num_examples: int,
+                 feddle_search: bool = False) -> int:
+  """Server batches a round: epochs over `num_examples` server examples
+  (`server_epochs` or `feddle_search_epochs`), else the configured count."""
+  c = config
+  epochs = c.feddle_search_epochs if feddle_search else c.server_epochs
+  if not epochs:
+    return c.feddle_search_steps if feddle_search else c.server_steps
+  return epochs * server_sgd.steps_per_epoch(num_examples,
+                                             c.server_batch_size)
+
+
+def hfcl_training(config: Config, num_examples: int
+                  ) -> 'hybrid_baselines.ServerTraining':
+  """HFCL's server training: as a client's, on the server's examples.
+
+  The paper gives HFCL no hyperparameters of its own: its server "trains a
+  network the same as the clients do" (appendix D). So the clients' batch
+  size, learning rate and optimizer, for their epochs over the server's
+  `num_examples` (or their K steps). One difference stays: the server's
+  Adam anneals its rate over the round (`server_sgd.run_sgd`), TFF's
+  client Adam does not.
+  """
+  c = config
+  epochs = client_epochs(HFCL, c)
+  steps = epochs * server_sgd.steps_per_epoch(
+      num_examples, c.client_batch_size) if epochs else c.client_steps
+  return hybrid_baselines.ServerTraining(
+      steps=steps, batch_size=c.client_batch_size,
+      learning_rate=c.client_lr, optimizer=c.client_optimizer)
+
+
 def build_method(method: str, model, data: Data, config: Config, seed: int):
   """The server method object of `method` for `run_async`."""
   c = config
   split = data.split
   fedbuff = tff_mixed.FedBuff(learning_rate=c.server_lr,
                               buffer_size=c.buffer_size)
+  server_x = data.ood_x if method in OOD_METHODS else split.server_x
   if method in (FEDAVG, LOADABOOST):
+    # Weighted FedAvg: the round's clients' updates, weighted by the
+    # examples each trained on (McMahan et al. 2017).
     return tff_mixed.FedBuff(learning_rate=1.0,
-                             buffer_size=c.clients_per_round)
+                             buffer_size=c.clients_per_round,
+                             weighting='num_examples')
   if method == FEDASYNC:
-    return tff_mixed.FedAsync(alpha=c.fedasync_alpha)
+    return tff_mixed.FedAsync(
+        alpha=c.fedasync_alpha,
+        staleness_fn=server_strategies.polynomial_staleness(c.fedasync_a))
   if method == FEDBUFF:
     return fedbuff
   if method == CA2FL:
@@ -220,8 +290,8 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
                            buffer_size=c.buffer_size,
                            num_clients=c.num_clients)
   training = hybrid_baselines.ServerTraining(
-      steps=c.server_steps, batch_size=c.server_batch_size,
-      learning_rate=c.server_sgd_lr)
+      steps=server_steps(c, len(server_x)), batch_size=c.server_batch_size,
+      learning_rate=c.server_sgd_lr, optimizer=c.server_optimizer)
   center = hybrid_baselines.CenterMethod(model, split.server_x,
                                          split.server_y, training, seed)
   if method == CENTER:
@@ -231,7 +301,9 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
   if method == HFCL:
     sizes = [len(i) for i in split.client_indices]
     return hybrid_baselines.HFCLMethod(model, split.server_x, split.server_y,
-                                       training, seed, float(np.mean(sizes)))
+                                       hfcl_training(c, len(split.server_y)),
+                                       seed, float(np.mean(sizes)),
+                                       client_epochs(method, c))
   if method in (FEDDF_ID, FEDDF_OOD):
     x = split.server_x if method == FEDDF_ID else data.ood_x
     return hybrid_baselines.FedDFMethod(fedbuff, model, x, training, seed,
@@ -240,7 +312,9 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
     ood = method == FEDDLE_OOD
     config = feddle.FeddleConfig(
         max_anchors=2 * c.clients_per_round, server_lr=c.server_lr,
-        search_lr=c.feddle_search_lr, search_steps=c.feddle_search_steps,
+        search_lr=c.feddle_search_lr,
+        search_steps=server_steps(c, len(server_x), feddle_search=True),
+        optimizer=c.feddle_search_optimizer,
         fallback_lambda=c.feddle_ood_lambda if ood else 0.0,
         out_of_domain=ood, head_size=cnn.HEAD_SIZE,
         num_ood_classes=int(data.ood_y.max()) + 1 if ood else 2)
@@ -328,14 +402,14 @@ def _client_training(method: str, model, config: Config, cache: dict,
   `group_training` computation, if any.
   """
   c = config
-  kind = ('loadaboost', c.loadaboost_epochs, c.client_lr) if (
+  kind = ('loadaboost', c.loadaboost_epochs, c.loadaboost_lr) if (
       method == LOADABOOST) else (c.client_optimizer, c.client_lr)
   key = (tuple(model.input_spec[0].shape), c.conv_filters, c.dense_units,
          int(model.initial_weights[0][-1].shape[0])) + kind
   if key not in cache:
     if method == LOADABOOST:
       cache[key] = loadaboost_lib.build_loadaboost_client_training(
-          model, epochs=c.loadaboost_epochs, learning_rate=c.client_lr)
+          model, epochs=c.loadaboost_epochs, learning_rate=c.loadaboost_lr)
     else:
       cache[key] = client_training.build_client_training(model,
                                                          _client_optimizer(c))
@@ -352,9 +426,18 @@ def loadaboost_epoch_steps(config: Config) -> int:
   Clients here hold a handful of examples each (Dirichlet splits of a few
   thousand images), so a pass over a client's data is not a meaningful
   unit; an epoch is K / E batches of the same stream FedAvg's clients see,
-  and LoAdaBoost clients train between K/2 and 3K/2 steps.
+  and LoAdaBoost clients train between K/2 and 3K/2 steps. K is
+  `client_steps` in the K-step protocol, else `loadaboost_steps`.
   """
-  return max(1, config.client_steps // config.loadaboost_epochs)
+  steps = config.client_steps or config.loadaboost_steps
+  return max(1, steps // config.loadaboost_epochs)
+
+
+def client_epochs(method: str, config: Config) -> Optional[int]:
+  """The local epochs of `method`'s clients, None if they train K steps."""
+  if method == LOADABOOST or config.client_steps:
+    return None
+  return config.client_epochs
 
 
 def _group_training(method: str, model, data: Data, config: Config,
@@ -375,9 +458,10 @@ def _group_training(method: str, model, data: Data, config: Config,
     # differ from the per-client path's.
     return None
   split = data.split
-  key = ('groups', id(split), seed, steps, method == LOADABOOST,
+  epochs = client_epochs(method, c)
+  key = ('groups', id(split), seed, steps, epochs, method == LOADABOOST,
          c.client_optimizer, c.client_lr, c.client_batch_size,
-         c.loadaboost_epochs)
+         c.loadaboost_epochs, c.loadaboost_lr)
   if key not in cache:
     rows = client_groups.array_dataset_fn(
         [(x.astype(np.float32), y.astype(np.int32)) for x, y in (
@@ -386,13 +470,17 @@ def _group_training(method: str, model, data: Data, config: Config,
 
     def dataset_fn(client_id, round_num):
       examples = rows(client_id)
+      if epochs is not None:
+        return hybrid_images.client_epochs_stream(
+            examples, examples.cardinality(), c.client_batch_size, epochs,
+            seed * 1000003 + round_num)
       return hybrid_images.client_stream(
           examples, examples.cardinality(), c.client_batch_size, steps,
           seed * 1000003 + round_num)
 
     if method == LOADABOOST:
       computation = loadaboost_lib.build_loadaboost_group_training(
-          model, epochs=c.loadaboost_epochs, learning_rate=c.client_lr,
+          model, epochs=c.loadaboost_epochs, learning_rate=c.loadaboost_lr,
           dataset_fn=dataset_fn)
     else:
       computation = client_training.build_group_client_training(
@@ -424,6 +512,7 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   server_method = build_method(method, model, data, c, seed)
   steps = loadaboost_epoch_steps(c) if method == LOADABOOST else (
       c.client_steps)
+  epochs = client_epochs(method, c)
   group_training = None if clients_per_group == 1 else _group_training(
       method, model, data, c, seed, steps, cache)
   training = _client_training(method, model, c, cache, group_training)
@@ -432,8 +521,8 @@ def run_method(method: str, data: Data, config: Config, seed: int,
 
   def dataset_fn(client, round_num):
     return hybrid_images.client_dataset(
-        split, client, c.client_batch_size, steps,
-        seed=seed * 1000003 + round_num)
+        split, client, c.client_batch_size, None if epochs else steps,
+        seed=seed * 1000003 + round_num, epochs=epochs)
 
   diagnostics = []
 
@@ -473,7 +562,7 @@ def final_metric(rows: Sequence[RunRow]) -> float:
 # Runs kept on disk: resuming and rebuilding reports.
 
 
-def _run_key(method: str, setting: Setting, seed: int) -> str:
+def run_key(method: str, setting: Setting, seed: int) -> str:
   delay = 'none' if method in DELAY_FREE else f'{setting.delay_std:g}'
   return f'{method}_alpha{setting.alpha:g}_delay{delay}_seed{seed}'
 
@@ -484,6 +573,28 @@ def _fingerprint(config: Config, description: str) -> dict[str, Any]:
   del fields['alpha'], fields['delay_std']
   fields['conv_filters'] = list(fields['conv_filters'])
   return dict(fields, data=description)
+
+
+def kept_run(path: str, method: str, data: Data, config: Config, seed: int,
+             cache: dict, clients_per_group: int = simulation.AUTO
+             ) -> MethodRun:
+  """`run_method`'s run, kept at `path`: read back if it is there (made
+  with the same config and data), else run and saved.
+
+  Raises:
+    ValueError: If `path` holds a run made with another configuration, or
+      is unreadable.
+  """
+  fingerprint = _fingerprint(config, data.description)
+  label = Setting(config.alpha, config.delay_std).label
+  run = _load_run(path, fingerprint)
+  if run is None:
+    logging.info('%s: %s, seed %d', label, method, seed)
+    run = run_method(method, data, config, seed, cache, clients_per_group)
+    _save_run(path, fingerprint, run)
+  else:
+    logging.info('%s: %s, seed %d: kept run', label, method, seed)
+  return run
 
 
 def _save_run(path: str, fingerprint: dict[str, Any], run: MethodRun
@@ -630,6 +741,53 @@ def diagnostics_summary(diagnostics: Sequence[dict[str, Any]],
   return lines
 
 
+def _count(epochs: int, steps: int) -> str:
+  return f'{epochs} epochs' if epochs else f'{steps} steps'
+
+
+def local_training(config: Config) -> str:
+  """The clients' local training, in words, for reports."""
+  c = config
+  if c.client_steps:
+    what = f'K = {c.client_steps} local steps'
+  else:
+    what = f'E = {c.client_epochs} local epochs'
+  return (f'{what} of {c.client_optimizer} with batch {c.client_batch_size} '
+          f'at lr {c.client_lr:g}')
+
+
+def _values(values: Mapping[str, Any]) -> str:
+  return ', '.join(f'{k} = {v:g}' if isinstance(v, float) else f'{k} = {v}'
+                   for k, v in sorted(values.items()))
+
+
+def selected_lines(overrides: Mapping[str, Mapping[str, Any]],
+                   searched: Optional[Mapping[str, Any]] = None
+                   ) -> list[str]:
+  """Report lines: each method's own hyperparameters and, from a search
+  (`tune_lib.Selected.searched`), which part of its grid was searched."""
+  searched = searched or {}
+  if not overrides and not searched:
+    return []
+  lines = ['Hyperparameters per method (selected on the validation split; '
+           'other values as above; the clients\' values, searched on '
+           'fedavg, hold for every method):', '',
+           '| method | selected | searched |', '| --- | --- | --- |']
+  for method in METHODS:
+    if not overrides.get(method) and method not in searched:
+      continue
+    axes = searched.get(method, {})
+    parts = []
+    for name, axis in sorted(axes.items()):
+      of = ('the whole grid' if axis['values'] == axis['grid'] else
+            f'{axis["values"]} of the grid {axis["grid"]}')
+      mark = ', our choice' if axis['source'] == 'ours' else ''
+      parts.append(f'{name}: {of}{mark}')
+    lines.append(f'| {method} | {_values(overrides.get(method, {}))} | '
+                 + ('; '.join(parts) or 'not searched') + ' |')
+  return lines + ['']
+
+
 def _setting_rows(rows, setting: Setting):
   return [r for r in rows if r.alpha == setting.alpha
           and r.delay_std == delay_of(r.method, setting.delay_std)]
@@ -724,6 +882,7 @@ class ExperimentResult(NamedTuple):
   settings: tuple[Setting, ...]
   description: str
   seeds: tuple[int, ...]
+  overrides: dict[str, dict[str, Any]]
 
 
 def _check_idle_clients(config: Config, setting: Setting, seed: int) -> None:
@@ -747,19 +906,23 @@ def validate(config: Config, methods: Sequence[str],
     raise ValueError(f'`methods` must be distinct names from {METHODS}, got '
                      f'{list(methods)}.')
   for name in ('rounds', 'num_clients', 'clients_per_round', 'server_size',
-               'eval_size', 'client_steps', 'client_batch_size',
+               'eval_size', 'client_epochs', 'client_batch_size',
+               'loadaboost_steps',
                'buffer_size', 'server_batch_size', 'dense_units',
                'eval_every', 'id_probe_size'):
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
-  for name in ('server_steps', 'feddle_search_steps'):
+  for name in ('client_steps', 'server_steps', 'feddle_search_steps',
+               'server_epochs', 'feddle_search_epochs', 'validation_size'):
     if getattr(config, name) < 0:
       raise ValueError(f'`{name}` must be >= 0, got '
                        f'{getattr(config, name)}.')
-  if config.client_optimizer not in CLIENT_OPTIMIZERS:
-    raise ValueError(f'`client_optimizer` must be one of {CLIENT_OPTIMIZERS},'
-                     f' got {config.client_optimizer!r}.')
+  for name in ('client_optimizer', 'server_optimizer',
+               'feddle_search_optimizer'):
+    if getattr(config, name) not in CLIENT_OPTIMIZERS:
+      raise ValueError(f'`{name}` must be one of {CLIENT_OPTIMIZERS}, got '
+                       f'{getattr(config, name)!r}.')
   if LOADABOOST in methods:
     loadaboost_lib.check_epochs(config.loadaboost_epochs)
   if config.clients_per_round > config.num_clients:
@@ -780,7 +943,8 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
                    methods: Sequence[str], seeds: Sequence[int],
                    output_dir: str,
                    settings: Sequence[Setting] = (),
-                   clients_per_group: int = simulation.AUTO
+                   clients_per_group: int = simulation.AUTO,
+                   overrides: Optional[Mapping[str, Mapping[str, Any]]] = None
                    ) -> ExperimentResult:
   """Every method for every setting and seed; CSVs, plots, table, config.
 
@@ -800,6 +964,9 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
     settings: `Setting`s (label skew, delay level); default: the config's.
     clients_per_group: Client groups of `run_method` (the same results, so
       kept runs are reused whatever it is).
+    overrides: Optional {method: {config field: value}}: a method's own
+      hyperparameters (e.g. those a search selected, `tune_lib`), replacing
+      the config's for its runs only.
 
   Returns:
     An `ExperimentResult`.
@@ -811,7 +978,14 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
   if not seeds or len(set(seeds)) != len(seeds):
     raise ValueError(f'`seeds` must be distinct, got {list(seeds)}.')
   settings = tuple(settings) or (Setting(config.alpha, config.delay_std),)
+  overrides = {m: dict(v) for m, v in (overrides or {}).items()}
   validate(config, methods, settings, seeds)
+  for method, values in overrides.items():
+    unknown = sorted(set(values) - set(Config._fields))
+    if method not in methods or unknown:
+      raise ValueError(f'Overrides for {method!r} name no method run or '
+                       f'unknown fields {unknown}.')
+    validate(config._replace(**values), [method], settings, seeds)
   runs_dir = reports_lib.make_directory(os.path.join(output_dir, RUNS_DIR),
                                      'runs directory of `output_dir`')
   rows, diagnostics, notes = [], [], collections.defaultdict(list)
@@ -826,21 +1000,14 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
         data_of_alpha[setting.alpha] = data_fn(seed, setting.alpha)
       data = data_of_alpha[setting.alpha]
       descriptions.append(data.description)
-      fingerprint = _fingerprint(c, data.description)
       for method in methods:
-        key = _run_key(method, setting, seed)
+        key = run_key(method, setting, seed)
         if key in done:
           continue  # A delay-free method, run for an earlier delay.
         done.add(key)
-        path = os.path.join(runs_dir, key + '.json')
-        run = _load_run(path, fingerprint)
-        if run is None:
-          logging.info('%s: %s, seed %d', setting.label, method, seed)
-          run = run_method(method, data, c, seed, cache, clients_per_group)
-          _save_run(path, fingerprint, run)
-        else:
-          logging.info('%s: %s, seed %d: kept run', setting.label, method,
-                       seed)
+        run = kept_run(os.path.join(runs_dir, key + '.json'), method, data,
+                       c._replace(**overrides.get(method, {})), seed, cache,
+                       clients_per_group)
         rows.extend(run.rows)
         diagnostics.extend(dict(d, method=method, alpha=setting.alpha,
                                 delay_std=setting.delay_std, seed=seed)
@@ -871,15 +1038,17 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
   plot_diagnostics(files['diagnostics_plot'], diagnostics, settings)
   reports_lib.atomic_write_text(files['config'], json.dumps(
       dict(config._asdict(), methods=list(methods), seeds=list(seeds),
-           settings=[s._asdict() for s in settings], data=descriptions),
+           settings=[s._asdict() for s in settings], data=descriptions,
+           overrides=overrides),
       indent=2) + '\n')
   return ExperimentResult(rows, diagnostics, notes, table, files, config,
-                          settings, descriptions[0], tuple(seeds))
+                          settings, descriptions[0], tuple(seeds), overrides)
 
 
 def results_markdown(result: ExperimentResult, command: str, machine: str,
-                     date: str) -> str:
-  """The RESULTS.md section of a run."""
+                     date: str,
+                     searched: Optional[Mapping[str, Any]] = None) -> str:
+  """The RESULTS.md section of a run (`searched`: as `selected_lines`)."""
   c = result.config
   settings = result.settings
   lines = [
@@ -896,16 +1065,19 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
       f'{list(result.seeds)} (each draws the split, the initial model, the '
       'sampling and the delays).',
       f'* {c.num_clients} clients, {c.clients_per_round} per round, '
-      f'{c.rounds} rounds; K = {c.client_steps} local {c.client_optimizer} '
-      f'steps of batch {c.client_batch_size} at lr {c.client_lr}; server lr '
+      f'{c.rounds} rounds; {local_training(c)}; server lr '
       f'{c.server_lr}, buffer M = {c.buffer_size}, FedAsync alpha '
-      f'{c.fedasync_alpha}; server SGD {c.server_steps} steps at lr '
-      f'{c.server_sgd_lr}; Feddle atlas {2 * c.clients_per_round}, '
-      f'{c.feddle_search_steps} search steps at lr {c.feddle_search_lr}, '
-      f'lambda 0 (in-domain) / {c.feddle_ood_lambda} (out-of-domain); '
-      f'LoAdaBoost E = {c.loadaboost_epochs} (SGD); CNN filters '
+      f'{c.fedasync_alpha} and a {c.fedasync_a}; server '
+      f'{c.server_optimizer} {_count(c.server_epochs, c.server_steps)} at '
+      f'lr {c.server_sgd_lr}; Feddle atlas {2 * c.clients_per_round}, '
+      f'{c.feddle_search_optimizer} search '
+      f'{_count(c.feddle_search_epochs, c.feddle_search_steps)} at lr '
+      f'{c.feddle_search_lr}, lambda 0 (in-domain) / {c.feddle_ood_lambda} '
+      f'(out-of-domain); LoAdaBoost E = {c.loadaboost_epochs} (SGD at lr '
+      f'{c.loadaboost_lr}); CNN filters '
       f'{list(c.conv_filters)}, dense {c.dense_units}.',
       '',
+  ] + selected_lines(result.overrides, searched) + [
       'Final accuracy (%): best of the last 5 evaluations (every '
       f'{c.eval_every} rounds), mean ± std over seeds, as in the paper; best '
       'of each column in bold; (n = k): only k seeds finished. * no delays '

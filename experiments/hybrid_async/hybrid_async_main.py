@@ -48,6 +48,7 @@ from absl import app
 from absl import flags
 
 from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import tune_lib
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results as results_lib
 from tff_mixed.tasks import hybrid_images
@@ -86,8 +87,21 @@ _SERVER_SIZE = flags.DEFINE_integer(
 _EVAL_SIZE = flags.DEFINE_integer(
     'eval_size', _DEFAULTS.eval_size, 'Held-out examples (the server\'s '
     'come out of them; the rest evaluate).', lower_bound=2)
-_CLIENT_STEPS = flags.DEFINE_integer('client_steps', _DEFAULTS.client_steps,
-                                     'Local steps.', lower_bound=1)
+_VALIDATION_SIZE = flags.DEFINE_integer(
+    'validation_size', _DEFAULTS.validation_size, 'Held-out examples set '
+    'apart for hyperparameter search (never evaluated on here; pass the '
+    'value tune_main used).', lower_bound=0)
+_SELECTED_JSON = flags.DEFINE_string(
+    'selected_json', None, 'selected.json of tune_main: run every method at '
+    'its selected hyperparameters (the file\'s client values for all) and '
+    'report them beside the results.')
+_CLIENT_EPOCHS = flags.DEFINE_integer(
+    'client_epochs', _DEFAULTS.client_epochs, 'Local epochs (the paper\'s '
+    'protocol, with --client_steps=0).', lower_bound=1)
+_CLIENT_STEPS = flags.DEFINE_integer(
+    'client_steps', _DEFAULTS.client_steps, 'K fixed local steps instead of '
+    '--client_epochs (the earlier protocol); 0: train epochs.',
+    lower_bound=0)
 _CLIENT_BATCH_SIZE = flags.DEFINE_integer(
     'client_batch_size', _DEFAULTS.client_batch_size, 'Local batch size.',
     lower_bound=1)
@@ -98,7 +112,13 @@ _CLIENT_LR = flags.DEFINE_float('client_lr', _DEFAULTS.client_lr,
                                 'Client learning rate.')
 _LOADABOOST_EPOCHS = flags.DEFINE_integer(
     'loadaboost_epochs', _DEFAULTS.loadaboost_epochs, 'LoAdaBoost\'s E (even;'
-    ' clients train E/2 to 3E/2 epochs of client_steps / E batches).')
+    ' clients train E/2 to 3E/2 epochs of K / E batches).')
+_LOADABOOST_STEPS = flags.DEFINE_integer(
+    'loadaboost_steps', _DEFAULTS.loadaboost_steps, 'LoAdaBoost\'s K when '
+    'the other clients train epochs (--client_steps=0).', lower_bound=1)
+_LOADABOOST_LR = flags.DEFINE_float(
+    'loadaboost_lr', _DEFAULTS.loadaboost_lr, 'LoAdaBoost\'s SGD learning '
+    'rate.')
 _ID_PROBE_SIZE = flags.DEFINE_integer(
     'id_probe_size', _DEFAULTS.id_probe_size, 'In-domain examples probing '
     'the alignment of feddle_ood\'s coefficient gradient (diagnostic only).',
@@ -111,15 +131,33 @@ _BUFFER_SIZE = flags.DEFINE_integer('buffer_size', _DEFAULTS.buffer_size,
 _FEDASYNC_ALPHA = flags.DEFINE_float('fedasync_alpha',
                                      _DEFAULTS.fedasync_alpha,
                                      'FedAsync mixing weight.')
+_FEDASYNC_A = flags.DEFINE_float(
+    'fedasync_a', _DEFAULTS.fedasync_a, 'FedAsync\'s adaptive constant a: '
+    'staleness weight (1 + staleness)^-a.', lower_bound=0.0)
 _SERVER_STEPS = flags.DEFINE_integer(
     'server_steps', _DEFAULTS.server_steps, 'Server SGD steps per merge '
     '(Center, Fed+FT, HFCL, FedDF).', lower_bound=0)
+_SERVER_EPOCHS = flags.DEFINE_integer(
+    'server_epochs', _DEFAULTS.server_epochs, 'Server epochs per merge '
+    '(Center, Fed+FT, HFCL, FedDF; the paper\'s unit); 0: --server_steps '
+    'batches.', lower_bound=0)
 _SERVER_SGD_LR = flags.DEFINE_float(
     'server_sgd_lr', _DEFAULTS.server_sgd_lr, 'Learning rate of server SGD '
     '(Center, Fed+FT, HFCL, FedDF).')
 _FEDDLE_STEPS = flags.DEFINE_integer(
     'feddle_search_steps', _DEFAULTS.feddle_search_steps,
     'Coefficient search steps.', lower_bound=0)
+_SERVER_OPTIMIZER = flags.DEFINE_enum(
+    'server_optimizer', _DEFAULTS.server_optimizer,
+    list(_LIB.CLIENT_OPTIMIZERS), 'Server training\'s optimizer (Center, '
+    'Fed+FT, HFCL, FedDF); Adam\'s rate is cosine-annealed over a round.')
+_FEDDLE_OPTIMIZER = flags.DEFINE_enum(
+    'feddle_search_optimizer', _DEFAULTS.feddle_search_optimizer,
+    list(_LIB.CLIENT_OPTIMIZERS), 'Feddle\'s coefficient search optimizer.')
+_FEDDLE_EPOCHS = flags.DEFINE_integer(
+    'feddle_search_epochs', _DEFAULTS.feddle_search_epochs,
+    'Coefficient search epochs over the server set (the paper\'s unit); 0: '
+    '--feddle_search_steps batches.', lower_bound=0)
 _FEDDLE_LR = flags.DEFINE_float('feddle_search_lr',
                                 _DEFAULTS.feddle_search_lr,
                                 'Coefficient search learning rate.')
@@ -150,7 +188,8 @@ def _images(name: str, size: int):
   return images.downsample_images(x, x.shape[1] // size), y
 
 
-def _load(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
+def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
+  """The data of a seed and label skew, from the flags' image sets."""
   images = hybrid_images
   size = _IMAGE_SIZE.value
   digits = _images('digits', size)
@@ -168,7 +207,8 @@ def _load(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
                      '--methods.')
   split = images.build_hybrid_split(
       main[0], main[1], num_clients=config.num_clients, alpha=alpha,
-      server_size=config.server_size, eval_size=config.eval_size, seed=seed)
+      server_size=config.server_size, eval_size=config.eval_size, seed=seed,
+      validation_size=config.validation_size)
   description = (f'clients: {names[0]} at {size}x{size} '
                  f'({split.description}); out-of-domain server set: '
                  f'{names[1] if ood is not None else "none"}')
@@ -176,9 +216,9 @@ def _load(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
                    description)
 
 
-def main(argv: Sequence[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+def config_from_flags() -> tuple['hybrid_async_lib.Config',
+                                  list['hybrid_async_lib.Setting'], list[int]]:
+  """The flags' config, settings and seeds, validated."""
   try:
     seeds = [int(s) for s in _SEEDS.value]
     filters = tuple(int(f) for f in _CONV_FILTERS.value)
@@ -194,28 +234,55 @@ def main(argv: Sequence[str]) -> None:
       alpha=settings[0].alpha if settings else 0.0,
       server_size=_SERVER_SIZE.value,
       eval_size=_EVAL_SIZE.value, client_steps=_CLIENT_STEPS.value,
+      client_epochs=_CLIENT_EPOCHS.value,
       client_batch_size=_CLIENT_BATCH_SIZE.value,
       client_optimizer=_CLIENT_OPTIMIZER.value, client_lr=_CLIENT_LR.value,
       server_lr=_SERVER_LR.value, buffer_size=_BUFFER_SIZE.value,
-      fedasync_alpha=_FEDASYNC_ALPHA.value, server_steps=_SERVER_STEPS.value,
+      fedasync_alpha=_FEDASYNC_ALPHA.value, fedasync_a=_FEDASYNC_A.value,
+      server_steps=_SERVER_STEPS.value, server_epochs=_SERVER_EPOCHS.value,
       server_sgd_lr=_SERVER_SGD_LR.value,
+      server_optimizer=_SERVER_OPTIMIZER.value,
+      feddle_search_optimizer=_FEDDLE_OPTIMIZER.value,
       feddle_search_steps=_FEDDLE_STEPS.value,
+      feddle_search_epochs=_FEDDLE_EPOCHS.value,
       feddle_search_lr=_FEDDLE_LR.value,
       loadaboost_epochs=_LOADABOOST_EPOCHS.value,
+      loadaboost_steps=_LOADABOOST_STEPS.value,
+      loadaboost_lr=_LOADABOOST_LR.value,
       id_probe_size=_ID_PROBE_SIZE.value, conv_filters=filters,
-      dense_units=_DENSE_UNITS.value, eval_every=_EVAL_EVERY.value)
+      dense_units=_DENSE_UNITS.value, eval_every=_EVAL_EVERY.value,
+      validation_size=_VALIDATION_SIZE.value)
   if not settings:
     raise ValueError('--alphas and --delay_stds must be non-empty.')
   _LIB.validate(config, _METHODS.value, settings, seeds)
+  return config, settings, seeds
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  config, settings, seeds = config_from_flags()
+  overrides, searched = None, None
+  if _SELECTED_JSON.value:
+    selected = tune_lib.read_selected(_SELECTED_JSON.value)
+    config = config._replace(**selected.client)
+    overrides = {m: v for m, v in selected.methods.items()
+                 if m in _METHODS.value}
+    if selected.client and _LIB.FEDAVG in _METHODS.value:
+      # Already every method's: listed on the row of the method searched.
+      overrides[_LIB.FEDAVG] = dict(selected.client)
+    searched = selected.searched
   # The split is drawn per seed and alpha inside run_experiment's loop.
   result = _LIB.run_experiment(
-      lambda seed, alpha: _load(config, seed, alpha), config,
+      lambda seed, alpha: load_data(config, seed, alpha), config,
       methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
-      settings=settings, clients_per_group=_CLIENTS_PER_GROUP.value)
+      settings=settings, clients_per_group=_CLIENTS_PER_GROUP.value,
+      overrides=overrides)
   results_lib.publish(
       result.table, result.files, _RESULTS,
       module='experiments.hybrid_async.hybrid_async_main',
-      markdown_fn=functools.partial(_LIB.results_markdown, result),
+      markdown_fn=functools.partial(_LIB.results_markdown, result,
+                                    searched=searched),
       after=RESULTS_SECTION)
 
 

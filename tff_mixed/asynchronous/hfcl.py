@@ -105,7 +105,8 @@ def hfcl_round(model: Any, weights: Weights,
                client_deltas: Sequence[Weights],
                client_weights: Sequence[float], server_x: Any,
                server_y: Any, *, steps: int, batch_size: int,
-               learning_rate: float, seed: int = 0) -> list[np.ndarray]:
+               learning_rate: float, seed: int = 0,
+               optimizer: str = server_sgd.SGD) -> list[np.ndarray]:
   """One HFCL server round: `server_sgd` from x, then `hfcl_merge`.
 
   The server's weight is its number of examples, `len(server_y)`, so pass
@@ -122,6 +123,7 @@ def hfcl_round(model: Any, weights: Weights,
     batch_size: The server's batch size.
     learning_rate: The server's SGD step size.
     seed: Seeds the server's batch order.
+    optimizer: The server's optimizer (`server_sgd.server_sgd`).
 
   Returns:
     The new weights, a new list of numpy arrays.
@@ -131,7 +133,7 @@ def hfcl_round(model: Any, weights: Weights,
   """
   trained = server_sgd.server_sgd(
       model, weights, server_x, server_y, steps=steps, batch_size=batch_size,
-      learning_rate=learning_rate, seed=seed)
+      learning_rate=learning_rate, seed=seed, optimizer=optimizer)
   base = server_sgd.model_weights(model, weights, 'weights')
   server_delta = [t - w for t, w in zip(trained, base)]
   _, num_examples = server_data.server_arrays(model, server_x, server_y)

@@ -37,7 +37,7 @@ Every server training round k of a method draws its minibatch order from
 """
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -71,11 +71,13 @@ class ServerTraining(NamedTuple):
     steps: SGD steps a round (see `server_sgd.steps_per_epoch`).
     batch_size: Examples per server batch.
     learning_rate: The server's SGD step size.
+    optimizer: 'sgd' or 'adam' (`server_sgd.run_sgd`).
   """
 
   steps: int
   batch_size: int
   learning_rate: float
+  optimizer: str = SGD
 
 
 def round_seed(seed: int, round_index: int) -> int:
@@ -113,7 +115,8 @@ class CenterMethod:
     t = self._training
     return server_sgd_lib.server_sgd(
         model, weights, x, y, steps=t.steps, batch_size=t.batch_size,
-        learning_rate=t.learning_rate, seed=round_seed(self._seed, step))
+        learning_rate=t.learning_rate, seed=round_seed(self._seed, step),
+        optimizer=t.optimizer)
 
 
 class MergeState(NamedTuple):
@@ -154,14 +157,32 @@ class FineTuneMethod:
 
 class HFCLMethod:
   """HFCL: the server trains a copy on its data and joins each merge as one
-  more participant weighted by its data size (clients: `client_examples`)."""
+  more participant weighted by its data size.
+
+  With `client_epochs` (clients train E epochs), each client update is
+  weighted by its own data size, `ClientUpdate.num_examples / E` (the count
+  is of examples trained on, E per example): HFCL's size weighting. Without
+  it (clients train K fixed steps, so the count says nothing of the data
+  size), every client weighs `client_examples`.
+  """
 
   def __init__(self, model: Any, server_x: Any, server_y: Any,
-               training: ServerTraining, seed: int, client_examples: float):
+               training: ServerTraining, seed: int, client_examples: float,
+               client_epochs: Optional[int] = None):
     self._args = (model, server_x, server_y)
     self._training = training
     self._seed = seed
     self._client_examples = client_examples
+    self._client_epochs = client_epochs
+
+  def client_weight(self, update: ClientUpdate) -> float:
+    """An update's weight in the merge: its client's data size."""
+    if self._client_epochs is None:
+      return self._client_examples
+    if update.num_examples is None:
+      raise ValueError('HFCL weighs clients by data size: a ClientUpdate '
+                       'needs its num_examples.')
+    return update.num_examples / self._client_epochs
 
   def initial_state(self) -> int:
     return 0
@@ -173,9 +194,9 @@ class HFCLMethod:
     t = self._training
     return state + 1, hfcl.hfcl_round(
         model, weights, [u.delta for u in updates],
-        [self._client_examples] * len(updates), x, y, steps=t.steps,
+        [self.client_weight(u) for u in updates], x, y, steps=t.steps,
         batch_size=t.batch_size, learning_rate=t.learning_rate,
-        seed=round_seed(self._seed, state))
+        seed=round_seed(self._seed, state), optimizer=t.optimizer)
 
 
 class FedDFMethod:
@@ -207,7 +228,8 @@ class FedDFMethod:
       weights = feddf.feddf_distill(
           self._model, weights, list(teachers), self._x, steps=t.steps,
           batch_size=t.batch_size, learning_rate=t.learning_rate,
-          temperature=self._temperature, seed=round_seed(self._seed, merges))
+          temperature=self._temperature, seed=round_seed(self._seed, merges),
+          optimizer=t.optimizer)
       teachers = ()
       merges += 1
     return MergeState(fedbuff_state, merges, teachers), weights

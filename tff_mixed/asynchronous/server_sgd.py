@@ -190,7 +190,7 @@ def check_sgd_args(steps: Any, batch_size: Any, learning_rate: Any,
 
 def server_sgd(model: Any, weights: Weights, server_x: Any, server_y: Any,
                *, steps: int, batch_size: int, learning_rate: float,
-               seed: int = 0) -> list[np.ndarray]:
+               seed: int = 0, optimizer: str = SGD) -> list[np.ndarray]:
   """Minibatch SGD on the server data, the block every baseline shares.
 
   Runs `steps` steps of w <- w - learning_rate * grad L(w; batch), where L is
@@ -208,6 +208,9 @@ def server_sgd(model: Any, weights: Weights, server_x: Any, server_y: Any,
     batch_size: Examples per batch (>= 1; capped by the data size).
     learning_rate: The SGD step size (> 0).
     seed: Seeds the batch order.
+    optimizer: 'sgd' (default) or 'adam' (`run_sgd`'s Adam, its rate
+      cosine-annealed over the steps; the guided-model-merging paper's
+      server lr grids, 1e-5 to 1e-3, are Adam's scale).
 
   Returns:
     The trained weights, a new list of numpy arrays with the model's dtypes.
@@ -221,12 +224,21 @@ def server_sgd(model: Any, weights: Weights, server_x: Any, server_y: Any,
   check_model(model)
   steps, batch_size, learning_rate, seed = check_sgd_args(
       steps, batch_size, learning_rate, seed)
+  check_optimizer(optimizer)
   weights = model_weights(model, weights, 'weights')
   data, num_examples = server_data.server_arrays(model, server_x, server_y)
   batch_loss = model_ops.trainable_loss_fn(model)
   return run_sgd(batch_loss, weights, data, num_examples, steps=steps,
                   batch_size=batch_size, learning_rate=learning_rate,
-                  seed=seed)
+                  seed=seed, optimizer=optimizer)
+
+
+def check_optimizer(optimizer: Any) -> str:
+  """Refuses an optimizer name outside `OPTIMIZERS`."""
+  if optimizer not in OPTIMIZERS:
+    raise ValueError(f'`optimizer` must be one of {OPTIMIZERS}, got '
+                     f'{optimizer!r}.')
+  return optimizer
 
 
 def center_round(model: Any, weights: Weights, server_x: Any, server_y: Any,

@@ -49,7 +49,14 @@ arrival (`schedule.Arrival.staleness`).
       x <- x + eta_g * (1/M) sum_{j in buffer} w(tau_j) delta_j
 
   and empties it, w(tau) = (1 + tau)^(-p) (p = `staleness_exponent`,
-  default 0: the plain mean). The step is along the mean, as the guided
+  default 0: the plain mean). With `weighting='num_examples'` the mean is
+  weighted by the clients' example counts n_j (`ClientUpdate.num_examples`),
+
+      x <- x + eta_g * sum_j n_j w(tau_j) delta_j / sum_j n_j,
+
+  so that M updates from one model with eta_g = 1 make a round of weighted
+  FedAvg (McMahan et al. 2017, the `fedavg` baseline of the guided merging
+  paper). The step is along the mean, as the guided
   merging paper states FedBuff (Zhu et al., appendix: eta_g / M times the sum
   of the buffered updates); FLSim's FedBuff steps along the sum, so its
   server learning rate is eta_g / M. With M = 1 and every client starting
@@ -86,6 +93,12 @@ import numpy as np
 Weights = Sequence[Any]
 StalenessFn = Callable[[int], float]
 
+# How FedBuff averages a full buffer: the plain mean (FedBuff's paper) or
+# weighted by the clients' example counts (FedAvg's weighting).
+WEIGHTING_UNIFORM = 'uniform'
+WEIGHTING_NUM_EXAMPLES = 'num_examples'
+WEIGHTINGS = (WEIGHTING_UNIFORM, WEIGHTING_NUM_EXAMPLES)
+
 CACHE_AVERAGE_ALL_CLIENTS = 'all_clients'
 CACHE_AVERAGE_CACHED_CLIENTS = 'cached_clients'
 _CACHE_AVERAGES = (CACHE_AVERAGE_ALL_CLIENTS, CACHE_AVERAGE_CACHED_CLIENTS)
@@ -104,11 +117,14 @@ class ClientUpdate(NamedTuple):
     staleness: Rounds between the broadcast the client trained from and the
       arrival (>= 0).
     base: The model the client started from; required by FedAsync only.
+    num_examples: The examples the client trained on (its update's weight
+      in weighted aggregation); required by `weighting='num_examples'`.
   """
   client: int
   delta: Weights
   staleness: int
   base: Optional[Weights] = None
+  num_examples: Optional[float] = None
 
 
 class BufferedUpdate(NamedTuple):
@@ -118,10 +134,12 @@ class BufferedUpdate(NamedTuple):
     client: The client id.
     delta: The update, a tuple of float64 arrays.
     staleness: Its staleness when it arrived.
+    num_examples: Its example count (1 when the aggregation is unweighted).
   """
   client: int
   delta: tuple[np.ndarray, ...]
   staleness: int
+  num_examples: float = 1.0
 
 
 class FedAsyncState(NamedTuple):
@@ -260,6 +278,16 @@ def _check_update(update: Any, weights: Sequence[np.ndarray],
   return delta
 
 
+def _update_weight(update: ClientUpdate, position: int) -> float:
+  """The example count of an update, checked: a finite number > 0."""
+  n = update.num_examples
+  if (isinstance(n, bool) or not isinstance(n, numbers.Real)
+      or not np.isfinite(n) or n <= 0):
+    raise ValueError(f'updates[{position}].num_examples must be a finite '
+                     f'number > 0 for weighted aggregation, got {n!r}.')
+  return float(n)
+
+
 def _cast_like(values: Sequence[np.ndarray], like: Weights) -> list[np.ndarray]:
   """Returns `values` with the dtypes of the caller's weights."""
   return [np.asarray(v).astype(np.asarray(w).dtype, copy=False)
@@ -348,12 +376,14 @@ class FedBuff(AsyncStrategy):
   """FedBuff (Nguyen et al. 2022): average every M buffered updates.
 
   When the buffer holds M updates:
-  `x <- x + eta_g * (1/M) sum_j (1 + tau_j)^(-p) delta_j`; leftovers stay
+  `x <- x + eta_g * (1/M) sum_j (1 + tau_j)^(-p) delta_j` (or the mean
+  weighted by example counts, `weighting='num_examples'`); leftovers stay
   buffered.
   """
 
   def __init__(self, learning_rate: float, buffer_size: int,
-               staleness_exponent: float = 0.0):
+               staleness_exponent: float = 0.0,
+               weighting: str = WEIGHTING_UNIFORM):
     """Configures FedBuff.
 
     Args:
@@ -361,6 +391,9 @@ class FedBuff(AsyncStrategy):
       buffer_size: M, >= 1.
       staleness_exponent: p >= 0 of the update weights (1 + tau)^(-p); 0
         (default) gives the plain mean.
+      weighting: 'uniform' (default: each buffered update counts 1/M) or
+        'num_examples' (each counts n_j / sum n, n_j its
+        `ClientUpdate.num_examples`: weighted FedAvg).
 
     Raises:
       ValueError: If an argument is out of range.
@@ -368,6 +401,10 @@ class FedBuff(AsyncStrategy):
     _check_learning_rate(learning_rate)
     _check_buffer_size(buffer_size)
     _check_finite_at_least('staleness_exponent', staleness_exponent, 0.0)
+    if weighting not in WEIGHTINGS:
+      raise ValueError(f'weighting must be one of {WEIGHTINGS}, got '
+                       f'{weighting!r}.')
+    self.weighting = weighting
     self.learning_rate = float(learning_rate)
     self.buffer_size = int(buffer_size)
     self.staleness_exponent = float(staleness_exponent)
@@ -382,16 +419,22 @@ class FedBuff(AsyncStrategy):
     x = _as_float64(weights, 'weights')
     buffer = list(state.buffer)
     num_updates = state.num_updates
+    weighted = self.weighting == WEIGHTING_NUM_EXAMPLES
     for i, update in enumerate(updates):
       delta = _check_update(update, x, i)
-      buffer.append(BufferedUpdate(update.client, delta, update.staleness))
+      buffer.append(BufferedUpdate(
+          update.client, delta, update.staleness,
+          _update_weight(update, i) if weighted else 1.0))
       if len(buffer) == self.buffer_size:
         step = [np.zeros_like(xi) for xi in x]
         for entry in buffer:
-          scale = (1.0 + entry.staleness) ** (-self.staleness_exponent)
+          scale = entry.num_examples * (1.0 + entry.staleness) ** (
+              -self.staleness_exponent)
           for s, d in zip(step, entry.delta):
             s += scale * d
-        x = tuple(xi + self.learning_rate * s / self.buffer_size
+        # Uniform weights are all 1, so the total is M: the plain mean.
+        total = sum(entry.num_examples for entry in buffer)
+        x = tuple(xi + self.learning_rate * s / total
                   for xi, s in zip(x, step))
         buffer = []
         num_updates += 1

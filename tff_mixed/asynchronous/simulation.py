@@ -76,8 +76,8 @@ class AsyncState(NamedTuple):
   Attributes:
     weights: The global trainable weights.
     method_state: The server method's state.
-    pending: Per client, its trained update and the weights it started from,
-      held until the update arrives.
+    pending: Per client, its trained update, the weights it started from and
+      its example count, held until the update arrives.
     train_loss: The last trained round's mean client loss (NaN before).
     num_trained: Client updates computed.
     num_applied: Client updates that arrived and were given to the method.
@@ -86,7 +86,7 @@ class AsyncState(NamedTuple):
 
   weights: list[np.ndarray]
   method_state: Any
-  pending: dict[int, tuple[list[np.ndarray], list[np.ndarray]]]
+  pending: dict[int, tuple[list[np.ndarray], list[np.ndarray], float]]
   train_loss: float
   num_trained: int
   num_applied: int
@@ -115,8 +115,11 @@ class AsyncProcess:
     self._uses_updates = getattr(method, 'uses_client_updates', True)
 
   def _train(self, weights: list[np.ndarray], round_num: int,
-             clients: list[int]) -> tuple[list[list[np.ndarray]], float]:
-    """Each client's update (`trained - weights`) and the mean loss."""
+             clients: list[int]
+             ) -> tuple[list[list[np.ndarray]], list[float], float]:
+    """Each client's update (`trained - weights`) and example count (the
+    examples it trained on, its weight in weighted aggregation), and the
+    mean loss."""
     model_weights = tff.learning.models.ModelWeights(
         trainable=tuple(weights), non_trainable=())
     size = client_groups.clients_per_group_for(self._clients_per_group,
@@ -126,6 +129,7 @@ class AsyncProcess:
           model_weights, [self._dataset_fn(c, round_num) for c in clients])
       updates = [[np.asarray(u) for u in update]
                  for update in result['update']]
+      counts = [float(n) for n in result['num_examples']]
     else:
       groups = client_groups.split_cohort(clients, size)
       result = self._group_training(
@@ -135,7 +139,9 @@ class AsyncProcess:
       updates = [[np.asarray(u)[m] for u in stacked]
                  for stacked, g in zip(result['update'], groups)
                  for m in range(len(g))]
-    return updates, float(result['loss'])
+      counts = [float(n) for stacked in result['num_examples']
+                for n in np.asarray(stacked)]
+    return updates, counts, float(result['loss'])
 
   def initialize(self) -> AsyncState:
     return AsyncState([np.asarray(w) for w in self._initial_weights],
@@ -154,18 +160,19 @@ class AsyncProcess:
     pending = dict(state.pending)
     trained, train_loss = state.num_trained, state.train_loss
     if to_train:
-      client_updates, train_loss = self._train(state.weights, round_num,
-                                               to_train)
-      for client, update in zip(to_train, client_updates):
-        pending[client] = (update, state.weights)
+      client_updates, counts, train_loss = self._train(
+          state.weights, round_num, to_train)
+      for client, update, count in zip(to_train, client_updates, counts):
+        pending[client] = (update, state.weights, count)
       trained += len(to_train)
     updates = []
     for arrival in schedule.arrivals(round_num):
       if arrival.client not in pending:
         continue  # Never trained: it could not arrive within the run.
-      delta, base = pending.pop(arrival.client)
+      delta, base, count = pending.pop(arrival.client)
       updates.append(server_strategies.ClientUpdate(
-          arrival.client, delta, arrival.staleness, base=base))
+          arrival.client, delta, arrival.staleness, base=base,
+          num_examples=count))
     method_state, weights = self._method.apply(state.method_state,
                                                state.weights, updates)
     return AsyncState([np.asarray(w) for w in weights], method_state, pending,

@@ -186,6 +186,12 @@ class HybridSplit(NamedTuple):
     eval_x: `images[eval_indices]`.
     eval_y: `labels[eval_indices]`.
     description: One line describing the split, for reports.
+    validation_indices: Rows of the validation examples (from the held-out
+      set, apart from the server's and the evaluation examples): what
+      hyperparameters are selected on, so the evaluation (test) set never
+      is. Empty without `validation_size`.
+    validation_x: `images[validation_indices]`.
+    validation_y: `labels[validation_indices]`.
   """
   images: np.ndarray
   labels: np.ndarray
@@ -197,10 +203,27 @@ class HybridSplit(NamedTuple):
   eval_x: np.ndarray
   eval_y: np.ndarray
   description: str
+  validation_indices: np.ndarray = np.zeros(0, np.int64)
+  validation_x: Optional[np.ndarray] = None
+  validation_y: Optional[np.ndarray] = None
 
   @property
   def num_clients(self) -> int:
     return len(self.client_indices)
+
+  def for_validation(self) -> 'HybridSplit':
+    """The split with its validation examples in place of the evaluation
+    ones: a run on it is scored on the validation set (hyperparameter
+    search), never seeing the test set.
+
+    Raises:
+      ValueError: If the split has no validation examples.
+    """
+    if not self.validation_indices.size:
+      raise ValueError('The split has no validation examples: build it '
+                       'with validation_size > 0.')
+    return self._replace(eval_indices=self.validation_indices,
+                         eval_x=self.validation_x, eval_y=self.validation_y)
 
   def client_arrays(self, client: int) -> tuple[np.ndarray, np.ndarray]:
     """`(x, y)` numpy arrays of client `client` (0-based)."""
@@ -237,7 +260,8 @@ def build_hybrid_split(images: np.ndarray,
                        seed: int,
                        eval_fraction: Optional[float] = None,
                        eval_size: Optional[int] = None,
-                       top_up: bool = True) -> HybridSplit:
+                       top_up: bool = True,
+                       validation_size: int = 0) -> HybridSplit:
   """Splits labelled images into clients, server data and evaluation data.
 
   Conventions (following the Feddle paper, appendix D):
@@ -246,9 +270,12 @@ def build_hybrid_split(images: np.ndarray,
       `round(eval_fraction * N)`) plays the paper's test set; the other
       examples are the training data.
   2.  `server_size` uniformly random examples of the held-out set are the
-      server's in-domain data; the rest of the held-out set is the
-      evaluation set. Server and evaluation data are thus disjoint and
-      neither is seen by any client.
+      server's in-domain data, the next `validation_size` the validation
+      set; the rest of the held-out set is the evaluation set. Server,
+      validation and evaluation data are thus disjoint and none is seen by
+      any client. The clients' and server's data do not depend on
+      `validation_size`: a search on the validation set and the final runs
+      on the evaluation set share them.
   3.  The training data are partitioned over `num_clients` clients with
       `dirichlet_partition.dirichlet_partition(..., alpha, top_up=top_up)`
       (every client gets at least one example).
@@ -268,6 +295,7 @@ def build_hybrid_split(images: np.ndarray,
     eval_size: Number of examples held out.
     top_up: Repair an empty client by moving examples to it (see
       `dirichlet_partition`) instead of redrawing the partition.
+    validation_size: Held-out examples set apart for validation, >= 0.
 
   Returns:
     A `HybridSplit`.
@@ -290,6 +318,7 @@ def build_hybrid_split(images: np.ndarray,
   num_examples = labels.size
   num_clients = _check_count('num_clients', num_clients, 1)
   server_size = _check_count('server_size', server_size, 0)
+  validation_size = _check_count('validation_size', validation_size, 0)
   seed = _check_count('seed', seed, 0)
   if (eval_fraction is None) == (eval_size is None):
     raise ValueError('Give exactly one of `eval_fraction` and `eval_size`.')
@@ -301,10 +330,11 @@ def build_hybrid_split(images: np.ndarray,
                        f'{eval_fraction!r}.')
     eval_size = int(round(eval_fraction * num_examples))
   held_out = _check_count('eval_size', eval_size, 1)
-  if held_out <= server_size:
+  if held_out <= server_size + validation_size:
     raise ValueError(
         f'The held-out set ({held_out} examples) must be larger than '
-        f'server_size={server_size}, leaving examples to evaluate on.')
+        f'server_size={server_size} + validation_size={validation_size}, '
+        'leaving examples to evaluate on.')
   if num_examples - held_out < num_clients:
     raise ValueError(
         f'{num_examples - held_out} training examples (of {num_examples}, '
@@ -316,7 +346,10 @@ def build_hybrid_split(images: np.ndarray,
       for child in np.random.SeedSequence(seed).spawn(2))
   order = np.random.default_rng(split_seed).permutation(num_examples)
   server_indices = np.sort(order[:server_size]).astype(np.int64)
-  eval_indices = np.sort(order[server_size:held_out]).astype(np.int64)
+  validation_end = server_size + validation_size
+  validation_indices = np.sort(
+      order[server_size:validation_end]).astype(np.int64)
+  eval_indices = np.sort(order[validation_end:held_out]).astype(np.int64)
   train_indices = np.sort(order[held_out:]).astype(np.int64)
   parts = dp.dirichlet_partition(labels[train_indices], num_clients, alpha,
                                  partition_seed, min_examples=1,
@@ -329,8 +362,9 @@ def build_hybrid_split(images: np.ndarray,
       f'training examples over {num_clients} clients by Dirichlet(alpha='
       f'{alpha}) (client sizes min {sizes.min()}, median '
       f'{int(np.median(sizes))}, max {sizes.max()}); {held_out} held out: '
-      f'{server_size} server in-domain, {held_out - server_size} evaluation; '
-      f'seed {seed}.')
+      f'{server_size} server in-domain, '
+      + (f'{validation_size} validation, ' if validation_size else '')
+      + f'{eval_indices.size} evaluation; seed {seed}.')
   labels = labels.astype(np.int32)
   return HybridSplit(
       images=images,
@@ -343,6 +377,9 @@ def build_hybrid_split(images: np.ndarray,
       eval_x=images[eval_indices],
       eval_y=labels[eval_indices],
       description=description,
+      validation_indices=validation_indices,
+      validation_x=images[validation_indices],
+      validation_y=labels[validation_indices],
   )
 
 
@@ -387,41 +424,58 @@ def client_data(split: HybridSplit) -> tff.simulation.datasets.ClientData:
 
 
 def client_dataset(split: HybridSplit, client, batch_size: int,
-                   num_steps: int, seed: int) -> tf.data.Dataset:
-  """A client's local training stream: `num_steps` shuffled batches.
+                   num_steps: Optional[int], seed: int, *,
+                   epochs: Optional[int] = None) -> tf.data.Dataset:
+  """A client's local training stream: K batches, or E epochs.
 
-  The client's examples are shuffled (reshuffled every pass), repeated as
-  often as needed and batched, so every batch is full even when the client
-  holds fewer than `batch_size` examples, as with small Dirichlet alpha.
+  Two local-training protocols:
+
+  *   `num_steps` (K fixed steps, `epochs=None`): the client's examples are
+      shuffled (reshuffled every pass), repeated as often as needed and
+      batched, so every batch is full even when the client holds fewer than
+      `batch_size` examples, as with small Dirichlet alpha
+      (`client_stream`).
+  *   `epochs` (`num_steps=None`): E passes over the client's data, each a
+      fresh permutation cut into `ceil(n / batch_size)` batches (the last
+      possibly smaller), as the guided-model-merging paper's clients train
+      (appendix D: client epochs tuned with Adam; Alg. 1 line 6)
+      (`client_epochs_stream`).
 
   Args:
     split: A `HybridSplit`.
     client: Client index or id ('0'..'N-1').
     batch_size: Examples per batch, >= 1.
-    num_steps: Number of batches, >= 1.
+    num_steps: Number of batches, >= 1; None with `epochs`.
     seed: Shuffle seed (integer >= 0); the same seed gives the same stream
       for a newly built dataset.
+    epochs: Passes over the client's data, >= 1; None with `num_steps`.
 
   Returns:
-    A `tf.data.Dataset` of `(float32[batch_size, h, w, c],
-    int32[batch_size])` batches.
+    A `tf.data.Dataset` of `(float32[b, h, w, c], int32[b])` batches.
 
   Raises:
-    ValueError: If `client` is unknown or an argument is invalid.
+    ValueError: If `client` is unknown, an argument is invalid, or not
+      exactly one of `num_steps` and `epochs` is given.
   """
   index = _check_client(split, client)
   batch_size = _check_count('batch_size', batch_size, 1)
-  num_steps = _check_count('num_steps', num_steps, 1)
+  if (num_steps is None) == (epochs is None):
+    raise ValueError('Give exactly one of `num_steps` and `epochs`, got '
+                     f'num_steps={num_steps!r}, epochs={epochs!r}.')
   seed = _check_count('seed', seed, 0)
   x, y = split.client_arrays(index)
-  return client_stream(tf.data.Dataset.from_tensor_slices(
-      (x.astype(np.float32), y.astype(np.int32))), len(y), batch_size,
-                       num_steps, seed)
+  examples = tf.data.Dataset.from_tensor_slices(
+      (x.astype(np.float32), y.astype(np.int32)))
+  if epochs is not None:
+    return client_epochs_stream(examples, len(y), batch_size,
+                                _check_count('epochs', epochs, 1), seed)
+  return client_stream(examples, len(y), batch_size,
+                       _check_count('num_steps', num_steps, 1), seed)
 
 
 def client_stream(examples: tf.data.Dataset, num_examples, batch_size: int,
                   num_steps: int, seed) -> tf.data.Dataset:
-  """`client_dataset`'s stream of a client's single examples (pure TF).
+  """`client_dataset`'s K-step stream of a client's examples (pure TF).
 
   `num_examples` and `seed` may be tensors, so that a client-group
   computation builds the stream of a client id and round there.
@@ -431,3 +485,19 @@ def client_stream(examples: tf.data.Dataset, num_examples, batch_size: int,
           .repeat()
           .batch(batch_size, drop_remainder=True)
           .take(num_steps))
+
+
+def client_epochs_stream(examples: tf.data.Dataset, num_examples,
+                         batch_size: int, epochs: int,
+                         seed) -> tf.data.Dataset:
+  """`client_dataset`'s E-epoch stream of a client's examples (pure TF).
+
+  Batching before repeating keeps every batch inside one epoch, and the
+  shuffle, re-run by each repetition, draws a fresh permutation per epoch:
+  every example is seen exactly once an epoch. Tensors are allowed for
+  `num_examples` and `seed`, as in `client_stream`.
+  """
+  return (examples.shuffle(num_examples, seed=seed,
+                           reshuffle_each_iteration=True)
+          .batch(batch_size)
+          .repeat(epochs))
