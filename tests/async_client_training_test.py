@@ -20,7 +20,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.asynchronous import client_training
 from tff_mixed.models import dense
-from tff_mixed.tasks import hybrid_images
+from tff_mixed.tasks import client_streams
 
 
 class ClientTrainingTest(absltest.TestCase):
@@ -67,7 +67,7 @@ class ClientTrainingTest(absltest.TestCase):
         model, tff.learning.optimizers.build_adam(lr))
 
     def stream():
-      return hybrid_images.client_epochs_stream(
+      return client_streams.epochs_stream(
           tf.data.Dataset.from_tensor_slices((x, y)), 5, 2, 2, seed=7)
 
     batches = list(stream().as_numpy_iterator())

@@ -19,6 +19,7 @@ from absl.testing import parameterized
 import numpy as np
 
 from tff_mixed.asynchronous import server_strategies as strategies
+from tff_mixed.asynchronous import staleness
 
 ClientUpdate = strategies.ClientUpdate
 
@@ -54,7 +55,7 @@ class FedAsyncTest(absltest.TestCase):
 
   def test_order_of_arrival_matters(self):
     fedasync = strategies.FedAsync(
-        alpha=0.5, staleness_fn=strategies.constant_staleness())
+        alpha=0.5, staleness_fn=staleness.constant_staleness())
     a = ClientUpdate(0, _w(4.0), staleness=0, base=_w(0.0))
     b = ClientUpdate(1, _w(0.0), staleness=0, base=_w(0.0))
     # a then b: 0.5 * 0 + 0.5 * 4 = 2, then 0.5 * 2 + 0 = 1.
@@ -65,15 +66,15 @@ class FedAsyncTest(absltest.TestCase):
     np.testing.assert_allclose(x[0], [2.0])
 
   def test_staleness_functions(self):
-    poly = strategies.polynomial_staleness(0.5)
+    poly = staleness.polynomial_staleness(0.5)
     self.assertAlmostEqual(poly(0), 1.0)
     self.assertAlmostEqual(poly(3), 0.5)
     self.assertAlmostEqual(poly(8), 1.0 / 3.0)
-    hinge = strategies.hinge_staleness(a=1.0, b=2.0)
+    hinge = staleness.hinge_staleness(a=1.0, b=2.0)
     self.assertEqual(hinge(0), 1.0)
     self.assertEqual(hinge(2), 1.0)
     self.assertAlmostEqual(hinge(5), 1.0 / (1.0 * 3.0 + 1.0))
-    self.assertEqual(strategies.constant_staleness()(100), 1.0)
+    self.assertEqual(staleness.constant_staleness()(100), 1.0)
     fedasync = strategies.FedAsync(alpha=0.8, staleness_fn=hinge)
     self.assertAlmostEqual(fedasync.mixing_weight(5), 0.2)
 
@@ -289,7 +290,7 @@ class FLSimEquivalenceTest(absltest.TestCase):
     fedbuff = strategies.FedBuff(learning_rate=eta, buffer_size=1,
                                  staleness_exponent=p)
     fedasync = strategies.FedAsync(
-        alpha=eta, staleness_fn=strategies.polynomial_staleness(p))
+        alpha=eta, staleness_fn=staleness.polynomial_staleness(p))
     x0 = np.array([0.5, -1.0, 2.0])
     buff_state, buff_x = fedbuff.initial_state(), [x0]
     async_state, async_x = fedasync.initial_state(), [x0]
@@ -377,10 +378,10 @@ class ValidationTest(parameterized.TestCase):
   def test_staleness_parameters(self):
     with self.assertRaisesRegex(ValueError, r'a must be a finite number >= 0,'
                                 r' got -0.5'):
-      strategies.polynomial_staleness(-0.5)
+      staleness.polynomial_staleness(-0.5)
     with self.assertRaisesRegex(ValueError, r'b must be a finite number >= 0,'
                                 r' got -1'):
-      strategies.hinge_staleness(1.0, -1)
+      staleness.hinge_staleness(1.0, -1)
     with self.assertRaisesRegex(ValueError, r'staleness_exponent must be a '
                                 r'finite number >= 0, got -1.0'):
       strategies.FedBuff(1.0, 2, staleness_exponent=-1.0)

@@ -68,11 +68,12 @@ from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_data as server_data_lib
 from tff_mixed.asynchronous import server_sgd
-from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import simulation
+from tff_mixed.asynchronous import staleness
 from tff_mixed.core import client_groups
 from tff_mixed.experiment import plots
 from tff_mixed.models import cnn
+from tff_mixed.tasks import client_streams
 from tff_mixed.tasks import hybrid_images
 from tff_mixed.training import reports as reports_lib
 
@@ -189,7 +190,7 @@ class Config(NamedTuple):
   server_lr: float = 1.0
   buffer_size: int = 10
   fedasync_alpha: float = 0.5
-  fedasync_a: float = server_strategies.DEFAULT_FEDASYNC_EXPONENT
+  fedasync_a: float = staleness.DEFAULT_FEDASYNC_EXPONENT
   server_steps: int = 10
   server_epochs: int = 0
   server_batch_size: int = 32
@@ -282,7 +283,7 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
   if method == FEDASYNC:
     return tff_mixed.FedAsync(
         alpha=c.fedasync_alpha,
-        staleness_fn=server_strategies.polynomial_staleness(c.fedasync_a))
+        staleness_fn=staleness.polynomial_staleness(c.fedasync_a))
   if method == FEDBUFF:
     return fedbuff
   if method == CA2FL:
@@ -471,10 +472,10 @@ def _group_training(method: str, model, data: Data, config: Config,
     def dataset_fn(client_id, round_num):
       examples = rows(client_id)
       if epochs is not None:
-        return hybrid_images.client_epochs_stream(
+        return client_streams.epochs_stream(
             examples, examples.cardinality(), c.client_batch_size, epochs,
             seed * 1000003 + round_num)
-      return hybrid_images.client_stream(
+      return client_streams.steps_stream(
           examples, examples.cardinality(), c.client_batch_size, steps,
           seed * 1000003 + round_num)
 

@@ -83,15 +83,16 @@ M updates arrive), and the leftovers stay buffered across rounds.
 """
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 import numbers
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from tff_mixed.asynchronous import staleness as staleness_lib
+
 # Model weights: one array per variable, in a fixed order.
 Weights = Sequence[Any]
-StalenessFn = Callable[[int], float]
 
 # How FedBuff averages a full buffer: the plain mean (FedBuff's paper) or
 # weighted by the clients' example counts (FedAvg's weighting).
@@ -103,9 +104,6 @@ CACHE_AVERAGE_ALL_CLIENTS = 'all_clients'
 CACHE_AVERAGE_CACHED_CLIENTS = 'cached_clients'
 _CACHE_AVERAGES = (CACHE_AVERAGE_ALL_CLIENTS, CACHE_AVERAGE_CACHED_CLIENTS)
 
-# FedAsync's default staleness exponent (polynomial s(d) = (d + 1)^(-a)); one
-# of the values the guided-model-merging paper tunes over ({0.1, 0.5, 0.9}).
-DEFAULT_FEDASYNC_EXPONENT = 0.5
 
 
 class ClientUpdate(NamedTuple):
@@ -175,54 +173,6 @@ class CA2FLState(NamedTuple):
   buffer: tuple[BufferedUpdate, ...]
   cache: Mapping[int, tuple[np.ndarray, ...]]
   num_updates: int
-
-
-def polynomial_staleness(a: float = DEFAULT_FEDASYNC_EXPONENT) -> StalenessFn:
-  """FedAsync's polynomial staleness function s(d) = (d + 1)^(-a).
-
-  Args:
-    a: The exponent, >= 0 (0: no staleness discount).
-
-  Returns:
-    s, a function of the staleness d >= 0.
-
-  Raises:
-    ValueError: If `a` is negative or not finite.
-  """
-  _check_finite_at_least('a', a, 0.0)
-  return lambda d: float((d + 1.0) ** (-a))
-
-
-def hinge_staleness(a: float, b: float) -> StalenessFn:
-  """FedAsync's hinge staleness function.
-
-  s(d) = 1 if d <= b, else 1 / (a (d - b) + 1).
-
-  Args:
-    a: Slope, >= 0.
-    b: Staleness tolerated without discount, >= 0.
-
-  Returns:
-    s, a function of the staleness d >= 0.
-
-  Raises:
-    ValueError: If `a` or `b` is negative or not finite.
-  """
-  _check_finite_at_least('a', a, 0.0)
-  _check_finite_at_least('b', b, 0.0)
-  return lambda d: 1.0 if d <= b else float(1.0 / (a * (d - b) + 1.0))
-
-
-def constant_staleness() -> StalenessFn:
-  """s(d) = 1: FedAsync with a fixed mixing weight alpha."""
-  return lambda d: 1.0
-
-
-def _check_finite_at_least(name: str, value: Any, minimum: float) -> None:
-  if (not isinstance(value, numbers.Real) or not np.isfinite(value)
-      or value < minimum):
-    raise ValueError(
-        f'{name} must be a finite number >= {minimum:g}, got {value!r}.')
 
 
 def _check_learning_rate(learning_rate: Any) -> None:
@@ -328,7 +278,7 @@ class FedAsync(AsyncStrategy):
   """
 
   def __init__(self, alpha: float,
-               staleness_fn: Optional[StalenessFn] = None):
+               staleness_fn: Optional[staleness_lib.StalenessFn] = None):
     """Configures FedAsync.
 
     Args:
@@ -342,8 +292,8 @@ class FedAsync(AsyncStrategy):
         or not 0 < alpha <= 1):
       raise ValueError(f'alpha must be in (0, 1], got {alpha!r}.')
     self.alpha = float(alpha)
-    self.staleness_fn = (polynomial_staleness() if staleness_fn is None
-                         else staleness_fn)
+    self.staleness_fn = (staleness_fn if staleness_fn is not None
+                         else staleness_lib.polynomial_staleness())
 
   def mixing_weight(self, staleness: int) -> float:
     """alpha_t = alpha * s(staleness)."""
@@ -400,7 +350,8 @@ class FedBuff(AsyncStrategy):
     """
     _check_learning_rate(learning_rate)
     _check_buffer_size(buffer_size)
-    _check_finite_at_least('staleness_exponent', staleness_exponent, 0.0)
+    staleness_lib.check_finite_at_least('staleness_exponent',
+                                        staleness_exponent, 0.0)
     if weighting not in WEIGHTINGS:
       raise ValueError(f'weighting must be one of {WEIGHTINGS}, got '
                        f'{weighting!r}.')

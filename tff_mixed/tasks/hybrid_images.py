@@ -46,6 +46,7 @@ from sklearn import datasets as sk_datasets
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.tasks import client_streams
 from tff_mixed.tasks import dirichlet_partition as dp
 
 _NPZ_ARRAYS = ('jpeg_bytes', 'jpeg_offsets', 'label')
@@ -251,6 +252,46 @@ def _check_client(split: HybridSplit, client) -> int:
   return index
 
 
+def _check_split_arguments(images, labels, num_clients, server_size,
+                           validation_size, seed, eval_fraction,
+                           eval_size) -> tuple[int, int, int, int, int]:
+  """`build_hybrid_split`'s checks: its counts, then the held-out size."""
+  if images.ndim != 4:
+    raise ValueError('`images` must be [N, height, width, channels], got '
+                     f'shape {images.shape}.')
+  if labels.shape != images.shape[:1]:
+    raise ValueError(f'`labels` has shape {labels.shape}, expected '
+                     f'({images.shape[0]},).')
+  if not np.issubdtype(labels.dtype, np.integer):
+    raise ValueError(f'`labels` must be integers, got {labels.dtype}.')
+  num_examples = labels.size
+  num_clients = _check_count('num_clients', num_clients, 1)
+  server_size = _check_count('server_size', server_size, 0)
+  validation_size = _check_count('validation_size', validation_size, 0)
+  seed = _check_count('seed', seed, 0)
+  if (eval_fraction is None) == (eval_size is None):
+    raise ValueError('Give exactly one of `eval_fraction` and `eval_size`.')
+  if eval_fraction is not None:
+    if (isinstance(eval_fraction, bool)
+        or not isinstance(eval_fraction, (float, int, np.floating))
+        or not 0.0 < eval_fraction < 1.0):
+      raise ValueError('`eval_fraction` must be in (0, 1), got '
+                       f'{eval_fraction!r}.')
+    eval_size = int(round(eval_fraction * num_examples))
+  held_out = _check_count('eval_size', eval_size, 1)
+  if held_out <= server_size + validation_size:
+    raise ValueError(
+        f'The held-out set ({held_out} examples) must be larger than '
+        f'server_size={server_size} + validation_size={validation_size}, '
+        'leaving examples to evaluate on.')
+  if num_examples - held_out < num_clients:
+    raise ValueError(
+        f'{num_examples - held_out} training examples (of {num_examples}, '
+        f'{held_out} held out) cannot give each of {num_clients} clients '
+        'one.')
+  return num_clients, server_size, validation_size, seed, held_out
+
+
 def build_hybrid_split(images: np.ndarray,
                        labels: np.ndarray,
                        *,
@@ -305,41 +346,12 @@ def build_hybrid_split(images: np.ndarray,
       than `server_size`, or the training data cannot give every client an
       example.
   """
-  images = np.asarray(images)
-  labels = np.asarray(labels)
-  if images.ndim != 4:
-    raise ValueError('`images` must be [N, height, width, channels], got '
-                     f'shape {images.shape}.')
-  if labels.shape != images.shape[:1]:
-    raise ValueError(f'`labels` has shape {labels.shape}, expected '
-                     f'({images.shape[0]},).')
-  if not np.issubdtype(labels.dtype, np.integer):
-    raise ValueError(f'`labels` must be integers, got {labels.dtype}.')
+  images, labels = np.asarray(images), np.asarray(labels)
   num_examples = labels.size
-  num_clients = _check_count('num_clients', num_clients, 1)
-  server_size = _check_count('server_size', server_size, 0)
-  validation_size = _check_count('validation_size', validation_size, 0)
-  seed = _check_count('seed', seed, 0)
-  if (eval_fraction is None) == (eval_size is None):
-    raise ValueError('Give exactly one of `eval_fraction` and `eval_size`.')
-  if eval_fraction is not None:
-    if (isinstance(eval_fraction, bool)
-        or not isinstance(eval_fraction, (float, int, np.floating))
-        or not 0.0 < eval_fraction < 1.0):
-      raise ValueError('`eval_fraction` must be in (0, 1), got '
-                       f'{eval_fraction!r}.')
-    eval_size = int(round(eval_fraction * num_examples))
-  held_out = _check_count('eval_size', eval_size, 1)
-  if held_out <= server_size + validation_size:
-    raise ValueError(
-        f'The held-out set ({held_out} examples) must be larger than '
-        f'server_size={server_size} + validation_size={validation_size}, '
-        'leaving examples to evaluate on.')
-  if num_examples - held_out < num_clients:
-    raise ValueError(
-        f'{num_examples - held_out} training examples (of {num_examples}, '
-        f'{held_out} held out) cannot give each of {num_clients} clients '
-        'one.')
+  num_clients, server_size, validation_size, seed, held_out = (
+      _check_split_arguments(images, labels, num_clients, server_size,
+                             validation_size, seed, eval_fraction,
+                             eval_size))
 
   split_seed, partition_seed = (
       int(child.generate_state(1)[0])
@@ -434,12 +446,12 @@ def client_dataset(split: HybridSplit, client, batch_size: int,
       shuffled (reshuffled every pass), repeated as often as needed and
       batched, so every batch is full even when the client holds fewer than
       `batch_size` examples, as with small Dirichlet alpha
-      (`client_stream`).
+      (`client_streams.steps_stream`).
   *   `epochs` (`num_steps=None`): E passes over the client's data, each a
       fresh permutation cut into `ceil(n / batch_size)` batches (the last
       possibly smaller), as the guided-model-merging paper's clients train
       (appendix D: client epochs tuned with Adam; Alg. 1 line 6)
-      (`client_epochs_stream`).
+      (`client_streams.epochs_stream`).
 
   Args:
     split: A `HybridSplit`.
@@ -467,37 +479,9 @@ def client_dataset(split: HybridSplit, client, batch_size: int,
   examples = tf.data.Dataset.from_tensor_slices(
       (x.astype(np.float32), y.astype(np.int32)))
   if epochs is not None:
-    return client_epochs_stream(examples, len(y), batch_size,
-                                _check_count('epochs', epochs, 1), seed)
-  return client_stream(examples, len(y), batch_size,
-                       _check_count('num_steps', num_steps, 1), seed)
-
-
-def client_stream(examples: tf.data.Dataset, num_examples, batch_size: int,
-                  num_steps: int, seed) -> tf.data.Dataset:
-  """`client_dataset`'s K-step stream of a client's examples (pure TF).
-
-  `num_examples` and `seed` may be tensors, so that a client-group
-  computation builds the stream of a client id and round there.
-  """
-  return (examples.shuffle(num_examples, seed=seed,
-                           reshuffle_each_iteration=True)
-          .repeat()
-          .batch(batch_size, drop_remainder=True)
-          .take(num_steps))
-
-
-def client_epochs_stream(examples: tf.data.Dataset, num_examples,
-                         batch_size: int, epochs: int,
-                         seed) -> tf.data.Dataset:
-  """`client_dataset`'s E-epoch stream of a client's examples (pure TF).
-
-  Batching before repeating keeps every batch inside one epoch, and the
-  shuffle, re-run by each repetition, draws a fresh permutation per epoch:
-  every example is seen exactly once an epoch. Tensors are allowed for
-  `num_examples` and `seed`, as in `client_stream`.
-  """
-  return (examples.shuffle(num_examples, seed=seed,
-                           reshuffle_each_iteration=True)
-          .batch(batch_size)
-          .repeat(epochs))
+    return client_streams.epochs_stream(examples, len(y), batch_size,
+                                        _check_count('epochs', epochs, 1),
+                                        seed)
+  return client_streams.steps_stream(examples, len(y), batch_size,
+                                     _check_count('num_steps', num_steps, 1),
+                                     seed)
