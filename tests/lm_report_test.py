@@ -129,7 +129,8 @@ class SectionTest(absltest.TestCase):
     records = {k: v for k, v in _paper_like().items()
                if k in ('fl_only', 'oracle')}
     text = lm_report.results_markdown(
-        records, command='cmd', date='today', plot_link='plot.png',
+        records, records_dir='recs', command='cmd', date='today',
+        plot_link='plot.png',
         why_settings='Why: 2 cores.')
     self.assertIn('**Missing records**', text)
     missing = text.split('**Missing records**')[1].split('\n')[0]
@@ -141,13 +142,15 @@ class SectionTest(absltest.TestCase):
     self.assertIn('| clients_per_round | 100 | 10 **(differs)** |', text)
     self.assertIn('| sequence_length | 100 | 100 |', text)
     self.assertIn('Why: 2 cores.', text)
+    self.assertIn('records in `recs`', text)
     self.assertIn('![Accuracy over rounds](plot.png)', text)
     self.assertIn('| FL only | 40 | 0.560 |', text)
     self.assertIn('(none decidable yet)', text)
 
   def test_full_section_has_forgetting_table_4_and_verdicts(self):
     text = lm_report.results_markdown(
-        _paper_like(), command='cmd', date='today', plot_link='p.png')
+        _paper_like(), records_dir='recs', command='cmd', date='today',
+        plot_link='p.png')
     # Only PT has a table 4 run.
     self.assertIn('**Missing records** (not run yet; `make results-lm '
                   'SCENARIOS=<name>` adds one): table 4 runs of one_way_gt, '

@@ -371,12 +371,13 @@ def plot(path: str, records: Mapping[str, ScenarioRecord]) -> None:
 
 
 def results_markdown(records: Mapping[str, ScenarioRecord], *,
-                     command: str, date: str, plot_link: str,
-                     why_settings: str = '') -> str:
+                     records_dir: str, command: str, date: str,
+                     plot_link: str, why_settings: str = '') -> str:
   """The RESULTS.md section.
 
   Args:
     records: `lm_records.read_records`'s.
+    records_dir: Where they are (named in the section).
     command: The command that (re)made the section.
     date: `results.utc_now()`.
     plot_link: The accuracy plot, relative to the Markdown file.
@@ -394,7 +395,7 @@ def results_markdown(records: Mapping[str, ScenarioRecord], *,
       '## Stack Overflow + Wikipedia character LM at tables 7-8 '
       '(arXiv:2205.13655, section 4.2, figures 1b and 13, table 4)', '',
       f'Section generated on {date} by `{command}` from the per-scenario '
-      'records in `docs/results/stackoverflow_wikipedia/` (each scenario ran '
+      f'records in `{records_dir}` (each scenario ran '
       'in its own invocation, possibly another session; each row names its '
       'own machine, date and wall time).', '']
   if main:
