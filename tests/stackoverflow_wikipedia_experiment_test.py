@@ -88,11 +88,17 @@ def _run(*args, timeout=900):
       check=False)
 
 
-def _load_tiny(directory: str) -> stackoverflow_wikipedia_lib.Data:
+def _convert_posts(directory: str) -> str:
+  """Generated posts converted into `directory/so`; returns that path."""
   cache_dir = os.path.join(directory, 'so')
   posts_xml_lib.convert_posts(
       _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
       test_cutoff='2017-01-01', heldout_fraction=0.2)
+  return cache_dir
+
+
+def _load_tiny(directory: str) -> stackoverflow_wikipedia_lib.Data:
+  cache_dir = _convert_posts(directory)
   texts = [text_corpus.read_text_files(_write_wikitext(
       os.path.join(directory, f'wiki.{name}.tokens'), seed=seed))
            for name, seed in (('valid', 1), ('test', 2))]
@@ -220,10 +226,7 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_scenario(self):
     directory = _temp_dir(self)
-    cache_dir = os.path.join(directory, 'so')
-    posts_xml_lib.convert_posts(
-        _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
-        test_cutoff='2017-01-01', heldout_fraction=0.2)
+    cache_dir = _convert_posts(directory)
     train_text = _write_wikitext(os.path.join(directory, 'wiki.valid.tokens'),
                                  seed=1)
     eval_text = _write_wikitext(os.path.join(directory, 'wiki.test.tokens'),
@@ -265,10 +268,7 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
   def test_records_resume_skip_and_report(self):
     directory = _temp_dir(self)
-    cache_dir = os.path.join(directory, 'so')
-    posts_xml_lib.convert_posts(
-        _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
-        test_cutoff='2017-01-01', heldout_fraction=0.2)
+    cache_dir = _convert_posts(directory)
     texts = [_write_wikitext(os.path.join(directory, f'wiki.{n}.tokens'),
                              seed=seed) for n, seed in (('valid', 1),
                                                         ('test', 2))]
