@@ -27,7 +27,9 @@ import tempfile
 
 from absl.testing import absltest
 import numpy as np
+import tensorflow as tf
 
+from experiments.stackoverflow_wikipedia import central_training
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
@@ -86,11 +88,17 @@ def _run(*args, timeout=900):
       check=False)
 
 
-def _load_tiny(directory: str) -> stackoverflow_wikipedia_lib.Data:
+def _convert_posts(directory: str) -> str:
+  """Generated posts converted into `directory/so`; returns that path."""
   cache_dir = os.path.join(directory, 'so')
   posts_xml_lib.convert_posts(
       _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
       test_cutoff='2017-01-01', heldout_fraction=0.2)
+  return cache_dir
+
+
+def _load_tiny(directory: str) -> stackoverflow_wikipedia_lib.Data:
+  cache_dir = _convert_posts(directory)
   texts = [text_corpus.read_text_files(_write_wikitext(
       os.path.join(directory, f'wiki.{name}.tokens'), seed=seed))
            for name, seed in (('valid', 1), ('test', 2))]
@@ -145,15 +153,80 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
           output_dir=os.path.join(directory, 'out'))
 
 
+_TINY = stackoverflow_wikipedia_lib.Config(
+    rounds=2, clients_per_round=3, client_steps=2, client_batch_size=2,
+    central_batch_size=4, one_way_central_batch_size=8, embedding_dim=4,
+    gru_units=8, sequence_length=20, eval_every=1, client_lr=0.5)
+
+
+class OracleTest(absltest.TestCase):
+
+  def test_an_oracle_round_is_k_clipped_steps_on_the_pooled_batches(self):
+    lib = stackoverflow_wikipedia_lib
+    directory = _temp_dir(self)
+    data = _load_tiny(directory)
+    config = _TINY._replace(rounds=1)
+    result = lib.run_sequential(lib.ORACLE, data, config,
+                                os.path.join(directory, 'out'))
+    # By hand: S |B_i| = 6 sequences per step, 4 of them (0.75 x 6 = 4.5,
+    # rounded half to even) from the pooled Stack Overflow clients, each
+    # step's gradient clipped to norm 0.2 and applied with eta.
+    pool = lib.federated_pool(data, config)
+    f, c = central_training.oracle_batch_split(3, 2, 0.75)
+    self.assertEqual((f, c), (4, 2))
+    inputs, targets = central_training.pooled_batches(
+        central_training.round_rng(config.seed, 1),
+        (pool.inputs, pool.targets),
+        (data.central.inputs, data.central.targets), steps=2,
+        federated_per_batch=f, central_per_batch=c)
+    model = lib.model_for(config)
+    weights = list(model.initial_weights[0])
+    for k in range(2):
+      weights = [tf.constant(w) for w in weights]
+      with tf.GradientTape() as tape:
+        tape.watch(weights)
+        loss = model.loss(model.predict_on_batch((weights, ()), inputs[k]),
+                          targets[k])
+      gradients = tape.gradient(loss, weights)
+      gradients = [tf.convert_to_tensor(g).numpy() for g in gradients]
+      norm = np.sqrt(sum(np.sum(g**2) for g in gradients))
+      scale = min(1.0, config.central_clip_norm / norm)
+      weights = [w.numpy() - config.client_lr * scale * g
+                 for w, g in zip(weights, gradients)]
+    expected = lib.evaluate_all(weights, data)
+    self.assertEqual([r['round'] for r in result.rows], [0, 1])
+    for key, value in expected.items():
+      self.assertAlmostEqual(result.rows[1][key], value, places=4, msg=key)
+    self.assertNotAlmostEqual(result.rows[0]['mixed_loss'],
+                              result.rows[1]['mixed_loss'], places=4)
+
+  def test_an_interrupted_oracle_resumes_to_the_same_numbers(self):
+    lib = stackoverflow_wikipedia_lib
+    directory = _temp_dir(self)
+    data = _load_tiny(directory)
+    whole = lib.run_sequential(lib.ORACLE, data, _TINY,
+                               os.path.join(directory, 'whole'))
+    parts = os.path.join(directory, 'parts')
+    lib.run_sequential(lib.ORACLE, data, _TINY._replace(rounds=1), parts)
+    resumed = lib.run_sequential(lib.ORACLE, data, _TINY, parts)
+    self.assertEqual(resumed.resumed_from, 1)
+    self.assertEqual(whole.resumed_from, 0)
+    self.assertEqual(len(whole.rows), len(resumed.rows))
+    for a, b in zip(whole.rows, resumed.rows):
+      for key in a:
+        self.assertAlmostEqual(a[key], b[key], places=5, msg=key)
+    # Another model in the same directory is refused, not mixed in.
+    with self.assertRaisesRegex(ValueError, 'other settings'):
+      lib.run_sequential(lib.ORACLE, data, _TINY._replace(gru_units=4),
+                         parts)
+
+
 @binary_runs.runs_binaries
 class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_scenario(self):
     directory = _temp_dir(self)
-    cache_dir = os.path.join(directory, 'so')
-    posts_xml_lib.convert_posts(
-        _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
-        test_cutoff='2017-01-01', heldout_fraction=0.2)
+    cache_dir = _convert_posts(directory)
     train_text = _write_wikitext(os.path.join(directory, 'wiki.valid.tokens'),
                                  seed=1)
     eval_text = _write_wikitext(os.path.join(directory, 'wiki.test.tokens'),
@@ -192,6 +265,58 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
     self.assertIn('Stack Overflow + Wikipedia character LM', report)
     self.assertIn('generated posts', report)
     self.assertTrue(os.path.exists(os.path.join(output_dir, 'accuracy.png')))
+
+  def test_records_resume_skip_and_report(self):
+    directory = _temp_dir(self)
+    cache_dir = _convert_posts(directory)
+    texts = [_write_wikitext(os.path.join(directory, f'wiki.{n}.tokens'),
+                             seed=seed) for n, seed in (('valid', 1),
+                                                        ('test', 2))]
+    records_dir = os.path.join(directory, 'records')
+    results = os.path.join(directory, 'RESULTS.md')
+    plot = os.path.join(directory, 'docs', 'accuracy.png')
+    with open(results, 'w') as f:
+      f.write('# Results\n\n<!-- BEGIN stackoverflow_wikipedia_two_way_gt -->'
+              '\nstale\n<!-- END stackoverflow_wikipedia_two_way_gt -->\n')
+    args = [f'--cache_dir={cache_dir}', f'--central_train_text={texts[0]}',
+            f'--central_eval_text={texts[1]}', '--rounds=2',
+            '--clients_per_round=2', '--client_steps=2',
+            '--client_batch_size=2', '--central_batch_size=4',
+            '--embedding_dim=4', '--gru_units=8', '--sequence_length=20',
+            '--eval_every=1', '--max_eval_sequences=20',
+            f'--output_dir={os.path.join(directory, "out")}',
+            f'--records_dir={records_dir}', f'--plot={plot}',
+            f'--results_markdown={results}', '--why_settings=Tiny.']
+    run = _run(*args, '--scenarios=oracle,parallel_training',
+               '--diagnostic_rounds=2')
+    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+    self.assertEqual(sorted(os.listdir(records_dir)), sorted(
+        f'{n}.{e}' for n in ('oracle', 'parallel_training',
+                             'parallel_training_diagnostics')
+        for e in ('csv', 'json')))
+    with open(results) as f:
+      report = f.read()
+    self.assertIn('<!-- BEGIN stackoverflow_wikipedia_reproduction -->',
+                  report)
+    self.assertNotIn('stale', report)
+    self.assertIn('Tiny.', report)
+    self.assertIn('**Missing records**', report)
+    self.assertIn('(docs/accuracy.png)', report)
+    self.assertTrue(os.path.exists(plot))
+    # Recorded scenarios are not run again; the section is rebuilt.
+    again = _run(*args, '--scenarios=oracle', '--verbose')
+    self.assertEqual(again.returncode, 0, again.stderr[-3000:])
+    self.assertIn('oracle: recorded in', again.stderr)
+    self.assertNotIn('Scenario oracle', again.stderr)
+    only = _run(f'--records_dir={records_dir}', '--report_only',
+                f'--plot={plot}')
+    self.assertEqual(only.returncode, 0, only.stderr[-3000:])
+    self.assertIn('Oracle (pooled, central)', only.stdout)
+    bad = _run(*args[:3], '--diagnostic_rounds=2', timeout=300)
+    self.assertEqual(bad.returncode, 1)
+    self.assertIn('error: --diagnostic_rounds needs --records_dir',
+                  bad.stderr)
+    self.assertNotIn('Traceback', bad.stderr)
 
   def test_missing_data_is_a_clear_message(self):
     directory = _temp_dir(self)

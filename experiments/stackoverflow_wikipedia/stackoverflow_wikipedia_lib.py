@@ -24,9 +24,19 @@ Scenarios:
 *   `fl_only`: TFF's FedAvg on the clients (K local steps).
 *   `parallel_training`, `one_way_gt`, `two_way_gt`: the mixed algorithms,
     with w_f, w_c weighting the two losses.
+*   `oracle`: figure 1b's oracle, both corpora pooled and trained
+    centrally: K clipped SGD steps per round, each on S |B_i| sequences
+    drawn w_f : w_c from Stack Overflow and the central corpus
+    (`central_training`).
 *   `central_then_fl`: central SGD on the central corpus (K steps of a
     central batch per round) until `switch_round`, then FedAvg.
 *   `fl_then_central`: FedAvg until `switch_round`, then central SGD.
+
+Every scenario resumes after an interruption: FL-only and the mixed
+algorithms through the shared runner's checkpoints, the oracle and the
+transfer baselines through their own (`run_sequential`). With
+`with_diagnostics` the mixed algorithms also report table 4's (G, B)-BGD
+estimates G~_t^2 and B~_t^2 (eq. 7; the paper's runs take K = 1 for them).
 
 Federated updates are clipped adaptively (TFF's `robust_aggregator`: a
 no-noise quantile estimate of the update norms, Andrew et al. 2021) and
@@ -48,7 +58,7 @@ so, and an explicit group size is an error.
 """
 
 import collections
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import csv
 import json
 import os
@@ -61,9 +71,9 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
-import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.stackoverflow_wikipedia import central_training
 import tff_mixed
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import plots
@@ -71,6 +81,7 @@ from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import char_lm
 from tff_mixed.tasks import char_sequences
 from tff_mixed.tasks import stackoverflow_wikipedia
+from tff_mixed.training import checkpoints
 from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import runner as runner_lib
 
@@ -82,9 +93,12 @@ ONE_WAY_GT = scenarios_lib.ONE_WAY_GT
 TWO_WAY_GT = scenarios_lib.TWO_WAY_GT
 CENTRAL_THEN_FL = 'central_then_fl'
 FL_THEN_CENTRAL = 'fl_then_central'
+ORACLE = scenarios_lib.ORACLE
 MIXED = (PARALLEL_TRAINING, ONE_WAY_GT, TWO_WAY_GT)
 TRANSFER = (CENTRAL_THEN_FL, FL_THEN_CENTRAL)
-SCENARIOS = (FL_ONLY, *MIXED, *TRANSFER)
+# Trained round by round here rather than by one TFF process.
+SEQUENTIAL = (ORACLE, *TRANSFER)
+SCENARIOS = (FL_ONLY, *MIXED, ORACLE, *TRANSFER)
 EVAL_SETS = ('mixed', 'federated', 'central')
 METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'accuracy.png'
@@ -119,6 +133,8 @@ class Config(NamedTuple):
   # Clients per CLIENTS member (`tff_mixed.experiment.grouping`): 0 = one
   # group per core, 1 = the per-client path; the same results either way.
   clients_per_group: int = grouping.AUTO
+  # The mixed algorithms also report G~_t^2 and B~_t^2 (table 4).
+  with_diagnostics: bool = False
 
   def switch(self) -> int:
     return self.switch_round if self.switch_round else max(1,
@@ -214,9 +230,10 @@ def build_process(scenario: str, data: Data, config: Config,
 
   With `client_groups` (`client_groups_for`) it takes groups of client ids.
   """
-  if scenario not in SCENARIOS:
-    raise ValueError(f'`scenario` must be one of {SCENARIOS}, got '
-                     f'{scenario!r}.')
+  if scenario not in SCENARIOS or scenario == ORACLE:
+    raise ValueError('`scenario` must be one of '
+                     f'{tuple(s for s in SCENARIOS if s != ORACLE)} (the '
+                     f'oracle has no TFF process), got {scenario!r}.')
   algorithm = FL_ONLY if scenario in TRANSFER else scenario
   num_central = len(data.central.inputs)
   batch = min(config.central_batch_size, num_central)
@@ -236,6 +253,7 @@ def build_process(scenario: str, data: Data, config: Config,
       federated_weight=config.federated_weight,
       central_weight=config.central_weight,
       central_clip_norm=config.central_clip_norm,
+      with_diagnostics=config.with_diagnostics and algorithm in MIXED,
       client_groups=client_groups)
 
 
@@ -277,33 +295,26 @@ def evaluate_all(weights, data: Data) -> dict[str, float]:
   return result
 
 
-def _central_steps_fn(config: Config):
-  """`K` clipped SGD steps on central batches: the central training phase."""
-  model = model_for(config)
-
-  @tf.function
-  def steps(weights, inputs, targets):
-    weights = list(weights)
-    for k in range(config.client_steps):
-      with tf.GradientTape() as tape:
-        tape.watch(weights)
-        output = model.predict_on_batch((weights, ()), inputs[k])
-        loss = model.loss(output, targets[k])
-      gradients = [tf.convert_to_tensor(g)
-                   for g in tape.gradient(loss, weights)]
-      gradients, _ = tf.clip_by_global_norm(gradients,
-                                            config.central_clip_norm)
-      weights = [w - config.client_lr * g
-                 for w, g in zip(weights, gradients)]
-    return weights
-
-  return steps
-
-
 class ScenarioResult(NamedTuple):
+  """One scenario's evaluations.
+
+  Attributes:
+    scenario: The scenario.
+    rows: One dict per evaluation (`round`, `<set>_accuracy`,
+      `<set>_loss`), round 0 first.
+    seconds_per_round: Wall-clock seconds per round trained by this call.
+    seconds: Wall-clock seconds of this call.
+    resumed_from: The round an earlier call had checkpointed (0: none).
+    metrics_path: The runner's per-round CSV (every training metric, e.g.
+      the diagnostics), or '' for the oracle and the transfer baselines.
+  """
+
   scenario: str
   rows: list[dict[str, float]]
   seconds_per_round: float
+  seconds: float = float('nan')
+  resumed_from: int = 0
+  metrics_path: str = ''
 
 
 def _client_ids_fn(data: Data, config: Config, grouped: bool):
@@ -339,8 +350,7 @@ def run_mixed_or_fl(scenario: str, data: Data, config: Config,
                    ) -> ScenarioResult:
   """FL-only or a mixed algorithm, with the resumable runner."""
   process, client_ids = _composed(scenario, data, config)
-  hparams = dict(config._asdict(), scenario=scenario)
-  del hparams['rounds']  # A finished run can be extended.
+  hparams = _hparams(scenario, config)
   start = time.perf_counter()
   result = tff_mixed.run_training(
       process, client_data_fn=client_ids,
@@ -350,8 +360,8 @@ def run_mixed_or_fl(scenario: str, data: Data, config: Config,
       evaluation_fn=lambda weights: evaluate_all(weights.trainable, data),
       rounds_per_evaluation=config.eval_every, progress=progress)
   trained = config.rounds - result.resumed_from
-  per_round = ((time.perf_counter() - start) / trained if trained
-               else float('nan'))
+  seconds = time.perf_counter() - start
+  per_round = seconds / trained if trained else float('nan')
   rows = [dict(round=0, **evaluate_all(
       process.get_model_weights(process.initialize()).trainable, data))]
   with open(result.metrics_path) as f:
@@ -359,51 +369,121 @@ def run_mixed_or_fl(scenario: str, data: Data, config: Config,
       if record.get('eval/mixed_accuracy'):
         rows.append(dict(round=int(record[runner_lib.ROUND_KEY]), **{
             k: float(record[f'eval/{k}']) for k in CSV_COLUMNS[2:-1]}))
-  return ScenarioResult(scenario, rows, per_round)
+  return ScenarioResult(scenario, rows, per_round, seconds,
+                        result.resumed_from, result.metrics_path)
 
 
-def run_transfer(scenario: str, data: Data, config: Config,
-                 progress: Optional[bool] = None) -> ScenarioResult:
-  """Sequential transfer: one corpus until `switch_round`, then the other.
+def _hparams(scenario: str, config: Config) -> dict:
+  """What a checkpoint directory must share with the run resuming it."""
+  hparams = dict(config._asdict(), scenario=scenario)
+  del hparams['rounds']  # A finished run can be extended.
+  if scenario in TRANSFER:
+    hparams['switch_round'] = config.switch()
+  return hparams
 
-  Not checkpointed (a transfer run restarts from round 0).
+
+def federated_pool(data: Data, config: Config) -> char_sequences.Sequences:
+  """Every training client's Stack Overflow sequences, pooled (the
+  oracle's federated half)."""
+  pool = task_lib.client_sequences(data.train, data.train_client_ids,
+                                   config.sequence_length)
+  task_lib.log_sequences('Stack Overflow (training clients, pooled)', pool)
+  if not len(pool.inputs):
+    raise ValueError('The Stack Overflow training clients give no sequence '
+                     'to pool for the oracle.')
+  return pool
+
+
+def _rows_path(run_dir: str) -> str:
+  return os.path.join(run_dir, 'evaluations.json')
+
+
+def run_sequential(scenario: str, data: Data, config: Config,
+                   output_dir: str) -> ScenarioResult:
+  """The oracle or a transfer baseline, round by round, resumably.
+
+  The oracle takes K clipped SGD steps per round on pooled batches
+  (`central_training.pooled_batches`); a transfer baseline takes K on central
+  batches while it trains centrally and runs the FedAvg process's round
+  otherwise. The state (the process's, adaptive clipping included, and the
+  weights) is checkpointed under `output_dir/<scenario>` five times a run and
+  at the end; a rerun resumes from the last checkpoint with the batches an
+  uninterrupted run would draw (`central_training.round_rng`).
   """
-  del progress  # Logged every evaluation instead.
-  process, client_ids = _composed(scenario, data, config)
-  state = process.initialize()
-  weights = [np.asarray(w) for w in
-             process.get_model_weights(state).trainable]
-  central_steps = _central_steps_fn(config)
-  rng = np.random.default_rng(config.seed)
-  num_central = len(data.central.inputs)
-  batch = min(config.central_batch_size, num_central)
+  oracle = scenario == ORACLE
+  model = model_for(config)
+  steps_fn = central_training.build_clipped_sgd_steps(
+      model, config.client_lr, config.central_clip_norm)
+  central = (data.central.inputs, data.central.targets)
+  if oracle:
+    pool = federated_pool(data, config)
+    split = central_training.oracle_batch_split(
+        config.clients_per_round, config.client_batch_size,
+        config.federated_weight)
+    process = client_ids = None
+    state = ([np.asarray(w) for w in model.initial_weights[0]],)
+  else:
+    process, client_ids = _composed(scenario, data, config)
+    initial = process.initialize()
+    state = (initial, [np.asarray(w) for w in
+                       process.get_model_weights(initial).trainable])
+  run_dir = os.path.join(output_dir, scenario)
+  checkpointer = checkpoints.Checkpointer(
+      os.path.join(run_dir, 'checkpoints'), _hparams(scenario, config))
+  checkpointer.check_or_write_fingerprint()
+  state, resumed_from = checkpointer.restore(state)
+  weights = [np.asarray(w) for w in state[-1]]
+  if resumed_from:
+    with open(_rows_path(run_dir)) as f:
+      rows = [r for r in json.load(f) if r['round'] <= resumed_from]
+    logging.info('%s: resumed from round %d', scenario, resumed_from)
+  else:
+    rows = [dict(round=0, **evaluate_all(weights, data))]
+  batch = min(config.central_batch_size, len(central[0]))
   central_first = scenario == CENTRAL_THEN_FL
-  rows = [dict(round=0, **evaluate_all(weights, data))]
+  every = max(1, config.rounds // 5)
   start = time.perf_counter()
-  for round_num in range(1, config.rounds + 1):
-    central_now = (round_num <= config.switch()) == central_first
+  for round_num in range(resumed_from + 1, config.rounds + 1):
+    rng = central_training.round_rng(config.seed, round_num)
+    central_now = oracle or (round_num <= config.switch()) == central_first
     if central_now:
-      rows_k = np.stack([rng.choice(num_central, batch, replace=False)
-                         for _ in range(config.client_steps)])
-      weights = [w.numpy() for w in central_steps(
-          weights, data.central.inputs[rows_k], data.central.targets[rows_k])]
+      if oracle:
+        inputs, targets = central_training.pooled_batches(
+            rng, (pool.inputs, pool.targets), central,
+            steps=config.client_steps, federated_per_batch=split[0],
+            central_per_batch=split[1])
+      else:
+        inputs, targets = central_training.central_batches(
+            rng, central, steps=config.client_steps, batch_size=batch)
+      weights = [w.numpy() for w in steps_fn(weights, inputs, targets)]
     else:
-      state = process.set_model_weights(
-          state, tff.learning.models.ModelWeights(tuple(weights), ()))
-      state = process.next(state, client_ids(round_num)).state
+      process_state = process.set_model_weights(
+          state[0], tff.learning.models.ModelWeights(tuple(weights), ()))
+      process_state = process.next(process_state,
+                                   client_ids(round_num)).state
       weights = [np.asarray(w) for w in
-                 process.get_model_weights(state).trainable]
+                 process.get_model_weights(process_state).trainable]
+      state = (process_state,)
     if not all(np.all(np.isfinite(w)) for w in weights):
       raise tff_mixed.DivergenceError(
           f'{scenario} diverged at round {round_num}: non-finite weights.')
+    state = (weights,) if oracle else (state[0], weights)
     if round_num % config.eval_every == 0 or round_num == config.rounds:
       rows.append(dict(round=round_num, **evaluate_all(weights, data)))
       logging.info('%s: round %d/%d (%s), mixed accuracy %.4f', scenario,
                    round_num, config.rounds,
                    'central' if central_now else 'federated',
                    rows[-1]['mixed_accuracy'])
+    if round_num % every == 0 or round_num == config.rounds:
+      # The evaluations first: a kill between the two writes leaves rows
+      # past the checkpoint, which a resume drops.
+      reports_lib.atomic_write_text(_rows_path(run_dir), json.dumps(rows))
+      checkpointer.save(state, round_num)
+  seconds = time.perf_counter() - start
+  trained = config.rounds - resumed_from
   return ScenarioResult(scenario, rows,
-                        (time.perf_counter() - start) / config.rounds)
+                        seconds / trained if trained else float('nan'),
+                        seconds, resumed_from)
 
 
 def format_table(results: Sequence[ScenarioResult], config: Config) -> str:
@@ -461,8 +541,13 @@ class ExperimentResult(NamedTuple):
 
 def run_experiment(data: Data, config: Config, *,
                    scenarios: Sequence[str] = SCENARIOS, output_dir: str,
-                   progress: Optional[bool] = None) -> ExperimentResult:
+                   progress: Optional[bool] = None,
+                   on_result: Optional[Callable[[ScenarioResult], None]] = None
+                  ) -> ExperimentResult:
   """Runs the scenarios; writes the CSV, plot, table and config.
+
+  `on_result`, if given, is called with each scenario's result as soon as it
+  finishes (e.g. to record it before the next one starts).
 
   Raises:
     ValueError: For unknown scenarios or bad settings.
@@ -494,15 +579,21 @@ def run_experiment(data: Data, config: Config, *,
       1 <= config.switch() < config.rounds):
     raise ValueError(f'`switch_round` must be in [1, rounds), got '
                      f'{config.switch()} with {config.rounds} rounds.')
+  if ORACLE in scenarios:
+    central_training.oracle_batch_split(config.clients_per_round,
+                                        config.client_batch_size,
+                                        config.federated_weight)
   reports_lib.make_directory(output_dir, '`output_dir`')
   results = []
   for scenario in scenarios:
     logging.info('Scenario %s', scenario)
-    if scenario in TRANSFER:
-      results.append(run_transfer(scenario, data, config, progress))
+    if scenario in SEQUENTIAL:
+      results.append(run_sequential(scenario, data, config, output_dir))
     else:
       results.append(run_mixed_or_fl(scenario, data, config, output_dir,
                                      progress))
+    if on_result is not None:
+      on_result(results[-1])
   table = format_table(results, config)
   files = {k: os.path.join(output_dir, v) for k, v in (
       ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),

@@ -30,7 +30,17 @@ directory or a glob; WikiText files are split into articles).
       --one_way_central_batch_size=640 --rounds=100
 
 Writes `metrics.csv`, `accuracy.png`, `results.txt` and `config.json` to
-`--output_dir` and prints the table. With `--noadaptive_clipping` rounds run
+`--output_dir` and prints the table.
+
+The reproduction at tables 7-8 (`make results-lm`) runs one scenario per
+invocation with `--records_dir`: each finished scenario leaves a small
+record there (`lm_records`), a scenario already recorded with the same
+settings and data is skipped, `--diagnostic_rounds` adds table 4's K = 1
+runs of the mixed algorithms, and `--results_markdown` then writes
+`lm_report`'s section, built from every record in the directory (with
+`--report_only`, from the records alone, training nothing).
+
+With `--noadaptive_clipping` rounds run
 in groups of clients (`--clients_per_group`, default one group per core; 1:
 one client per CLIENTS member, the same results, slower); adaptive clipping
 acts on each client's update, so with it rounds run per client.
@@ -38,6 +48,7 @@ acts on each client's update, so with it rounds run per client.
 
 from collections.abc import Sequence
 import functools
+import os
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -46,15 +57,21 @@ from experiments import tf_log_level
 from tff_mixed.experiment import cli
 from absl import app
 from absl import flags
+from absl import logging
 
+from experiments.stackoverflow_wikipedia import lm_records
+from experiments.stackoverflow_wikipedia import lm_report
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
+from tff_mixed.experiment import bgd_diagnostics
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results as results_lib
 from tff_mixed.tasks import text_corpus
+from tff_mixed.training import reports as reports_lib
 
 _LIB = stackoverflow_wikipedia_lib
 _DEFAULTS = _LIB.Config()
 RESULTS_SECTION = 'stackoverflow_wikipedia'
+_MODULE = 'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main'
 
 _CACHE_DIR = flags.DEFINE_string(
     'cache_dir', None, 'Directory holding TFF\'s stackoverflow.sqlite.')
@@ -136,6 +153,25 @@ _DATA_NOTE = flags.DEFINE_string(
     'data_note', '', 'Where the data came from (e.g. which Posts.xml was '
     'converted), for the report.')
 _RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
+# The reproduction at tables 7-8, one scenario per invocation.
+_RECORDS_DIR = flags.DEFINE_string(
+    'records_dir', None, 'Record each finished scenario here (a metrics CSV '
+    'and a JSON summary, small enough to commit), skip scenarios already '
+    'recorded with the same settings and data, and with --results_markdown '
+    'write the reproduction section built from every record here.')
+_DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
+    'diagnostic_rounds', 0, 'With --records_dir: also run each mixed '
+    'algorithm among --scenarios this many rounds with K = 1 and table 4\'s '
+    '(G, B)-BGD diagnostics; 0: none.', lower_bound=0)
+_REPORT_ONLY = flags.DEFINE_bool(
+    'report_only', False, 'With --records_dir: train nothing, only rebuild '
+    'the section and plot from the records.')
+_PLOT = flags.DEFINE_string(
+    'plot', None, 'With --records_dir: where to write the accuracy plot of '
+    'every record (default: <records_dir>/accuracy.png).')
+_WHY_SETTINGS = flags.DEFINE_string(
+    'why_settings', '', 'With --records_dir: why the settings differ from '
+    'tables 7-8, for the section.')
 
 
 def _central_texts():
@@ -164,9 +200,99 @@ def _central_texts():
   return train, evaluation, 'text files'
 
 
+def _record(records_dir: str, result, config, data_description: str,
+            diagnostics: bool) -> None:
+  """Writes a finished scenario's `lm_records.ScenarioRecord`."""
+  summary = None
+  if diagnostics:
+    found = bgd_diagnostics.read_diagnostics(result.scenario,
+                                             result.metrics_path)
+    if found is None:
+      raise ValueError(f'The diagnostics run of {result.scenario} reported '
+                       f'no G~^2 (in {result.metrics_path}).')
+    summary = dict(max_g2=found.max_g2, max_b2=found.max_b2,
+                   first_round=found.first_round, last_round=found.last_round)
+  lm_records.write_record(records_dir, lm_records.ScenarioRecord(
+      name=_record_name(result.scenario, diagnostics),
+      scenario=result.scenario, rows=result.rows,
+      settings=_settings(config), data=data_description,
+      machine=results_lib.machine_description(), date=results_lib.utc_now(),
+      command=results_lib.command_line(_MODULE), seconds=result.seconds,
+      seconds_per_round=result.seconds_per_round,
+      resumed_from=result.resumed_from, diagnostics=summary))
+
+
+def _record_name(scenario: str, diagnostics: bool) -> str:
+  return scenario + (lm_records.DIAGNOSTICS_SUFFIX if diagnostics else '')
+
+
+def _settings(config) -> dict:
+  return dict(config._asdict(), switch_round=config.switch())
+
+
+def _run_and_record(data, config, records_dir: str) -> None:
+  """Runs the scenarios (and diagnostics runs) that have no record yet."""
+  runs = [(config, list(_SCENARIOS.value), _OUTPUT_DIR.value, False)]
+  if _DIAGNOSTIC_ROUNDS.value:
+    runs.append((
+        config._replace(rounds=_DIAGNOSTIC_ROUNDS.value, client_steps=1,
+                        with_diagnostics=True),
+        [s for s in _SCENARIOS.value if s in _LIB.MIXED],
+        os.path.join(_OUTPUT_DIR.value, 'diagnostics'), True))
+  for run_config, scenarios, output_dir, diagnostics in runs:
+    todo = [s for s in scenarios if lm_records.recorded(
+        records_dir, _record_name(s, diagnostics), _settings(run_config),
+        data.description) is None]
+    for s in sorted(set(scenarios) - set(todo)):
+      logging.info('%s%s: recorded in %s with these settings; not rerun.', s,
+                   ' (diagnostics)' if diagnostics else '', records_dir)
+    if todo:
+      _LIB.run_experiment(
+          data, run_config, scenarios=todo, output_dir=output_dir,
+          on_result=lambda r, c=run_config, d=diagnostics: _record(
+              records_dir, r, c, data.description, d))
+
+
+def _publish_reproduction(records_dir: str) -> None:
+  """The plot and, with --results_markdown, the section, from the records."""
+  records = lm_records.read_records(records_dir)
+  if not records:
+    raise ValueError(f'No record in {records_dir}: run some scenarios first.')
+  plot = _PLOT.value or os.path.join(records_dir, 'accuracy.png')
+  reports_lib.make_directory(os.path.dirname(os.path.abspath(plot)),
+                             '--plot directory')
+  lm_report.plot(plot, records)
+  markdown_path = _RESULTS.markdown.value
+  if not markdown_path:
+    print(lm_report.results_markdown(
+        records, records_dir=records_dir,
+        command=results_lib.command_line(_MODULE),
+        date=results_lib.utc_now(), plot_link=plot,
+        why_settings=_WHY_SETTINGS.value), end='')
+    return
+  results_lib.write_results_section(
+      markdown_path, lm_report.RESULTS_SECTION, lm_report.results_markdown(
+          records, records_dir=records_dir,
+          command=results_lib.command_line(_MODULE),
+          date=results_lib.utc_now(),
+          plot_link=os.path.relpath(os.path.abspath(plot), os.path.dirname(
+              os.path.abspath(markdown_path))),
+          why_settings=_WHY_SETTINGS.value), after=RESULTS_SECTION)
+  for stale in lm_report.STALE_SECTIONS:
+    reports_lib.remove_markdown_section(markdown_path, stale)
+  logging.info('Wrote the %s section of %s and %s', lm_report.RESULTS_SECTION,
+               markdown_path, plot)
+
+
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  for name in ('diagnostic_rounds', 'report_only', 'plot', 'why_settings'):
+    if flags.FLAGS[name].present and not _RECORDS_DIR.value:
+      raise app.UsageError(f'--{name} needs --records_dir.')
+  if _REPORT_ONLY.value:
+    _publish_reproduction(_RECORDS_DIR.value)
+    return
   if not _CACHE_DIR.value:
     raise app.UsageError(
         '--cache_dir is required: the directory of TFF\'s '
@@ -197,6 +323,10 @@ def main(argv: Sequence[str]) -> None:
   if _DATA_NOTE.value:
     data = data._replace(
         description=f'{_DATA_NOTE.value}; {data.description}')
+  if _RECORDS_DIR.value:
+    _run_and_record(data, config, _RECORDS_DIR.value)
+    _publish_reproduction(_RECORDS_DIR.value)
+    return
   result = _LIB.run_experiment(data, config, scenarios=_SCENARIOS.value,
                                output_dir=_OUTPUT_DIR.value)
   results_lib.publish(

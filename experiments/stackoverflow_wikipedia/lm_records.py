@@ -1,0 +1,142 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Per-scenario records of the LM reproduction, small enough to commit.
+
+A run of every scenario of arXiv:2205.13655's language model (section 4.2,
+figure 13, table 4) at tables 7-8 does not fit one session on a small
+machine, and its outputs (checkpoints, the converted posts) are not kept.
+So each finished scenario leaves a record: its evaluations (a CSV, one row
+per evaluated round) and a JSON summary (settings, data, machine, date,
+wall time, and for a diagnostics run table 4's maxima). `lm_report` builds
+the RESULTS.md section from whatever records exist, so later sessions add the
+missing scenarios one invocation at a time. No weights, no text.
+"""
+
+import csv
+import io
+import json
+import os
+from typing import Any, NamedTuple, Optional
+
+from tff_mixed.training import reports as reports_lib
+
+# The evaluated quantities of a row, after `round`.
+METRICS = tuple(f'{s}_{m}' for s in ('mixed', 'federated', 'central')
+                for m in ('accuracy', 'loss'))
+DIAGNOSTICS_SUFFIX = '_diagnostics'
+
+
+class ScenarioRecord(NamedTuple):
+  """One finished scenario run.
+
+  Attributes:
+    name: The record's name: the scenario, or `<scenario>_diagnostics` for
+      a table 4 run.
+    scenario: The scenario.
+    rows: One dict per evaluation: `round` (int) and `METRICS` (floats),
+      round 0 first.
+    settings: The run's settings (`Config` as a dict, with `switch_round`).
+    data: One sentence on the data.
+    machine: Where it ran.
+    date: When it finished (UTC).
+    command: The command line that ran it.
+    seconds: Wall-clock seconds of the invocation that finished it.
+    seconds_per_round: Of those, per round it trained.
+    resumed_from: The round it resumed from (0: one invocation ran it all,
+      so `seconds` is its whole wall time).
+    diagnostics: For a table 4 run: `max_g2`, `max_b2`, `first_round`,
+      `last_round`; else `None`.
+  """
+
+  name: str
+  scenario: str
+  rows: list[dict[str, float]]
+  settings: dict[str, Any]
+  data: str
+  machine: str
+  date: str
+  command: str
+  seconds: float
+  seconds_per_round: float
+  resumed_from: int
+  diagnostics: Optional[dict[str, float]] = None
+
+  @property
+  def rounds(self) -> int:
+    return int(self.rows[-1]['round'])
+
+
+def _paths(records_dir: str, name: str) -> tuple[str, str]:
+  base = os.path.join(records_dir, name)
+  return base + '.csv', base + '.json'
+
+
+def write_record(records_dir: str, record: ScenarioRecord) -> None:
+  """Writes `<name>.csv` and `<name>.json` atomically (the JSON last: a
+  record counts once its JSON is there)."""
+  reports_lib.make_directory(records_dir, 'records directory')
+  csv_path, json_path = _paths(records_dir, record.name)
+  out = io.StringIO()
+  writer = csv.writer(out, lineterminator='\n')
+  writer.writerow(('round', *METRICS))
+  for row in record.rows:
+    writer.writerow([int(row['round'])] + [f'{row[m]:.6g}' for m in METRICS])
+  reports_lib.atomic_write_text(csv_path, out.getvalue())
+  summary = record._asdict()
+  del summary['rows']
+  summary['metrics'] = os.path.basename(csv_path)
+  reports_lib.atomic_write_text(json_path,
+                                json.dumps(summary, indent=2) + '\n')
+
+
+def _read_record(records_dir: str, json_name: str) -> ScenarioRecord:
+  json_path = os.path.join(records_dir, json_name)
+  try:
+    with open(json_path) as f:
+      summary = json.load(f)
+    with open(os.path.join(records_dir, summary.pop('metrics'))) as f:
+      reader = csv.DictReader(f)
+      if tuple(reader.fieldnames or ()) != ('round', *METRICS):
+        raise ValueError(f'columns {reader.fieldnames}, expected '
+                         f'{("round", *METRICS)}')
+      rows = [dict(round=int(r['round']), **{m: float(r[m]) for m in METRICS})
+              for r in reader]
+    if not rows:
+      raise ValueError('no evaluation rows')
+    return ScenarioRecord(rows=rows, **summary)
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise ValueError(f'The record {json_path} is unreadable: {e}') from e
+
+
+def read_records(records_dir: str) -> dict[str, ScenarioRecord]:
+  """Every record in `records_dir` by name (none if it does not exist).
+
+  Raises:
+    ValueError: If a record is damaged (named in the message).
+  """
+  if not os.path.isdir(records_dir):
+    return {}
+  return {record.name: record for record in (
+      _read_record(records_dir, name)
+      for name in sorted(os.listdir(records_dir)) if name.endswith('.json'))}
+
+
+def recorded(records_dir: str, name: str, settings: dict[str, Any],
+             data: str) -> Optional[ScenarioRecord]:
+  """The record `name` if it was made with these settings and data."""
+  record = read_records(records_dir).get(name)
+  if record is None:
+    return None
+  same = json.loads(json.dumps(settings)) == record.settings
+  return record if same and record.data == data else None
