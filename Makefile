@@ -54,7 +54,7 @@ CELEBA_RAW_DIR := $(CELEBA_DEV)/celeba_dev_raw
 CELEBA_FLAGS = --cache_dir=$(CELEBA_DEV)/cache \
   --output_dir=$(CELEBA_DEV)/reproduction --rounds=$(CELEBA_ROUNDS) \
   --diagnostic_rounds=100 --target_auc=0.85 \
-  --data_note="real CelebA faces from $(notdir $(CELEBA_RAW)), converted with --min_images_per_client=2" \
+  --data_note="real CelebA faces from $(notdir $(CELEBA_RAW)), converted with --min_images_per_client=2; the seeds ran as concurrent processes (one per seed) sharing the cores, so s/run and s/round are per process under that sharing" \
   $(ARGS)
 
 results-celeba: venv
