@@ -83,11 +83,12 @@ results-celeba: venv
 # The MovieLens dual encoder at the paper's horizon (arXiv:2205.13655,
 # section 4.3, tables 2, 9-10), recorded in RESULTS.md: baseline, PT, 1-way
 # and 2-way GT (through federated_select) at S = 100, |B_i| = 16, K = 10,
-# eta = 0.5, 2,000 rounds, evaluated every 20. About 12.7 h on 2 cores
-# (measured at S = 100 on MovieLens 100K: the baseline ~19 s/round, 10.6 h
-# of it, since every client computes the spreadout regularizer over the
-# whole table; the mixed algorithms 1.1-1.3 s/round), so it is made to span
-# sessions: run some scenarios at a time (SCENARIOS=baseline, or
+# eta = 0.5, 2,000 rounds, evaluated every 20. Several hours on 2 cores
+# (measured at S = 100 on MovieLens 100K: the mixed algorithms 1.1-1.3
+# s/round; the baseline, whose every client computes the spreadout
+# regularizer over the whole table, 2.8 s/round with three other runs
+# beside it), so it is made to span sessions: run some scenarios at a time
+# (SCENARIOS=baseline, or
 # SCENARIOS=parallel_training,one_way_gt,two_way_gt); each finished scenario
 # leaves a small record (metrics CSV and JSON summary: no checkpoint, no
 # ratings) in docs/results/movielens/, to be committed, and a scenario whose

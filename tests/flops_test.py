@@ -44,17 +44,21 @@ class LocalStepFlopsTest(absltest.TestCase):
     self.assertGreater(flops.local_step_flops(model, batch),
                        3 * 2 * batch * d * d)
 
-  def test_spreadout_on_the_client_costs_the_table_squared(self):
-    # Forward Gram matrix of the (rows - 1) movie rows plus its two backward
-    # MatMuls: 3 * 2 (rows - 1)^2 d; the rest is elementwise on the Gram.
+  def test_spreadout_on_the_client_costs_rows_times_d_squared(self):
+    # `spreadout` sums the squared d x d Gram matrix of the columns of the
+    # (rows - 1) movie rows: its forward MatMul and the two backward ones
+    # cost 3 * 2 (rows - 1) d^2; normalizing the rows and the squared norms
+    # are elementwise, a few flops per entry. The rows x rows Gram of the
+    # definition (`pairwise_spreadout`) would cost 3 * 2 (rows - 1)^2 d.
     rows, d, batch = 301, 8, 16
     hinge = flops.local_step_flops(
         dual_encoder.build_dual_encoder(rows, embedding_dim=d), batch)
     both = flops.local_step_flops(
         dual_encoder.build_dual_encoder(rows, embedding_dim=d,
                                         spreadout_weight=0.5), batch)
-    gram = 3 * 2 * (rows - 1)**2 * d
-    self.assertBetween(both - hinge, gram, gram + 8 * (rows - 1)**2)
+    gram = 3 * 2 * (rows - 1) * d**2
+    self.assertBetween(both - hinge, gram, gram + 40 * (rows - 1) * d)
+    self.assertLess(both - hinge, 3 * 2 * (rows - 1)**2 * d / 10)
 
   def test_bad_arguments(self):
     model = dense_lib.build_linear_regression(3)

@@ -101,6 +101,24 @@ def spreadout(embeddings, first_row: int = 1):
   """
   e = _normalize(embeddings[first_row:])
   n = tf.cast(tf.shape(e)[0], tf.float32)
+  # sum_{i,j} (e_i . e_j)^2 = ||E E^T||_F^2 = ||E^T E||_F^2: the d x d Gram
+  # of the columns costs O(rows d^2) where the rows x rows Gram of the rows
+  # costs O(rows^2 d), 100x more for MovieLens' 1,682 movies at d = 16 (the
+  # baseline computes this on every client at every step). The diagonal
+  # terms (e_i . e_i)^2 are the squared squared norms. `pairwise_spreadout`
+  # is the direct form the tests compare this with.
+  columns_gram = tf.matmul(e, e, transpose_a=True)
+  squared_norms = tf.reduce_sum(tf.square(e), axis=-1)
+  off_diagonal = tf.reduce_sum(tf.square(columns_gram)) - tf.reduce_sum(
+      tf.square(squared_norms))
+  return off_diagonal / tf.maximum(n * (n - 1.0), 1.0)
+
+
+def pairwise_spreadout(embeddings, first_row: int = 1):
+  """`spreadout` computed from the rows x rows Gram matrix: the definition
+  as written, O(rows^2 d), kept as the reference of the fast form."""
+  e = _normalize(embeddings[first_row:])
+  n = tf.cast(tf.shape(e)[0], tf.float32)
   gram = tf.matmul(e, e, transpose_b=True)
   off_diagonal = tf.reduce_sum(tf.square(gram)) - tf.reduce_sum(
       tf.square(tf.linalg.diag_part(gram)))
