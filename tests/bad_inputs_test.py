@@ -56,6 +56,7 @@ _TUNE = 'experiments.hybrid_async.tune_main'
 _ROUND_TIME = 'benchmarks.round_time'
 _CELEBA_SCALE = 'benchmarks.celeba_scale'
 _MOVIELENS_SELECT = 'benchmarks.movielens_select'
+_ADVICE = 'experiments.advisor_validation.advice_validation_main'
 
 # A tiny train_main run (the flags every train_main row shares).
 _TRAIN_ARGS = ('--experiment_name=run', '--root_output_dir={d}/out',
@@ -148,6 +149,11 @@ def _unreadable_checkpoints(d: str) -> dict[str, str]:
   _write(os.path.join(directory, 'experiment_fingerprint.json'), json.dumps(
       train_lib.run_hparams(**_TRAIN_KWARGS), sort_keys=True, default=str))
   return {}
+
+
+def _advice(d: str) -> dict[str, str]:
+  return {'advice': _write(os.path.join(d, 'advice.json'),
+                           '{"recommendation": "one_way_gt"}\n')}
 
 
 def _free_port(d: str) -> dict[str, str]:
@@ -246,6 +252,21 @@ _BAD_INPUTS = (
     ('movielens_select_ratings_file_is_a_directory', _MOVIELENS_SELECT,
      ['--ratings_file={d}', '--output_markdown={d}/B.md',
       '--output_json={d}/b.json'], _no_setup, 'is a directory'),
+    ('advice_validation_without_task_settings', _ADVICE,
+     ['--task=t', '--records_dir={d}/r'], _no_setup,
+     '--title, --advice_json, --metric must be given'),
+    ('advice_validation_advice_missing', _ADVICE,
+     ['--task=t', '--title=T', '--advice_json={d}/none.json', '--metric=m',
+      '--target=1', '--records_dir={d}/r'], _no_setup,
+     'is not a readable advice.json'),
+    ('advice_validation_two_targets', _ADVICE,
+     ['--task=t', '--title=T', '--advice_json={file}', '--metric=m',
+      '--target=1', '--target_share=0.9', '--records_dir={d}/r'],
+     _no_setup, 'exactly one of --target and --target_share'),
+    ('advice_validation_curve_matches_nothing', _ADVICE,
+     ['--task=t', '--title=T', '--advice_json={advice}', '--metric=m',
+      '--target=1', '--curve=one_way_gt:{d}/none*.csv',
+      '--records_dir={d}/r'], _advice, 'no file matches'),
 )
 
 
