@@ -37,6 +37,7 @@ from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
 from tff_mixed.experiment import bgd_diagnostics
 from tff_mixed.experiment import claims as claims_lib
+from tff_mixed.experiment import run_records
 
 BASELINE = movielens_lib.BASELINE
 PT = movielens_lib.PARALLEL_TRAINING
@@ -124,7 +125,7 @@ def check_comparable(records: Sequence[Record]) -> None:
     return
   first = records[0]
   for record in records[1:]:
-    keys = records_lib.differing_settings(first.settings, record.settings)
+    keys = run_records.differing_settings(first.settings, record.settings)
     if keys:
       raise ValueError(
           f'The records of {first.scenario} and {record.scenario} were made '
