@@ -42,6 +42,7 @@ def _read_bytes(path: str) -> bytes:
 
 
 class RunRecordsTest(absltest.TestCase):
+  """The shared files, and the two experiments' records through them."""
 
   def setUp(self):
     super().setUp()
@@ -85,14 +86,6 @@ class RunRecordsTest(absltest.TestCase):
         dict(a=1, b=2, c=3), dict(a=1, b=3, d=4)), ['b', 'c', 'd'])
     self.assertEqual(run_records.differing_settings(dict(a=1), dict(a=1)),
                      [])
-
-
-class ExperimentRecordsTest(absltest.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    self.dir = tempfile.mkdtemp()
-    self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
 
   def test_committed_lm_records_rewrite_byte_identically(self):
     records = lm_records.read_records(_LM_RECORDS)
