@@ -98,6 +98,13 @@ class TablesTest(absltest.TestCase):
                       '0.900', '12', '3.2'])
     self.assertEqual(lines[3].split()[-2], '-')
 
+  def test_markdown_table(self):
+    self.assertEqual(
+        tables.markdown_table(('a', 'b c'), [('1', ''), ('x | y', '2')]),
+        ['| a | b c |', '|---|---|', '| 1 |  |', '| x | y | 2 |'])
+    self.assertEqual(tables.markdown_table(('only',), []),
+                     ['| only |', '|---|'])
+
 
 
 if __name__ == '__main__':

@@ -38,6 +38,7 @@ from tff_mixed.experiment import claims as claims_lib
 from tff_mixed.experiment import plots
 from tff_mixed.experiment import records as records_lib
 from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.experiment import tables
 
 PT = reproduce_lib.PT
 ONE_WAY_GT = reproduce_lib.ONE_WAY_GT
@@ -342,33 +343,30 @@ def _paper_cell(scenario: str) -> str:
 
 def stats_table(stats: Sequence[ScenarioStats], target_auc: float) -> str:
   """The per-scenario table (Markdown), the paper's AUC beside ours."""
-  lines = [
-      '| scenario | final AUC | paper | pos. acc. | neg. acc. | AUC last '
-      '1/4 | its gain on the 1/4 before | rounds to AUC >= '
-      f'{target_auc:g} | s/run | s/round |',
-      '|---|---|---|---|---|---|---|---|---|---|']
+  header = ('scenario', 'final AUC', 'paper', 'pos. acc.', 'neg. acc.',
+            'AUC last 1/4', 'its gain on the 1/4 before',
+            f'rounds to AUC >= {target_auc:g}', 's/run', 's/round')
+  rows = []
   for s in stats:
     star = '*' if s.resumed else ''
-    lines.append(
-        f'| {_label(s.scenario)} | {s.auc} | {_paper_cell(s.scenario)} | '
-        f'{s.positive_accuracy} | {s.negative_accuracy} | {s.tail_auc} | '
-        f'{s.tail_gain.mean:+.3f} ± {s.tail_gain.std:.3f} | '
-        f'{_rounds_text(s)} | {s.seconds.mean:.0f}{star} | '
-        f'{s.seconds_per_round.mean:.2f}{star} |')
-  return '\n'.join(lines)
+    rows.append((
+        _label(s.scenario), str(s.auc), _paper_cell(s.scenario),
+        str(s.positive_accuracy), str(s.negative_accuracy), str(s.tail_auc),
+        f'{s.tail_gain.mean:+.3f} ± {s.tail_gain.std:.3f}', _rounds_text(s),
+        f'{s.seconds.mean:.0f}{star}', f'{s.seconds_per_round.mean:.2f}{star}'))
+  return '\n'.join(tables.markdown_table(header, rows))
 
 
 def diagnostics_table(diagnostics: Sequence[DiagnosticStats]) -> str:
   """Table 4 (Markdown): max over seeds and per-seed spread, with paper's."""
-  lines = ['| algorithm | rounds | max G~^2 | per seed | max B~^2 | per seed '
-           '| paper (table 4) |', '|---|---|---|---|---|---|---|']
-  for d in diagnostics:
-    lines.append(
-        f'| {_label(d.scenario)} | {d.first_round}-{d.last_round} | '
-        f'{d.max_g2:.3g} | {d.g2.mean:.3g} ± {d.g2.std:.3g} | {d.max_b2:.3g}'
-        f' | {d.b2.mean:.3g} ± {d.b2.std:.3g} | G~^2 '
-        f'{PAPER["max_g2"].value}, B~^2 {PAPER["max_b2"].value} |')
-  return '\n'.join(lines)
+  header = ('algorithm', 'rounds', 'max G~^2', 'per seed', 'max B~^2',
+            'per seed', 'paper (table 4)')
+  paper = f'G~^2 {PAPER["max_g2"].value}, B~^2 {PAPER["max_b2"].value}'
+  rows = [(_label(d.scenario), f'{d.first_round}-{d.last_round}',
+           f'{d.max_g2:.3g}', f'{d.g2.mean:.3g} ± {d.g2.std:.3g}',
+           f'{d.max_b2:.3g}', f'{d.b2.mean:.3g} ± {d.b2.std:.3g}', paper)
+          for d in diagnostics]
+  return '\n'.join(tables.markdown_table(header, rows))
 
 
 def _cohort_text(clients_per_round: Mapping[int, int], requested: int) -> str:

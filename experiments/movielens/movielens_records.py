@@ -27,15 +27,12 @@ ones back instead of training them again, and `movielens_report` builds the
 RESULTS.md section from all of them.
 """
 
-import csv
-import json
 import math
 import os
 from typing import Any, NamedTuple, Optional
 
-from tff_mixed.training import reports as reports_lib
+from tff_mixed.experiment import run_records
 
-JSON_SUFFIX = '.json'
 METRICS_SUFFIX = '_metrics.csv'
 METRICS_COLUMNS = ('round', 'recall_at_10', 'hinge_loss')
 
@@ -83,25 +80,16 @@ class ScenarioRecord(NamedTuple):
 
 def paths(records_dir: str, scenario: str) -> tuple[str, str]:
   """`(json_path, metrics_path)` of a scenario's record."""
-  return (os.path.join(records_dir, scenario + JSON_SUFFIX),
-          os.path.join(records_dir, scenario + METRICS_SUFFIX))
+  return run_records.paths(records_dir, scenario, METRICS_SUFFIX)
 
 
 def write_record(records_dir: str, record: ScenarioRecord) -> None:
   """Writes the record's two files (each atomically; the CSV first, so a
   JSON summary never names rows that are not there)."""
-  reports_lib.make_directory(records_dir, 'records directory')
-  json_path, metrics_path = paths(records_dir, record.scenario)
   # repr: the shortest text that reads back as the same float.
-  lines = [','.join(METRICS_COLUMNS)] + [
-      f'{int(row["round"])},{float(row["recall_at_10"])!r},'
-      f'{float(row["hinge_loss"])!r}' for row in record.rows]
-  reports_lib.atomic_write_text(metrics_path, '\n'.join(lines) + '\n')
-  summary = record._asdict()
-  del summary['rows']
-  summary['metrics'] = os.path.basename(metrics_path)
-  reports_lib.atomic_write_text(
-      json_path, json.dumps(summary, indent=2, sort_keys=True) + '\n')
+  run_records.write(records_dir, record.scenario, record, METRICS_COLUMNS,
+                    lambda value: repr(float(value)), METRICS_SUFFIX,
+                    sort_keys=True)
 
 
 def read_record(records_dir: str, scenario: str) -> Optional[ScenarioRecord]:
@@ -115,24 +103,13 @@ def read_record(records_dir: str, scenario: str) -> Optional[ScenarioRecord]:
   if not os.path.exists(json_path):
     return None
   try:
-    with open(json_path) as f:
-      summary = json.load(f)
-    with open(metrics_path) as f:
-      reader = csv.DictReader(f)
-      if tuple(reader.fieldnames or ()) != METRICS_COLUMNS:
-        raise ValueError(f'columns {reader.fieldnames}, expected '
-                         f'{list(METRICS_COLUMNS)}')
-      rows = [dict(round=int(r['round']),
-                   recall_at_10=float(r['recall_at_10']),
-                   hinge_loss=float(r['hinge_loss'])) for r in reader]
-    del summary['metrics']
-    record = ScenarioRecord(rows=rows, **summary)
+    record = run_records.read(json_path, ScenarioRecord, METRICS_COLUMNS)
   except (OSError, ValueError, TypeError, KeyError) as e:
     raise ValueError(f'The MovieLens record {json_path} (with '
                      f'{metrics_path}) cannot be read: {e}. Delete both '
                      'files to run the scenario again.') from e
-  if record.scenario != scenario or not rows or rows[-1]['round'] != (
-      record.rounds):
+  if record.scenario != scenario or not record.rows or record.rows[-1][
+      'round'] != record.rounds:
     raise ValueError(f'The MovieLens record {json_path} does not hold '
                      f'{scenario} up to its round {record.rounds}. Delete '
                      'it and its metrics to run the scenario again.')
@@ -144,19 +121,9 @@ def read_records(records_dir: str,
   """The records in `records_dir`, in `scenarios` order (default: every
   record there, by name); scenarios without one are left out."""
   if scenarios is None:
-    try:
-      names = os.listdir(records_dir)
-    except FileNotFoundError:
-      return []
-    scenarios = sorted(n[:-len(JSON_SUFFIX)] for n in names
-                       if n.endswith(JSON_SUFFIX))
+    scenarios = run_records.names(records_dir)
   found = (read_record(records_dir, s) for s in scenarios)
   return [r for r in found if r is not None]
-
-
-def differing_settings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-  """The names of the settings in which `a` and `b` differ."""
-  return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
 def check_settings(records_dir: str, settings: dict[str, Any]) -> None:
@@ -164,7 +131,7 @@ def check_settings(records_dir: str, settings: dict[str, Any]) -> None:
   settings: one report cannot compare it with runs made with `settings`, so
   it has to go (the message names it) before hours of training."""
   for record in read_records(records_dir):
-    keys = differing_settings(record.settings, settings)
+    keys = run_records.differing_settings(record.settings, settings)
     if keys:
       json_path, metrics_path = paths(records_dir, record.scenario)
       changes = ', '.join(f'{k}: {record.settings.get(k)!r} there, '

@@ -37,6 +37,8 @@ from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
 from tff_mixed.experiment import bgd_diagnostics
 from tff_mixed.experiment import claims as claims_lib
+from tff_mixed.experiment import run_records
+from tff_mixed.experiment import tables
 
 BASELINE = movielens_lib.BASELINE
 PT = movielens_lib.PARALLEL_TRAINING
@@ -124,7 +126,7 @@ def check_comparable(records: Sequence[Record]) -> None:
     return
   first = records[0]
   for record in records[1:]:
-    keys = records_lib.differing_settings(first.settings, record.settings)
+    keys = run_records.differing_settings(first.settings, record.settings)
     if keys:
       raise ValueError(
           f'The records of {first.scenario} and {record.scenario} were made '
@@ -311,12 +313,12 @@ def diagnostics_lines(diagnostics: Sequence[Record]) -> list[str]:
       f'{diagnostics[0].rounds} rounds with K = {settings["client_steps"]} '
       '(appendix B.1), otherwise as above, except that the whole table is '
       'broadcast to the clients: the federated_select processes do not '
-      'report the estimates. Max over the rounds:', '',
-      '| algorithm | rounds | max G~^2 | max B~^2 | paper (table 4, the '
-      'task) |', '|---|---|---|---|---|']
-  for d in found:
-    lines.append(f'| {_label(d.scenario)} | {d.first_round}-{d.last_round} '
-                 f'| {d.max_g2:.4f} | {d.max_b2:.3f} | 0.03 / 1.50 |')
+      'report the estimates. Max over the rounds:', '']
+  lines += tables.markdown_table(
+      ('algorithm', 'rounds', 'max G~^2', 'max B~^2',
+       'paper (table 4, the task)'),
+      [(_label(d.scenario), f'{d.first_round}-{d.last_round}',
+        f'{d.max_g2:.4f}', f'{d.max_b2:.3f}', '0.03 / 1.50') for d in found])
   weight = settings['federated_weight']
   if weight == settings['central_weight'] and all(
       abs(d.max_b2 - 1 / weight) <= 0.01 / weight for d in found):
@@ -335,30 +337,30 @@ def _hours(record: Record) -> str:
 
 def recall_table(records: Sequence[Record]) -> str:
   """Recall@10 and loss per scenario (Markdown), the paper's beside."""
-  lines = [
-      '| scenario | rounds | recall@10 | mean of last '
-      f'{TAIL_EVALUATIONS} evals | best | test hinge loss | paper recall@10 '
-      '(1M) | s/round | wall time |', '|---|---|---|---|---|---|---|---|---|']
+  header = ('scenario', 'rounds', 'recall@10',
+            f'mean of last {TAIL_EVALUATIONS} evals', 'best',
+            'test hinge loss', 'paper recall@10 (1M)', 's/round', 'wall time')
+  rows = []
   for r in records:
     last = r.rows[-1]
     paper = '~0.1' if r.scenario in PAPER_SCENARIOS else '- (appendix B.4.4)'
-    lines.append(
-        f'| {_label(r.scenario)} | {r.rounds} | {last["recall_at_10"]:.4f} '
-        f'| {tail_mean(r, "recall_at_10"):.4f} | '
-        f'{max(row["recall_at_10"] for row in r.rows):.4f} | '
-        f'{last["hinge_loss"]:.4f} | {paper} | {r.seconds_per_round:.2f} | '
-        f'{_hours(r)} |')
-  return '\n'.join(lines)
+    rows.append((
+        _label(r.scenario), str(r.rounds), f'{last["recall_at_10"]:.4f}',
+        f'{tail_mean(r, "recall_at_10"):.4f}',
+        f'{max(row["recall_at_10"] for row in r.rows):.4f}',
+        f'{last["hinge_loss"]:.4f}', paper, f'{r.seconds_per_round:.2f}',
+        _hours(r)))
+  return '\n'.join(tables.markdown_table(header, rows))
 
 
 def cost_table(records: Sequence[Record]) -> str:
   """Per client and round, measured and table 2's (Markdown)."""
   base = next((r.costs for r in records if r.scenario == BASELINE), None)
   paper_base = PAPER_TABLE_2[BASELINE]
-  lines = [
-      '| scenario | down KB | up KB | comm. saving | paper KB (table 2) | '
-      'paper saving | client Mflop | comp. saving | paper Mflop (table 2, '
-      'one step) | paper saving |', '|---|---|---|---|---|---|---|---|---|---|']
+  header = ('scenario', 'down KB', 'up KB', 'comm. saving',
+            'paper KB (table 2)', 'paper saving', 'client Mflop',
+            'comp. saving', 'paper Mflop (table 2, one step)', 'paper saving')
+  rows = []
   for r in records:
     c = r.costs
     paper = PAPER_TABLE_2.get(r.scenario)
@@ -367,18 +369,17 @@ def cost_table(records: Sequence[Record]) -> str:
     def pct(value, reference, show=mixed):
       return f'{_saving(value, reference):.2%}' if show and reference else '-'
 
-    lines.append(
-        f'| {_label(r.scenario)} | {c["down_bytes"] / 1e3:.1f} | '
-        f'{c["up_bytes"] / 1e3:.1f} | '
-        f'{pct(_comm(c), _comm(base) if base else 0)} | '
-        f'{paper[1] if paper else "-"} | '
-        f'{pct(paper[1], paper_base[1], mixed and paper) if paper else "-"} '
-        f'| {c["flops"] / 1e6:.3f} | '
-        f'{pct(c["flops"], base["flops"] if base else 0)} | '
-        f'{paper[0] if paper else "-"} | '
-        f'{pct(paper[0], paper_base[0], mixed and paper) if paper else "-"} '
-        '|')
-  return '\n'.join(lines)
+    rows.append((
+        _label(r.scenario), f'{c["down_bytes"] / 1e3:.1f}',
+        f'{c["up_bytes"] / 1e3:.1f}',
+        pct(_comm(c), _comm(base) if base else 0),
+        str(paper[1]) if paper else '-',
+        pct(paper[1], paper_base[1], mixed and paper) if paper else '-',
+        f'{c["flops"] / 1e6:.3f}',
+        pct(c['flops'], base['flops'] if base else 0),
+        str(paper[0]) if paper else '-',
+        pct(paper[0], paper_base[0], mixed and paper) if paper else '-'))
+  return '\n'.join(tables.markdown_table(header, rows))
 
 
 def missing_text(records: Sequence[Record], horizon: int) -> str:

@@ -23,17 +23,17 @@ the RESULTS.md section from whatever records exist, so later sessions add the
 missing scenarios one invocation at a time. No weights, no text.
 """
 
-import csv
-import io
 import json
-import os
 from typing import Any, NamedTuple, Optional
 
-from tff_mixed.training import reports as reports_lib
+from tff_mixed.experiment import run_records
 
 # The evaluated quantities of a row, after `round`.
 METRICS = tuple(f'{s}_{m}' for s in ('mixed', 'federated', 'central')
                 for m in ('accuracy', 'loss'))
+# A metrics CSV's columns, and how its name ends.
+COLUMNS = ('round', *METRICS)
+METRICS_SUFFIX = '.csv'
 DIAGNOSTICS_SUFFIX = '_diagnostics'
 
 
@@ -77,44 +77,20 @@ class ScenarioRecord(NamedTuple):
     return int(self.rows[-1]['round'])
 
 
-def _paths(records_dir: str, name: str) -> tuple[str, str]:
-  base = os.path.join(records_dir, name)
-  return base + '.csv', base + '.json'
-
-
 def write_record(records_dir: str, record: ScenarioRecord) -> None:
   """Writes `<name>.csv` and `<name>.json` atomically (the JSON last: a
   record counts once its JSON is there)."""
-  reports_lib.make_directory(records_dir, 'records directory')
-  csv_path, json_path = _paths(records_dir, record.name)
-  out = io.StringIO()
-  writer = csv.writer(out, lineterminator='\n')
-  writer.writerow(('round', *METRICS))
-  for row in record.rows:
-    writer.writerow([int(row['round'])] + [f'{row[m]:.6g}' for m in METRICS])
-  reports_lib.atomic_write_text(csv_path, out.getvalue())
-  summary = record._asdict()
-  del summary['rows']
-  summary['metrics'] = os.path.basename(csv_path)
-  reports_lib.atomic_write_text(json_path,
-                                json.dumps(summary, indent=2) + '\n')
+  run_records.write(records_dir, record.name, record, COLUMNS,
+                    lambda value: f'{value:.6g}', METRICS_SUFFIX)
 
 
-def _read_record(records_dir: str, json_name: str) -> ScenarioRecord:
-  json_path = os.path.join(records_dir, json_name)
+def _read_record(records_dir: str, name: str) -> ScenarioRecord:
+  json_path, _ = run_records.paths(records_dir, name, METRICS_SUFFIX)
   try:
-    with open(json_path) as f:
-      summary = json.load(f)
-    with open(os.path.join(records_dir, summary.pop('metrics'))) as f:
-      reader = csv.DictReader(f)
-      if tuple(reader.fieldnames or ()) != ('round', *METRICS):
-        raise ValueError(f'columns {reader.fieldnames}, expected '
-                         f'{("round", *METRICS)}')
-      rows = [dict(round=int(r['round']), **{m: float(r[m]) for m in METRICS})
-              for r in reader]
-    if not rows:
+    record = run_records.read(json_path, ScenarioRecord, COLUMNS)
+    if not record.rows:
       raise ValueError('no evaluation rows')
-    return ScenarioRecord(rows=rows, **summary)
+    return record
   except (OSError, ValueError, KeyError, TypeError) as e:
     raise ValueError(f'The record {json_path} is unreadable: {e}') from e
 
@@ -125,11 +101,9 @@ def read_records(records_dir: str) -> dict[str, ScenarioRecord]:
   Raises:
     ValueError: If a record is damaged (named in the message).
   """
-  if not os.path.isdir(records_dir):
-    return {}
   return {record.name: record for record in (
       _read_record(records_dir, name)
-      for name in sorted(os.listdir(records_dir)) if name.endswith('.json'))}
+      for name in run_records.names(records_dir))}
 
 
 def recorded(records_dir: str, name: str, settings: dict[str, Any],

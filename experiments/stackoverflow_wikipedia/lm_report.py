@@ -38,6 +38,7 @@ from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tff_mixed.experiment import claims as claims_lib
 from tff_mixed.experiment import scenarios as scenarios_lib
+from tff_mixed.experiment import tables
 
 _LIB = stackoverflow_wikipedia_lib
 Claim = claims_lib.Claim
@@ -301,57 +302,61 @@ def _hours(seconds: float) -> str:
 
 def scenario_table(main: Sequence[ScenarioRecord]) -> str:
   """One row per scenario record (Markdown)."""
-  lines = ['| scenario | rounds | mixed acc. | mixed acc., last 1/4 | paper '
-           '(mixed) | Stack Overflow acc. | central acc. | s/round | wall '
-           'time | machine, date |', '|---|---|---|---|---|---|---|---|---|'
-           '---|']
+  header = ('scenario', 'rounds', 'mixed acc.', 'mixed acc., last 1/4',
+            'paper (mixed)', 'Stack Overflow acc.', 'central acc.', 's/round',
+            'wall time', 'machine, date')
+  rows = []
   for r in main:
     last = r.rows[-1]
     wall = _hours(r.seconds)
     if r.resumed_from:
       wall = f'{wall} (rounds {r.resumed_from + 1}-{r.rounds}; resumed)'
-    lines.append(
-        f'| {_label(r.scenario)} | {r.rounds} | {last["mixed_accuracy"]:.3f}'
-        f' | {tail_accuracy(r):.3f} | {_paper_cell(r.scenario)} | '
-        f'{last["federated_accuracy"]:.3f} | {last["central_accuracy"]:.3f} '
-        f'| {r.seconds_per_round:.1f} | {wall} | {r.machine}, {r.date} |')
-  return '\n'.join(lines)
+    rows.append((
+        _label(r.scenario), str(r.rounds), f'{last["mixed_accuracy"]:.3f}',
+        f'{tail_accuracy(r):.3f}', _paper_cell(r.scenario),
+        f'{last["federated_accuracy"]:.3f}',
+        f'{last["central_accuracy"]:.3f}', f'{r.seconds_per_round:.1f}',
+        wall, f'{r.machine}, {r.date}'))
+  return '\n'.join(tables.markdown_table(header, rows))
 
 
 def transfer_table(main: Sequence[ScenarioRecord]) -> str:
-  lines = ['| baseline | switch after round | first corpus | its accuracy '
-           'at the switch | at the end | change |', '|---|---|---|---|---|---|']
+  header = ('baseline', 'switch after round', 'first corpus',
+            'its accuracy at the switch', 'at the end', 'change')
+  rows = []
   for r in main:
     if r.scenario in _LIB.TRANSFER:
       first, at_switch, end = at_switch_and_end(r)
-      lines.append(
-          f'| {_label(r.scenario)} | {r.settings["switch_round"]} | '
-          f'{"Stack Overflow" if first == "federated" else "central corpus"}'
-          f' | {at_switch:.3f} | {end:.3f} | {end - at_switch:+.3f} |')
-  return '\n'.join(lines)
+      rows.append((
+          _label(r.scenario), str(r.settings['switch_round']),
+          'Stack Overflow' if first == 'federated' else 'central corpus',
+          f'{at_switch:.3f}', f'{end:.3f}', f'{end - at_switch:+.3f}'))
+  return '\n'.join(tables.markdown_table(header, rows))
 
 
 def diagnostics_table(diagnostics: Sequence[ScenarioRecord]) -> str:
-  lines = ['| algorithm | rounds (of the run) | max G~^2 | max B~^2 | paper '
-           '(table 4) |', '|---|---|---|---|---|']
+  header = ('algorithm', 'rounds (of the run)', 'max G~^2', 'max B~^2',
+            'paper (table 4)')
+  paper = f'G~^2 {PAPER["max_g2"].value}, B~^2 {PAPER["max_b2"].value}'
+  rows = []
   for d in diagnostics:
     g = d.diagnostics
-    lines.append(
-        f'| {_label(d.scenario)} | {g["first_round"]}-{g["last_round"]} '
-        f'(of {d.rounds}, K = {d.settings["client_steps"]}) | '
-        f'{g["max_g2"]:.3g} | {g["max_b2"]:.3g} | G~^2 '
-        f'{PAPER["max_g2"].value}, B~^2 {PAPER["max_b2"].value} |')
-  return '\n'.join(lines)
+    rows.append((_label(d.scenario),
+                 f'{g["first_round"]}-{g["last_round"]} (of {d.rounds}, '
+                 f'K = {d.settings["client_steps"]})',
+                 f'{g["max_g2"]:.3g}', f'{g["max_b2"]:.3g}', paper))
+  return '\n'.join(tables.markdown_table(header, rows))
 
 
 def settings_table(main: Sequence[ScenarioRecord]) -> str:
   """Tables 7-8 beside the settings of the records (deviations marked)."""
-  lines = ['| setting | paper (tables 7-8, B.2.2) | ours |', '|---|---|---|']
+  rows = []
   for key, paper in PAPER_SETTINGS.items():
     ours = sorted({str(r.settings.get(key)) for r in main})
     mark = '' if ours == [str(paper)] else ' **(differs)**'
-    lines.append(f'| {key} | {paper} | {", ".join(ours)}{mark} |')
-  return '\n'.join(lines)
+    rows.append((key, str(paper), ', '.join(ours) + mark))
+  return '\n'.join(tables.markdown_table(
+      ('setting', 'paper (tables 7-8, B.2.2)', 'ours'), rows))
 
 
 def plot(path: str, records: Mapping[str, ScenarioRecord]) -> None:

@@ -74,3 +74,14 @@ def write_metrics_csv(path: str,
         f'{v:.6g}' if isinstance(v, float) else v for v in row
     ])
   reports.atomic_write(path, lambda f: f.write(buffer.getvalue()))
+
+
+def markdown_table(header: Sequence[str],
+                   rows: Sequence[Sequence[str]]) -> list[str]:
+  """A Markdown table's lines: the header, the `|---|` separator (one `---`
+  per column), then one line per row. Cells are used as given."""
+
+  def line(cells: Sequence[str]) -> str:
+    return '| ' + ' | '.join(cells) + ' |'
+
+  return [line(header), '|' + '---|' * len(header), *map(line, rows)]
