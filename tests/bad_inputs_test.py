@@ -225,6 +225,9 @@ _BAD_INPUTS = (
     ('movielens_diagnostics_without_records', _MOVIELENS,
      ['--ratings_file={ratings}', '--diagnostic_rounds=5'], _ratings,
      '--diagnostic_rounds needs --records_dir'),
+    ('movielens_advise_then_stop_without_rounds', _MOVIELENS,
+     ['--ratings_file={ratings}', '--advise_then=stop'], _ratings,
+     '--advise_then=stop needs --advise_rounds'),
     # stackoverflow_wikipedia_main, convert_posts_main.
     ('lm_no_central_corpus', _LM, ['--cache_dir={d}'], _no_setup,
      'central corpus is missing'),

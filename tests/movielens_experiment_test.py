@@ -17,6 +17,7 @@ On small generated ratings files (MovieLens files may not be shipped).
 """
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -27,9 +28,13 @@ from absl import logging
 from absl.testing import absltest
 import numpy as np
 
+from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from tests import binary_runs
+from tff_mixed.advisor import estimates
+from tff_mixed.algorithms import registry
+from tff_mixed.experiment import advising
 from tff_mixed.training import reports
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -184,8 +189,102 @@ class RecordsTest(absltest.TestCase):
                                                     'two_way_gt'))
 
 
+# Tiny settings of the advice tests: a few seconds of training.
+_ADVICE_FLAGS = ('--clients_per_round=3', '--client_steps=2',
+                 '--client_batch_size=4', '--embedding_dim=4',
+                 '--context_length=3', '--keys_per_client=8',
+                 '--eval_every=1')
+
+
+def _advice_paths(test: absltest.TestCase) -> tuple[str, str, str]:
+  """`(ratings, output_dir, records_dir)` in a fresh directory."""
+  directory = _temp_dir(test)
+  return (_write_ratings(os.path.join(directory, 'u.data')),
+          os.path.join(directory, 'out'), os.path.join(directory, 'records'))
+
+
+class AdviceTest(absltest.TestCase):
+
+  def test_run_advice_probes_parallel_training_with_diagnostics(self):
+    ratings, output_dir, records_dir = _advice_paths(self)
+    config = movielens_lib.Config(
+        rounds=50, clients_per_round=3, client_steps=2, client_batch_size=4,
+        embedding_dim=4, context_length=3, keys_per_client=8, eval_every=1)
+    advice, files = movielens_advice.run_advice(
+        ratings, rounds=2, config=config, output_dir=output_dir,
+        progress=False, records_dir=records_dir)
+    with open(files['advice_json']) as f:
+      written = json.load(f)
+    self.assertEqual(written['recommendation'], advice.recommendation)
+    # The spreadout draws no central batch: sigma_c^2 is 0 (to rounding),
+    # 1-way GT's bound is 2-way GT's, and the advice is PT or 1-way GT.
+    self.assertIn(advice.recommendation,
+                  (registry.PARALLEL_TRAINING, registry.ONE_WAY_GT))
+    self.assertLess(written['estimates'][estimates.SIGMA_C2]['max'], 1e-9)
+    self.assertAlmostEqual(written['ratios'][registry.ONE_WAY_GT], 1.0)
+    for name in (estimates.SIGMA2, estimates.G2, estimates.B2):
+      self.assertGreater(written['estimates'][name]['max'], 0.0, name)
+    self.assertEqual(advice.rounds, (1, 2))
+    self.assertEqual((advice.settings.client_steps,
+                      advice.settings.cohort_size), (2, 3))
+    self.assertCountEqual(os.listdir(output_dir),
+                          [advising.JSON_FILE, advising.MARKDOWN_FILE,
+                           advising.PROBE_DIR])
+    # The probe is the run's own PT at K = 2 (not table 4's K = 1).
+    with open(os.path.join(output_dir, advising.PROBE_DIR,
+                           movielens_lib.CONFIG_FILE)) as f:
+      probe = json.load(f)
+    self.assertEqual((probe['scenarios'], probe['rounds'],
+                      probe['client_steps']), (['parallel_training'], 2, 2))
+    # Also beside the records, where the scenario records do not see it.
+    kept = os.path.join(records_dir, movielens_advice.RECORDS_SUBDIR)
+    for kind, name in (('advice_json', advising.JSON_FILE),
+                       ('advice_markdown', advising.MARKDOWN_FILE)):
+      with open(files[kind]) as a, open(files[f'records_{kind}']) as b:
+        self.assertEqual(a.read(), b.read())
+      self.assertEqual(files[f'records_{kind}'], os.path.join(kept, name))
+    self.assertEmpty(movielens_records.read_records(records_dir))
+
+
 @binary_runs.runs_binaries
 class MovieLensBinaryTest(absltest.TestCase):
+
+  def test_advise_then_stop_and_then_continue(self):
+    ratings, output_dir, records_dir = _advice_paths(self)
+
+    def run(then):
+      return _run(f'--ratings_file={ratings}', '--rounds=1',
+                  '--scenarios=one_way_gt', f'--output_dir={output_dir}',
+                  f'--records_dir={records_dir}', '--advise_rounds=2',
+                  f'--advise_then={then}', *_ADVICE_FLAGS)
+
+    stop = run('stop')
+    self.assertEqual(stop.returncode, 0, stop.stderr[-3000:])
+    self.assertIn('Recommendation: ', stop.stdout)
+    with open(os.path.join(output_dir, advising.JSON_FILE)) as f:
+      written = json.load(f)
+    self.assertIn(written['recommendation'],
+                  (registry.PARALLEL_TRAINING, registry.ONE_WAY_GT,
+                   registry.TWO_WAY_GT))
+    for name in (estimates.SIGMA2, estimates.SIGMA_C2, estimates.G2,
+                 estimates.B2):
+      self.assertIn(name, written['estimates'])
+    # The advice, and no scenario trained after it.
+    self.assertCountEqual(os.listdir(output_dir),
+                          [advising.JSON_FILE, advising.MARKDOWN_FILE,
+                           advising.PROBE_DIR])
+    self.assertEqual(os.listdir(records_dir),
+                     [movielens_advice.RECORDS_SUBDIR])
+    # Continue: the finished probe is resumed (nothing left to train),
+    # then the scenario runs and leaves its record.
+    go_on = run('continue')
+    self.assertEqual(go_on.returncode, 0, go_on.stderr[-3000:])
+    self.assertIn('Recommendation: ', go_on.stdout)
+    self.assertIn('one_way_gt', go_on.stdout)
+    self.assertTrue(os.path.exists(os.path.join(output_dir, 'checkpoints',
+                                                'one_way_gt')))
+    self.assertEqual(
+        movielens_records.read_record(records_dir, 'one_way_gt').rounds, 1)
 
   def test_records_section_over_two_invocations(self):
     directory = _temp_dir(self)

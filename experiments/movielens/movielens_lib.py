@@ -85,6 +85,9 @@ TABLE_FILE = 'results.txt'
 COST_FILE = 'costs.txt'
 CONFIG_FILE = 'config.json'
 RESULTS_SECTION = 'movielens'
+# The |B_c| the mixed processes are built with. f_c, the spreadout, is a
+# data-free regularizer of the table: no central batch is ever drawn.
+CENTRAL_BATCH_SIZE = 1
 
 
 class Config(NamedTuple):
@@ -174,7 +177,8 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
       spreadout, client_lr=config.client_lr, server_optimizer=server,
       client_steps=config.client_steps, central_steps=config.client_steps,
       federated_weight=config.federated_weight,
-      central_weight=config.central_weight, central_batch_size=1,
+      central_weight=config.central_weight,
+      central_batch_size=CENTRAL_BATCH_SIZE,
       seed=config.seed, embedding_selection=selection if select else None,
       client_groups=client_groups, with_diagnostics=with_diagnostics)
 

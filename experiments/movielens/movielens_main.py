@@ -29,6 +29,13 @@ FLOPs per client and round, measured and the paper's formulas) and
 `config.json` to `--output_dir` and prints the tables. Every scenario runs
 in groups of clients (`--clients_per_group`, default one group per core;
 1: one client per CLIENTS member, the same results, slower).
+
+With `--advise_rounds=N` it first trains a Parallel Training probe with
+diagnostics for N rounds at the run's settings (`movielens_advice`, under
+`<output_dir>/advice/`), prints the algorithm advisor's estimates and
+recommendation, writes `advice.json` and `advice.md` to `--output_dir` (and
+to `<records_dir>/advice/`), then goes on, or stops with
+`--advise_then=stop`.
 """
 
 from collections.abc import Sequence
@@ -44,9 +51,11 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from experiments.movielens import movielens_report
+from tff_mixed.experiment import advising
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results as results_lib
 from tff_mixed.training import reports as reports_lib
@@ -117,6 +126,7 @@ _DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
     'broadcast the whole table (the federated_select processes do not '
     'report the estimates). Records in <records_dir>/diagnostics. 0: none.',
     lower_bound=0)
+_ADVISE = advising.define_advise_flags()
 _DROP_SECTIONS = flags.DEFINE_list(
     'drop_sections', [], 'Sections of --results_markdown that the written '
     'one supersedes: removed once it is written.')
@@ -146,11 +156,16 @@ def main(argv: Sequence[str]) -> None:
   records_dir = _RECORDS_DIR.value or None
   if _DIAGNOSTIC_ROUNDS.value and records_dir is None:
     raise app.UsageError('--diagnostic_rounds needs --records_dir.')
+  if _ADVISE.then.value == advising.STOP and not _ADVISE.rounds.value:
+    raise app.UsageError('--advise_then=stop needs --advise_rounds=N (N > 0):'
+                         ' without a probe there is no advice to stop after.')
   if records_dir is not None:
     reports_lib.make_directory(records_dir, '--records_dir')
     # A damaged record stops the run before hours of training, not after.
     movielens_records.read_records(records_dir)
   module = 'experiments.movielens.movielens_main'
+  if _ADVISE.rounds.value and not _advise(config, records_dir, module):
+    return
   scenario_rounds = ({} if _BASELINE_ROUNDS.value is None else
                      {movielens_lib.BASELINE: _BASELINE_ROUNDS.value})
   result = movielens_lib.run_experiment(
@@ -181,6 +196,16 @@ def main(argv: Sequence[str]) -> None:
     if reports_lib.remove_markdown_section(_RESULTS.markdown.value, section):
       logging.info('Removed the superseded section %s of %s', section,
                    _RESULTS.markdown.value)
+
+
+def _advise(config: movielens_lib.Config, records_dir, module: str) -> bool:
+  """`--advise_rounds`: the probe, its advice printed and written (also to
+  <records_dir>/advice/); whether the run goes on (`--advise_then`)."""
+  advice, files = movielens_advice.run_advice(
+      _RATINGS_FILE.value, rounds=_ADVISE.rounds.value, config=config,
+      output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value,
+      records_dir=records_dir, command=results_lib.command_line(module))
+  return advising.report(advice, files, _ADVISE.then.value)
 
 
 def _report(records_dir: str, horizon: int,
