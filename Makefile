@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv demo results results-celeba results-movielens results-lm results-hybrid-async test bazel-test benchmark benchmark-celeba benchmark-movielens clean
+.PHONY: venv demo results results-celeba results-movielens results-lm results-advice results-hybrid-async test bazel-test benchmark benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -170,6 +170,22 @@ results-lm: venv
 	  --results_markdown=RESULTS.md --why_settings="$(LM_WHY)" \
 	  --data_note="federated: $(notdir $(LM_POSTS)) (Stack Exchange dump, March 2017, CC BY-SA 3.0) converted by convert_posts_main with its defaults; central: WikiText-2 (CC BY-SA 3.0)" \
 	  $(LM_ARGS)
+
+# The algorithm advisor against measurement (issue 20; arXiv:2205.13655,
+# section 5, table 3), recorded in RESULTS.md (section advisor_validation):
+# per task of ADVICE_TASKS, a Parallel Training probe of ADVICE_PROBE_ROUNDS
+# rounds gives the advice (skipped when its advice.json is there), and
+# experiments.advisor_validation.advice_validation_main sets it beside the
+# algorithm that first reaches the task's target in the full runs, keeping a
+# record per task in docs/results/advice/. The digits runs happen here; the
+# CelebA curves come from make results-celeba, the LM and MovieLens ones
+# from their committed records (scripts/results_advice.sh says which target
+# each task uses).
+ADVICE_TASKS ?= digits,celeba,lm,movielens
+ADVICE_PROBE_ROUNDS ?= 20
+
+results-advice: venv
+	@$(RUN) env PY=$(PY) ADVICE_TASKS=$(ADVICE_TASKS) ADVICE_PROBE_ROUNDS=$(ADVICE_PROBE_ROUNDS) bash scripts/results_advice.sh
 
 # The hybrid-data table (guided model merging, Zhu et al., table 1 / table 7)
 # at the paper's protocol (issue 19, item 1), recorded in RESULTS.md: clients

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# make results-advice: the algorithm advisor against measurement (issue 20),
+# one task at a time (ADVICE_TASKS, default digits,celeba,lm,movielens).
+#
+# Per task, a Parallel Training probe prints and writes the advice
+# (--advise_rounds, --advise_then=stop; skipped when its advice.json is
+# there), then experiments.advisor_validation.advice_validation_main reads
+# the advice beside the curves of the task's full runs of PT, 1-way and
+# 2-way GT at the same settings, writes docs/results/advice/<task>.json and
+# rebuilds RESULTS.md's advisor_validation section from every record:
+#   digits     the demo's settings, 3 seeds of 40 rounds run here (about a
+#              minute each); target AUC 0.95, as in its section.
+#   celeba     tables 5-6 (the binaries' defaults); the curves of
+#              make results-celeba (run it first); target AUC 0.85, as in
+#              its section.
+#   lm         make results-lm's settings; the curves are its committed
+#              records; target 0.95 x the lowest last-quarter mixed
+#              accuracy of the three, as in its section.
+#   movielens  make results-movielens's settings; its committed records;
+#              the same rule on recall@10.
+# The Makefile runs this under scripts/with_worker_cleanup.sh.
+set -euo pipefail
+
+PY=${PY:-.venv/bin/python}
+TASKS=${ADVICE_TASKS:-digits,celeba,lm,movielens}
+PROBE_ROUNDS=${ADVICE_PROBE_ROUNDS:-20}
+VALIDATE=("$PY" -m experiments.advisor_validation.advice_validation_main)
+
+# --curve flags: the same glob pattern, %s replaced by each algorithm.
+curves() {
+  local algorithm
+  for algorithm in parallel_training one_way_gt two_way_gt; do
+    echo "--curve=$algorithm:${1//%s/$algorithm}"
+  done
+}
+
+need() {
+  [ -e "$1" ] || { echo "error: $2" >&2; exit 1; }
+}
+
+for task in ${TASKS//,/ }; do
+  echo "[results-advice] $task" >&2
+  case "$task" in
+    digits)
+      out=outputs/advice/digits
+      for seed in 0 1 2; do
+        advise=()
+        [ "$seed" = 0 ] && advise=(--advise_rounds="$PROBE_ROUNDS")
+        "$PY" -m experiments.label_imbalance.label_imbalance_main \
+          --scenarios=parallel_training,one_way_gt,two_way_gt --seed="$seed" \
+          --output_dir="$out/seed$seed" "${advise[@]}"
+      done
+      mapfile -t flags < <(curves "$out/seed*/metrics.csv")
+      "${VALIDATE[@]}" --task=digits \
+        --title='Digits label imbalance (the demo), K = 10, S = 10, 40 rounds, 3 seeds' \
+        --advice_json="$out/seed0/advice.json" "${flags[@]}" \
+        --metric=eval_auc --target=0.95
+      ;;
+    celeba)
+      runs=outputs/celeba_dev/reproduction/runs
+      need outputs/celeba_dev/cache/celeba.sqlite \
+        'no CelebA database: run make results-celeba first'
+      need "$runs/two_way_gt" "no CelebA runs in $runs: run make results-celeba first"
+      [ -f outputs/celeba_dev/advice/advice.json ] || \
+        "$PY" -m experiments.celeba_smile.celeba_smile_main \
+          --cache_dir=outputs/celeba_dev/cache \
+          --output_dir=outputs/celeba_dev/advice --advise_rounds=30 \
+          --advise_then=stop
+      mapfile -t flags < <(curves "$runs/%s/seed*/metrics.csv")
+      "${VALIDATE[@]}" --task=celeba_smile \
+        --title='CelebA smile (real faces), tables 5-6, 3 seeds' \
+        --advice_json=outputs/celeba_dev/advice/advice.json "${flags[@]}" \
+        --metric=eval_auc --target=0.85
+      ;;
+    lm)
+      need outputs/lm/stackoverflow/stackoverflow.sqlite \
+        'no converted Stack Exchange posts: run make results-lm first'
+      [ -f outputs/lm/runs/advice.json ] || \
+        make --no-print-directory results-lm RUN= \
+          LM_ARGS="--advise_rounds=$PROBE_ROUNDS --advise_then=stop"
+      mapfile -t flags < <(curves 'docs/results/stackoverflow_wikipedia/%s.csv')
+      "${VALIDATE[@]}" --task=stackoverflow_wikipedia \
+        --title='Stack Exchange + WikiText-2 LM, make results-lm settings (K = 16, S = 10), 200 rounds, seed 0' \
+        --advice_json=outputs/lm/runs/advice.json "${flags[@]}" \
+        --metric=mixed_accuracy --target_share=0.95
+      ;;
+    movielens)
+      [ -f outputs/movielens_paper/advice.json ] || \
+        make --no-print-directory results-movielens \
+          ARGS="--advise_rounds=$PROBE_ROUNDS --advise_then=stop" RUN=
+      mapfile -t flags < <(curves 'docs/results/movielens/%s_metrics.csv')
+      "${VALIDATE[@]}" --task=movielens \
+        --title='MovieLens 100K dual encoder, tables 9-10 (K = 10, S = 100), 2,000 rounds, seed 0' \
+        --advice_json=outputs/movielens_paper/advice.json "${flags[@]}" \
+        --metric=recall_at_10 --target_share=0.95
+      ;;
+    *)
+      echo "error: unknown task $task in ADVICE_TASKS (digits, celeba, lm, movielens)" >&2
+      exit 1
+      ;;
+  esac
+done
+"${VALIDATE[@]}" --report_only --results_markdown=RESULTS.md
