@@ -35,6 +35,9 @@ from tff_mixed.training import reports as reports_lib
 METRICS = tuple(f'{s}_{m}' for s in ('mixed', 'federated', 'central')
                 for m in ('accuracy', 'loss'))
 DIAGNOSTICS_SUFFIX = '_diagnostics'
+# `--advise_rounds` writes the advisor's advice.json (`advising.JSON_FILE`)
+# beside the records: not a record.
+NOT_RECORDS = ('advice.json',)
 
 
 class ScenarioRecord(NamedTuple):
@@ -129,7 +132,8 @@ def read_records(records_dir: str) -> dict[str, ScenarioRecord]:
     return {}
   return {record.name: record for record in (
       _read_record(records_dir, name)
-      for name in sorted(os.listdir(records_dir)) if name.endswith('.json'))}
+      for name in sorted(os.listdir(records_dir))
+      if name.endswith('.json') and name not in NOT_RECORDS)}
 
 
 def recorded(records_dir: str, name: str, settings: dict[str, Any],
