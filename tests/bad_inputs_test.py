@@ -231,6 +231,12 @@ _BAD_INPUTS = (
     # stackoverflow_wikipedia_main, convert_posts_main.
     ('lm_no_central_corpus', _LM, ['--cache_dir={d}'], _no_setup,
      'central corpus is missing'),
+    ('lm_advise_then_without_rounds', _LM,
+     ['--cache_dir={d}', '--advise_then=stop'], _no_setup,
+     '--advise_then needs --advise_rounds'),
+    ('lm_advise_rounds_with_report_only', _LM,
+     ['--records_dir={d}', '--report_only', '--advise_rounds=2'], _no_setup,
+     '--advise_rounds trains a probe'),
     ('posts_xml_is_a_directory', _CONVERT_POSTS,
      ['--posts_xml={d}', '--cache_dir={d}/so'], _no_setup, 'is not a file'),
     # hybrid_async_main.

@@ -237,7 +237,7 @@ class AdviceTest(absltest.TestCase):
     self.assertEqual((probe['scenarios'], probe['rounds'],
                       probe['client_steps']), (['parallel_training'], 2, 2))
     # Also beside the records, where the scenario records do not see it.
-    kept = os.path.join(records_dir, movielens_advice.RECORDS_SUBDIR)
+    kept = os.path.join(records_dir, advising.PROBE_DIR)
     for kind, name in (('advice_json', advising.JSON_FILE),
                        ('advice_markdown', advising.MARKDOWN_FILE)):
       with open(files[kind]) as a, open(files[f'records_{kind}']) as b:
@@ -274,7 +274,7 @@ class MovieLensBinaryTest(absltest.TestCase):
                           [advising.JSON_FILE, advising.MARKDOWN_FILE,
                            advising.PROBE_DIR])
     self.assertEqual(os.listdir(records_dir),
-                     [movielens_advice.RECORDS_SUBDIR])
+                     [advising.PROBE_DIR])
     # Continue: the finished probe is resumed (nothing left to train),
     # then the scenario runs and leaves its record.
     go_on = run('continue')

@@ -19,6 +19,7 @@ central corpus. The binary runs in a subprocess (absl flags are global).
 """
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -30,9 +31,13 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.stackoverflow_wikipedia import central_training
+from experiments.stackoverflow_wikipedia import lm_advice
+from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
+from tff_mixed.algorithms import registry
+from tff_mixed.experiment import advising
 from tff_mixed.tasks import text_corpus
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -95,6 +100,23 @@ def _convert_posts(directory: str) -> str:
       _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
       test_cutoff='2017-01-01', heldout_fraction=0.2)
   return cache_dir
+
+
+def _data_args(directory: str) -> list[str]:
+  """The binary's data flags: generated posts, WikiText-style files."""
+  texts = [_write_wikitext(os.path.join(directory, f'wiki.{n}.tokens'),
+                           seed=seed) for n, seed in (('valid', 1),
+                                                      ('test', 2))]
+  return [f'--cache_dir={_convert_posts(directory)}',
+          f'--central_train_text={texts[0]}',
+          f'--central_eval_text={texts[1]}']
+
+
+# A tiny model and cohort for the binary.
+_TINY_ARGS = ('--clients_per_round=2', '--client_steps=2',
+              '--client_batch_size=2', '--central_batch_size=4',
+              '--embedding_dim=4', '--gru_units=8', '--sequence_length=20',
+              '--eval_every=1', '--max_eval_sequences=20')
 
 
 def _load_tiny(directory: str) -> stackoverflow_wikipedia_lib.Data:
@@ -221,6 +243,58 @@ class OracleTest(absltest.TestCase):
                          parts)
 
 
+_MIXED = (registry.PARALLEL_TRAINING, registry.ONE_WAY_GT,
+          registry.TWO_WAY_GT)
+_ESTIMATES = ('sigma2', 'sigma_c2', 'bgd_G2', 'bgd_B2')
+
+
+class AdviceTest(absltest.TestCase):
+  """`--advise_rounds`: the PT probe at the run's settings, the advice."""
+
+  def test_probe_at_the_run_settings_and_advice_beside_the_records(self):
+    directory = _temp_dir(self)
+    data = _load_tiny(directory)
+    output_dir = os.path.join(directory, 'out')
+    records_dir = os.path.join(directory, 'records')
+    config = _TINY._replace(central_batch_size=5, rounds=50)
+    advice, files = lm_advice.run_advice(
+        data, config, rounds=2, output_dir=output_dir,
+        records_dir=records_dir, progress=False)
+    self.assertIn(advice.recommendation, _MIXED)
+    self.assertEqual(advice.rounds, (1, 2))
+    for name in _ESTIMATES:
+      self.assertIn(name, advice.estimates)
+    # What the processes use: K, S, eta = eta_c = client_lr, w_f, w_c,
+    # each algorithm's |B_c| against PT's measured one.
+    settings = advice.settings
+    self.assertEqual((settings.client_steps, settings.cohort_size), (2, 3))
+    self.assertEqual(settings.client_learning_rate, 0.5)
+    self.assertEqual(settings.central_learning_rate, 0.5)
+    self.assertEqual((settings.federated_weight, settings.central_weight),
+                     (0.75, 0.25))
+    self.assertAlmostEqual(
+        settings.central_variance_scale[registry.ONE_WAY_GT], 5 / 8)
+    self.assertEqual(sorted(files), [
+        'advice_json', 'advice_markdown', 'records_advice_json',
+        'records_advice_markdown'])
+    for kind, path in files.items():
+      with open(path) as f:
+        text = f.read()
+      if kind.endswith('json'):
+        self.assertEqual(json.loads(text)['recommendation'],
+                         advice.recommendation)
+    self.assertCountEqual(os.listdir(output_dir), [
+        advising.JSON_FILE, advising.MARKDOWN_FILE, advising.PROBE_DIR])
+    # The probe, with the runner's checkpoints, under advice/.
+    probe_dir = os.path.join(output_dir, advising.PROBE_DIR)
+    self.assertTrue(os.path.isdir(os.path.join(
+        probe_dir, 'checkpoints', advising.PROBE_SCENARIO)))
+    # The advice is kept in records_dir/advice/, which is not a record.
+    self.assertEqual(os.path.dirname(files['records_advice_json']),
+                     os.path.join(records_dir, advising.PROBE_DIR))
+    self.assertEqual(lm_records.read_records(records_dir), {})
+
+
 @binary_runs.runs_binaries
 class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
@@ -268,22 +342,14 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
   def test_records_resume_skip_and_report(self):
     directory = _temp_dir(self)
-    cache_dir = _convert_posts(directory)
-    texts = [_write_wikitext(os.path.join(directory, f'wiki.{n}.tokens'),
-                             seed=seed) for n, seed in (('valid', 1),
-                                                        ('test', 2))]
+    data_args = _data_args(directory)
     records_dir = os.path.join(directory, 'records')
     results = os.path.join(directory, 'RESULTS.md')
     plot = os.path.join(directory, 'docs', 'accuracy.png')
     with open(results, 'w') as f:
       f.write('# Results\n\n<!-- BEGIN stackoverflow_wikipedia_two_way_gt -->'
               '\nstale\n<!-- END stackoverflow_wikipedia_two_way_gt -->\n')
-    args = [f'--cache_dir={cache_dir}', f'--central_train_text={texts[0]}',
-            f'--central_eval_text={texts[1]}', '--rounds=2',
-            '--clients_per_round=2', '--client_steps=2',
-            '--client_batch_size=2', '--central_batch_size=4',
-            '--embedding_dim=4', '--gru_units=8', '--sequence_length=20',
-            '--eval_every=1', '--max_eval_sequences=20',
+    args = [*data_args, '--rounds=2', *_TINY_ARGS,
             f'--output_dir={os.path.join(directory, "out")}',
             f'--records_dir={records_dir}', f'--plot={plot}',
             f'--results_markdown={results}', '--why_settings=Tiny.']
@@ -317,6 +383,39 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
     self.assertIn('error: --diagnostic_rounds needs --records_dir',
                   bad.stderr)
     self.assertNotIn('Traceback', bad.stderr)
+
+  def test_advise_rounds_then_stop_or_continue(self):
+    directory = _temp_dir(self)
+    args = [*_data_args(directory), '--rounds=1', *_TINY_ARGS,
+            '--advise_rounds=2']
+    output_dir = os.path.join(directory, 'out')
+    stop = _run(*args, '--advise_then=stop', f'--output_dir={output_dir}')
+    self.assertEqual(stop.returncode, 0, stop.stderr[-3000:])
+    self.assertIn('Recommendation:', stop.stdout)
+    with open(os.path.join(output_dir, advising.JSON_FILE)) as f:
+      advice = json.load(f)
+    self.assertIn(advice['recommendation'], _MIXED)
+    for name in _ESTIMATES:
+      self.assertIn(name, advice['estimates'])
+    # The advice and its probe, and no scenario (no metrics.csv, no runs).
+    self.assertCountEqual(os.listdir(output_dir), [
+        advising.JSON_FILE, advising.MARKDOWN_FILE, advising.PROBE_DIR])
+    # Continue, in the same directory: the probe resumes at its end (no
+    # round trained again), the advice is given again, the scenarios run.
+    records_dir = os.path.join(directory, 'records')
+    go = _run(*args, '--scenarios=fl_only', f'--output_dir={output_dir}',
+              f'--records_dir={records_dir}')
+    self.assertEqual(go.returncode, 0, go.stderr[-3000:])
+    self.assertIn('Recommendation:', go.stdout)
+    self.assertContainsSubset(['checkpoints', 'results'],
+                              os.listdir(output_dir))
+    # The advice is kept with the records, which still read back.
+    self.assertCountEqual(os.listdir(records_dir), [
+        advising.PROBE_DIR, 'fl_only.csv', 'fl_only.json', 'accuracy.png'])
+    self.assertCountEqual(
+        os.listdir(os.path.join(records_dir, advising.PROBE_DIR)),
+        [advising.JSON_FILE, advising.MARKDOWN_FILE])
+    # Bad flag combinations: bad_inputs_test's `lm_advise_*`.
 
   def test_missing_data_is_a_clear_message(self):
     directory = _temp_dir(self)

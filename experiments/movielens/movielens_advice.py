@@ -39,13 +39,9 @@ from experiments.movielens import movielens_lib
 from tff_mixed.advisor import advice as advice_lib
 from tff_mixed.algorithms import registry
 from tff_mixed.experiment import advising
-from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import runner as runner_lib
 
 PROBE_SCENARIO = movielens_lib.PARALLEL_TRAINING
-# The subdirectory of `--records_dir` that keeps the advice files: the
-# records directory's own *.json are scenario records.
-RECORDS_SUBDIR = advising.PROBE_DIR
 
 
 def probe_metrics_path(output_dir: str) -> str:
@@ -103,10 +99,4 @@ def run_advice(ratings_file: str, *, rounds: int,
       central_batch_sizes=batch_sizes,
       measured_central_batch_size=movielens_lib.CENTRAL_BATCH_SIZE,
       seed=config.seed)
-  files = advising.write_advice(output_dir, advice)
-  if records_dir is not None:
-    kept = reports_lib.make_directory(
-        os.path.join(records_dir, RECORDS_SUBDIR), 'advice records directory')
-    files.update({f'records_{kind}': path for kind, path in
-                  advising.write_advice(kept, advice).items()})
-  return advice, files
+  return advice, advising.write_advice(output_dir, advice, records_dir)

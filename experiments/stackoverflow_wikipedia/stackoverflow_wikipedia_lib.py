@@ -223,6 +223,17 @@ def _aggregator(config: Config):
                                         weighted=True)
 
 
+def central_batch_sizes(data: Data, config: Config
+                       ) -> scenarios_lib.CentralBatchSizes:
+  """|B_c| of each mixed algorithm, capped at the central corpus's size."""
+  num_central = len(data.central.inputs)
+  batch = min(config.central_batch_size, num_central)
+  return scenarios_lib.CentralBatchSizes(
+      parallel_training=batch,
+      one_way_gt=min(config.one_way_central_batch_size, num_central),
+      two_way_gt=batch)
+
+
 def build_process(scenario: str, data: Data, config: Config,
                   client_groups: Optional[tff_mixed.ClientGroups] = None
                  ) -> tff.learning.templates.LearningProcess:
@@ -235,19 +246,14 @@ def build_process(scenario: str, data: Data, config: Config,
                      f'{tuple(s for s in SCENARIOS if s != ORACLE)} (the '
                      f'oracle has no TFF process), got {scenario!r}.')
   algorithm = FL_ONLY if scenario in TRANSFER else scenario
-  num_central = len(data.central.inputs)
-  batch = min(config.central_batch_size, num_central)
-  batches = scenarios_lib.CentralBatchSizes(
-      parallel_training=batch,
-      one_way_gt=min(config.one_way_central_batch_size, num_central),
-      two_way_gt=batch)
   objective = tff_mixed.central_data_objective(
       (data.central.inputs, data.central.targets), name='central_corpus')
   return scenarios_lib.build_process(
       algorithm, model_for(config), objective,
       client_lr=(config.two_way_client_lr if scenario == TWO_WAY_GT
                  else config.client_lr),
-      client_steps=config.client_steps, central_batch_sizes=batches,
+      client_steps=config.client_steps,
+      central_batch_sizes=central_batch_sizes(data, config),
       examples_per_client=0, client_batch_size=config.client_batch_size,
       seed=config.seed, model_aggregator=_aggregator(config),
       federated_weight=config.federated_weight,
@@ -266,7 +272,8 @@ def _dataset_fn(scenario: str, data: Data, config: Config):
       sequence_length=config.sequence_length, seed=config.seed)
 
 
-def _cohort_size(data: Data, config: Config) -> int:
+def cohort_size(data: Data, config: Config) -> int:
+  """S as run: `clients_per_round`, at most the training clients."""
   return min(config.clients_per_round, len(data.train_client_ids))
 
 
@@ -274,7 +281,7 @@ def client_groups_for(scenario: str, data: Data, config: Config
                      ) -> Optional[tff_mixed.ClientGroups]:
   """The scenario's `ClientGroups`, or `None` for one client per member."""
   if not grouping.is_grouped(config.clients_per_group,
-                             _cohort_size(data, config)):
+                             cohort_size(data, config)):
     return None
   if config.adaptive_clipping:
     # `run_experiment` refuses an explicit group size with it.
@@ -325,7 +332,7 @@ def _client_ids_fn(data: Data, config: Config, grouped: bool):
 
   def client_ids(round_num):
     ids = task_lib.round_client_ids(
-        sample(round_num - 1, _cohort_size(data, config)), round_num)
+        sample(round_num - 1, cohort_size(data, config)), round_num)
     if not grouped:
       return ids
     return grouping.group_ids(ids, config.clients_per_group, np.str_)

@@ -40,6 +40,13 @@ runs of the mixed algorithms, and `--results_markdown` then writes
 `lm_report`'s section, built from every record in the directory (with
 `--report_only`, from the records alone, training nothing).
 
+With `--advise_rounds=N` it first trains N rounds of a Parallel Training
+probe with diagnostics at the run's settings (under `<output_dir>/advice/`,
+resumable), prints the algorithm advisor's estimates and recommendation,
+writes advice.json and advice.md to `--output_dir` (and to `--records_dir`,
+if given), then goes on with the scenarios or, with `--advise_then=stop`,
+stops (`lm_advice`).
+
 With `--noadaptive_clipping` rounds run
 in groups of clients (`--clients_per_group`, default one group per core; 1:
 one client per CLIENTS member, the same results, slower); adaptive clipping
@@ -59,9 +66,11 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from experiments.stackoverflow_wikipedia import lm_advice
 from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import lm_report
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
+from tff_mixed.experiment import advising
 from tff_mixed.experiment import bgd_diagnostics
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results as results_lib
@@ -172,6 +181,7 @@ _PLOT = flags.DEFINE_string(
 _WHY_SETTINGS = flags.DEFINE_string(
     'why_settings', '', 'With --records_dir: why the settings differ from '
     'tables 7-8, for the section.')
+_ADVISE = advising.define_advise_flags()
 
 
 def _central_texts():
@@ -284,21 +294,25 @@ def _publish_reproduction(records_dir: str) -> None:
                markdown_path, plot)
 
 
-def main(argv: Sequence[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+def _check_flags() -> None:
+  """Refuses flag combinations that cannot run."""
   for name in ('diagnostic_rounds', 'report_only', 'plot', 'why_settings'):
     if flags.FLAGS[name].present and not _RECORDS_DIR.value:
       raise app.UsageError(f'--{name} needs --records_dir.')
-  if _REPORT_ONLY.value:
-    _publish_reproduction(_RECORDS_DIR.value)
-    return
-  if not _CACHE_DIR.value:
+  if flags.FLAGS['advise_then'].present and not _ADVISE.rounds.value:
+    raise app.UsageError('--advise_then needs --advise_rounds=N, N > 0.')
+  if _ADVISE.rounds.value and _REPORT_ONLY.value:
+    raise app.UsageError('--advise_rounds trains a probe; --report_only '
+                         'trains nothing: pass one of them.')
+  if not _REPORT_ONLY.value and not _CACHE_DIR.value:
     raise app.UsageError(
         '--cache_dir is required: the directory of TFF\'s '
         'stackoverflow.sqlite (or convert a Posts.xml into it with '
         'experiments.stackoverflow_wikipedia.convert_posts_main).')
-  config = _LIB.Config(
+
+
+def _config() -> _LIB.Config:
+  return _LIB.Config(
       rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
       client_batch_size=_CLIENT_BATCH_SIZE.value,
       client_steps=_CLIENT_STEPS.value, client_lr=_CLIENT_LR.value,
@@ -313,6 +327,16 @@ def main(argv: Sequence[str]) -> None:
       sequence_length=_SEQUENCE_LENGTH.value,
       switch_round=_SWITCH_ROUND.value, eval_every=_EVAL_EVERY.value,
       seed=_SEED.value, clients_per_group=_CLIENTS_PER_GROUP.value)
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  _check_flags()
+  if _REPORT_ONLY.value:
+    _publish_reproduction(_RECORDS_DIR.value)
+    return
+  config = _config()
   train_texts, eval_texts, central_name = _central_texts()
   data = _LIB.load_data(
       _CACHE_DIR.value, train_texts, eval_texts,
@@ -323,6 +347,12 @@ def main(argv: Sequence[str]) -> None:
   if _DATA_NOTE.value:
     data = data._replace(
         description=f'{_DATA_NOTE.value}; {data.description}')
+  if _ADVISE.rounds.value:
+    advice, files = lm_advice.run_advice(
+        data, config, rounds=_ADVISE.rounds.value,
+        output_dir=_OUTPUT_DIR.value, records_dir=_RECORDS_DIR.value)
+    if not advising.report(advice, files, _ADVISE.then.value):
+      return
   if _RECORDS_DIR.value:
     _run_and_record(data, config, _RECORDS_DIR.value)
     _publish_reproduction(_RECORDS_DIR.value)

@@ -67,15 +67,30 @@ def define_advise_flags() -> AdviseFlags:
           'After the advice: continue with the run, or stop.'))
 
 
-def write_advice(output_dir: str, advice: advice_lib.Advice) -> dict:
-  """Writes advice.json and advice.md atomically; returns their paths."""
-  files = {'advice_json': os.path.join(output_dir, JSON_FILE),
-           'advice_markdown': os.path.join(output_dir, MARKDOWN_FILE)}
-  reports_lib.atomic_write_text(files['advice_json'], advice.to_json() + '\n')
-  reports_lib.atomic_write_text(
-      files['advice_markdown'],
-      '# Which mixed FL algorithm (arXiv:2205.13655, table 3)\n\n```\n'
-      + advice.to_text() + '```\n')
+def write_advice(output_dir: str, advice: advice_lib.Advice,
+                 records_dir: Optional[str] = None) -> dict:
+  """Writes advice.json and advice.md atomically; returns their paths.
+
+  With `records_dir` (an experiment's committed records, which outlive the
+  session's `outputs/`) they are also written to `<records_dir>/advice/`
+  (`records_advice_json`, `records_advice_markdown`): a subdirectory,
+  since the records directory's own *.json files are scenario records.
+  """
+  files = {}
+  targets = [('', output_dir)]
+  if records_dir:
+    targets.append(('records_', reports_lib.make_directory(
+        os.path.join(records_dir, PROBE_DIR), 'advice records directory')))
+  for prefix, directory in targets:
+    json_path = os.path.join(directory, JSON_FILE)
+    markdown_path = os.path.join(directory, MARKDOWN_FILE)
+    reports_lib.atomic_write_text(json_path, advice.to_json() + '\n')
+    reports_lib.atomic_write_text(
+        markdown_path,
+        '# Which mixed FL algorithm (arXiv:2205.13655, table 3)\n\n```\n'
+        + advice.to_text() + '```\n')
+    files.update({f'{prefix}advice_json': json_path,
+                  f'{prefix}advice_markdown': markdown_path})
   return files
 
 
