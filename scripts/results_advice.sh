@@ -4,7 +4,8 @@
 #
 # Per task, a Parallel Training probe prints and writes the advice
 # (--advise_rounds, --advise_then=stop; skipped when its advice.json is
-# there), then experiments.advisor_validation.advice_validation_main reads
+# there: the LM and MovieLens binaries keep theirs with their committed
+# records, in docs/results/<task>/advice/), then experiments.advisor_validation.advice_validation_main reads
 # the advice beside the curves of the task's full runs of PT, 1-way and
 # 2-way GT at the same settings, writes docs/results/advice/<task>.json and
 # rebuilds RESULTS.md's advisor_validation section from every record:
@@ -75,23 +76,25 @@ for task in ${TASKS//,/ }; do
     lm)
       need outputs/lm/stackoverflow/stackoverflow.sqlite \
         'no converted Stack Exchange posts: run make results-lm first'
-      [ -f outputs/lm/runs/advice.json ] || \
+      advice=docs/results/stackoverflow_wikipedia/advice/advice.json
+      [ -f "$advice" ] || \
         make --no-print-directory results-lm RUN= \
           LM_ARGS="--advise_rounds=$PROBE_ROUNDS --advise_then=stop"
       mapfile -t flags < <(curves 'docs/results/stackoverflow_wikipedia/%s.csv')
       "${VALIDATE[@]}" --task=stackoverflow_wikipedia \
         --title='Stack Exchange + WikiText-2 LM, make results-lm settings (K = 16, S = 10), 200 rounds, seed 0' \
-        --advice_json=outputs/lm/runs/advice.json "${flags[@]}" \
+        --advice_json="$advice" "${flags[@]}" \
         --metric=mixed_accuracy --target_share=0.95
       ;;
     movielens)
-      [ -f outputs/movielens_paper/advice.json ] || \
+      advice=docs/results/movielens/advice/advice.json
+      [ -f "$advice" ] || \
         make --no-print-directory results-movielens \
           ARGS="--advise_rounds=$PROBE_ROUNDS --advise_then=stop" RUN=
       mapfile -t flags < <(curves 'docs/results/movielens/%s_metrics.csv')
       "${VALIDATE[@]}" --task=movielens \
         --title='MovieLens 100K dual encoder, tables 9-10 (K = 10, S = 100), 2,000 rounds, seed 0' \
-        --advice_json=outputs/movielens_paper/advice.json "${flags[@]}" \
+        --advice_json="$advice" "${flags[@]}" \
         --metric=recall_at_10 --target_share=0.95
       ;;
     *)
