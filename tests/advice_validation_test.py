@@ -110,24 +110,37 @@ class ValidationLibTest(absltest.TestCase):
       path = os.path.join(directory, name + '.csv')
       _combined_csv(path, {name: values})
       curves[name] = [path]
-    target, rule, measured = validation_lib.measure(curves, 'eval_auc',
-                                                    target_share=0.9)
+    target, rule, measured, spacing = validation_lib.measure(
+        curves, 'eval_auc', target_share=0.9)
     # Tails (rounds >= 15): PT 0.6 and 0.6, the lowest; 0.9 x 0.6 = 0.54.
     self.assertAlmostEqual(target, 0.54)
+    self.assertEqual(spacing, 5)  # The curves' evaluations: every 5 rounds.
     self.assertIn('0.9 x the lowest', rule)
     self.assertEqual(measured, {'parallel_training': [10],
                                 'one_way_gt': [5], 'two_way_gt': [10]})
-    target, _, measured = validation_lib.measure(curves, 'eval_auc',
-                                                 target=0.75)
+    # A loss: the highest tail (1-way's 0.8) / 0.8 = 1.0; reached at or
+    # below it, so from round 0 by all.
+    target, rule, measured, _ = validation_lib.measure(
+        curves, 'eval_auc', target_share=0.8, minimize=True)
+    self.assertAlmostEqual(target, 1.0)
+    self.assertIn('the highest last-quarter mean', rule)
+    self.assertEqual(measured['one_way_gt'], [0])
+    _, _, measured, _ = validation_lib.measure(
+        curves, 'eval_auc', target=0.15, minimize=True)
+    self.assertEqual(measured, {'parallel_training': [0],
+                                'one_way_gt': [0], 'two_way_gt': [0]})
+    _, _, measured, _ = validation_lib.measure(curves, 'eval_auc',
+                                               target=0.75)
     self.assertEqual(measured['parallel_training'], [None])
     with self.assertRaises(ValueError):
       validation_lib.measure(curves, 'eval_auc')
 
-  def _record(self, measured, recommendation):
+  def _record(self, measured, recommendation, resolution=0):
     return validation_lib.Validation(
         task='t', title='T', advice={'recommendation': recommendation},
         metric='m', target=0.5, target_rule='r', measured=measured,
-        curves={}, machine='here', date='now', command='c')
+        curves={}, machine='here', date='now', command='c',
+        resolution=resolution)
 
   def test_winner_ties_and_agreement(self):
     result = validation_lib.outcome(self._record(
@@ -148,6 +161,17 @@ class ValidationLibTest(absltest.TestCase):
     self.assertEqual(result.tied, ())
     self.assertFalse(result.agrees_within_spread)
     self.assertEqual(result.reached['parallel_training'], (1, 2))
+    # One seed: no spread, but first rounds one evaluation apart are not
+    # told apart.
+    one_seed = {'parallel_training': [60], 'one_way_gt': [70],
+                'two_way_gt': [120]}
+    result = validation_lib.outcome(self._record(one_seed, 'one_way_gt'))
+    self.assertEqual((result.winner, result.tied), ('parallel_training', ()))
+    self.assertFalse(result.agrees_within_spread)
+    result = validation_lib.outcome(self._record(one_seed, 'one_way_gt',
+                                                 resolution=10))
+    self.assertEqual(result.tied, ('one_way_gt',))
+    self.assertTrue(result.agrees_within_spread)
     none = validation_lib.outcome(self._record(
         {a: [None] for a in validation_lib.ALGORITHMS}, 'one_way_gt'))
     self.assertIsNone(none.winner)
@@ -190,11 +214,12 @@ class AdviceValidationMainTest(absltest.TestCase):
     directory = _temp_dir(self)
     advice_path, recommendation = _advice_json(directory)
     curves = os.path.join(directory, 'metrics.csv')
-    # The recommended algorithm reaches 0.8 first.
+    # The recommended algorithm reaches 0.8 first (round 5), the next two
+    # evaluations (10 rounds) later: more than the spacing, so no tie.
     others = [a for a in validation_lib.ALGORITHMS if a != recommendation]
-    _combined_csv(curves, {recommendation: [0.5, 0.85, 0.9],
-                           others[0]: [0.5, 0.6, 0.85],
-                           others[1]: [0.5, 0.7, 0.7]})
+    _combined_csv(curves, {recommendation: [0.5, 0.85, 0.9, 0.9],
+                           others[0]: [0.5, 0.6, 0.7, 0.85],
+                           others[1]: [0.5, 0.7, 0.7, 0.7]})
     records = os.path.join(directory, 'records')
     markdown = os.path.join(directory, 'RESULTS.md')
     returncode, stderr = self._run(

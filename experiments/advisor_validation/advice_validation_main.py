@@ -56,12 +56,19 @@ _CURVES = flags.DEFINE_multi_string(
     'one_way_gt, two_way_gt.')
 _METRIC = flags.DEFINE_string(
     'metric', None, 'The CSV column of the evaluation metric (higher is '
-    'better).')
+    'better, unless --minimize).')
 _TARGET = flags.DEFINE_float(
     'target', None, 'The target value of --metric.')
 _TARGET_SHARE = flags.DEFINE_float(
     'target_share', None, 'Instead of --target: this share of the lowest '
-    'last-quarter mean of --metric over the three algorithms\' curves.')
+    'last-quarter mean of --metric over the three algorithms\' curves '
+    '(with --minimize: the highest divided by it).')
+_MINIMIZE = flags.DEFINE_bool(
+    'minimize', False, 'Lower values of --metric are better (a loss): the '
+    'target is reached at or below it.')
+_NOTE = flags.DEFINE_string(
+    'note', '', 'One sentence a reader should know beside the task\'s '
+    'numbers (e.g. what else its own section measured).')
 _RECORDS_DIR = flags.DEFINE_string(
     'records_dir', 'docs/results/advice', 'Where the records are kept.')
 _REPORT_ONLY = flags.DEFINE_bool(
@@ -94,13 +101,14 @@ def _record() -> validation_lib.Validation:
     raise app.UsageError(f'--advice_json={_ADVICE_JSON.value} is not a '
                          f'readable advice.json: {e}') from e
   curves = validation_lib.expand_curves(_CURVES.value)
-  target, rule, measured = validation_lib.measure(
+  target, rule, measured, resolution = validation_lib.measure(
       curves, _METRIC.value, target=_TARGET.value,
-      target_share=_TARGET_SHARE.value)
+      target_share=_TARGET_SHARE.value, minimize=_MINIMIZE.value)
   return validation_lib.Validation(
       task=_TASK.value, title=_TITLE.value, advice=advice,
       metric=_METRIC.value, target=target, target_rule=rule,
-      measured=measured, curves=curves,
+      measured=measured, curves=curves, minimize=_MINIMIZE.value,
+      resolution=resolution, note=_NOTE.value,
       machine=results_lib.machine_description(), date=results_lib.utc_now(),
       command=results_lib.command_line(_MODULE))
 

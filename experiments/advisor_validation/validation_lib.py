@@ -59,7 +59,8 @@ class Validation(NamedTuple):
     title: The task and its settings, one phrase.
     advice: The advice's JSON object (`tff_mixed.Advice.to_json`).
     metric: The evaluation column the target is on.
-    target: The target value (reached when the metric is >= it).
+    target: The target value (reached when the metric is >= it, or <= it
+      with `minimize`).
     target_rule: How the target was chosen, one phrase.
     measured: `{algorithm: [first round reaching the target, or None, per
       curve]}`.
@@ -67,6 +68,11 @@ class Validation(NamedTuple):
     machine: Where the record was made.
     date: When (UTC).
     command: The command line that made it.
+    minimize: Whether lower values of the metric are better (a loss).
+    resolution: The curves' largest evaluation spacing (rounds): a first
+      round reaching the target is known only to within it.
+    note: What a reader should know beside the numbers (one sentence, from
+      the command line), or ''.
   """
 
   task: str
@@ -80,6 +86,9 @@ class Validation(NamedTuple):
   machine: str
   date: str
   command: str
+  minimize: bool = False
+  resolution: int = 0
+  note: str = ''
 
 
 def read_curve(path: str, metric: str,
@@ -115,9 +124,12 @@ def read_curve(path: str, metric: str,
 
 
 def first_round_reaching(points: Sequence[tuple[int, float]],
-                         target: float) -> Optional[int]:
-  """The first round whose value is >= `target`, or None."""
-  return next((r for r, v in points if v >= target), None)
+                         target: float,
+                         minimize: bool = False) -> Optional[int]:
+  """The first round whose value is >= `target` (<= with `minimize`), or
+  None."""
+  return next((r for r, v in points
+               if (v <= target if minimize else v >= target)), None)
 
 
 def tail_mean(points: Sequence[tuple[int, float]]) -> float:
@@ -156,27 +168,42 @@ def expand_curves(specs: Sequence[str]) -> dict[str, list[str]]:
 
 def measure(curves: Mapping[str, Sequence[str]], metric: str, *,
             target: Optional[float] = None,
-            target_share: Optional[float] = None) -> tuple[float, str, dict]:
-  """`(target, target_rule, measured)` of the curves.
+            target_share: Optional[float] = None,
+            minimize: bool = False) -> tuple[float, str, dict, int]:
+  """`(target, target_rule, measured, resolution)` of the curves.
 
-  Exactly one of `target` (absolute) and `target_share` (that share of the
-  lowest last-quarter mean over the algorithms' curves: a level every
-  algorithm settles above, as the task reports use) is given.
+  `resolution` is the largest spacing of evaluations in any curve (the
+  median gap between evaluated rounds): two first rounds reaching the
+  target that differ by no more are not told apart.
+
+  Exactly one of `target` (absolute) and `target_share` is given: that
+  share of the lowest last-quarter mean over the algorithms' curves, a
+  level every algorithm settles above, as the task reports use; with
+  `minimize` (a loss), the highest last-quarter mean divided by the share,
+  a level every algorithm settles below.
   """
   if (target is None) == (target_share is None):
     raise ValueError('give exactly one of target and target_share')
   points = {a: [read_curve(p, metric, scenario=a) for p in paths]
             for a, paths in curves.items()}
-  if target is None:
-    lowest = min(tail_mean(c) for cs in points.values() for c in cs)
-    target = target_share * lowest
+  tails = [tail_mean(c) for cs in points.values() for c in cs]
+  if target is None and minimize:
+    target = max(tails) / target_share
+    rule = (f'the highest last-quarter mean {metric} of the three '
+            f'({max(tails):.4g}) / {target_share:g}')
+  elif target is None:
+    target = target_share * min(tails)
     rule = (f'{target_share:g} x the lowest last-quarter mean {metric} of '
-            f'the three ({lowest:.4g})')
+            f'the three ({min(tails):.4g})')
   else:
-    rule = f'{metric} >= {target:g}, as in the task\'s own section'
-  measured = {a: [first_round_reaching(c, target) for c in cs]
+    rule = (f'{metric} {"<=" if minimize else ">="} {target:g}, as in the '
+            'task\'s own section')
+  measured = {a: [first_round_reaching(c, target, minimize) for c in cs]
               for a, cs in points.items()}
-  return float(target), rule, measured
+  resolution = max(int(np.median(np.diff([r for r, _ in c])))
+                   if len(c) > 1 else 0
+                   for cs in points.values() for c in cs)
+  return float(target), rule, measured, resolution
 
 
 class Outcome(NamedTuple):
@@ -188,9 +215,10 @@ class Outcome(NamedTuple):
     reached: `{algorithm: (curves reaching it, curves)}`.
     winner: The algorithm with the fewest mean rounds (None if no
       algorithm reached the target).
-    tied: Algorithms within the winner's seed spread (one standard
-      deviation of the winner's or their own rounds, whichever is larger):
-      the measurement cannot order them.
+    tied: Algorithms the measurement cannot order before the winner: their
+      mean rounds exceed the winner's by at most one standard deviation
+      over seeds (the winner's or their own, whichever is larger) or the
+      curves' evaluation spacing (`Validation.resolution`).
     agrees: Whether the recommendation is the winner.
     agrees_within_spread: Whether it is the winner or tied with it.
   """
@@ -220,7 +248,7 @@ def outcome(record: Validation) -> Outcome:
   if winner is not None:
     mean, std = candidates[winner][:2]
     tied = tuple(a for a, s in candidates.items() if a != winner
-                 and s[0] - mean <= max(std, s[1]))
+                 and s[0] - mean <= max(std, s[1], record.resolution))
   recommendation = record.advice['recommendation']
   return Outcome(
       mean_rounds={a: None if s[0] is None else float(s[0])
@@ -283,14 +311,69 @@ def _measured_ratios(result: Outcome) -> str:
                    for a in ('parallel_training', 'one_way_gt'))
 
 
+def _bounds_order(ratios: Mapping[str, float], tolerance: float) -> str:
+  """The algorithms from the smallest bound to the largest, e.g. '1-way GT
+  = 2-way GT < PT' ('=': within `tolerance`, relative, of the previous)."""
+  ranked = sorted((v, a) for a, v in ratios.items())
+  text = LABELS[ranked[0][1]]
+  for (previous, _), (value, algorithm) in zip(ranked, ranked[1:]):
+    text += (' = ' if value <= previous * (1.0 + tolerance) else ' < ')
+    text += LABELS[algorithm]
+  return text
+
+
+def _slowness(result: Outcome, algorithm: str) -> tuple[float, float]:
+  """Sorts measured algorithms from fastest to slowest: first by the share
+  of curves that missed the target, then by the mean rounds of the rest."""
+  reached, curves = result.reached[algorithm]
+  mean = result.mean_rounds[algorithm]
+  return (1.0 - reached / max(curves, 1), 0.0 if mean is None else mean)
+
+
+def _measured_order(result: Outcome) -> str:
+  """The algorithms from fastest to slowest as measured (`_slowness`), e.g.
+  '1-way GT < 2-way GT (2 of 3) < PT (never)'."""
+  ranked = sorted(ALGORITHMS, key=lambda a: _slowness(result, a))
+  parts = []
+  for algorithm in ranked:
+    reached, curves = result.reached[algorithm]
+    note = ('' if reached == curves else ' (never)' if not reached else
+            f' ({reached} of {curves})')
+    parts.append(LABELS[algorithm] + note)
+  text = parts[0]
+  for previous, algorithm, part in zip(ranked, ranked[1:], parts[1:]):
+    same = _slowness(result, previous) == _slowness(result, algorithm)
+    text += (' = ' if same else ' < ') + part
+  return text
+
+
+def _slowest_agreement(results) -> tuple[int, int]:
+  """`(agreeing, tasks)`: tasks whose bounds single out one slowest
+  algorithm (beyond the tolerance), and of those, how many measured it
+  slowest too (last in the measured order)."""
+  agreeing = tasks = 0
+  for record, result in results:
+    ratios = record.advice['ratios']
+    worst = max(ratios, key=ratios.get)
+    others = [v for a, v in ratios.items() if a != worst]
+    if ratios[worst] <= max(others) * (1.0 + record.advice.get(
+        'tolerance', 0.0)):
+      continue
+    tasks += 1
+    slowest = max(ALGORITHMS, key=lambda a: _slowness(result, a))
+    agreeing += slowest == worst
+  return agreeing, tasks
+
+
 def _verdict(result: Outcome) -> str:
   if result.winner is None:
     return 'undecided (no algorithm reached the target in every curve)'
   if result.agrees:
-    return 'agrees' + (' (ties within the seed spread: ' + ', '.join(
+    return 'agrees' + (' (tied with it: ' + ', '.join(
         LABELS[a] for a in result.tied) + ')' if result.tied else '')
   if result.agrees_within_spread:
-    return 'agrees within the seed spread (not the fastest on average)'
+    return ('agrees within the measurement\'s resolution (seed spread or '
+            'evaluation spacing), not the fastest on average')
   return 'disagrees'
 
 
@@ -310,13 +393,19 @@ def results_markdown(records: Sequence[Validation], *, command: str,
       'rounds to the target (mean ± std over the seeds\' curves) of the '
       'three algorithms at the same settings. The winner is the algorithm '
       'with the fewest mean rounds among those that reach the target in '
-      'every curve; another algorithm is tied with it when the difference '
-      'is within one standard deviation over seeds.', '',
+      'every curve; another algorithm is tied with it when its mean exceeds '
+      'the winner\'s by at most one standard deviation over seeds or one '
+      'evaluation spacing (a first round reaching the target is known only '
+      'to within the spacing of evaluations). The orders list the three '
+      'from fewest rounds to most: by the bounds (\'=\' within the '
+      'advisor\'s tolerance) and as measured (first by the share of curves '
+      'missing the target, then by mean rounds).', '',
       '| task | probe rounds, K, S | sigma^2 | sigma_c^2 | G~^2 | B~^2 | '
       'bound / 2-way GT (PT, 1-way) | advice (agreement) | target | PT | '
       '1-way GT | 2-way GT | measured rounds / 2-way GT (PT, 1-way) | '
-      'measured winner | verdict |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+      'order by the bounds | measured order | measured winner | verdict |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'
+      '---|']
   results = [(r, outcome(r)) for r in records]
   for record, result in results:
     advice = record.advice
@@ -333,9 +422,12 @@ def results_markdown(records: Sequence[Validation], *, command: str,
         f'{advice["ratios"]["one_way_gt"]:.3g}',
         f'{LABELS[advice["recommendation"]]} '
         f'({advice["agreement"]:.0%})',
-        f'{record.metric} >= {record.target:.4g}',
+        f'{record.metric} {"<=" if record.minimize else ">="} '
+        f'{record.target:.4g}',
         *(_rounds_text(record, result, a) for a in ALGORITHMS),
         _measured_ratios(result),
+        _bounds_order(advice['ratios'], advice.get('tolerance', 0.0)),
+        _measured_order(result),
         LABELS[result.winner] if result.winner else '-',
         _verdict(result)]
     lines.append('| ' + ' | '.join(cells) + ' |')
@@ -345,12 +437,16 @@ def results_markdown(records: Sequence[Validation], *, command: str,
   lines += [
       '', f'Agreement: the advice names the measured winner on {exact} of '
       f'{len(decided)} decided tasks, and the winner or an algorithm tied '
-      f'with it on {loose} of {len(decided)}.', '',
+      f'with it on {loose} of {len(decided)}. The bounds single out one '
+      f'slowest algorithm on {_slowest_agreement(results)[1]} tasks; it is '
+      f'measured slowest on {_slowest_agreement(results)[0]} of them.', '',
       'Targets and curves:', '']
   for record, _ in results:
     files = sum(len(v) for v in record.curves.values())
     lines.append(f'* {record.title}: target {record.target_rule}; {files} '
-                 f'curves; made on {record.date}, {record.machine}.')
+                 f'curves evaluated every {record.resolution} rounds; made '
+                 f'on {record.date}, {record.machine}.'
+                 + (f' {record.note}' if record.note else ''))
   lines += [
       '', 'Where the right answer is known by construction (quadratic '
       'losses with G, B, sigma, sigma_c set), the estimators and the rule '
