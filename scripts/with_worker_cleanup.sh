@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Runs a command, then ends any TFF worker_binary process that appeared while
 # it ran (by PID), so that no orphaned worker holds a pipe open after us.
+# Only workers of this shell's session count: a worker outlives its Python
+# parent but keeps its session, and an experiment started elsewhere (another
+# terminal, `setsid` in the background) runs in a session of its own, so its
+# workers are left alone.
 #
 # tff_mixed already kills the workers of its own process at exit
 # (tff_mixed/runtime.py); this is the belt to those braces for processes that
 # die before their atexit hooks run (SIGKILL, crashes) or never import
 # tff_mixed.
 set -uo pipefail
-workers() { pgrep -f 'tensorflow_federated/data/worker_binary' 2>/dev/null | sort; }
+# Local workers run as .../executor_stacks/../../../../data/worker_binary.
+workers() { pgrep -s 0 -f 'tensorflow_federated/.*data/worker_binary' 2>/dev/null | sort; }
 before="$(workers)"
 "$@"
 status=$?
