@@ -71,7 +71,7 @@ for task in ${TASKS//,/ }; do
           --advise_then=stop
       mapfile -t flags < <(curves "$runs/%s/seed*/metrics.csv")
       "${VALIDATE[@]}" --task=celeba_smile \
-        --title='CelebA smile (real faces), tables 5-6, 3 seeds' \
+        --title='CelebA smile (real faces), tables 5-6, 1,000 rounds, 3 seeds' \
         --advice_json=outputs/celeba_dev/advice/advice.json "${flags[@]}" \
         --metric=eval_auc --target=0.85
       ;;
