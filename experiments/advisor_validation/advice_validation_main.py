@@ -73,11 +73,7 @@ _RECORDS_DIR = flags.DEFINE_string(
     'records_dir', 'docs/results/advice', 'Where the records are kept.')
 _REPORT_ONLY = flags.DEFINE_bool(
     'report_only', False, 'Only rebuild the section from the records.')
-_RESULTS_MARKDOWN = flags.DEFINE_string(
-    'results_markdown', '', 'If set, the Markdown file whose section '
-    '--results_section is rebuilt.')
-_RESULTS_SECTION = flags.DEFINE_string(
-    'results_section', 'advisor_validation', 'The section\'s name.')
+_RESULTS = results_lib.define_results_flags('advisor_validation')
 
 _MODULE = 'experiments.advisor_validation.advice_validation_main'
 
@@ -127,15 +123,16 @@ def main(argv: Sequence[str]) -> None:
           f'target {result.mean_rounds}', flush=True)
     logging.info('Wrote %s', path)
   records = validation_lib.read_records(_RECORDS_DIR.value)
-  if _RESULTS_MARKDOWN.value:
+  if _RESULTS.markdown.value:
     if not records:
       raise app.UsageError(f'No record in {_RECORDS_DIR.value} to report.')
     results_lib.write_results_section(
-        _RESULTS_MARKDOWN.value, _RESULTS_SECTION.value,
+        _RESULTS.markdown.value, _RESULTS.section.value,
         validation_lib.results_markdown(
             records, command=results_lib.command_line(_MODULE),
-            date=results_lib.utc_now()))
-    logging.info('Wrote %s', _RESULTS_MARKDOWN.value)
+            date=results_lib.utc_now()),
+        note=_RESULTS.note.value)
+    logging.info('Wrote %s', _RESULTS.markdown.value)
 
 
 if __name__ == '__main__':

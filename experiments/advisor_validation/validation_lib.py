@@ -434,12 +434,13 @@ def results_markdown(records: Sequence[Validation], *, command: str,
   decided = [(r, o) for r, o in results if o.winner is not None]
   exact = sum(o.agrees for _, o in decided)
   loose = sum(o.agrees_within_spread for _, o in decided)
+  slowest_measured, slowest_singled = _slowest_agreement(results)
   lines += [
       '', f'Agreement: the advice names the measured winner on {exact} of '
       f'{len(decided)} decided tasks, and the winner or an algorithm tied '
       f'with it on {loose} of {len(decided)}. The bounds single out one '
-      f'slowest algorithm on {_slowest_agreement(results)[1]} tasks; it is '
-      f'measured slowest on {_slowest_agreement(results)[0]} of them.', '',
+      f'slowest algorithm on {slowest_singled} tasks; it is measured '
+      f'slowest on {slowest_measured} of them.', '',
       'Targets and curves:', '']
   for record, _ in results:
     files = sum(len(v) for v in record.curves.values())
