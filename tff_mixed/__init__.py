@@ -55,6 +55,7 @@ from tff_mixed.core.mixed_process import MixedFLState
 from tff_mixed.advisor.advice import advise
 from tff_mixed.advisor.advice import Advice
 # Asynchronous FL on hybrid data.
+from tff_mixed.asynchronous.deadline_fedavg import DeadlineFedAvg
 from tff_mixed.asynchronous.feddle import FeddleMethod
 from tff_mixed.asynchronous.schedule import AsyncSchedule
 from tff_mixed.asynchronous.server_strategies import CA2FL

@@ -20,7 +20,8 @@ Zhu et al., "Guided Model Merging for Hybrid Data Learning"). Modules:
 (the TFF federated computation of the clients' local training),
 `loadaboost` (LoAdaBoost's loss-driven local epochs, same contract),
 `server_strategies` (FedAsync, FedBuff, CA2FL) with FedAsync's `staleness`
-functions, `simulation` (one round as
+functions, `deadline_fedavg` (synchronous FedAvg dropping late
+updates), `simulation` (one round as
 `AsyncProcess`, and `run_async`, driven by `training.runner.run_rounds`);
 Feddle in `feddle` (the server round and its server method), `feddle_atlas`
 (anchors, eq. 4 normalization, FedBuff's fallback), `anchor_merging` (eq. 6
