@@ -322,6 +322,46 @@ class FedDfTest(absltest.TestCase):
     np.testing.assert_allclose(got[1], student[1] - 0.5 * g.sum(0),
                                atol=1e-5)
 
+  def test_teacher_probs_is_the_softmax_of_the_mean_logits(self):
+    model = _SoftmaxRegression(dim=2, classes=3)
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, -1.0]], np.float32)
+    teachers = [[np.array([[4.0, 0.0, -1.0], [0.0, 0.0, 3.0]], np.float32),
+                 np.array([0.0, 1.0, 0.0], np.float32)],
+                [np.array([[-2.0, 5.0, 0.0], [1.0, -1.0, 0.0]], np.float32),
+                 np.array([0.5, 0.0, 0.0], np.float32)]]
+    np.testing.assert_allclose(
+        hb.feddf.teacher_probs(model, teachers, x, temperature=1.5),
+        _np_feddf_teacher(teachers, x, 1.5), atol=1e-6)
+
+  def test_method_probe_sees_the_merge_and_the_distilled_model(self):
+    model = dense.build_binary_classifier(2, hidden_units=())
+    fedbuff = hb.server_strategies.FedBuff(learning_rate=0.5, buffer_size=2)
+    training = hb.ServerTraining(steps=2, batch_size=2, learning_rate=0.5,
+                                 optimizer=hb.SGD)
+    seen = []
+    method = hb.FedDFMethod(fedbuff, model, self.x, training, seed=3,
+                            probe_fn=lambda *a: seen.append(a))
+    start = _logistic(0.0)
+    updates = [
+        hb.server_strategies.ClientUpdate(
+            0, [np.full([2, 1], 0.4, np.float32), np.array([1.0], np.float32)],
+            staleness=0, base=start),
+        hb.server_strategies.ClientUpdate(
+            1, [np.full([2, 1], -0.2, np.float32),
+                np.array([-0.5], np.float32)], staleness=1, base=start)]
+    state, got = method.apply(method.initial_state(), start, updates[:1])
+    self.assertEqual(seen, [])  # The buffer (M = 2) is not full yet.
+    state, got = method.apply(state, got, updates[1:])
+    self.assertLen(seen, 1)
+    merged, distilled, teachers = seen[0]
+    # FedBuff's half mean step, then FedDF's distillation of it (towards
+    # the teachers' mean logit, which is the full mean step here).
+    np.testing.assert_allclose(merged[1], [0.125], atol=1e-6)
+    for a, b in zip(distilled, got):
+      np.testing.assert_allclose(a, b)
+    self.assertLen(teachers, 2)
+    self.assertGreater(np.abs(distilled[1] - merged[1]).max(), 1e-4)
+
   def test_one_step_is_the_hand_computed_gradient(self):
     got = hb.feddf_distill(self.model, _logistic(0.0),
                            [_logistic(math.log(3.0))], self.x, steps=1,

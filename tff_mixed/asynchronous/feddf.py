@@ -141,6 +141,22 @@ def _check_teachers(model: Any, teacher_weight_lists: Any
           for i, t in enumerate(teacher_weight_lists)]
 
 
+def teacher_probs(model: Any, teacher_weight_lists: Sequence[Weights],
+                  x: Any, *, temperature: float = 1.0) -> np.ndarray:
+  """FedDF's teacher p_T on inputs `x`, `[n, classes]` (float64).
+
+  The softmax of the teachers' averaged logits at `temperature`, as
+  `feddf_distill` distills towards; e.g. to measure the ensemble's own
+  accuracy. Arguments and errors are those of `feddf_distill`.
+  """
+  server_sgd.check_model(model)
+  temperature = validation.check_float('temperature', temperature, 0.0,
+                                       strict=True)
+  teachers = _check_teachers(model, teacher_weight_lists)
+  x, num_examples = server_data.server_arrays(model, x, None)
+  return _ensemble_probs(model, teachers, x, num_examples, temperature)
+
+
 def distillation_kl(model: Any, student_weights: Weights,
                     teacher_weight_lists: Sequence[Weights], server_x: Any,
                     *, temperature: float = 1.0) -> float:

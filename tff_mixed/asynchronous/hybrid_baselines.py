@@ -36,7 +36,7 @@ Every server training round k of a method draws its minibatch order from
 `round_seed(seed, k)`.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -201,11 +201,19 @@ class HFCLMethod:
 
 class FedDFMethod:
   """FedDF: FedBuff's merge, then distillation of the merged client models
-  (each `base + delta`) into it on the server inputs (labels unused)."""
+  (each `base + delta`) into it on the server inputs (labels unused).
+
+  `probe_fn`, if given, is called after every distillation as
+  `probe_fn(merged, distilled, teachers)` (FedBuff's merge, the distilled
+  weights and the teacher models), e.g. to measure what distillation does
+  to the merge (experiments/hybrid_async/async_study_lib.py).
+  """
 
   def __init__(self, fedbuff: server_strategies.FedBuff, model: Any,
                server_x: Any, training: ServerTraining, seed: int,
-               temperature: float = 1.0):
+               temperature: float = 1.0,
+               probe_fn: Optional[Callable[..., None]] = None):
+    self._probe_fn = probe_fn
     self._fedbuff = fedbuff
     self._model = model
     self._x = server_x
@@ -225,11 +233,14 @@ class FedDFMethod:
     merges = state.merges
     if _flushed(state.fedbuff, fedbuff_state, updates) and teachers:
       t = self._training
+      merged = weights
       weights = feddf.feddf_distill(
           self._model, weights, list(teachers), self._x, steps=t.steps,
           batch_size=t.batch_size, learning_rate=t.learning_rate,
           temperature=self._temperature, seed=round_seed(self._seed, merges),
           optimizer=t.optimizer)
+      if self._probe_fn is not None:
+        self._probe_fn(merged, weights, list(teachers))
       teachers = ()
       merges += 1
     return MergeState(fedbuff_state, merges, teachers), weights
