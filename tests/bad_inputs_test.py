@@ -53,6 +53,7 @@ _LM = 'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main'
 _CONVERT_POSTS = 'experiments.stackoverflow_wikipedia.convert_posts_main'
 _HYBRID = 'experiments.hybrid_async.hybrid_async_main'
 _TUNE = 'experiments.hybrid_async.tune_main'
+_STUDY = 'experiments.hybrid_async.async_study_main'
 _ROUND_TIME = 'benchmarks.round_time'
 _CELEBA_SCALE = 'benchmarks.celeba_scale'
 _MOVIELENS_SELECT = 'benchmarks.movielens_select'
@@ -247,6 +248,14 @@ _BAD_INPUTS = (
      ['--data=digits', '--cifar10_npz=', '--methods=fedavg', '--seeds=0',
       '--alphas=0.1', '--delay_stds=5', '--selected_json={d}/missing.json'],
      _no_setup, 'missing.json'),
+    ('study_without_cifar10', _STUDY,
+     ['--records_dir={d}/rec', '--seeds=0'], _no_setup, '--cifar10_npz'),
+    ('study_unknown_variant', _STUDY,
+     ['--records_dir={d}/rec', '--variants=fedbuff,fedmagic'], _no_setup,
+     'fedmagic'),
+    ('study_report_without_records', _STUDY,
+     ['--records_dir={d}/rec', '--report_only'], _no_setup,
+     'No study record'),
     ('tune_selected_json_is_not_json', _TUNE,
      ['--data=digits', '--cifar10_npz=', '--methods=fedavg', '--seeds=0',
       '--alphas=0.1', '--delay_stds=5', '--validation_size=100',

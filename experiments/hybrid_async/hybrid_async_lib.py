@@ -267,8 +267,12 @@ def hfcl_training(config: Config, num_examples: int
       learning_rate=c.client_lr, optimizer=c.client_optimizer)
 
 
-def build_method(method: str, model, data: Data, config: Config, seed: int):
-  """The server method object of `method` for `run_async`."""
+def build_method(method: str, model, data: Data, config: Config, seed: int,
+                 feddf_probe_fn: Optional[Callable[..., None]] = None):
+  """The server method object of `method` for `run_async`.
+
+  `feddf_probe_fn`: FedDF's `probe_fn` (`hybrid_baselines.FedDFMethod`).
+  """
   c = config
   split = data.split
   fedbuff = tff_mixed.FedBuff(learning_rate=c.server_lr,
@@ -308,7 +312,8 @@ def build_method(method: str, model, data: Data, config: Config, seed: int):
   if method in (FEDDF_ID, FEDDF_OOD):
     x = split.server_x if method == FEDDF_ID else data.ood_x
     return hybrid_baselines.FedDFMethod(fedbuff, model, x, training, seed,
-                                        temperature=c.distill_temperature)
+                                        temperature=c.distill_temperature,
+                                        probe_fn=feddf_probe_fn)
   if method in FEDDLE_METHODS:
     ood = method == FEDDLE_OOD
     config = feddle.FeddleConfig(
@@ -493,12 +498,18 @@ def _group_training(method: str, model, data: Data, config: Config,
 
 def run_method(method: str, data: Data, config: Config, seed: int,
                cache: Optional[dict] = None,
-               clients_per_group: int = simulation.AUTO) -> MethodRun:
+               clients_per_group: int = simulation.AUTO,
+               delay_std: Optional[float] = None,
+               server_fn: Optional[Callable[[Any], Any]] = None) -> MethodRun:
   """One method, one seed, the setting in `config`: `run_async`.
 
   `clients_per_group`: 0 (default) trains a round's clients in one group
   per core, 1 one client per CLIENTS member (the same results), else
-  groups of this size (`run_async`).
+  groups of this size (`run_async`). `delay_std` overrides the method's
+  delay level (`delay_of`), and `server_fn(model)` its server method
+  (`build_method`): the clients' data and training stay `method`'s, e.g.
+  FedAvg's clients under the setting's delays
+  (experiments/hybrid_async/async_study_lib.py).
   """
   c = config
   cache = {} if cache is None else cache
@@ -507,10 +518,12 @@ def run_method(method: str, data: Data, config: Config, seed: int,
       input_shape=split.images.shape[1:], num_classes=int(
           split.labels.max()) + 1, conv_filters=c.conv_filters,
       dense_units=c.dense_units, seed=seed)
-  delay_std = delay_of(method, c.delay_std)
+  if delay_std is None:
+    delay_std = delay_of(method, c.delay_std)
   schedule = tff_mixed.AsyncSchedule(
       c.num_clients, c.clients_per_round, delay_std, c.rounds, seed=seed)
-  server_method = build_method(method, model, data, c, seed)
+  server_method = (server_fn(model) if server_fn is not None
+                   else build_method(method, model, data, c, seed))
   steps = loadaboost_epoch_steps(c) if method == LOADABOOST else (
       c.client_steps)
   epochs = client_epochs(method, c)

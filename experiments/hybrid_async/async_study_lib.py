@@ -1,0 +1,487 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Why the asynchronous baselines and FedDF fall behind FedAvg here.
+
+RESULTS.md's hybrid table (the guided-model-merging paper, Zhu et al.,
+table 1 / 7 protocol at reduced scale) has FedAsync, FedBuff and CA2FL far
+below synchronous FedAvg and FedDF at chance, where the paper has them close
+to (or above) FedAvg. This study changes one thing at a time against that
+table's configuration (`BASE`) and measures, per setting and seed, the same
+final metric (best of the last 5 evaluations):
+
+* `VARIANTS`: each names the clients' method (data and local training are
+  that method's), the config fields it changes, whether it trains under the
+  setting's delays, and its server method when that is not the method's own
+  (`SERVERS`);
+* `PAIRS`: the comparisons, each isolating one factor (FedAvg's delays,
+  the server step, uniform vs weighted averaging, staleness weighting,
+  buffer size, FedAsync's mixing weight, FedDF's distillation);
+* FedDF runs record, after every distillation, the accuracy of FedBuff's
+  merge, of the distilled model and of the teacher ensemble (the softmax
+  of the clients' averaged logits) on the evaluation set;
+* `arrival_stats`: what the delays do to the updates in our run length and
+  in the paper's (500 clients, 10 a round, 200 rounds).
+
+Each finished run is a small JSON record in `records_dir`, so the study can
+be run in parts (or in parallel processes, one per seed) and the section is
+rebuilt from every record there.
+"""
+
+from collections.abc import Mapping, Sequence
+import json
+import os
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+import tff_mixed
+from experiments.hybrid_async import hybrid_async_lib as lib
+from tff_mixed.asynchronous import feddf
+from tff_mixed.asynchronous import schedule as schedule_lib
+from tff_mixed.experiment import tables
+from tff_mixed.training import reports as reports_lib
+
+# The configuration of RESULTS.md's `hybrid_async` table (its command line),
+# whose asynchronous and FedDF rows this study explains.
+BASE = lib.Config(
+    rounds=70, num_clients=150, clients_per_round=5, buffer_size=5,
+    server_size=250, eval_size=1250, client_steps=10, client_batch_size=16,
+    client_lr=0.05, client_optimizer='sgd', server_lr=0.3,
+    fedasync_alpha=0.1, server_steps=10, server_sgd_lr=0.1,
+    server_optimizer='sgd', conv_filters=(8, 16, 16), dense_units=32,
+    eval_every=5)
+
+# Server methods other than the clients' method's own.
+DEADLINE = 'deadline_fedavg'  # The paper's eq. 2: late updates dropped.
+FEDBUFF_WEIGHTED = 'fedbuff_weighted'  # FedBuff averaging like FedAvg.
+FEDBUFF_STALENESS = 'fedbuff_staleness'  # FedBuff, w(tau) = (1+tau)^-1/2.
+SERVERS = (DEADLINE, FEDBUFF_WEIGHTED, FEDBUFF_STALENESS)
+
+
+class Variant(NamedTuple):
+  """One configuration of the study.
+
+  Attributes:
+    name: Its name (records, tables).
+    method: The `hybrid_async_lib` method whose clients and (unless
+      `server`) server method it runs.
+    overrides: Config fields changed from `BASE`.
+    delayed: Trains under the setting's delays; False: without any.
+    server: One of `SERVERS`, or '' for the method's own.
+    description: What it is, for the report.
+  """
+  name: str
+  method: str
+  overrides: Mapping[str, Any]
+  delayed: bool
+  server: str
+  description: str
+
+
+def _v(name, method, delayed, description, server='', **overrides):
+  return Variant(name, method, overrides, delayed, server, description)
+
+
+VARIANTS = (
+    _v('fedavg', lib.FEDAVG, False, 'FedAvg without delays (the table\'s)'),
+    _v('fedavg_delayed', lib.FEDAVG, True, 'FedAvg aggregating the first '
+       '5 arrivals, stale ones included (eq. 3)'),
+    _v('fedavg_deadline', lib.FEDAVG, True, 'FedAvg of each round\'s '
+       'on-time updates, late ones dropped (eq. 2)', server=DEADLINE),
+    _v('fedbuff', lib.FEDBUFF, True, 'FedBuff, eta_g 0.3, M 5 (the '
+       'table\'s)'),
+    _v('fedbuff_lr1', lib.FEDBUFF, True, 'FedBuff, eta_g 1', server_lr=1.0),
+    _v('fedbuff_lr1_nodelay', lib.FEDBUFF, False, 'FedBuff, eta_g 1, no '
+       'delays', server_lr=1.0),
+    _v('fedbuff_lr1_weighted', lib.FEDBUFF, True, 'FedBuff, eta_g 1, '
+       'weighted by examples', server=FEDBUFF_WEIGHTED, server_lr=1.0),
+    _v('fedbuff_lr1_staleness', lib.FEDBUFF, True, 'FedBuff, eta_g 1, '
+       'updates weighted (1 + tau)^-1/2', server=FEDBUFF_STALENESS,
+       server_lr=1.0),
+    _v('fedbuff_lr1_m10', lib.FEDBUFF, True, 'FedBuff, eta_g 1, M 10',
+       server_lr=1.0, buffer_size=10),
+    _v('fedasync', lib.FEDASYNC, True, 'FedAsync, alpha 0.1, a 0.5 (the '
+       'table\'s)'),
+    _v('fedasync_alpha0.5', lib.FEDASYNC, True, 'FedAsync, alpha 0.5',
+       fedasync_alpha=0.5),
+    _v('fedasync_alpha0.5_a0', lib.FEDASYNC, True, 'FedAsync, alpha 0.5, '
+       'no staleness discount (a 0)', fedasync_alpha=0.5, fedasync_a=0.0),
+    _v('fedasync_alpha0.9', lib.FEDASYNC, True, 'FedAsync, alpha 0.9',
+       fedasync_alpha=0.9),
+    _v('ca2fl', lib.CA2FL, True, 'CA2FL, eta_g 0.3, M 5 (the table\'s)'),
+    _v('ca2fl_lr1', lib.CA2FL, True, 'CA2FL, eta_g 1', server_lr=1.0),
+    _v('feddf_id', lib.FEDDF_ID, True, 'FedDF-ID: FedBuff eta_g 0.3, then '
+       '10 SGD steps at 0.1 (the table\'s)'),
+    _v('feddf_id_lr1', lib.FEDDF_ID, True, 'FedDF-ID on FedBuff eta_g 1',
+       server_lr=1.0),
+    _v('feddf_id_sgd0.01', lib.FEDDF_ID, True, 'FedDF-ID, distillation SGD '
+       'at 0.01', server_lr=1.0, server_sgd_lr=0.01),
+    _v('feddf_id_adam', lib.FEDDF_ID, True, 'FedDF-ID, distillation Adam '
+       'at 1e-3 (FedDF\'s paper)', server_lr=1.0, server_sgd_lr=1e-3,
+       server_optimizer='adam'),
+)
+VARIANTS_BY_NAME = {v.name: v for v in VARIANTS}
+
+
+class Pair(NamedTuple):
+  """A comparison `b` - `a` that changes one factor."""
+  a: str
+  b: str
+  factor: str
+
+
+PAIRS = (
+    Pair('fedavg', 'fedavg_delayed', 'FedAvg under the delays, eq. 3 (the '
+         'same server step, stale updates)'),
+    Pair('fedavg', 'fedavg_deadline', 'FedAvg under the delays, eq. 2 (late '
+         'updates dropped)'),
+    Pair('fedbuff', 'fedbuff_lr1', 'FedBuff\'s server step 0.3 -> 1'),
+    Pair('fedbuff_lr1', 'fedbuff_lr1_nodelay', 'FedBuff eta_g 1 without the '
+         'delays'),
+    Pair('fedbuff_lr1_nodelay', 'fedavg', 'uniform -> example-weighted mean, '
+         'no delays (the rest equal)'),
+    Pair('fedbuff_lr1', 'fedbuff_lr1_weighted', 'uniform -> example-weighted '
+         'mean, under the delays'),
+    Pair('fedbuff_lr1', 'fedbuff_lr1_staleness', 'staleness weights '
+         '(1 + tau)^-1/2'),
+    Pair('fedbuff_lr1', 'fedbuff_lr1_m10', 'buffer M 5 -> 10'),
+    Pair('fedasync', 'fedasync_alpha0.5', 'FedAsync alpha 0.1 -> 0.5'),
+    Pair('fedasync_alpha0.5', 'fedasync_alpha0.5_a0', 'FedAsync without the '
+         'staleness discount'),
+    Pair('fedasync_alpha0.5', 'fedasync_alpha0.9', 'FedAsync alpha 0.5 -> '
+         '0.9'),
+    Pair('ca2fl', 'ca2fl_lr1', 'CA2FL\'s server step 0.3 -> 1'),
+    Pair('fedbuff', 'feddf_id', 'FedDF\'s distillation (SGD 0.1) after '
+         'FedBuff 0.3'),
+    Pair('fedbuff_lr1', 'feddf_id_lr1', 'the same distillation after '
+         'FedBuff 1'),
+    Pair('fedbuff_lr1', 'feddf_id_sgd0.01', 'distillation at SGD 0.01'),
+    Pair('fedbuff_lr1', 'feddf_id_adam', 'distillation with Adam 1e-3'),
+)
+
+
+class RunRecord(NamedTuple):
+  """One variant's run for a setting and seed (a committed JSON record).
+
+  Attributes:
+    variant, alpha, delay_std, seed: Which run (`delay_std` is the setting's
+      even for a variant run without delays).
+    config: The run's configuration (for checking a kept record).
+    rows: `[round, accuracy, loss]` per evaluation.
+    probes: FedDF only: `[merge, merged, distilled, teacher]`: after each
+      distillation (numbered from 1), the evaluation accuracy of FedBuff's
+      merge, of the distilled model and of the teacher ensemble.
+    seconds: Wall time of the run.
+  """
+  variant: str
+  alpha: float
+  delay_std: float
+  seed: int
+  config: dict[str, Any]
+  rows: list[list[float]]
+  probes: list[list[float]]
+  seconds: float
+
+
+def config_of(variant: Variant, base: lib.Config,
+              setting: lib.Setting) -> lib.Config:
+  return base._replace(alpha=setting.alpha, delay_std=setting.delay_std,
+                       **variant.overrides)
+
+
+def record_name(variant: str, setting: lib.Setting, seed: int) -> str:
+  return f'{variant}__a{setting.alpha:g}_d{setting.delay_std:g}_s{seed}'
+
+
+def _jsonable(config: lib.Config) -> dict[str, Any]:
+  return {k: list(v) if isinstance(v, tuple) else v
+          for k, v in config._asdict().items()}
+
+
+def read_records(records_dir: str) -> list[RunRecord]:
+  """Every record in `records_dir` (none if it does not exist)."""
+  if not os.path.isdir(records_dir):
+    return []
+  records = []
+  for name in sorted(os.listdir(records_dir)):
+    if name.endswith('.json'):
+      with open(os.path.join(records_dir, name)) as f:
+        try:
+          records.append(RunRecord(**json.load(f)))
+        except (ValueError, TypeError) as e:
+          raise ValueError(f'{name} in {records_dir} is not a study record: '
+                           f'{e}') from None
+  return records
+
+
+def _eval_accuracy(model, x, y, weights) -> float:
+  probs = feddf.teacher_probs(model, [weights], x)
+  return float(np.mean(np.argmax(probs, axis=-1) == y))
+
+
+def _server_fn(variant: Variant, config: lib.Config, data: lib.Data,
+               seed: int, probes: list):
+  """`run_method`'s server override for the variant, or None."""
+  c = config
+  if variant.server == DEADLINE:
+    return lambda model: tff_mixed.DeadlineFedAvg()
+  if variant.server in (FEDBUFF_WEIGHTED, FEDBUFF_STALENESS):
+    weighted = variant.server == FEDBUFF_WEIGHTED
+    return lambda model: tff_mixed.FedBuff(
+        c.server_lr, c.buffer_size,
+        staleness_exponent=0.0 if weighted else 0.5,
+        weighting='num_examples' if weighted else 'uniform')
+  if variant.method != lib.FEDDF_ID:
+    return None
+  split = data.split
+
+  def build(model):
+    merges = [0]
+
+    def probe(merged, distilled, teachers):
+      merges[0] += 1
+      teacher = feddf.teacher_probs(model, teachers, split.eval_x)
+      probes.append([merges[0], *(
+          _eval_accuracy(model, split.eval_x, split.eval_y, w)
+          for w in (merged, distilled)),
+                     float(np.mean(np.argmax(teacher, -1) == split.eval_y))])
+
+    return lib.build_method(lib.FEDDF_ID, model, data, c, seed,
+                            feddf_probe_fn=probe)
+
+  return build
+
+
+def run_variant(variant: Variant, data: lib.Data, base: lib.Config,
+                setting: lib.Setting, seed: int, cache: dict) -> RunRecord:
+  """Trains one variant for a setting and seed."""
+  config = config_of(variant, base, setting)
+  probes = []
+  run = lib.run_method(
+      variant.method, data, config, seed, cache,
+      delay_std=setting.delay_std if variant.delayed else 0.0,
+      server_fn=_server_fn(variant, config, data, seed, probes))
+  return RunRecord(
+      variant.name, setting.alpha, setting.delay_std, seed,
+      _jsonable(config), [[r.round, r.accuracy, r.loss] for r in run.rows],
+      probes, float(run.rows[-1].seconds) if run.rows else 0.0)
+
+
+def run_study(data_fn, variants: Sequence[Variant],
+              settings: Sequence[lib.Setting], seeds: Sequence[int],
+              records_dir: str, base: lib.Config = BASE) -> list[RunRecord]:
+  """Runs every missing (variant, setting, seed); returns all records.
+
+  A variant without delays runs once per alpha and seed: its record stands
+  in for every delay level. Kept records are reused if their configuration
+  matches, else a ValueError names the record.
+  """
+  reports_lib.make_directory(records_dir, 'records directory')
+  cache = {}
+  for seed in seeds:
+    data_of_alpha = {}
+    for setting in settings:
+      for variant in variants:
+        if not variant.delayed and setting.delay_std != settings[0].delay_std:
+          continue
+        path = os.path.join(records_dir,
+                            record_name(variant.name, setting, seed) + '.json')
+        want = _jsonable(config_of(variant, base, setting))
+        if os.path.exists(path):
+          with open(path) as f:
+            kept = json.load(f)
+          # Fields added to `Config` later keep the earlier behaviour by
+          # default, so only the fields the record knows are compared.
+          if {k: want.get(k) for k in kept['config']} != kept['config']:
+            raise ValueError(f'{path} was made with another configuration; '
+                             'move it away to rerun.')
+          continue
+        if setting.alpha not in data_of_alpha:
+          data_of_alpha[setting.alpha] = data_fn(seed, setting.alpha)
+        record = run_variant(variant, data_of_alpha[setting.alpha], base,
+                             setting, seed, cache)
+        reports_lib.atomic_write_text(path, json.dumps(record._asdict()))
+        print(f'{variant.name} {setting.label} seed {seed}: '
+              f'{100 * lib.final_metric(_rows(record)):.1f}%', flush=True)
+  return read_records(records_dir)
+
+
+def _rows(record: RunRecord) -> list[lib.RunRow]:
+  return [lib.RunRow(record.variant, record.alpha, record.delay_std,
+                     record.seed, int(r), a, l, 0.0)
+          for r, a, l in record.rows]
+
+
+class ArrivalStats(NamedTuple):
+  """What the delays do to the updates of one schedule (mean over seeds).
+
+  Attributes:
+    trained: Updates trained in the run.
+    arrived: Share of them that reach the server within the run.
+    on_time: Share of them delivered in the round they were computed
+      (staleness 0: what FedAvg with a deadline keeps).
+    staleness: Mean staleness (rounds) of the arrived updates.
+    steps: FedBuff server steps with M = clients per round.
+  """
+  trained: float
+  arrived: float
+  on_time: float
+  staleness: float
+  steps: float
+
+
+def arrival_stats(num_clients: int, clients_per_round: int, delay_std: float,
+                  rounds: int, seeds: Sequence[int] = (0, 1, 2)
+                  ) -> ArrivalStats:
+  values = []
+  for seed in seeds:
+    events = schedule_lib.simulate(num_clients, clients_per_round, delay_std,
+                                   rounds, seed, check_delays=False)
+    trained = sum(len(e.sampled) for e in events)
+    arrivals = [a for e in events for a in e.arrivals]
+    values.append((trained, len(arrivals) / trained,
+                   sum(a.staleness == 0 for a in arrivals) / trained,
+                   float(np.mean([a.staleness for a in arrivals])),
+                   len(arrivals) // clients_per_round))
+  return ArrivalStats(*(float(np.mean(v)) for v in zip(*values)))
+
+
+def _finals(records: Sequence[RunRecord], variant: Variant,
+            setting: lib.Setting) -> dict[int, float]:
+  """Seed -> final accuracy (%) of the variant in the setting."""
+  return {r.seed: 100.0 * lib.final_metric(_rows(r)) for r in records
+          if r.variant == variant.name and r.alpha == setting.alpha
+          and (r.delay_std == setting.delay_std or not variant.delayed)}
+
+
+def _cell(values: Sequence[float], seeds: int) -> str:
+  if not values:
+    return 'n/a'
+  cell = f'{np.mean(values):.1f} ± {np.std(values):.1f}'
+  return cell if len(values) == seeds else f'{cell} (n = {len(values)})'
+
+
+def _signed(value: float) -> str:
+  return f'{value:+.1f}'
+
+
+def variants_table(records, variants, settings, seeds: int) -> str:
+  return '\n'.join(tables.markdown_table(
+      ['variant', 'what it is'] + [s.label for s in settings],
+      [[v.name, v.description] + [
+          _cell(list(_finals(records, v, s).values()), seeds)
+          for s in settings] for v in variants]))
+
+
+def pair_differences(records, pair: Pair, settings
+                     ) -> list[Optional[float]]:
+  """Per setting, the mean over common seeds of b - a (points), or None."""
+  a, b = VARIANTS_BY_NAME[pair.a], VARIANTS_BY_NAME[pair.b]
+  result = []
+  for setting in settings:
+    fa, fb = _finals(records, a, setting), _finals(records, b, setting)
+    common = sorted(set(fa) & set(fb))
+    result.append(float(np.mean([fb[k] - fa[k] for k in common]))
+                  if common else None)
+  return result
+
+
+def pairs_table(records, settings) -> str:
+  rows = []
+  for pair in PAIRS:
+    diffs = pair_differences(records, pair, settings)
+    known = [d for d in diffs if d is not None]
+    rows.append([f'{pair.a} -> {pair.b}', pair.factor] + [
+        'n/a' if d is None else _signed(d) for d in diffs] + [
+            _signed(float(np.mean(known))) if known else 'n/a'])
+  return '\n'.join(tables.markdown_table(
+      ['change', 'what it isolates'] + [s.label for s in settings]
+      + ['mean'], rows))
+
+
+def arrivals_table(base: lib.Config, delay_stds: Sequence[float]) -> str:
+  """Our run length against the paper's, per delay level."""
+  rows = []
+  runs = (('ours', base.num_clients, base.clients_per_round, base.rounds),
+          ('paper', 500, 10, 200))
+  for delay in delay_stds:
+    for who, n, m, rounds in runs:
+      a = arrival_stats(n, m, delay, rounds)
+      rows.append([f'N({delay:g})', f'{who}: {n} clients, {m} a round, '
+                   f'{rounds} rounds', f'{a.trained:.0f}',
+                   f'{100 * a.arrived:.0f}%', f'{100 * a.on_time:.1f}%',
+                   f'{a.staleness:.1f}', f'{a.steps:.0f}'])
+  return '\n'.join(tables.markdown_table(
+      ['delay', 'run', 'updates trained', 'arrive in the run',
+       'arrive in their round', 'mean staleness (rounds)',
+       'FedBuff steps (M = clients a round)'], rows))
+
+
+def probes_table(records, settings) -> str:
+  """FedDF: merge, distilled and teacher accuracy over the second half."""
+  rows = []
+  for variant in VARIANTS:
+    if variant.method != lib.FEDDF_ID:
+      continue
+    for setting in settings:
+      late = [p for r in records if r.variant == variant.name
+              and r.alpha == setting.alpha
+              and r.delay_std == setting.delay_std
+              for p in r.probes[len(r.probes) // 2:]]
+      if not late:
+        continue
+      merged, distilled, teacher = (np.array([p[i] for p in late])
+                                    for i in (1, 2, 3))
+      rows.append([variant.name, setting.label,
+                   f'{100 * merged.mean():.1f}', f'{100 * distilled.mean():.1f}',
+                   f'{100 * teacher.mean():.1f}',
+                   f'{100 * np.mean(distilled < merged):.0f}%'])
+  return '\n'.join(tables.markdown_table(
+      ['variant', 'setting', 'FedBuff merge', 'after distillation',
+       'teacher ensemble', 'merges made worse'], rows))
+
+
+def results_markdown(records: Sequence[RunRecord],
+                     settings: Sequence[lib.Setting], seeds: Sequence[int],
+                     *, command: str, machine: str, date: str,
+                     data_description: str, base: lib.Config = BASE) -> str:
+  """The RESULTS.md section, from the records."""
+  c = base
+  delays = sorted({s.delay_std for s in settings})
+  return '\n'.join([
+      '## Why the asynchronous baselines and FedDF fall behind FedAvg here '
+      '(guided model merging, seed 003; issue 19, item 3)', '',
+      f'Generated on {date} by `{command}`.', '',
+      f'* Machine: {machine}.',
+      f'* Data (seed {seeds[0]}): {data_description}.',
+      f'* The configuration of the `hybrid_async` table above: {c.rounds} '
+      f'rounds, {c.num_clients} clients, {c.clients_per_round} a round; '
+      f'K = {c.client_steps} SGD steps of batch {c.client_batch_size} at '
+      f'lr {c.client_lr:g}; FedBuff / CA2FL eta_g {c.server_lr:g}, M '
+      f'{c.buffer_size}; FedAsync alpha {c.fedasync_alpha:g}, a '
+      f'{c.fedasync_a:g}; FedDF {c.server_steps} server SGD steps at '
+      f'{c.server_sgd_lr:g}. Each variant changes only what its row says. '
+      f'Seeds {list(seeds)}; {len(records)} runs.', '',
+      'Final accuracy (%), best of the last 5 evaluations, mean ± std over '
+      'seeds:', '',
+      variants_table(records, VARIANTS, settings, len(seeds)), '',
+      'Each change alone: the difference in points (mean over seeds of the '
+      'paired runs), per setting and over the settings:', '',
+      pairs_table(records, settings), '',
+      'What the delays do to the updates (schedule only, mean of seeds 0-2), '
+      'in our run and at the paper\'s scale:', '',
+      arrivals_table(base, delays), '',
+      'FedDF-ID after each distillation, accuracy (%) on the evaluation set, '
+      'mean over the second half of the run\'s merges:', '',
+      probes_table(records, settings), ''])
