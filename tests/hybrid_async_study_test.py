@@ -87,6 +87,16 @@ class ComparisonTest(absltest.TestCase):
     self.assertIsNone(diffs[0])  # No delayed run at N(5).
     self.assertAlmostEqual(diffs[1], -30.0)
 
+  def test_sweep_follows_fedbuff_over_the_recorded_delays(self):
+    records = [_record('fedbuff_lr1_nodelay', 0.3, 5.0, 0, [0.3]),
+               _record('fedbuff_lr1', 0.3, 1.0, 0, [0.25]),
+               _record('fedbuff_lr1', 0.3, 5.0, 0, [0.1]),
+               _record('fedbuff_lr1', 0.3, 5.0, 1, [0.2])]
+    lines = study.sweep_table(records, seeds=2).splitlines()
+    self.assertEqual(lines[0], '| variant | label skew | N(0) | N(1) | N(5) |')
+    self.assertEqual(lines[2], '| fedbuff_lr1 | Dir(0.3) | 30.0 ± 0.0 (n = 1) '
+                     '| 25.0 ± 0.0 (n = 1) | 15.0 ± 5.0 |')
+
   def test_report_has_every_table(self):
     settings = [lib.Setting(0.1, 5.0)]
     records = [_record('feddf_id', 0.1, 5.0, 0, [0.1, 0.2],

@@ -101,6 +101,8 @@ VARIANTS = (
        'on-time updates, late ones dropped (eq. 2)', server=DEADLINE),
     _v('fedbuff', lib.FEDBUFF, True, 'FedBuff, eta_g 0.3, M 5 (the '
        'table\'s)'),
+    _v('fedbuff_nodelay', lib.FEDBUFF, False, 'FedBuff, eta_g 0.3, no '
+       'delays'),
     _v('fedbuff_lr1', lib.FEDBUFF, True, 'FedBuff, eta_g 1', server_lr=1.0),
     _v('fedbuff_lr1_nodelay', lib.FEDBUFF, False, 'FedBuff, eta_g 1, no '
        'delays', server_lr=1.0),
@@ -111,6 +113,8 @@ VARIANTS = (
        server_lr=1.0),
     _v('fedbuff_lr1_m10', lib.FEDBUFF, True, 'FedBuff, eta_g 1, M 10',
        server_lr=1.0, buffer_size=10),
+    _v('fedbuff_lr1_m20', lib.FEDBUFF, True, 'FedBuff, eta_g 1, M 20',
+       server_lr=1.0, buffer_size=20),
     _v('fedasync', lib.FEDASYNC, True, 'FedAsync, alpha 0.1, a 0.5 (the '
        'table\'s)'),
     _v('fedasync_alpha0.5', lib.FEDASYNC, True, 'FedAsync, alpha 0.5',
@@ -125,6 +129,8 @@ VARIANTS = (
        '10 SGD steps at 0.1 (the table\'s)'),
     _v('feddf_id_lr1', lib.FEDDF_ID, True, 'FedDF-ID on FedBuff eta_g 1',
        server_lr=1.0),
+    _v('feddf_id_lr1_nodelay', lib.FEDDF_ID, False, 'FedDF-ID on FedBuff '
+       'eta_g 1, no delays', server_lr=1.0),
     _v('feddf_id_sgd0.01', lib.FEDDF_ID, True, 'FedDF-ID, distillation SGD '
        'at 0.01', server_lr=1.0, server_sgd_lr=0.01),
     _v('feddf_id_adam', lib.FEDDF_ID, True, 'FedDF-ID, distillation Adam '
@@ -146,16 +152,21 @@ PAIRS = (
          'same server step, stale updates)'),
     Pair('fedavg', 'fedavg_deadline', 'FedAvg under the delays, eq. 2 (late '
          'updates dropped)'),
+    Pair('fedbuff_nodelay', 'fedbuff', 'the delays alone, FedBuff eta_g '
+         '0.3'),
     Pair('fedbuff', 'fedbuff_lr1', 'FedBuff\'s server step 0.3 -> 1'),
     Pair('fedbuff_lr1', 'fedbuff_lr1_nodelay', 'FedBuff eta_g 1 without the '
          'delays'),
+    # K fixed steps: every client reports K x batch examples, so these two
+    # weightings coincide here; they differ in the epochs protocol.
     Pair('fedbuff_lr1_nodelay', 'fedavg', 'uniform -> example-weighted mean, '
-         'no delays (the rest equal)'),
+         'no delays (equal weights with K steps)'),
     Pair('fedbuff_lr1', 'fedbuff_lr1_weighted', 'uniform -> example-weighted '
-         'mean, under the delays'),
+         'mean, under the delays (equal weights with K steps)'),
     Pair('fedbuff_lr1', 'fedbuff_lr1_staleness', 'staleness weights '
          '(1 + tau)^-1/2'),
     Pair('fedbuff_lr1', 'fedbuff_lr1_m10', 'buffer M 5 -> 10'),
+    Pair('fedbuff_lr1', 'fedbuff_lr1_m20', 'buffer M 5 -> 20'),
     Pair('fedasync', 'fedasync_alpha0.5', 'FedAsync alpha 0.1 -> 0.5'),
     Pair('fedasync_alpha0.5', 'fedasync_alpha0.5_a0', 'FedAsync without the '
          'staleness discount'),
@@ -166,6 +177,8 @@ PAIRS = (
          'FedBuff 0.3'),
     Pair('fedbuff_lr1', 'feddf_id_lr1', 'the same distillation after '
          'FedBuff 1'),
+    Pair('fedbuff_lr1_nodelay', 'feddf_id_lr1_nodelay', 'the same '
+         'distillation without delays'),
     Pair('fedbuff_lr1', 'feddf_id_sgd0.01', 'distillation at SGD 0.01'),
     Pair('fedbuff_lr1', 'feddf_id_adam', 'distillation with Adam 1e-3'),
 )
@@ -410,6 +423,31 @@ def pairs_table(records, settings) -> str:
       + ['mean'], rows))
 
 
+# The variants `sweep_table` follows over every delay level recorded (the
+# study's settings and any extra `--delay_stds` run for them alone); a
+# variant run without delays gives the N(0) column.
+SWEEP = (('fedbuff_lr1', 'fedbuff_lr1_nodelay'), ('fedbuff', 'fedbuff_nodelay'))
+
+
+def sweep_table(records, seeds: int) -> str:
+  """FedBuff's final accuracy against the delay level, per alpha."""
+  delays = sorted({r.delay_std for r in records
+                   if r.variant in {d for d, _ in SWEEP}})
+  rows = []
+  for delayed, undelayed in SWEEP:
+    for alpha in sorted({r.alpha for r in records if r.variant == delayed}):
+      cells = []
+      for name, wanted in [(undelayed, None)] + [(delayed, d) for d in delays]:
+        finals = [100.0 * lib.final_metric(_rows(r)) for r in records
+                  if r.variant == name and r.alpha == alpha
+                  and (wanted is None or r.delay_std == wanted)]
+        cells.append(_cell(finals, seeds))
+      rows.append([delayed, f'Dir({alpha:g})'] + cells)
+  return '\n'.join(tables.markdown_table(
+      ['variant', 'label skew', 'N(0)'] + [f'N({d:g})' for d in delays],
+      rows))
+
+
 def arrivals_table(base: lib.Config, delay_stds: Sequence[float]) -> str:
   """Our run length against the paper's, per delay level."""
   rows = []
@@ -479,6 +517,9 @@ def results_markdown(records: Sequence[RunRecord],
       'Each change alone: the difference in points (mean over seeds of the '
       'paired runs), per setting and over the settings:', '',
       pairs_table(records, settings), '',
+      'FedBuff against the delay level (the same runs, and runs at extra '
+      'delay levels where recorded):', '',
+      sweep_table(records, len(seeds)), '',
       'What the delays do to the updates (schedule only, mean of seeds 0-2), '
       'in our run and at the paper\'s scale:', '',
       arrivals_table(base, delays), '',
