@@ -283,6 +283,16 @@ class HybridAsyncBinaryTest(absltest.TestCase):
     self.assertEqual(
         {name: os.stat(os.path.join(runs_dir, name)).st_mtime_ns
          for name in os.listdir(runs_dir)}, kept)
+    # Kept runs elsewhere (--runs_dir, e.g. committed records) serve a new
+    # output directory without training.
+    moved = os.path.join(directory, 'records')
+    shutil.copytree(runs_dir, moved)
+    elsewhere = _run(f'--cifar10_npz={npz}', '--seeds=0', *_SMALL,
+                     f'--output_dir={directory}/out2', f'--runs_dir={moved}')
+    self.assertEqual(elsewhere.returncode, 0, elsewhere.stderr[-3000:])
+    self.assertEqual(elsewhere.stdout, run.stdout)
+    self.assertFalse(os.path.exists(os.path.join(directory, 'out2', 'runs')))
+    self.assertLen(os.listdir(moved), 21)
     # Other settings must not silently mix with the kept runs.
     other = _run(f'--cifar10_npz={npz}', '--seeds=0', *_SMALL,
                  '--client_lr=0.5', f'--output_dir={output_dir}')

@@ -958,8 +958,8 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
                    output_dir: str,
                    settings: Sequence[Setting] = (),
                    clients_per_group: int = simulation.AUTO,
-                   overrides: Optional[Mapping[str, Mapping[str, Any]]] = None
-                   ) -> ExperimentResult:
+                   overrides: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                   runs_dir: Optional[str] = None) -> ExperimentResult:
   """Every method for every setting and seed; CSVs, plots, table, config.
 
   Seeds are the outer loop, so an experiment stopped early has whole seeds
@@ -981,6 +981,9 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
     overrides: Optional {method: {config field: value}}: a method's own
       hyperparameters (e.g. those a search selected, `tune_lib`), replacing
       the config's for its runs only.
+    runs_dir: Where the finished runs are kept (small JSON files); default
+      `output_dir/runs`. A directory in the repository (docs/results/...)
+      keeps them across sessions on fresh machines.
 
   Returns:
     An `ExperimentResult`.
@@ -1000,8 +1003,8 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
       raise ValueError(f'Overrides for {method!r} name no method run or '
                        f'unknown fields {unknown}.')
     validate(config._replace(**values), [method], settings, seeds)
-  runs_dir = reports_lib.make_directory(os.path.join(output_dir, RUNS_DIR),
-                                     'runs directory of `output_dir`')
+  runs_dir = reports_lib.make_directory(
+      runs_dir or os.path.join(output_dir, RUNS_DIR), 'runs directory')
   rows, diagnostics, notes = [], [], collections.defaultdict(list)
   descriptions = []
   cache = {}

@@ -171,6 +171,10 @@ _EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
                                    lower_bound=1)
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/hybrid_async',
                                   'Where to write the outputs.')
+_RUNS_DIR = flags.DEFINE_string(
+    'runs_dir', '', 'Where finished runs are kept (small JSON files; '
+    'default --output_dir/runs): a directory in the repository keeps them '
+    'across sessions, e.g. docs/results/hybrid_async_tuned/runs.')
 _RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 
@@ -277,7 +281,7 @@ def main(argv: Sequence[str]) -> None:
       lambda seed, alpha: load_data(config, seed, alpha), config,
       methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
       settings=settings, clients_per_group=_CLIENTS_PER_GROUP.value,
-      overrides=overrides)
+      overrides=overrides, runs_dir=_RUNS_DIR.value or None)
   results_lib.publish(
       result.table, result.files, _RESULTS,
       module='experiments.hybrid_async.hybrid_async_main',
