@@ -257,10 +257,12 @@ results-hybrid-async: venv
 # brings in what results-hybrid-async's search selected). Out-of-domain
 # methods (digits as the server set) are left out by default, for cost:
 # HYBRID_CELEBA_METHODS adds them. Rerunning resumes.
-# Cost, one seed (seed 0), niced, on this 2-core machine at load 9-15 from
-# other work: FedAvg 156 s, Center 125 s, Fed+FT 287 s, HFCL 602 s,
-# FedDF-ID about 900 s; so about 1-1.5 hours a seed for the 9 methods at
-# that load (less on an idle machine), 3-4.5 hours for the 3 seeds.
+# Cost, one seed (seed 0, these flags), niced, on this 2-core machine at
+# load 9-17 from other work: FedAvg 156 s, Center 125 s, Fed+FT 287 s, HFCL
+# 602 s, FedDF-ID 723 s, Feddle-ID 274 s, FedAsync 131 s, FedBuff 148 s,
+# CA2FL 186 s: 44 minutes a seed for the 9 methods (plus about 10 s to load
+# the faces), about 2.2 hours for the 3 seeds at that load. FedDF-OOD ran at
+# 0.1 rounds/s (about 17 minutes a run); Feddle-OOD was not timed.
 HYBRID_CELEBA_SEEDS ?= 0,1,2
 HYBRID_CELEBA_METHODS ?= center,fed_ft,hfcl,feddf_id,feddle_id,fedavg,fedasync,fedbuff,ca2fl
 HYBRID_CELEBA_FLAGS := --data=celeba --celeba_cache_dir=$(CELEBA_DEV)/cache \
