@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import paper_tables
 from tests import binary_runs
 from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.tasks import hybrid_images
@@ -224,6 +225,31 @@ class ReportTest(absltest.TestCase):
     self.assertEqual(table.splitlines()[2:], ['| fedbuff | 33.2 | n/a |',
                                               '| loadaboost | n/a | n/a |'])
     self.assertIsNone(lib.paper_table(['fedbuff'], [lib.Setting(0.5, 1.0)]))
+
+  def test_paper_table_of_the_data(self):
+    lib = hybrid_async_lib
+    celeba = [lib.Setting(lib.IDENTITIES, 20.0), lib.Setting(
+        lib.IDENTITIES, 5.0)]
+    table, text = paper_tables.reference(
+        ['feddle_id', 'loadaboost'], celeba,
+        'clients: CelebA, label Smiling; out-of-domain server set: digits')
+    self.assertEqual(table.name, 'table 2')
+    self.assertEqual(text.splitlines(), [
+        '| method (paper, table 2) | identities, N(20) | identities, N(5) |',
+        '| --- | --- | --- |', '| feddle_id | 90.2 ± 0.1 | n/a |',
+        '| loadaboost | n/a | n/a |'])
+    # Table 7 is CIFAR-10's: not for digits clients, whatever the server.
+    cifar = [lib.Setting(0.1, 20.0)]
+    self.assertEqual(paper_tables.reference(
+        ['fedavg'], cifar, 'clients: CIFAR-10 at 16x16 (...)')[0].name,
+                     'table 7')
+    self.assertIsNone(paper_tables.reference(
+        ['fedavg'], cifar, 'clients: scikit-learn digits; out-of-domain '
+        'server set: CIFAR-10'))
+    self.assertIsNone(paper_tables.reference(
+        ['fedavg'], celeba, 'clients: CIFAR-10 at 16x16'))
+    for t in paper_tables.TABLES:
+      self.assertContainsSubset(t.values, lib.METHODS)
 
 
 @binary_runs.runs_binaries

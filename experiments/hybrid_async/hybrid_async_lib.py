@@ -18,6 +18,9 @@ clients hold a Dirichlet(alpha) split of an image set and report after
 |N(0, sigma^2)| rounds; the server holds 1,000 in-domain examples (taken out
 of the test set) or out-of-domain images. Table 1 crosses two label skews
 (alpha 0.1, 0.3) with two delay levels (sigma 5, 20): the `settings` here.
+Table 2 has real heterogeneity instead: on CelebA each client is one
+identity (`tff_mixed.tasks.celeba_hybrid`), a setting's alpha is
+`IDENTITIES` and its columns are delay levels only.
 Methods, each on the same schedule, client data and initial model for a
 seed and setting:
 
@@ -60,6 +63,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.hybrid_async import paper_tables
 import tff_mixed
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
@@ -109,43 +113,12 @@ RUNS_DIR = 'runs'
 TAIL_EVALUATIONS = 5
 
 
-# The paper's table 7 (appendix F.2): its CNN trained from scratch on
-# CIFAR-10 (all 50,000 training images at 32x32, 500 clients, 10 per round,
-# 200 rounds, 1,000 in-domain server samples), final accuracy in %, keyed by
-# (alpha, delay sigma). Shown beside ours for reference; the paper has no
-# LoAdaBoost, and Center does not depend on the setting.
-_PAPER_SETTINGS = ((0.1, 20), (0.1, 5), (0.3, 20), (0.3, 5))
-PAPER_TABLE7_CIFAR10_CNN = {
-    method: dict(zip(_PAPER_SETTINGS, values)) for method, values in (
-        (CENTER, (42.1, 42.1, 42.1, 42.1)),
-        (FED_FT, (44.3, 47.4, 46.9, 51.3)),
-        (HFCL, (44.7, 47.1, 47.6, 51.2)),
-        (FEDDF_ID, (18.0, 19.8, 37.3, 39.5)),
-        (FEDDLE_ID, (51.2, 52.9, 51.5, 53.3)),
-        (FEDAVG, (31.0, 35.0, 37.2, 52.0)),
-        (FEDASYNC, (35.5, 40.4, 43.2, 45.7)),
-        (FEDBUFF, (26.8, 33.2, 32.6, 44.0)),
-        (CA2FL, (27.6, 36.6, 37.1, 43.9)),
-        (FEDDF_OOD, (18.5, 19.4, 35.1, 39.3)),
-        (FEDDLE_OOD, (37.6, 42.3, 44.5, 53.1)),
-    )
-}
-
-
-def paper_table(methods: Sequence[str], settings: Sequence['Setting']
-                ) -> Optional[str]:
-  """The paper's table 7 numbers for these methods and settings (Markdown),
-  or None if it has none of the settings."""
-  keys = [(s.alpha, s.delay_std) for s in settings]
-  if not any(k in PAPER_TABLE7_CIFAR10_CNN[CENTER] for k in keys):
-    return None
-  lines = ['| method (paper, table 7) | ' + ' | '.join(
-      s.label for s in settings) + ' |', '| --- |' + ' --- |' * len(settings)]
-  for method in methods:
-    values = PAPER_TABLE7_CIFAR10_CNN.get(method, {})
-    lines.append(f'| {method} | ' + ' | '.join(
-        f'{values[k]:.1f}' if k in values else 'n/a' for k in keys) + ' |')
-  return '\n'.join(lines) + '\n'
+# The paper's numbers (its tables 7 and 2), shown beside ours.
+PAPER_TABLE7_CIFAR10_CNN = paper_tables.TABLE7_CIFAR10_CNN.values
+paper_table = paper_tables.paper_table
+# `Setting.alpha` of data whose clients are its identities (CelebA, the
+# paper's table 2): no Dirichlet split.
+IDENTITIES = None
 
 
 class Config(NamedTuple):
@@ -179,7 +152,7 @@ class Config(NamedTuple):
   num_clients: int = 500
   clients_per_round: int = 10
   delay_std: float = 5.0
-  alpha: float = 0.1
+  alpha: Optional[float] = 0.1
   server_size: int = 1000
   eval_size: int = 2000
   client_steps: int = 0
@@ -213,14 +186,24 @@ class Config(NamedTuple):
 
 
 class Setting(NamedTuple):
-  """One column of the paper's table 1: label skew and delay level."""
+  """One column of the paper's tables 1 and 2: label skew and delay level.
 
-  alpha: float
+  `alpha` is the Dirichlet concentration of the clients' label split, or
+  `IDENTITIES` (None) where the clients are the data's identities (CelebA,
+  table 2) and no alpha applies.
+  """
+
+  alpha: Optional[float]
   delay_std: float
 
   @property
   def label(self) -> str:
-    return f'Dir({self.alpha:g}), N({self.delay_std:g})'
+    return f'{split_name(self.alpha)}, N({self.delay_std:g})'
+
+
+def split_name(alpha: Optional[float]) -> str:
+  """How the clients' data is split: 'Dir(alpha)', or 'identities'."""
+  return 'identities' if alpha is IDENTITIES else f'Dir({alpha:g})'
 
 
 def delay_of(method: str, delay_std: float) -> float:
@@ -370,7 +353,7 @@ def _evaluate_fn(eval_x, eval_y):
 
 class RunRow(NamedTuple):
   method: str
-  alpha: float
+  alpha: Optional[float]  # IDENTITIES (None): no Dirichlet split.
   delay_std: float  # 0 for the delay-free methods.
   seed: int
   round: int
@@ -560,7 +543,8 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   if method == LOADABOOST:
     notes['mean_client_epochs'] = training.mean_epochs
     notes['epochs'] = float(c.loadaboost_epochs)
-  rows = [RunRow(method, float(c.alpha), float(delay_std), seed,
+  alpha = c.alpha if c.alpha is IDENTITIES else float(c.alpha)
+  rows = [RunRow(method, alpha, float(delay_std), seed,
                  int(r['round']), r['accuracy'], r['loss'], r['seconds'])
           for r in result.rows]
   return MethodRun(rows, diagnostics, notes)
@@ -578,7 +562,9 @@ def final_metric(rows: Sequence[RunRow]) -> float:
 
 def run_key(method: str, setting: Setting, seed: int) -> str:
   delay = 'none' if method in DELAY_FREE else f'{setting.delay_std:g}'
-  return f'{method}_alpha{setting.alpha:g}_delay{delay}_seed{seed}'
+  split = ('identities' if setting.alpha is IDENTITIES
+           else f'alpha{setting.alpha:g}')
+  return f'{method}_{split}_delay{delay}_seed{seed}'
 
 
 def _fingerprint(config: Config, description: str) -> dict[str, Any]:
@@ -946,11 +932,19 @@ def validate(config: Config, methods: Sequence[str],
   if len(set(settings)) != len(settings):
     raise ValueError(f'Settings must be distinct, got {settings}.')
   for setting in settings:
-    if not setting.alpha > 0:
+    if setting.alpha is not IDENTITIES and not setting.alpha > 0:
       raise ValueError(f'Dirichlet alpha must be > 0, got {setting.alpha}.')
     schedule_lib.check_delays_arrive(setting.delay_std, config.rounds)
     for seed in seeds:
       _check_idle_clients(config, setting, seed)
+
+
+def _csv(value, float_format: str = '.4g') -> str:
+  """A CSV cell: alpha `IDENTITIES` as 'identities', floats formatted."""
+  if value is IDENTITIES:
+    return 'identities'
+  return format(value, float_format) if isinstance(value, float) else str(
+      value)
 
 
 def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
@@ -1037,14 +1031,13 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
       ('diagnostics', DIAGNOSTICS_FILE),
       ('diagnostics_plot', DIAGNOSTICS_PLOT_FILE), ('config', CONFIG_FILE))}
   lines = [','.join(RunRow._fields)] + [
-      f'{r.method},{r.alpha:g},{r.delay_std:g},{r.seed},{r.round},'
+      f'{r.method},{_csv(r.alpha, "g")},{r.delay_std:g},{r.seed},{r.round},'
       f'{r.accuracy:.6g},{r.loss:.6g},{r.seconds:.1f}' for r in rows]
   reports_lib.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
   diag_fields = ('method', 'alpha', 'delay_std', 'seed', 'round',
                  'negative_share', 'id_ood_cosine', 'id_ood_cosine_at_zero')
   diag_lines = [','.join(diag_fields)] + [
-      ','.join(f'{d[k]:.4g}' if isinstance(d[k], float) else str(d[k])
-               for k in diag_fields) for d in diagnostics]
+      ','.join(_csv(d[k]) for k in diag_fields) for d in diagnostics]
   reports_lib.atomic_write_text(files['diagnostics'],
                                 '\n'.join(diag_lines) + '\n')
   table = format_table(rows, methods, settings)
@@ -1062,6 +1055,11 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
                           settings, descriptions[0], tuple(seeds), overrides)
 
 
+def _paper_table_number(settings: Sequence[Setting]) -> int:
+  """The paper's table of these settings: 2 (identities) or 1."""
+  return 2 if all(s.alpha is IDENTITIES for s in settings) else 1
+
+
 def results_markdown(result: ExperimentResult, command: str, machine: str,
                      date: str,
                      searched: Optional[Mapping[str, Any]] = None) -> str:
@@ -1070,7 +1068,7 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
   settings = result.settings
   lines = [
       '## Hybrid data under asynchrony: Feddle and baselines (guided model '
-      'merging, Zhu et al., table 1)',
+      f'merging, Zhu et al., table {_paper_table_number(settings)})',
       '',
       f'Generated on {date} by `{command}`.',
       '',
@@ -1105,19 +1103,18 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
       '',
   ]
   methods = [m for m in METHODS if any(r.method == m for r in result.rows)]
-  reference = paper_table(methods, settings)
-  if reference and 'CIFAR-10' in result.description.split(';')[0]:
-    lines += ['For reference, the paper\'s table 7 (the same kind of CNN '
-              'from scratch, on all 50,000 CIFAR-10 training images at '
-              '32x32, 500 clients, 200 rounds):', '', reference.rstrip('\n'),
-              '']
+  reference = paper_tables.reference(methods, settings, result.description)
+  if reference:
+    table, text = reference
+    lines += [f'For reference, the paper\'s {table.name} ({table.caption}):',
+              '', text.rstrip('\n'), '']
   if LOADABOOST + '.mean_client_epochs' in result.notes:
     lines += [
         f'LoAdaBoost clients trained {result.notes[LOADABOOST + ".mean_client_epochs"]:.2f} '
         f'epochs on average (FedAvg: E = {c.loadaboost_epochs}; one epoch '
         f'= {loadaboost_epoch_steps(c)} batches).', '']
-  lines += ['Against the paper (in its tables 1 and 7 Feddle in domain is '
-            'first in every column):',
+  lines += ['Against the paper (in its tables 1, 2 and 7 Feddle in domain '
+            'is first in every column):',
             '']
   lines += [f'* {line}' for line in ranking_summary(result.rows, methods,
                                                    settings)]

@@ -18,7 +18,8 @@ section 4.1, appendix B.1) reads TFF's federated CelebA, a `celeba.sqlite`
 database of serialized `tf.train.Example`s split by clients (celebrities):
 84x84x3 int64 images in [0, 255] and 40 boolean attributes.
 `check_database` checks a file up front, with a message that names what is
-wrong, before TFF's loader (`load_client_data`) reads it.
+wrong, before TFF's loader (`load_client_data`) reads it; `scan_split` reads
+a whole split's images and one attribute in one pass.
 
 Getting the data: `load_data` downloads `celeba.sqlite.lzma` (~500 MB) from
 TFF's bucket into `cache_dir` on first use; without network, build the same
@@ -42,6 +43,8 @@ DATABASE_FILENAME = 'celeba.sqlite'
 ATTRIBUTE_NAMES = tuple(tff.simulation.datasets.celeba.ATTRIBUTE_NAMES)
 TRAIN_SPLIT = 'split_by_clients_train'
 TEST_SPLIT = 'split_by_clients_test'
+# Examples parsed at a time by `scan_split`.
+PASS_BATCH = 256
 _IMAGE_FEATURE = 'image'
 # The tables and columns TFF's `SqlClientData` reads.
 _REQUIRED_COLUMNS = {
@@ -229,3 +232,46 @@ def load_client_data(
     logging.info('Downloading CelebA into %s (TFF)...', cache_dir)
   return tff.simulation.datasets.celeba.load_data(
       split_by_clients=True, cache_dir=cache_dir)
+
+
+def _parse_batch(serialized: list[bytes], label: str):
+  parsed = tf.io.parse_example(
+      serialized, {
+          'image': tf.io.FixedLenFeature(IMAGE_SHAPE, tf.int64),
+          label: tf.io.FixedLenFeature([], tf.int64),
+      })
+  images = parsed['image'].numpy()
+  if images.min(initial=0) < 0 or images.max(initial=0) > 255:
+    raise ValueError('CelebA images must hold pixel values in [0, 255], found '
+                     f'[{images.min()}, {images.max()}].')
+  return images.astype(np.uint8), parsed[label].numpy() != 0
+
+
+def scan_split(path: str, split: str, label: str):
+  """Yields `(client_ids, uint8 images, bool labels)` batches of a split.
+
+  One sequential pass over the split's examples (`PASS_BATCH` at a time),
+  parsing only the image and the `label` attribute: far faster than a TFF
+  dataset per client when every example is needed.
+
+  Raises:
+    ValueError: Naming the file, if SQLite cannot read it (e.g. a database
+      damaged past what `check_database` reads).
+  """
+  connection = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+  try:
+    try:
+      cursor = connection.execute(
+          'SELECT client_id, serialized_example_proto FROM examples WHERE '
+          'split_name = ?', (split,))
+      rows = cursor.fetchmany(PASS_BATCH)
+      while rows:
+        images, labels = _parse_batch([r[1] for r in rows], label)
+        yield [r[0] for r in rows], images, labels
+        rows = cursor.fetchmany(PASS_BATCH)
+    except sqlite3.DatabaseError as e:
+      raise ValueError(
+          f'{path} is damaged: SQLite cannot read the examples of split '
+          f'{split!r} ({e}). Get or convert the database again.') from e
+  finally:
+    connection.close()

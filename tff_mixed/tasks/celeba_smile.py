@@ -51,7 +51,6 @@ it) is `celeba_database`; its names are importable from here as well.
 from collections.abc import Sequence
 import json
 import os
-import sqlite3
 from typing import Any, NamedTuple, Optional
 
 from absl import logging
@@ -83,7 +82,6 @@ DEFAULT_LABEL = 'smiling'
 # (celebrities hold at most ~35 images each), so the shuffle is uniform.
 _SHUFFLE_BUFFER = 1024
 _CACHE_FORMAT = 1
-_PASS_BATCH = 256
 
 EvalMetrics = binary_metrics.EvalMetrics
 
@@ -122,45 +120,6 @@ class _Index(NamedTuple):
   train_negatives: dict[str, int]
 
 
-def _parse_batch(serialized: list[bytes], label: str):
-  parsed = tf.io.parse_example(
-      serialized, {
-          'image': tf.io.FixedLenFeature(IMAGE_SHAPE, tf.int64),
-          label: tf.io.FixedLenFeature([], tf.int64),
-      })
-  images = parsed['image'].numpy()
-  if images.min(initial=0) < 0 or images.max(initial=0) > 255:
-    raise ValueError('CelebA images must hold pixel values in [0, 255], found '
-                     f'[{images.min()}, {images.max()}].')
-  return images.astype(np.uint8), parsed[label].numpy() != 0
-
-
-def _scan_split(path: str, split: str, label: str):
-  """Yields `(client_ids, uint8 images, bool labels)` batches of a split.
-
-  Raises:
-    ValueError: Naming the file, if SQLite cannot read it (e.g. a database
-      damaged past what `check_database` reads).
-  """
-  connection = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
-  try:
-    try:
-      cursor = connection.execute(
-          'SELECT client_id, serialized_example_proto FROM examples WHERE '
-          'split_name = ?', (split,))
-      rows = cursor.fetchmany(_PASS_BATCH)
-      while rows:
-        images, labels = _parse_batch([r[1] for r in rows], label)
-        yield [r[0] for r in rows], images, labels
-        rows = cursor.fetchmany(_PASS_BATCH)
-    except sqlite3.DatabaseError as e:
-      raise ValueError(
-          f'{path} is damaged: SQLite cannot read the examples of split '
-          f'{split!r} ({e}). Get or convert the database again.') from e
-  finally:
-    connection.close()
-
-
 def _database_key(path: str, label: str) -> dict[str, Any]:
   stat = os.stat(path)
   return dict(format=_CACHE_FORMAT, database=os.path.abspath(path),
@@ -173,12 +132,14 @@ def _build_cache(path: str, label: str, work_dir: str) -> None:
   seen = [0]
 
   def negative_batches():
-    for client_ids, images, labels in _scan_split(path, TRAIN_SPLIT, label):
+    for client_ids, images, labels in celeba_database.scan_split(
+        path, TRAIN_SPLIT, label):
       for cid, is_positive in zip(client_ids, labels):
         counts = positives if is_positive else negatives
         counts[cid] = counts.get(cid, 0) + 1
       seen[0] += len(labels)
-      if seen[0] % (50 * _PASS_BATCH) < _PASS_BATCH:
+      batch = celeba_database.PASS_BATCH
+      if seen[0] % (50 * batch) < batch:
         logging.info('CelebA pass: %d training images read', seen[0])
       negative = ~labels
       if negative.any():
@@ -196,7 +157,7 @@ def _load_eval(path: str, label: str, work_dir: str):
   images_path = os.path.join(work_dir, 'eval_images.npy')
   labels_path = os.path.join(work_dir, 'eval_labels.npy')
   if not (os.path.exists(images_path) and os.path.exists(labels_path)):
-    parts = list(_scan_split(path, TEST_SPLIT, label))
+    parts = list(celeba_database.scan_split(path, TEST_SPLIT, label))
     images = np.concatenate([p[1] for p in parts])
     labels = np.concatenate([p[2] for p in parts]).astype(np.float32)
     reports.atomic_write(images_path, lambda f: np.save(f, images), 'wb')

@@ -252,6 +252,24 @@ def _check_client(split: HybridSplit, client) -> int:
   return index
 
 
+def check_split_sizes(num_clients, server_size, validation_size, eval_size,
+                      seed) -> tuple[int, int, int, int, int]:
+  """The counts of a split as ints, in the arguments' order; a ValueError
+  for a count out of range, or a held-out set (`eval_size`) that leaves
+  nothing to evaluate on beside the server's and the validation examples."""
+  num_clients = _check_count('num_clients', num_clients, 1)
+  server_size = _check_count('server_size', server_size, 0)
+  validation_size = _check_count('validation_size', validation_size, 0)
+  seed = _check_count('seed', seed, 0)
+  held_out = _check_count('eval_size', eval_size, 1)
+  if held_out <= server_size + validation_size:
+    raise ValueError(
+        f'The held-out set ({held_out} examples) must be larger than '
+        f'server_size={server_size} + validation_size={validation_size}, '
+        'leaving examples to evaluate on.')
+  return num_clients, server_size, validation_size, held_out, seed
+
+
 def _check_split_arguments(images, labels, num_clients, server_size,
                            validation_size, seed, eval_fraction,
                            eval_size) -> tuple[int, int, int, int, int]:
@@ -265,10 +283,6 @@ def _check_split_arguments(images, labels, num_clients, server_size,
   if not np.issubdtype(labels.dtype, np.integer):
     raise ValueError(f'`labels` must be integers, got {labels.dtype}.')
   num_examples = labels.size
-  num_clients = _check_count('num_clients', num_clients, 1)
-  server_size = _check_count('server_size', server_size, 0)
-  validation_size = _check_count('validation_size', validation_size, 0)
-  seed = _check_count('seed', seed, 0)
   if (eval_fraction is None) == (eval_size is None):
     raise ValueError('Give exactly one of `eval_fraction` and `eval_size`.')
   if eval_fraction is not None:
@@ -278,12 +292,9 @@ def _check_split_arguments(images, labels, num_clients, server_size,
       raise ValueError('`eval_fraction` must be in (0, 1), got '
                        f'{eval_fraction!r}.')
     eval_size = int(round(eval_fraction * num_examples))
-  held_out = _check_count('eval_size', eval_size, 1)
-  if held_out <= server_size + validation_size:
-    raise ValueError(
-        f'The held-out set ({held_out} examples) must be larger than '
-        f'server_size={server_size} + validation_size={validation_size}, '
-        'leaving examples to evaluate on.')
+  num_clients, server_size, validation_size, held_out, seed = (
+      check_split_sizes(num_clients, server_size, validation_size,
+                        eval_size, seed))
   if num_examples - held_out < num_clients:
     raise ValueError(
         f'{num_examples - held_out} training examples (of {num_examples}, '
