@@ -472,16 +472,21 @@ def probes_table(records, settings) -> str:
   for variant in VARIANTS:
     if variant.method != lib.FEDDF_ID:
       continue
+    labels = set()
     for setting in settings:
       late = [p for r in records if r.variant == variant.name
               and r.alpha == setting.alpha
-              and r.delay_std == setting.delay_std
+              and (r.delay_std == setting.delay_std or not variant.delayed)
               for p in r.probes[len(r.probes) // 2:]]
-      if not late:
+      # A run without delays stands in for every delay level: once.
+      label = setting.label if variant.delayed else (
+          f'Dir({setting.alpha:g}), no delays')
+      if not late or label in labels:
         continue
+      labels.add(label)
       merged, distilled, teacher = (np.array([p[i] for p in late])
                                     for i in (1, 2, 3))
-      rows.append([variant.name, setting.label,
+      rows.append([variant.name, label,
                    f'{100 * merged.mean():.1f}', f'{100 * distilled.mean():.1f}',
                    f'{100 * teacher.mean():.1f}',
                    f'{100 * np.mean(distilled < merged):.0f}%'])
