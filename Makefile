@@ -264,7 +264,7 @@ results-hybrid-async: venv
 # the faces), about 2.2 hours for the 3 seeds at that load. FedDF-OOD ran at
 # 0.1 rounds/s (about 17 minutes a run); Feddle-OOD was not timed.
 HYBRID_CELEBA_SEEDS ?= 0,1,2
-HYBRID_CELEBA_METHODS ?= center,fed_ft,hfcl,feddf_id,feddle_id,fedavg,fedasync,fedbuff,ca2fl
+HYBRID_CELEBA_METHODS ?= center,fed_ft,hfcl,feddf_id,feddle_id,fedavg,fedavg_delayed,fedasync,fedbuff,ca2fl
 HYBRID_CELEBA_FLAGS := --data=celeba --celeba_cache_dir=$(CELEBA_DEV)/cache \
   --image_size=32 --num_clients=1000 --clients_per_round=10 --rounds=100 \
   --delay_stds=20 --server_size=200 --eval_size=1000 --client_epochs=5 \

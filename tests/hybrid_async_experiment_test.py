@@ -297,11 +297,11 @@ class HybridAsyncBinaryTest(absltest.TestCase):
       self.assertTrue(os.path.exists(os.path.join(output_dir, name)), name)
 
     # Running it again reuses every kept run: the same table, no run file
-    # rewritten (12 methods + 9 delay-dependent ones for the second delay).
+    # rewritten (13 methods + 10 delay-dependent ones for the second delay).
     runs_dir = os.path.join(output_dir, 'runs')
     kept = {name: os.stat(os.path.join(runs_dir, name)).st_mtime_ns
             for name in os.listdir(runs_dir)}
-    self.assertLen(kept, 21)
+    self.assertLen(kept, 23)
     again = _run(f'--cifar10_npz={npz}', '--seeds=0', *_SMALL,
                  f'--output_dir={output_dir}')
     self.assertEqual(again.returncode, 0, again.stderr[-3000:])
@@ -318,7 +318,7 @@ class HybridAsyncBinaryTest(absltest.TestCase):
     self.assertEqual(elsewhere.returncode, 0, elsewhere.stderr[-3000:])
     self.assertEqual(elsewhere.stdout, run.stdout)
     self.assertFalse(os.path.exists(os.path.join(directory, 'out2', 'runs')))
-    self.assertLen(os.listdir(moved), 21)
+    self.assertLen(os.listdir(moved), 23)
     # Other settings must not silently mix with the kept runs.
     other = _run(f'--cifar10_npz={npz}', '--seeds=0', *_SMALL,
                  '--client_lr=0.5', f'--output_dir={output_dir}')
