@@ -34,7 +34,7 @@ Here:
 *   `build_hybrid_split` draws, from one labelled image set, a held-out
     evaluation set (the "test set"), takes the server's in-domain examples
     out of it, and Dirichlet-partitions the remaining training examples over
-    the clients.
+    the clients (`partition_split`, which `cifar10_pngs` shares).
 *   `client_data` and `client_dataset` serve the clients' examples to TFF.
 """
 
@@ -178,19 +178,16 @@ class HybridSplit(NamedTuple):
     images: All images (the input array, not a copy).
     labels: int32 labels of all images.
     client_indices: Per client, its sorted int64 row indices.
-    server_indices: Rows of the server's in-domain examples (taken from the
-      held-out evaluation set).
-    eval_indices: Rows of the evaluation examples (the rest of the held-out
-      set).
+    server_indices: Rows of the server's in-domain examples (held out).
+    eval_indices: Rows of the evaluation examples (the rest held out).
     server_x: `images[server_indices]`.
     server_y: `labels[server_indices]`.
     eval_x: `images[eval_indices]`.
     eval_y: `labels[eval_indices]`.
     description: One line describing the split, for reports.
-    validation_indices: Rows of the validation examples (from the held-out
-      set, apart from the server's and the evaluation examples): what
-      hyperparameters are selected on, so the evaluation (test) set never
-      is. Empty without `validation_size`.
+    validation_indices: Rows of the validation examples (held out, apart
+      from the server's and evaluation ones): hyperparameters are selected
+      on them, never on the test set. Empty without `validation_size`.
     validation_x: `images[validation_indices]`.
     validation_y: `labels[validation_indices]`.
   """
@@ -292,17 +289,11 @@ def _check_split_arguments(images, labels, num_clients, server_size,
   return num_clients, server_size, validation_size, seed, held_out
 
 
-def build_hybrid_split(images: np.ndarray,
-                       labels: np.ndarray,
-                       *,
-                       num_clients: int,
-                       alpha: float,
-                       server_size: int,
-                       seed: int,
-                       eval_fraction: Optional[float] = None,
-                       eval_size: Optional[int] = None,
-                       top_up: bool = True,
-                       validation_size: int = 0) -> HybridSplit:
+def build_hybrid_split(
+    images: np.ndarray, labels: np.ndarray, *, num_clients: int,
+    alpha: float, server_size: int, seed: int,
+    eval_fraction: Optional[float] = None, eval_size: Optional[int] = None,
+    top_up: bool = True, validation_size: int = 0) -> HybridSplit:
   """Splits labelled images into clients, server data and evaluation data.
 
   Conventions (following the Feddle paper, appendix D):
@@ -317,12 +308,11 @@ def build_hybrid_split(images: np.ndarray,
       any client. The clients' and server's data do not depend on
       `validation_size`: a search on the validation set and the final runs
       on the evaluation set share them.
-  3.  The training data are partitioned over `num_clients` clients with
-      `dirichlet_partition.dirichlet_partition(..., alpha, top_up=top_up)`
-      (every client gets at least one example).
+  3.  The training data are Dirichlet-partitioned over `num_clients`
+      clients, each getting at least one example (`partition_split`).
 
-  Everything is deterministic given `seed`: the held-out draw and the
-  partition use independent streams derived from it.
+  Deterministic given `seed`: the held-out draw and the partition use
+  independent streams derived from it.
 
   Args:
     images: float32[N, height, width, channels].
@@ -357,12 +347,36 @@ def build_hybrid_split(images: np.ndarray,
       int(child.generate_state(1)[0])
       for child in np.random.SeedSequence(seed).spawn(2))
   order = np.random.default_rng(split_seed).permutation(num_examples)
-  server_indices = np.sort(order[:server_size]).astype(np.int64)
+  split = partition_split(
+      images, labels, order[held_out:], order[:held_out],
+      num_clients=num_clients, alpha=alpha, server_size=server_size,
+      validation_size=validation_size, partition_seed=partition_seed,
+      top_up=top_up)
+  return split._replace(description=(
+      f'{num_examples} images {images.shape[1:]}: {split.description}; '
+      f'seed {seed}.'))
+
+
+def partition_split(images: np.ndarray, labels: np.ndarray,
+                    train_rows: np.ndarray, held_out_rows: np.ndarray, *,
+                    num_clients: int, alpha: float, server_size: int,
+                    validation_size: int, partition_seed: int,
+                    top_up: bool = True) -> HybridSplit:
+  """The split of given training and held-out rows of `images`.
+
+  The first `server_size` of `held_out_rows` (in their given order) are
+  the server's, the next `validation_size` the validation set, the rest
+  the evaluation set; `train_rows` are Dirichlet-partitioned over the
+  clients (`dirichlet_partition`, `min_examples=1`). Other rows are unused.
+  The caller draws the rows and checks the sizes; the description gives
+  the parts' sizes only.
+  """
+  held_out_rows = np.asarray(held_out_rows, np.int64)
+  server_indices = np.sort(held_out_rows[:server_size])
   validation_end = server_size + validation_size
-  validation_indices = np.sort(
-      order[server_size:validation_end]).astype(np.int64)
-  eval_indices = np.sort(order[validation_end:held_out]).astype(np.int64)
-  train_indices = np.sort(order[held_out:]).astype(np.int64)
+  validation_indices = np.sort(held_out_rows[server_size:validation_end])
+  eval_indices = np.sort(held_out_rows[validation_end:])
+  train_indices = np.sort(np.asarray(train_rows, np.int64))
   parts = dp.dirichlet_partition(labels[train_indices], num_clients, alpha,
                                  partition_seed, min_examples=1,
                                  top_up=top_up)
@@ -370,13 +384,12 @@ def build_hybrid_split(images: np.ndarray,
 
   sizes = np.array([part.size for part in parts])
   description = (
-      f'{num_examples} images {images.shape[1:]}: {train_indices.size} '
-      f'training examples over {num_clients} clients by Dirichlet(alpha='
-      f'{alpha}) (client sizes min {sizes.min()}, median '
-      f'{int(np.median(sizes))}, max {sizes.max()}); {held_out} held out: '
-      f'{server_size} server in-domain, '
+      f'{train_indices.size} training examples over {num_clients} clients '
+      f'by Dirichlet(alpha={alpha}) (client sizes min {sizes.min()}, median '
+      f'{int(np.median(sizes))}, max {sizes.max()}); {held_out_rows.size} '
+      f'held out: {server_size} server in-domain, '
       + (f'{validation_size} validation, ' if validation_size else '')
-      + f'{eval_indices.size} evaluation; seed {seed}.')
+      + f'{eval_indices.size} evaluation')
   labels = labels.astype(np.int32)
   return HybridSplit(
       images=images,
