@@ -149,6 +149,13 @@ class PretrainTest(absltest.TestCase):
                             **_MODEL).initial_weights[0]
     np.testing.assert_array_equal(heads[1][0], scratch[cnn.BODY_SIZE])
 
+  def test_a_run_seed_equal_to_the_pretraining_seed_is_refused(self):
+    # Its head would be the one the backbone was trained with.
+    pretrained = self._pretrain(_temp_dir(self))
+    pretrain_lib.check_run_seed(pretrained, 0)
+    with self.assertRaisesRegex(ValueError, 'pretraining'):
+      pretrain_lib.check_run_seed(pretrained, pretrain_lib.PRETRAIN_SEED)
+
   def test_describe_says_how_it_was_pretrained(self):
     pretrained = self._pretrain(_temp_dir(self))
     text = pretrain_lib.describe(pretrained, self.x, self.y)

@@ -267,6 +267,7 @@ def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
     start_text = '; start: from scratch'
     if _PRETRAIN_SIZE.value:
       start = _pretrained(size, config.conv_filters, config.dense_units)
+      pretrain_lib.check_run_seed(start, seed)
       start_text = '; start: ' + pretrain_lib.describe(start, split.eval_x,
                                                        split.eval_y)
   else:

@@ -57,6 +57,11 @@ from tff_mixed.training import reports as reports_lib
 
 # Bump when the training procedure changes, so old caches are not reused.
 CACHE_VERSION = 1
+# The pretraining's initial weights and batch order. Not a run seed: a run
+# with seed s gets `cnn.build_cnn(seed=s)`'s head, so with s equal to this
+# its "new" head would be the one the backbone was trained with, and start
+# far above the other seeds' (`check_run_seed`).
+PRETRAIN_SEED = 2**31 - 1
 
 
 class PretrainConfig(NamedTuple):
@@ -67,7 +72,7 @@ class PretrainConfig(NamedTuple):
   learning_rate: float = 1e-3
   batch_size: int = 32
   optimizer: str = 'adam'
-  seed: int = 0  # The initial weights and the batch order.
+  seed: int = PRETRAIN_SEED
 
 
 class Pretrained(NamedTuple):
@@ -192,6 +197,14 @@ def pretrain_on_training_images(images: np.ndarray, labels: np.ndarray,
   return pretrain(images[rows], labels[rows], config,
                   conv_filters=conv_filters, dense_units=dense_units,
                   num_classes=int(labels.max()) + 1, cache_dir=cache_dir)
+
+
+def check_run_seed(pretrained: Pretrained, seed: int) -> None:
+  """Refuses a run seed equal to the pretraining's (see `PRETRAIN_SEED`)."""
+  if seed == pretrained.key['seed']:
+    raise ValueError(f'Seed {seed} is the pretraining\'s own: its head '
+                     'would be the one the backbone was trained with; use '
+                     'another seed.')
 
 
 def describe(pretrained: Pretrained, eval_x: np.ndarray,
