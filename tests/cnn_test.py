@@ -110,6 +110,21 @@ class CnnTest(parameterized.TestCase):
       np.testing.assert_array_equal(a, b)
     self.assertFalse(np.array_equal(same_a[0], other[0]))
 
+  def test_body_weights_replace_the_body_and_keep_the_seeded_head(self):
+    body = _random_weights(cnn.build_cnn(**_TINY), seed=3)[:cnn.BODY_SIZE]
+    for seed in (4, 5):
+      scratch = cnn.build_cnn(**_TINY, seed=seed).initial_weights[0]
+      started = cnn.build_cnn(**_TINY, seed=seed,
+                              body_weights=body).initial_weights[0]
+      for given, used in zip(body, started):
+        np.testing.assert_array_equal(given, used)
+      for head, used in zip(scratch[cnn.BODY_SIZE:], started[cnn.BODY_SIZE:]):
+        np.testing.assert_array_equal(head, used)
+    with self.assertRaisesRegex(ValueError, 'body_weights'):
+      cnn.build_cnn(**_TINY, body_weights=body[:-1])
+    with self.assertRaisesRegex(ValueError, r'body_weights\[0\]'):
+      cnn.build_cnn(**_TINY, body_weights=[np.zeros(3)] + list(body[1:]))
+
   def test_loss_and_metrics_match_numpy(self):
     model = cnn.build_cnn(**_TINY, seed=1)
     weights = _random_weights(model, seed=2)

@@ -223,6 +223,9 @@ class Data(NamedTuple):
   ood_x: Optional[np.ndarray]
   ood_y: Optional[np.ndarray]
   description: str
+  # The CNN body every run starts from (pretrain_lib), its head drawn from
+  # the run's seed; None: from scratch. `description` must say which.
+  initial_body: Optional[tuple[np.ndarray, ...]] = None
 
 
 def server_steps(config: Config, num_examples: int,
@@ -343,7 +346,8 @@ def _correct_and_loss(weights, x, y):
   return correct, tf.reduce_sum(losses)
 
 
-def _evaluate_fn(eval_x, eval_y):
+def evaluate_fn(eval_x, eval_y):
+  """`evaluate(weights) -> {'accuracy', 'loss'}`: means over `eval_x`."""
 
   def evaluate(weights):
     weights = [tf.constant(w) for w in weights]
@@ -507,7 +511,7 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   model = cnn.build_cnn(
       input_shape=split.images.shape[1:], num_classes=int(
           split.labels.max()) + 1, conv_filters=c.conv_filters,
-      dense_units=c.dense_units, seed=seed)
+      dense_units=c.dense_units, seed=seed, body_weights=data.initial_body)
   if delay_std is None:
     delay_std = delay_of(method, c.delay_std)
   schedule = tff_mixed.AsyncSchedule(
@@ -543,7 +547,7 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   result = tff_mixed.run_async(
       server_method, schedule, training, dataset_fn,
       model.initial_weights[0],
-      evaluate_fn=_evaluate_fn(split.eval_x, split.eval_y),
+      evaluate_fn=evaluate_fn(split.eval_x, split.eval_y),
       eval_every=c.eval_every, round_end_fn=round_end,
       group_training=group_training, clients_per_group=clients_per_group)
   notes = {}

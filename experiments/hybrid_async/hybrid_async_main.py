@@ -20,7 +20,12 @@ setting (Dirichlet alpha x delay sigma; default the paper's 0.1, 0.3 x 5,
 bundled digits (`--data=digits`, offline). The out-of-domain server set is
 the other data set (digits for CIFAR-10 clients; CIFAR-10 for digits
 clients, when given). `--image_size=16` averages 2x2 pixel blocks, a quarter
-of the convolution cost.
+of the convolution cost. `--cifar10_dir` (scripts/fetch_cifar10.sh) takes
+all of CIFAR-10 instead, as the paper: the clients share the 50,000
+training images, the server and the evaluation the 10,000 test images
+(`cifar10_pngs.build_full_split`); `--pretrain_size=N` then starts every run
+from a CNN pretrained on N training images that no client holds
+(`pretrain_lib`; 0: from scratch).
 
 `--data=celeba` is the paper's table 2 instead: TFF's federated CelebA
 (`celeba.sqlite` in `--celeba_cache_dir`), one client per identity, label
@@ -55,10 +60,12 @@ from absl import app
 from absl import flags
 
 from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import pretrain_lib
 from experiments.hybrid_async import tune_lib
 from tff_mixed.experiment import grouping
 from tff_mixed.experiment import results as results_lib
 from tff_mixed.tasks import celeba_hybrid
+from tff_mixed.tasks import cifar10_pngs
 from tff_mixed.tasks import hybrid_images
 
 _LIB = hybrid_async_lib
@@ -74,6 +81,21 @@ _CELEBA_CACHE_DIR = flags.DEFINE_string(
 _CIFAR10_NPZ = flags.DEFINE_string(
     'cifar10_npz', None, 'CIFAR-10 images as a JPEG npz (arrays jpeg_bytes, '
     'jpeg_offsets, label).')
+_CIFAR10_DIR = flags.DEFINE_string(
+    'cifar10_dir', None, 'All of CIFAR-10 as PNGs (scripts/fetch_cifar10.sh)'
+    ' instead of --cifar10_npz: the clients get the training images, the '
+    'server, validation and evaluation the test images (--eval_size unused).')
+_PRETRAIN_SIZE = flags.DEFINE_integer(
+    'pretrain_size', 0, 'With --cifar10_dir: training images kept from the '
+    'clients to pretrain the CNN on (a fixed draw); every run starts from '
+    'its body with a new head. 0: from scratch.', lower_bound=0)
+_PRETRAIN_EPOCHS = flags.DEFINE_integer('pretrain_epochs', 5, 'Pretraining '
+                                        'epochs.', lower_bound=1)
+_PRETRAIN_LR = flags.DEFINE_float('pretrain_lr', 1e-3, 'Pretraining\'s Adam '
+                                  'learning rate (cosine-annealed).')
+_PRETRAIN_DIR = flags.DEFINE_string(
+    'pretrain_dir', 'outputs/pretrained_cnn', 'Cache of pretrained weights '
+    '(one file per data, model and pretraining configuration).')
 _METHODS = flags.DEFINE_list('methods', list(_LIB.METHODS),
                              f'Any of {", ".join(_LIB.METHODS)}.')
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds (each: data '
@@ -219,18 +241,48 @@ def _celeba_data(config: 'hybrid_async_lib.Config', seed: int):
                    'set: scikit-learn digits')
 
 
+@functools.lru_cache(maxsize=None)
+def _full_cifar10(size: int):
+  """`cifar10_pngs.load_stacked` at `size`, decoded once per run."""
+  x, y, num_train = cifar10_pngs.load_stacked(_CIFAR10_DIR.value)
+  if x.shape[1] % size:
+    raise ValueError(f'--image_size={size} must divide 32.')
+  if size != x.shape[1]:
+    x = hybrid_images.downsample_images(x, x.shape[1] // size)
+  return x, y, num_train
+
+
+@functools.lru_cache(maxsize=None)
+def _pretrained(size: int, conv_filters, dense_units: int):
+  return pretrain_lib.pretrain_on_training_images(
+      *_full_cifar10(size), pretrain_lib.PretrainConfig(
+          _PRETRAIN_SIZE.value, _PRETRAIN_EPOCHS.value, _PRETRAIN_LR.value),
+      conv_filters=conv_filters, dense_units=dense_units,
+      cache_dir=_PRETRAIN_DIR.value)
+
+
 def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
   """The data of a seed and label skew, from the flags' image sets."""
   if _DATA.value == 'celeba':
     return _celeba_data(config, seed)
   images = hybrid_images
   size = _IMAGE_SIZE.value
+  full = bool(_CIFAR10_DIR.value)
+  if full and _CIFAR10_NPZ.value:
+    raise ValueError('Give one of --cifar10_npz and --cifar10_dir.')
+  if _PRETRAIN_SIZE.value and not (full and _DATA.value == 'cifar10'):
+    raise ValueError('--pretrain_size needs --data=cifar10 and '
+                     '--cifar10_dir (it pretrains on training images).')
   digits = _images('digits', size)
   cifar = _images('cifar10', size) if _CIFAR10_NPZ.value else None
+  if full:  # Out of domain for digits clients: the test images.
+    x, y, num_train = _full_cifar10(size)
+    cifar = x[num_train:], y[num_train:]
   if _DATA.value == 'cifar10':
     if cifar is None:
-      raise ValueError('--data=cifar10 needs --cifar10_npz (CIFAR-10 is not '
-                       'shipped); or run offline with --data=digits.')
+      raise ValueError('--data=cifar10 needs --cifar10_npz or --cifar10_dir '
+                       '(CIFAR-10 is not shipped); or run offline with '
+                       '--data=digits.')
     main, ood, names = cifar, digits, ('CIFAR-10', 'scikit-learn digits')
   else:
     main, ood, names = digits, cifar, ('scikit-learn digits', 'CIFAR-10')
@@ -238,15 +290,29 @@ def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
     raise ValueError(f'{", ".join(_LIB.OOD_METHODS)} need an out-of-domain '
                      'server set: pass --cifar10_npz, or leave them out of '
                      '--methods.')
-  split = images.build_hybrid_split(
-      main[0], main[1], num_clients=config.num_clients, alpha=alpha,
-      server_size=config.server_size, eval_size=config.eval_size, seed=seed,
-      validation_size=config.validation_size)
+  start, start_text = None, ''
+  if full and _DATA.value == 'cifar10':
+    split = cifar10_pngs.build_full_split(
+        x, y, num_train, num_clients=config.num_clients, alpha=alpha,
+        server_size=config.server_size, seed=seed,
+        validation_size=config.validation_size,
+        pretrain_size=_PRETRAIN_SIZE.value)
+    start_text = '; start: from scratch'
+    if _PRETRAIN_SIZE.value:
+      start = _pretrained(size, config.conv_filters, config.dense_units)
+      pretrain_lib.check_run_seed(start, seed)
+      start_text = '; start: ' + pretrain_lib.describe(start, split.eval_x,
+                                                       split.eval_y)
+  else:
+    split = images.build_hybrid_split(
+        main[0], main[1], num_clients=config.num_clients, alpha=alpha,
+        server_size=config.server_size, eval_size=config.eval_size,
+        seed=seed, validation_size=config.validation_size)
   description = (f'clients: {names[0]} at {size}x{size} '
                  f'({split.description}); out-of-domain server set: '
-                 f'{names[1] if ood is not None else "none"}')
+                 f'{names[1] if ood is not None else "none"}{start_text}')
   return _LIB.Data(split, *(ood if ood is not None else (None, None)),
-                   description)
+                   description, start.body if start else None)
 
 
 def config_from_flags() -> tuple['hybrid_async_lib.Config',

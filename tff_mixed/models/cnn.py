@@ -41,6 +41,7 @@ representation that Feddle's out-of-domain surrogate loss works on.
 
 import collections
 from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -205,6 +206,7 @@ def build_cnn(
     conv_filters: Sequence[int] = (32, 64, 64),
     dense_units: int = 64,
     seed: int = 0,
+    body_weights: Optional[Sequence[np.ndarray]] = None,
 ) -> tff.learning.models.FunctionalModel:
   """The Feddle paper's small CNN (module docstring) as a FunctionalModel.
 
@@ -219,6 +221,9 @@ def build_cnn(
     conv_filters: Output channels of the three convolutions.
     dense_units: Width of the hidden dense layer.
     seed: Seeds the Glorot-uniform initial kernels (integer >= 0).
+    body_weights: Optional initial body (the first `BODY_SIZE` trainable
+      arrays, e.g. a pretrained backbone) in place of the seeded one; the
+      head is drawn from `seed` either way, so it is the same as without.
 
   Returns:
     A `tff.learning.models.FunctionalModel` with input spec
@@ -252,6 +257,16 @@ def build_cnn(
       or seed < 0):
     raise ValueError(f'`seed` must be an int >= 0, got {seed!r}.')
   input_shape = tuple(int(d) for d in input_shape)
+  weights = initial_weights(input_shape, int(num_classes), conv_filters,
+                            int(dense_units), int(seed))
+  if body_weights is not None:
+    _check_weights(body_weights, BODY_SIZE, 'body_weights')
+    for i, (given, expected) in enumerate(zip(body_weights, weights)):
+      if np.shape(given) != expected.shape:
+        raise ValueError(f'`body_weights[{i}]` has shape {np.shape(given)}, '
+                         f'expected {expected.shape}.')
+    weights = tuple(np.asarray(w, np.float32) for w in body_weights) + (
+        weights[BODY_SIZE:])
 
   @tf.function
   def predict_on_batch(model_weights, x, training=True):
@@ -267,9 +282,7 @@ def build_cnn(
                                                        logits=output))
 
   return tff.learning.models.FunctionalModel(
-      initial_weights=(initial_weights(input_shape, int(num_classes),
-                                       conv_filters, int(dense_units),
-                                       int(seed)), ()),
+      initial_weights=(weights, ()),
       predict_on_batch_fn=predict_on_batch,
       loss_fn=loss,
       metrics_fns=multiclass_metric_fns(),

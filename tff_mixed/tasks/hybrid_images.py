@@ -23,151 +23,27 @@ set are used (the paper uses an ImageNet subset).
 
 Here:
 
-*   `load_cifar10_npz` reads real CIFAR-10 images stored as concatenated JPEG
-    files in an `.npz` (arrays `jpeg_bytes`, `jpeg_offsets`, `label`). The
-    file is not part of this repository (its licence is unclear); pass its
-    path.
-*   `load_digits_images` gives scikit-learn's bundled handwritten digits
-    (1,797 real 8x8 images), upsampled to 32x32 RGB: the out-of-domain server
-    set for CIFAR-10 clients, and a tiny offline stand-in task, as it ships
-    inside scikit-learn and needs no download.
+*   The image sets are read by `image_sets` (`load_cifar10_npz`,
+    `load_digits_images`, `downsample_images`; importable from here too).
 *   `build_hybrid_split` draws, from one labelled image set, a held-out
     evaluation set (the "test set"), takes the server's in-domain examples
     out of it, and Dirichlet-partitions the remaining training examples over
-    the clients.
+    the clients (`partition_split`, which `cifar10_pngs` shares).
 *   `client_data` and `client_dataset` serve the clients' examples to TFF.
 """
 
-import os
 from typing import NamedTuple, Optional
 
 import numpy as np
-from sklearn import datasets as sk_datasets
 import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.tasks import client_streams
 from tff_mixed.tasks import dirichlet_partition as dp
-
-_NPZ_ARRAYS = ('jpeg_bytes', 'jpeg_offsets', 'label')
-_CIFAR_SHAPE = (32, 32, 3)
-_DIGITS_MAX_PIXEL = 16.0
-
-
-def load_cifar10_npz(path: str) -> tuple[np.ndarray, np.ndarray]:
-  """Decodes CIFAR-10 images stored as concatenated JPEG files.
-
-  Args:
-    path: An `.npz` with arrays `jpeg_bytes` (uint8, the JPEG files one after
-      another), `jpeg_offsets` (int[N + 1]: image i is
-      `jpeg_bytes[offsets[i]:offsets[i + 1]]`) and `label` (int[N]).
-
-  Returns:
-    `(images, labels)`: float32[N, 32, 32, 3] pixels scaled to [0, 1] and
-    int32[N] labels, in file order.
-
-  Raises:
-    FileNotFoundError: If `path` does not exist.
-    ValueError: If an array is missing or inconsistent, or an image does not
-      decode to 32x32x3.
-  """
-  if not os.path.isfile(path):
-    raise FileNotFoundError(f'No CIFAR-10 JPEG npz at {path!r}.')
-  # No pickles: the arrays are plain numeric data.
-  with np.load(path, allow_pickle=False) as npz:
-    missing = [name for name in _NPZ_ARRAYS if name not in npz.files]
-    if missing:
-      raise ValueError(f'{path!r} lacks array(s) {missing} (has '
-                       f'{sorted(npz.files)}).')
-    data = npz['jpeg_bytes']
-    offsets = npz['jpeg_offsets'].astype(np.int64)
-    labels = npz['label']
-  if data.dtype != np.uint8 or data.ndim != 1:
-    raise ValueError(f'{path!r}: `jpeg_bytes` must be 1-D uint8, got '
-                     f'{data.dtype} of shape {data.shape}.')
-  if (offsets.ndim != 1 or offsets.size < 2 or offsets[0] != 0
-      or offsets[-1] != data.size or np.any(np.diff(offsets) <= 0)):
-    raise ValueError(f'{path!r}: `jpeg_offsets` must rise strictly from 0 to '
-                     f'len(jpeg_bytes) = {data.size}.')
-  if labels.shape != (offsets.size - 1,):
-    raise ValueError(f'{path!r}: `label` has shape {labels.shape}, expected '
-                     f'({offsets.size - 1},) to match `jpeg_offsets`.')
-  if not np.issubdtype(labels.dtype, np.integer):
-    raise ValueError(f'{path!r}: `label` must be integers, got '
-                     f'{labels.dtype}.')
-  raw = data.tobytes()
-  images = np.empty((labels.size, *_CIFAR_SHAPE), np.float32)
-  for i in range(labels.size):
-    image = tf.io.decode_jpeg(raw[offsets[i]:offsets[i + 1]], channels=3)
-    if tuple(image.shape) != _CIFAR_SHAPE:
-      raise ValueError(f'{path!r}: image {i} decodes to shape '
-                       f'{tuple(image.shape)}, expected {_CIFAR_SHAPE}.')
-    images[i] = image.numpy()
-  images /= 255.0
-  return images, labels.astype(np.int32)
-
-
-def load_digits_images(size: int = 32,
-                       channels: int = 3) -> tuple[np.ndarray, np.ndarray]:
-  """scikit-learn's bundled handwritten digits as square images.
-
-  Args:
-    size: Output height and width; the 8x8 originals are resized bilinearly.
-    channels: 1, or 3 to repeat the gray level as RGB (to feed a CIFAR model).
-
-  Returns:
-    `(images, labels)`: float32[1797, size, size, channels] in [0, 1] and
-    int32[1797] digits 0-9, in scikit-learn's order.
-
-  Raises:
-    ValueError: If `size` is not a positive int or `channels` is not 1 or 3.
-  """
-  if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-    raise ValueError(f'`size` must be a positive int, got {size!r}.')
-  if channels not in (1, 3) or isinstance(channels, bool):
-    raise ValueError(f'`channels` must be 1 or 3, got {channels!r}.')
-  digits = sk_datasets.load_digits()
-  gray = (digits.images / _DIGITS_MAX_PIXEL).astype(np.float32)[..., None]
-  resized = tf.image.resize(gray, [size, size], method='bilinear').numpy()
-  # Bilinear interpolation stays within the range; clip float rounding.
-  resized = np.clip(resized, 0.0, 1.0)
-  return (np.repeat(resized, channels, axis=-1).astype(np.float32),
-          digits.target.astype(np.int32))
-
-
-def downsample_images(images: np.ndarray, factor: int) -> np.ndarray:
-  """Averages non-overlapping `factor` x `factor` pixel blocks.
-
-  CIFAR-10 at 16x16 (factor 2) keeps most of what a small CNN learns from
-  the 32x32 images for a quarter of the convolution cost, which is what
-  lets the hybrid benchmark run all methods and settings on a few CPU cores.
-
-  Args:
-    images: float[N, height, width, channels], height and width divisible by
-      `factor`.
-    factor: Block size, a positive int; 1 returns the images unchanged.
-
-  Returns:
-    float32[N, height / factor, width / factor, channels].
-
-  Raises:
-    ValueError: If `images` is not 4-D, `factor` is not a positive int, or
-      it does not divide the height and width.
-  """
-  images = np.asarray(images)
-  if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
-    raise ValueError(f'`factor` must be a positive int, got {factor!r}.')
-  if images.ndim != 4:
-    raise ValueError('`images` must be [N, height, width, channels], got '
-                     f'shape {images.shape}.')
-  n, height, width, channels = images.shape
-  if height % factor or width % factor:
-    raise ValueError(f'`factor` {factor} does not divide the image size '
-                     f'{height}x{width}.')
-  blocks = images.reshape(n, height // factor, factor, width // factor,
-                          factor, channels)
-  return blocks.mean(axis=(2, 4), dtype=np.float64).astype(np.float32)
-
+# The image loaders, where the experiments and tests have always found them.
+from tff_mixed.tasks.image_sets import downsample_images  # pylint: disable=unused-import
+from tff_mixed.tasks.image_sets import load_cifar10_npz  # pylint: disable=unused-import
+from tff_mixed.tasks.image_sets import load_digits_images  # pylint: disable=unused-import
 
 class HybridSplit(NamedTuple):
   """Clients' training data, server in-domain data and evaluation data.
@@ -178,19 +54,16 @@ class HybridSplit(NamedTuple):
     images: All images (the input array, not a copy).
     labels: int32 labels of all images.
     client_indices: Per client, its sorted int64 row indices.
-    server_indices: Rows of the server's in-domain examples (taken from the
-      held-out evaluation set).
-    eval_indices: Rows of the evaluation examples (the rest of the held-out
-      set).
+    server_indices: Rows of the server's in-domain examples (held out).
+    eval_indices: Rows of the evaluation examples (the rest held out).
     server_x: `images[server_indices]`.
     server_y: `labels[server_indices]`.
     eval_x: `images[eval_indices]`.
     eval_y: `labels[eval_indices]`.
     description: One line describing the split, for reports.
-    validation_indices: Rows of the validation examples (from the held-out
-      set, apart from the server's and the evaluation examples): what
-      hyperparameters are selected on, so the evaluation (test) set never
-      is. Empty without `validation_size`.
+    validation_indices: Rows of the validation examples (held out, apart
+      from the server's and evaluation ones): hyperparameters are selected
+      on them, never on the test set. Empty without `validation_size`.
     validation_x: `images[validation_indices]`.
     validation_y: `labels[validation_indices]`.
   """
@@ -303,17 +176,11 @@ def _check_split_arguments(images, labels, num_clients, server_size,
   return num_clients, server_size, validation_size, seed, held_out
 
 
-def build_hybrid_split(images: np.ndarray,
-                       labels: np.ndarray,
-                       *,
-                       num_clients: int,
-                       alpha: float,
-                       server_size: int,
-                       seed: int,
-                       eval_fraction: Optional[float] = None,
-                       eval_size: Optional[int] = None,
-                       top_up: bool = True,
-                       validation_size: int = 0) -> HybridSplit:
+def build_hybrid_split(
+    images: np.ndarray, labels: np.ndarray, *, num_clients: int,
+    alpha: float, server_size: int, seed: int,
+    eval_fraction: Optional[float] = None, eval_size: Optional[int] = None,
+    top_up: bool = True, validation_size: int = 0) -> HybridSplit:
   """Splits labelled images into clients, server data and evaluation data.
 
   Conventions (following the Feddle paper, appendix D):
@@ -328,12 +195,11 @@ def build_hybrid_split(images: np.ndarray,
       any client. The clients' and server's data do not depend on
       `validation_size`: a search on the validation set and the final runs
       on the evaluation set share them.
-  3.  The training data are partitioned over `num_clients` clients with
-      `dirichlet_partition.dirichlet_partition(..., alpha, top_up=top_up)`
-      (every client gets at least one example).
+  3.  The training data are Dirichlet-partitioned over `num_clients`
+      clients, each getting at least one example (`partition_split`).
 
-  Everything is deterministic given `seed`: the held-out draw and the
-  partition use independent streams derived from it.
+  Deterministic given `seed`: the held-out draw and the partition use
+  independent streams derived from it.
 
   Args:
     images: float32[N, height, width, channels].
@@ -368,12 +234,36 @@ def build_hybrid_split(images: np.ndarray,
       int(child.generate_state(1)[0])
       for child in np.random.SeedSequence(seed).spawn(2))
   order = np.random.default_rng(split_seed).permutation(num_examples)
-  server_indices = np.sort(order[:server_size]).astype(np.int64)
+  split = partition_split(
+      images, labels, order[held_out:], order[:held_out],
+      num_clients=num_clients, alpha=alpha, server_size=server_size,
+      validation_size=validation_size, partition_seed=partition_seed,
+      top_up=top_up)
+  return split._replace(description=(
+      f'{num_examples} images {images.shape[1:]}: {split.description}; '
+      f'seed {seed}.'))
+
+
+def partition_split(images: np.ndarray, labels: np.ndarray,
+                    train_rows: np.ndarray, held_out_rows: np.ndarray, *,
+                    num_clients: int, alpha: float, server_size: int,
+                    validation_size: int, partition_seed: int,
+                    top_up: bool = True) -> HybridSplit:
+  """The split of given training and held-out rows of `images`.
+
+  The first `server_size` of `held_out_rows` (in their given order) are
+  the server's, the next `validation_size` the validation set, the rest
+  the evaluation set; `train_rows` are Dirichlet-partitioned over the
+  clients (`dirichlet_partition`, `min_examples=1`). Other rows are unused.
+  The caller draws the rows and checks the sizes; the description gives
+  the parts' sizes only.
+  """
+  held_out_rows = np.asarray(held_out_rows, np.int64)
+  server_indices = np.sort(held_out_rows[:server_size])
   validation_end = server_size + validation_size
-  validation_indices = np.sort(
-      order[server_size:validation_end]).astype(np.int64)
-  eval_indices = np.sort(order[validation_end:held_out]).astype(np.int64)
-  train_indices = np.sort(order[held_out:]).astype(np.int64)
+  validation_indices = np.sort(held_out_rows[server_size:validation_end])
+  eval_indices = np.sort(held_out_rows[validation_end:])
+  train_indices = np.sort(np.asarray(train_rows, np.int64))
   parts = dp.dirichlet_partition(labels[train_indices], num_clients, alpha,
                                  partition_seed, min_examples=1,
                                  top_up=top_up)
@@ -381,13 +271,12 @@ def build_hybrid_split(images: np.ndarray,
 
   sizes = np.array([part.size for part in parts])
   description = (
-      f'{num_examples} images {images.shape[1:]}: {train_indices.size} '
-      f'training examples over {num_clients} clients by Dirichlet(alpha='
-      f'{alpha}) (client sizes min {sizes.min()}, median '
-      f'{int(np.median(sizes))}, max {sizes.max()}); {held_out} held out: '
-      f'{server_size} server in-domain, '
+      f'{train_indices.size} training examples over {num_clients} clients '
+      f'by Dirichlet(alpha={alpha}) (client sizes min {sizes.min()}, median '
+      f'{int(np.median(sizes))}, max {sizes.max()}); {held_out_rows.size} '
+      f'held out: {server_size} server in-domain, '
       + (f'{validation_size} validation, ' if validation_size else '')
-      + f'{eval_indices.size} evaluation; seed {seed}.')
+      + f'{eval_indices.size} evaluation')
   labels = labels.astype(np.int32)
   return HybridSplit(
       images=images,
