@@ -23,10 +23,8 @@ tests/bad_inputs_test.py).
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 from absl.testing import absltest
 import numpy as np
@@ -34,14 +32,9 @@ import numpy as np
 import tff_mixed
 from experiments.advisor_validation import validation_lib
 from tests import binary_runs
+from tests import temp_dirs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _temp_dir(test):
-  directory = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, directory, ignore_errors=True)
-  return directory
 
 
 def _advice_json(directory):
@@ -86,7 +79,7 @@ def _runner_csv(path, values):
 class ValidationLibTest(absltest.TestCase):
 
   def test_reads_both_layouts(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     combined = os.path.join(directory, 'combined.csv')
     _combined_csv(combined, {'one_way_gt': [0.5, 0.7], 'two_way_gt': [0.6]})
     self.assertEqual(validation_lib.read_curve(combined, 'eval_auc',
@@ -102,7 +95,7 @@ class ValidationLibTest(absltest.TestCase):
       validation_lib.read_curve(combined, 'eval_auc', scenario='oracle')
 
   def test_target_share_is_of_the_lowest_tail(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     curves = {}
     for name, values in (('parallel_training', [0.1, 0.5, 0.6, 0.6, 0.6]),
                          ('one_way_gt', [0.1, 0.8, 0.8, 0.8, 0.8]),
@@ -177,7 +170,7 @@ class ValidationLibTest(absltest.TestCase):
     self.assertIsNone(none.winner)
 
   def test_curve_specs(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     for seed in range(2):
       open(os.path.join(directory, f'pt{seed}.csv'), 'w').close()
     spec = f'parallel_training:{directory}/pt*.csv'
@@ -199,7 +192,7 @@ class AdviceValidationMainTest(absltest.TestCase):
 
   def _run(self, *args):
     # Output to files, not pipes, as every binary test here.
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     with open(os.path.join(directory, 'stderr.txt'), 'w+') as err:
       run = subprocess.run(
           [sys.executable, '-m',
@@ -211,7 +204,7 @@ class AdviceValidationMainTest(absltest.TestCase):
       return run.returncode, err.read()
 
   def test_writes_record_and_section(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     advice_path, recommendation = _advice_json(directory)
     curves = os.path.join(directory, 'metrics.csv')
     # The recommended algorithm reaches 0.8 first (round 5), the next two

@@ -24,11 +24,9 @@ database damaged past the up-front check) can only show up later.
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 from absl.testing import absltest
@@ -39,6 +37,7 @@ from experiments.label_imbalance import train_lib
 from tests import binary_runs
 from tests import celeba_testing
 from tests import cifar10_testing
+from tests import temp_dirs
 from tff_mixed import remote
 from tff_mixed.tasks import celeba_smile
 
@@ -334,12 +333,6 @@ def _run(binary: str, args: list[str], directory: str,
 @binary_runs.runs_binaries
 class BadInputsTest(parameterized.TestCase):
 
-  def _temp_dir(self) -> str:
-    # Not `create_tempdir`: under pytest absl's flags are unparsed.
-    path = tempfile.mkdtemp()
-    self.addCleanup(shutil.rmtree, path, ignore_errors=True)
-    return path
-
   def assert_one_error_line(self, returncode: int, stderr: str,
                             expected: str) -> None:
     tail = stderr[-3000:]
@@ -354,13 +347,13 @@ class BadInputsTest(parameterized.TestCase):
   @parameterized.named_parameters(*_BAD_INPUTS)
   def test_bad_input_gives_one_error_line(self, binary, args, setup,
                                           expected):
-    d = self._temp_dir()
+    d = temp_dirs.temp_dir(self)
     values = dict(d=d, file=_write(os.path.join(d, 'a_file.txt')), **setup(d))
     returncode, stderr = _run(binary, [a.format(**values) for a in args], d)
     self.assert_one_error_line(returncode, stderr, expected)
 
   def test_worker_killed_mid_run_gives_one_error_line(self):
-    d = self._temp_dir()
+    d = temp_dirs.temp_dir(self)
     port = portpicker.pick_unused_port()
     worker = subprocess.Popen(
         [remote.worker_binary_path(), f'--port={port}'],

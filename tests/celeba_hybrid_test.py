@@ -30,19 +30,13 @@ import numpy as np
 from experiments.hybrid_async import hybrid_async_lib
 from tests import binary_runs
 from tests import celeba_testing
+from tests import temp_dirs
 from tff_mixed.tasks import celeba_database
 from tff_mixed.tasks import celeba_hybrid
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TRAIN_CLIENTS, _TEST_CLIENTS, _PER_CLIENT = 30, 10, 3
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 class _CacheTest(absltest.TestCase):
@@ -221,7 +215,7 @@ def _run(*args):
 class HybridCelebaBinaryTest(_CacheTest):
 
   def test_two_round_run(self):
-    output_dir = os.path.join(_temp_dir(self), 'out')
+    output_dir = os.path.join(temp_dirs.temp_dir(self), 'out')
     results = os.path.join(output_dir, 'RESULTS.md')
     methods = ['center', 'fed_ft', 'hfcl', 'feddf_id', 'feddle_id', 'fedavg',
                'fedbuff', 'feddle_ood']

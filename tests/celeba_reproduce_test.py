@@ -35,6 +35,7 @@ from experiments.celeba_smile import reproduce_lib
 from experiments.celeba_smile import reproduce_report as report
 from tests import binary_runs
 from tests import celeba_testing
+from tests import temp_dirs
 from tff_mixed.experiment import records
 from tff_mixed.experiment import tables
 
@@ -43,17 +44,10 @@ _TINY = dict(client_batch_size=2, client_lr=0.05, hidden_units=(4,),
              eval_every=1, progress=False)
 
 
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
-
-
 def _fake_cache(test: absltest.TestCase) -> str:
   # 9 raw training clients: 3 composite clients of 3.
   return celeba_testing.make_fake_celeba_cache(
-      _temp_dir(test), num_train_clients=9, num_test_clients=2,
+      temp_dirs.temp_dir(test), num_train_clients=9, num_test_clients=2,
       images_per_client=6, seed=4)
 
 
@@ -195,7 +189,7 @@ class DriverPlumbingTest(absltest.TestCase):
     fake = _FakeRunFn()
     reproduction = reproduce_lib.reproduce(
         ['fl_only', 'parallel_training', 'one_way_gt', 'two_way_gt'], [3, 4],
-        output_dir=_temp_dir(self), clients_per_round=100,
+        output_dir=temp_dirs.temp_dir(self), clients_per_round=100,
         diagnostic_rounds=4, run_fn=fake, rounds=6, client_steps=2,
         count_clients_fn=lambda seed, **_: 40 + seed)
     self.assertEqual(reproduction.clients_per_round, {3: 43, 4: 44})
@@ -217,7 +211,7 @@ class DriverPlumbingTest(absltest.TestCase):
 
   def test_bad_seeds(self):
     with self.assertRaisesRegex(ValueError, 'distinct'):
-      reproduce_lib.reproduce(['oracle'], [1, 1], output_dir=_temp_dir(self),
+      reproduce_lib.reproduce(['oracle'], [1, 1], output_dir=temp_dirs.temp_dir(self),
                               run_fn=_FakeRunFn(),
                               count_clients_fn=lambda seed, **_: 5)
 
@@ -325,7 +319,7 @@ def _run_binary(*args, timeout=600):
 class BinaryTest(absltest.TestCase):
 
   def test_writes_the_section_and_the_plot(self):
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     results = os.path.join(output_dir, 'RESULTS.md')
     with open(results, 'w') as f:
       f.write('# Results\n\n<!-- BEGIN other -->\nkept\n<!-- END other -->\n')
@@ -349,7 +343,7 @@ class BinaryTest(absltest.TestCase):
         os.path.join(output_dir, report.PLOT_FILE)), 1000)
 
   def test_seed_instead_of_seeds_is_a_clear_message(self):
-    run = _run_binary('--seed=3', f'--output_dir={_temp_dir(self)}',
+    run = _run_binary('--seed=3', f'--output_dir={temp_dirs.temp_dir(self)}',
                       timeout=300)
     self.assertEqual(run.returncode, 1)
     self.assertIn('error: This binary takes --seeds', run.stderr)

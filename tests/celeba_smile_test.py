@@ -33,18 +33,12 @@ import tensorflow_federated as tff
 from experiments.celeba_smile import celeba_smile_lib
 from tests import binary_runs
 from tests import celeba_testing
+from tests import temp_dirs
 from tff_mixed.models import dense
 from tff_mixed.tasks import celeba_smile as celeba
 from tff_mixed.tasks import digits_label_imbalance
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _rows(images) -> list[bytes]:
@@ -168,9 +162,9 @@ class CacheTest(absltest.TestCase):
 
   def test_cache_is_reused_then_rebuilt_when_the_database_changes(self):
     cache_dir = celeba_testing.make_fake_celeba_cache(
-        _temp_dir(self), num_train_clients=3, num_test_clients=1,
+        temp_dirs.temp_dir(self), num_train_clients=3, num_test_clients=1,
         images_per_client=5, seed=2)
-    work_dir = os.path.join(_temp_dir(self), 'work')
+    work_dir = os.path.join(temp_dirs.temp_dir(self), 'work')
     first = celeba.build_task(cache_dir, work_dir=work_dir)
     manifest = os.path.join(work_dir, 'central_store', 'manifest.json')
     built = os.stat(manifest).st_mtime_ns
@@ -217,23 +211,23 @@ class BadInputTest(absltest.TestCase):
     with self.assertRaisesRegex(
         celeba.DataNotFoundError,
         r'does not exist.*load_data.*convert_raw_celeba_main'):
-      celeba.build_task(os.path.join(_temp_dir(self), 'nowhere'))
+      celeba.build_task(os.path.join(temp_dirs.temp_dir(self), 'nowhere'))
 
   def test_corrupt_database(self):
-    cache_dir = _temp_dir(self)
+    cache_dir = temp_dirs.temp_dir(self)
     with open(os.path.join(cache_dir, 'celeba.sqlite'), 'wb') as f:
       f.write(os.urandom(5000))
     with self.assertRaisesRegex(ValueError, 'is not an SQLite database'):
       celeba.build_task(cache_dir)
 
   def test_wrong_schema(self):
-    cache_dir = _temp_dir(self)
+    cache_dir = temp_dirs.temp_dir(self)
     _write_database(os.path.join(cache_dir, 'celeba.sqlite'), tables=False)
     with self.assertRaisesRegex(ValueError, "has no table 'examples'"):
       celeba.build_task(cache_dir)
 
   def test_images_of_the_wrong_shape(self):
-    cache_dir = _temp_dir(self)
+    cache_dir = temp_dirs.temp_dir(self)
     _write_database(os.path.join(cache_dir, 'celeba.sqlite'),
                     image_values=28 * 28)
     with self.assertRaisesRegex(ValueError, '784 values, expected 84x84x3'):
@@ -241,17 +235,17 @@ class BadInputTest(absltest.TestCase):
 
   def test_unknown_attribute(self):
     with self.assertRaisesRegex(ValueError, "40 CelebA attributes.*'grinning'"):
-      celeba.build_task(_temp_dir(self), label='grinning')
+      celeba.build_task(temp_dirs.temp_dir(self), label='grinning')
 
   def test_more_clients_per_round_than_clients(self):
     cache_dir = celeba_testing.make_fake_celeba_cache(
-        _temp_dir(self), num_train_clients=6, num_test_clients=1,
+        temp_dirs.temp_dir(self), num_train_clients=6, num_test_clients=1,
         images_per_client=5, seed=2)
     with self.assertRaisesRegex(ValueError, r'`clients_per_round` \(5\) must '
                                 r'be at most the number of clients \(2\)'):
       celeba_smile_lib.run_experiment(
           cache_dir=cache_dir, clients_per_round=5, rounds=1,
-          output_dir=_temp_dir(self))
+          output_dir=temp_dirs.temp_dir(self))
 
 
 class ClientGroupsTest(absltest.TestCase):
@@ -260,7 +254,7 @@ class ClientGroupsTest(absltest.TestCase):
     # Three clients a round in groups of 2 and 1, against one client per
     # CLIENTS member (datasets built from the id strings in TFF's worker).
     cache_dir = celeba_testing.make_fake_celeba_cache(
-        _temp_dir(self), num_train_clients=12, num_test_clients=2,
+        temp_dirs.temp_dir(self), num_train_clients=12, num_test_clients=2,
         images_per_client=6, seed=3)
     kwargs = dict(cache_dir=cache_dir,
                   scenarios=['fl_only', 'oracle', 'two_way_gt'], rounds=2,
@@ -268,7 +262,7 @@ class ClientGroupsTest(absltest.TestCase):
                   hidden_units=(4,), eval_every=1, progress=False)
     per_client, grouped = (
         celeba_smile_lib.run_experiment(
-            clients_per_group=n, output_dir=_temp_dir(self), **kwargs)
+            clients_per_group=n, output_dir=temp_dirs.temp_dir(self), **kwargs)
         for n in (1, 2))
     self.assertLen(grouped.comparison.rows, len(per_client.comparison.rows))
     for want, got in zip(per_client.comparison.rows, grouped.comparison.rows):
@@ -290,9 +284,9 @@ class AdviceTest(absltest.TestCase):
     # The binary passes `run_experiment`'s keyword arguments; the ones only
     # the comparison reads (rounds, eval_every, scenarios) are ignored.
     cache_dir = celeba_testing.make_fake_celeba_cache(
-        _temp_dir(self), num_train_clients=9, num_test_clients=2,
+        temp_dirs.temp_dir(self), num_train_clients=9, num_test_clients=2,
         images_per_client=6, seed=4)
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     advice, files = celeba_smile_lib.run_advice(
         2, cache_dir=cache_dir, rounds=50, eval_every=7,
         scenarios=['fl_only'], clients_per_round=2, hidden_units=(8,),
@@ -311,9 +305,9 @@ class BinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_scenario(self):
     cache_dir = celeba_testing.make_fake_celeba_cache(
-        _temp_dir(self), num_train_clients=9, num_test_clients=2,
+        temp_dirs.temp_dir(self), num_train_clients=9, num_test_clients=2,
         images_per_client=6, seed=4)
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     results = os.path.join(output_dir, 'RESULTS.md')
     with open(results, 'w') as f:
       f.write('# Results\n\n<!-- BEGIN other -->\nkept\n<!-- END other -->\n')
@@ -346,9 +340,9 @@ class BinaryTest(absltest.TestCase):
 
   def test_sweep_driver_runs_each_point(self):
     cache_dir = celeba_testing.make_fake_celeba_cache(
-        _temp_dir(self), num_train_clients=6, num_test_clients=1,
+        temp_dirs.temp_dir(self), num_train_clients=6, num_test_clients=1,
         images_per_client=5, seed=4)
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     run = _run_binary(
         'experiments.celeba_smile.sweep_main', f'--cache_dir={cache_dir}',
         '--sweep=central_batch_size', '--central_batch_sizes=2,4',
@@ -363,8 +357,8 @@ class BinaryTest(absltest.TestCase):
 
   def test_missing_data_is_a_clear_message_not_a_traceback(self):
     run = _run_binary('experiments.celeba_smile.celeba_smile_main',
-                      f'--cache_dir={_temp_dir(self)}/none', '--rounds=1',
-                      f'--output_dir={_temp_dir(self)}', timeout=300)
+                      f'--cache_dir={temp_dirs.temp_dir(self)}/none', '--rounds=1',
+                      f'--output_dir={temp_dirs.temp_dir(self)}', timeout=300)
     self.assertEqual(run.returncode, 1)
     self.assertIn('error: The CelebA database', run.stderr)
     self.assertIn('convert_raw_celeba_main', run.stderr)
@@ -373,7 +367,7 @@ class BinaryTest(absltest.TestCase):
   def test_bad_flags_are_clear_messages(self):
     run = _run_binary('experiments.celeba_smile.sweep_main',
                       '--sweep=lr_steps', '--lr_steps=fast',
-                      f'--output_dir={_temp_dir(self)}', timeout=300)
+                      f'--output_dir={temp_dirs.temp_dir(self)}', timeout=300)
     self.assertEqual(run.returncode, 1)
     self.assertIn("eta:K pair must look like 0.01:2, got 'fast'", run.stderr)
     self.assertNotIn('Traceback', run.stderr)

@@ -19,27 +19,20 @@ the real data are never needed.
 
 import json
 import os
-import shutil
-import tempfile
 
 from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
 
 from tests import cifar10_testing
+from tests import temp_dirs
 from tff_mixed.tasks import cifar10_pngs
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 class LoadTest(absltest.TestCase):
 
   def test_round_trip(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     images, labels, num_train = cifar10_testing.write_fake_cifar10(
         directory, batch_rows=3, test_rows=7)
     (train_x, train_y), (test_x, test_y) = cifar10_pngs.load_cifar10_pngs(
@@ -63,12 +56,12 @@ class LoadTest(absltest.TestCase):
     np.testing.assert_array_equal(stacked_y, labels)
 
   def test_missing_and_malformed_files(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     with self.assertRaisesRegex(FileNotFoundError, 'fetch_cifar10'):
       cifar10_pngs.load_cifar10_pngs(os.path.join(directory, 'missing'))
 
     def broken(change):
-      path = os.path.join(_temp_dir(self), 'cifar')
+      path = os.path.join(temp_dirs.temp_dir(self), 'cifar')
       cifar10_testing.write_fake_cifar10(path, batch_rows=2, test_rows=3)
       change(path)
       return path

@@ -15,23 +15,15 @@
 
 import json
 import os
-import shutil
-import tempfile
 
 from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
 
+from tests import temp_dirs
 from tests import testing_utils
 import tff_mixed
 from tff_mixed.core import example_store
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _mixed_batches(rng, sizes):
@@ -50,7 +42,7 @@ class ExampleStoreTest(absltest.TestCase):
     rng = np.random.default_rng(0)
     batches = list(_mixed_batches(rng, [3, 5, 1]))
     store = example_store.write_example_store(
-        os.path.join(_temp_dir(self), 'store'), batches)
+        os.path.join(temp_dirs.temp_dir(self), 'store'), batches)
     self.assertEqual(store.num_examples, 9)
     self.assertEqual(store.structure, 'dict')
     expected = {k: np.concatenate([b[k] for b in batches]) for k in
@@ -66,7 +58,7 @@ class ExampleStoreTest(absltest.TestCase):
     x = np.arange(12, dtype=np.float32).reshape(6, 2)
     y = np.arange(6, dtype=np.float32).reshape(6, 1)
     store = example_store.write_example_store(
-        os.path.join(_temp_dir(self), 'store'), [(x, y)])
+        os.path.join(temp_dirs.temp_dir(self), 'store'), [(x, y)])
 
     @tf.function
     def read(indices):
@@ -81,14 +73,14 @@ class ExampleStoreTest(absltest.TestCase):
 
   def test_map_fn_is_applied_on_read(self):
     pixels = np.arange(8, dtype=np.uint8).reshape(4, 2)
-    directory = os.path.join(_temp_dir(self), 'store')
+    directory = os.path.join(temp_dirs.temp_dir(self), 'store')
     example_store.write_example_store(directory, [(pixels,)])
     store = example_store.load_example_store(
         directory, map_fn=lambda b: tf.cast(b[0], tf.float32) / 2.0)
     np.testing.assert_allclose(store.read(tf.constant([3])), [[3.0, 3.5]])
 
   def test_rewrite_replaces_a_store_only_when_complete(self):
-    directory = os.path.join(_temp_dir(self), 'store')
+    directory = os.path.join(temp_dirs.temp_dir(self), 'store')
     example_store.write_example_store(directory,
                                       [(np.zeros([2, 1], np.int32),)])
 
@@ -106,7 +98,7 @@ class ExampleStoreTest(absltest.TestCase):
         example_store.load_example_store(directory).num_examples, 3)
 
   def test_bad_batches_are_refused(self):
-    directory = os.path.join(_temp_dir(self), 'store')
+    directory = os.path.join(temp_dirs.temp_dir(self), 'store')
     with self.assertRaisesRegex(ValueError, 'No examples'):
       example_store.write_example_store(directory, [])
     with self.assertRaisesRegex(ValueError, 'same fields'):
@@ -124,7 +116,7 @@ class ExampleStoreTest(absltest.TestCase):
     self.assertEqual(os.listdir(os.path.dirname(directory)), [])
 
   def test_missing_or_damaged_stores_are_refused(self):
-    directory = os.path.join(_temp_dir(self), 'store')
+    directory = os.path.join(temp_dirs.temp_dir(self), 'store')
     with self.assertRaisesRegex(FileNotFoundError, 'manifest.json'):
       example_store.load_example_store(directory)
     store = example_store.write_example_store(
@@ -153,7 +145,7 @@ class StoreObjectiveTest(absltest.TestCase):
   def test_same_weights_as_numpy_central_data(self):
     x, y = testing_utils.central_arrays(n=8)
     store = example_store.write_example_store(
-        os.path.join(_temp_dir(self), 'store'), [(x[:3], y[:3]), (x[3:], y[3:])])
+        os.path.join(temp_dirs.temp_dir(self), 'store'), [(x[:3], y[:3]), (x[3:], y[3:])])
     sgd = testing_utils.sgd
     builders = {
         # Central batches of 3 of 8: sampled indices, read from files.
@@ -181,7 +173,7 @@ class StoreObjectiveTest(absltest.TestCase):
 
   def test_store_that_does_not_fit_the_model_is_refused(self):
     store = example_store.write_example_store(
-        os.path.join(_temp_dir(self), 'store'),
+        os.path.join(temp_dirs.temp_dir(self), 'store'),
         [(np.zeros([4, 3], np.float32), np.zeros([4, 1], np.float32))])
     with self.assertRaisesRegex(ValueError, 'does not fit the model'):
       tff_mixed.build_one_way_gradient_transfer(

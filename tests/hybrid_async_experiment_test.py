@@ -23,7 +23,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from unittest import mock
 
 from absl.testing import absltest
@@ -33,16 +32,11 @@ import tensorflow as tf
 from experiments.hybrid_async import hybrid_async_lib
 from experiments.hybrid_async import paper_tables
 from tests import binary_runs
+from tests import temp_dirs
 from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _write_npz(path: str, num_images: int = 240, seed: int = 0) -> str:
@@ -256,7 +250,7 @@ class ReportTest(absltest.TestCase):
 class HybridAsyncBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_method(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     npz = _write_npz(os.path.join(directory, 'cifar.npz'))
     output_dir = os.path.join(directory, 'out')
     results = os.path.join(directory, 'RESULTS.md')
@@ -329,7 +323,7 @@ class HybridAsyncBinaryTest(absltest.TestCase):
     # The binary's own checks (image size, the data flags); `validate`'s
     # checks are tested in-process in ValidateTest. Each run costs
     # TensorFlow's import, so only what the binary alone checks runs here.
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     npz = _write_npz(os.path.join(directory, 'cifar.npz'), num_images=120)
     cases = [
         (['--image_size=12'], 'image_size'),

@@ -22,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from unittest import mock
 
 from absl.testing import absltest
@@ -32,17 +31,12 @@ from experiments.hybrid_async import hybrid_async_lib
 from experiments.hybrid_async import pretrain_lib
 from tests import binary_runs
 from tests import cifar10_testing
+from tests import temp_dirs
 from tff_mixed.models import cnn
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MODEL = dict(conv_filters=(2, 4, 4), dense_units=8, num_classes=3)
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _images(count=60, seed=0):
@@ -69,7 +63,7 @@ class PretrainTest(absltest.TestCase):
                                  cache_dir=cache_dir, **_MODEL)
 
   def test_pretraining_lowers_the_loss(self):
-    pretrained = self._pretrain(_temp_dir(self))
+    pretrained = self._pretrain(temp_dirs.temp_dir(self))
     self.assertFalse(pretrained.reused)
     self.assertLess(pretrained.loss_after, 0.8 * pretrained.loss_before)
     after = hybrid_async_lib.evaluate_fn(self.x, self.y)(pretrained.weights)
@@ -77,7 +71,7 @@ class PretrainTest(absltest.TestCase):
     self.assertLen(pretrained.body, cnn.BODY_SIZE)
 
   def test_cache_is_reused_and_refused_when_its_key_differs(self):
-    cache_dir = _temp_dir(self)
+    cache_dir = temp_dirs.temp_dir(self)
     first = self._pretrain(cache_dir)
     self.assertTrue(os.path.exists(first.path))
     self.assertEqual(os.listdir(cache_dir), [os.path.basename(first.path)])
@@ -114,7 +108,7 @@ class PretrainTest(absltest.TestCase):
       self._pretrain(cache_dir, other_config)
 
   def test_every_run_starts_from_the_pretrained_body_with_its_own_head(self):
-    pretrained = self._pretrain(_temp_dir(self))
+    pretrained = self._pretrain(temp_dirs.temp_dir(self))
     x, y = _images(count=90, seed=1)
     split = hybrid_images.build_hybrid_split(
         x, y, num_clients=4, alpha=1.0, server_size=10, eval_size=30,
@@ -151,13 +145,13 @@ class PretrainTest(absltest.TestCase):
 
   def test_a_run_seed_equal_to_the_pretraining_seed_is_refused(self):
     # Its head would be the one the backbone was trained with.
-    pretrained = self._pretrain(_temp_dir(self))
+    pretrained = self._pretrain(temp_dirs.temp_dir(self))
     pretrain_lib.check_run_seed(pretrained, 0)
     with self.assertRaisesRegex(ValueError, 'pretraining'):
       pretrain_lib.check_run_seed(pretrained, pretrain_lib.PRETRAIN_SEED)
 
   def test_describe_says_how_it_was_pretrained(self):
-    pretrained = self._pretrain(_temp_dir(self))
+    pretrained = self._pretrain(temp_dirs.temp_dir(self))
     text = pretrain_lib.describe(pretrained, self.x, self.y)
     self.assertIn('pretrained on 60 disjoint training images (3 epochs',
                   text)
@@ -176,7 +170,7 @@ def _run(*args):
 class FullCifarBinaryTest(absltest.TestCase):
 
   def test_pretrained_and_scratch_runs_on_the_full_data_layout(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     cifar = os.path.join(directory, 'cifar')
     cifar10_testing.write_fake_cifar10(cifar, batch_rows=8, test_rows=40)
     common = (f'--cifar10_dir={cifar}', '--cifar10_npz=', '--seeds=0,1',

@@ -21,10 +21,8 @@ binaries run once end to end on a tiny real run.
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from unittest import mock
 
 from absl.testing import absltest
@@ -33,15 +31,10 @@ import numpy as np
 from experiments.hybrid_async import hybrid_async_lib as lib
 from experiments.hybrid_async import tune_lib
 from tests import binary_runs
+from tests import temp_dirs
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _accuracy(method: str, c: lib.Config) -> float:
@@ -98,7 +91,7 @@ class TuneTest(absltest.TestCase):
                          output_dir=output_dir, **kwargs)
 
   def test_selects_the_best_point_client_stage_first_on_validation(self):
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     selected, searches = self._tune(output_dir, [lib.FEDBUFF, lib.FEDAVG])
     self.assertEqual(selected.client, dict(client_lr=1e-3, client_epochs=2))
     self.assertEqual(selected.methods,
@@ -131,7 +124,7 @@ class TuneTest(absltest.TestCase):
     self.assertEmpty(self.calls)
 
   def test_a_stated_subset_and_method_by_method(self):
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     self._tune(output_dir, [lib.FEDAVG],
                only={'client_lr': [1e-3], 'client_epochs': [1, 2]})
     self.assertLen(self.calls, 4)
@@ -151,7 +144,7 @@ class TuneTest(absltest.TestCase):
                     "['10', '20', '50']", f.read())
 
   def test_bad_arguments(self):
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     with self.assertRaisesRegex(ValueError, 'validation_size'):
       tune_lib.tune(self.data_fn, self.config._replace(validation_size=0),
                     methods=[lib.FEDAVG], seeds=[0],
@@ -190,7 +183,7 @@ _TINY = ('--data=digits', '--cifar10_npz=', '--image_size=8', '--rounds=2',
 class TuneBinaryTest(absltest.TestCase):
 
   def test_tune_then_final_runs_at_the_selected_values(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     tuning_dir = os.path.join(directory, 'tuning')
     tuned = _run('experiments.hybrid_async.tune_main', *_TINY,
                  '--methods=fedavg,fedasync', '--tune_methods=fedavg,fedasync',

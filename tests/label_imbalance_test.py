@@ -17,8 +17,6 @@ import csv
 import json
 import math
 import os
-import shutil
-import tempfile
 from unittest import mock
 
 from absl import flags
@@ -39,16 +37,10 @@ from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.experiment import tables
 from tff_mixed.models import dense
 from tff_mixed.tasks import digits_label_imbalance as task_lib
+from tests import temp_dirs
 
 _NUM_CLIENTS = 12
 _DIGITS = sk_datasets.load_digits().target
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 class BuildTaskTest(parameterized.TestCase):
@@ -223,7 +215,7 @@ class EvaluateTest(absltest.TestCase):
 class RunComparisonTest(parameterized.TestCase):
 
   def test_smoke_writes_metrics_plot_and_table(self):
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     scenarios = [scenarios_lib.FL_ONLY, scenarios_lib.TWO_WAY_GT,
                  scenarios_lib.EXAMPLE_TRANSFER]
     result = label_imbalance_lib.run_comparison(
@@ -284,7 +276,7 @@ class RunComparisonTest(parameterized.TestCase):
                                                    name):
     kwargs = dict(rounds=1, clients_per_round=2, client_steps=1,
                   client_batch_size=4, client_lr=0.1, num_clients=6,
-                  output_dir=_temp_dir(self))
+                  output_dir=temp_dirs.temp_dir(self))
     kwargs.update(overrides)
     with self.assertRaisesRegex(error, f'`{name}`'):
       label_imbalance_lib.run_comparison(**kwargs)
@@ -299,7 +291,7 @@ class RunComparisonTest(parameterized.TestCase):
                   num_clients=8, seed=2, progress=False)
     per_client, grouped = (
         label_imbalance_lib.run_comparison(
-            clients_per_group=n, output_dir=_temp_dir(self), **kwargs)
+            clients_per_group=n, output_dir=temp_dirs.temp_dir(self), **kwargs)
         for n in (1, 2))
     self.assertEqual(grouped.config['clients_per_group'], 2)
     self.assertLen(grouped.rows, len(per_client.rows))
@@ -323,13 +315,13 @@ class RunComparisonTest(parameterized.TestCase):
                  for call in info.call_args_list)
 
     with mock.patch.object(train_lib.logging, 'info') as info:
-      result = train_lib.train(root_output_dir=_temp_dir(self),
+      result = train_lib.train(root_output_dir=temp_dirs.temp_dir(self),
                                experiment_name='adaptive', dp_clip_norm=0.0,
                                **common)
     self.assertTrue(logged_fallback(info))
     self.assertEqual([h['round_num'] for h in result.history], [1])
     with mock.patch.object(train_lib.logging, 'info') as info:
-      result = train_lib.train(root_output_dir=_temp_dir(self),
+      result = train_lib.train(root_output_dir=temp_dirs.temp_dir(self),
                                experiment_name='fixed', dp_clip_norm=1.0,
                                **common)
     self.assertFalse(logged_fallback(info))
@@ -347,7 +339,7 @@ class AdviceTest(absltest.TestCase):
   """`--advise_rounds`: the probe run, the advice files, continue or stop."""
 
   def test_run_advice_writes_the_advice_beside_its_probe(self):
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     advice, files = label_imbalance_lib.run_advice(
         rounds=3, clients_per_round=2, client_steps=2, client_batch_size=4,
         client_lr=0.1, num_clients=6, seed=1, output_dir=output_dir,
@@ -372,7 +364,7 @@ class AdviceTest(absltest.TestCase):
         ['checkpoints', 'results', 'logdir'])
 
   def test_main_stops_after_the_advice(self):
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     with flagsaver.flagsaver():
       flags.FLAGS([
           'label_imbalance_main', '--advise_rounds=2', '--advise_then=stop',

@@ -19,10 +19,8 @@ On small generated ratings files (MovieLens files may not be shipped).
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 from absl import logging
 from absl.testing import absltest
@@ -32,19 +30,13 @@ from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from tests import binary_runs
+from tests import temp_dirs
 from tff_mixed.advisor import estimates
 from tff_mixed.algorithms import registry
 from tff_mixed.experiment import advising
 from tff_mixed.training import reports
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _write_ratings(path: str, num_users=70, num_movies=40, seed=0,
@@ -90,7 +82,7 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
     # The experiment's wiring of groups (its dataset_fn, the broadcast
     # table and the select path); every algorithm's grouped == per-client is
     # proven in client_groups_test.
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'))
     results = {}
     # 5 clients in groups of 2: uneven groups (3 + 2, `split_cohort`).
@@ -131,7 +123,7 @@ class SkipMalformedAndResumeTest(absltest.TestCase):
 
   def test_skipped_malformed_line_and_resume(self):
     # In-process: the binary passes these through to `run_experiment`.
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'),
                              extra_line='7\tnot-a-movie\t3\t881250949')
     output_dir = os.path.join(directory, 'out')
@@ -162,7 +154,7 @@ class SkipMalformedAndResumeTest(absltest.TestCase):
 class RecordsTest(absltest.TestCase):
 
   def test_records_of_other_settings_stop_the_run_before_training(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'))
     records_dir = os.path.join(directory, 'records')
     config = movielens_lib.Config(
@@ -198,7 +190,7 @@ _ADVICE_FLAGS = ('--clients_per_round=3', '--client_steps=2',
 
 def _advice_paths(test: absltest.TestCase) -> tuple[str, str, str]:
   """`(ratings, output_dir, records_dir)` in a fresh directory."""
-  directory = _temp_dir(test)
+  directory = temp_dirs.temp_dir(test)
   return (_write_ratings(os.path.join(directory, 'u.data')),
           os.path.join(directory, 'out'), os.path.join(directory, 'records'))
 
@@ -287,7 +279,7 @@ class MovieLensBinaryTest(absltest.TestCase):
         movielens_records.read_record(records_dir, 'one_way_gt').rounds, 1)
 
   def test_records_section_over_two_invocations(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'))
     records_dir = os.path.join(directory, 'docs', 'records')
     plot = os.path.join(directory, 'docs', 'movielens.png')
@@ -357,7 +349,7 @@ class MovieLensBinaryTest(absltest.TestCase):
 
 
   def test_two_round_smoke_run_of_every_scenario(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'))
     output_dir = os.path.join(directory, 'out')
     results = os.path.join(directory, 'RESULTS.md')
@@ -394,7 +386,7 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertTrue(os.path.exists(os.path.join(output_dir, 'recall.png')))
 
   def test_malformed_line_names_file_and_line(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'),
                              extra_line='7\tnot-a-movie\t3\t881250949')
     run = _run(f'--ratings_file={ratings}', '--rounds=1',

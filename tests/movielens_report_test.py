@@ -20,10 +20,8 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 
 from absl.testing import absltest
 
@@ -31,6 +29,7 @@ from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
 from experiments.movielens import movielens_report as report
 from tests import binary_runs
+from tests import temp_dirs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SETTINGS = movielens_lib.record_settings(
@@ -42,12 +41,6 @@ _BASELINE_COSTS = dict(scenario='baseline', down_bytes=1683 * _D * 4,
                        up_bytes=1683 * _D * 4, flops=2.8e9,
                        paper_comm_bytes=2 * 1682 * _D * 4,
                        paper_flops=10 * 1682**2 * _D / 2)
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _costs(scenario, down, up, flops=4.5e5, rows=40.0):
@@ -102,7 +95,7 @@ def _verdicts(records):
 class RecordsTest(absltest.TestCase):
 
   def test_round_trip(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     record = _record('two_way_gt', rounds=250, complete=False)
     records_lib.write_record(directory, record)
     self.assertEqual(records_lib.read_record(directory, 'two_way_gt'),
@@ -126,7 +119,7 @@ class RecordsTest(absltest.TestCase):
         os.path.join(directory, 'none')), [])
 
   def test_damaged_or_foreign_record_is_an_error_naming_it(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     records_lib.write_record(directory, _record('baseline', rounds=100))
     json_path, metrics_path = records_lib.paths(directory, 'baseline')
     with open(metrics_path) as f:
@@ -141,7 +134,7 @@ class RecordsTest(absltest.TestCase):
       records_lib.read_records(directory)
 
   def test_settings_check_names_the_record_and_setting(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     records_lib.write_record(directory, _record('baseline'))
     records_lib.check_settings(directory, _SETTINGS)  # Same: fine.
     with self.assertRaisesRegex(ValueError,
@@ -306,7 +299,7 @@ class MarkdownTest(absltest.TestCase):
       self._markdown([])
 
   def test_plot_is_written(self):
-    path = os.path.join(_temp_dir(self), 'docs', 'movielens.png')
+    path = os.path.join(temp_dirs.temp_dir(self), 'docs', 'movielens.png')
     report.plot(path, _paper_set())
     with open(path, 'rb') as f:
       self.assertEqual(f.read(8), b'\x89PNG\r\n\x1a\n')

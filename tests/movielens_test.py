@@ -20,8 +20,6 @@ is read as a sanity check.
 
 import collections
 import os
-import shutil
-import tempfile
 import time
 
 from absl.testing import absltest
@@ -31,6 +29,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.tasks import movielens
+from tests import temp_dirs
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ML_100K = os.path.join(_REPO_ROOT, '..', 'shared', 'data', 'movielens_100k',
@@ -52,13 +51,6 @@ _HISTORY = (
 )
 
 
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
-
-
 def _format_rating(row, file_format: str) -> str:
   user, movie, rating, timestamp = row
   rating = f'{rating:g}'
@@ -69,7 +61,7 @@ def _format_rating(row, file_format: str) -> str:
 
 def _write(test: absltest.TestCase, lines, name: str = 'ratings',
            newline: str = '\n') -> str:
-  path = os.path.join(_temp_dir(test), name)
+  path = os.path.join(temp_dirs.temp_dir(test), name)
   with open(path, 'w', encoding='latin-1', newline='') as f:
     f.write(''.join(line + newline for line in lines))
   return path
@@ -222,7 +214,7 @@ class ReadRatingsTest(parameterized.TestCase):
     self.assertIn('line 2', logs.output[0])  # The first bad line.
 
   def test_missing_file(self):
-    path = os.path.join(_temp_dir(self), 'nope', 'ratings.dat')
+    path = os.path.join(temp_dirs.temp_dir(self), 'nope', 'ratings.dat')
     with self.assertRaisesRegex(FileNotFoundError, 'nope'):
       movielens.read_ratings(path)
 

@@ -20,10 +20,8 @@ runs no TFF computation, so no TFF worker process is started.
 
 import datetime
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from typing import NamedTuple, Optional
 from unittest import mock
 from xml.sax import saxutils
@@ -35,6 +33,7 @@ import tensorflow_federated as tff
 
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from tests import binary_runs
+from tests import temp_dirs
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CUTOFF = '2016-01-01'
@@ -109,13 +108,6 @@ def _dated_rows() -> list[_Row]:
     rows.append(_Row(100 + i, '2', date.isoformat(), str(i % 4 + 1),
                      f'<p>Post {i}</p>', tokens=f'Post {i}'))
   return rows[::-1]
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _attr(value: str) -> str:
@@ -248,7 +240,7 @@ class HelpersTest(parameterized.TestCase):
 class ConvertPostsTest(absltest.TestCase):
 
   def test_round_trip_through_tff_loader(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     cache_dir = os.path.join(directory, 'cache')
     posts = _write_posts(directory)
     summary = posts_xml_lib.convert_posts(posts, cache_dir,
@@ -296,7 +288,7 @@ class ConvertPostsTest(absltest.TestCase):
     self.assertEqual(summary.examples_written, len(_CONVERTED))
 
   def test_time_split_boundary(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     summary = posts_xml_lib.convert_posts(
         _write_posts(directory), directory, test_cutoff='2016-01-01', seed=1)
     train, heldout, test = tff.simulation.datasets.stackoverflow.load_data(
@@ -317,7 +309,7 @@ class ConvertPostsTest(absltest.TestCase):
     # 27 posts: round(27 / 10) = 3, so the cutoff is the creation time of
     # the 3rd latest post (post 24, tied with post 23), which puts 4 posts on
     # or after it.
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     rows = _dated_rows()
     summary = posts_xml_lib.convert_posts(_write_posts(directory, rows),
                                           directory)
@@ -343,7 +335,7 @@ class ConvertPostsTest(absltest.TestCase):
         self.assertLess(x[0], b'2015-08-29T12:00:00')
 
   def test_explicit_cutoff_wins_over_the_derived_one(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     rows = _dated_rows()
     summary = posts_xml_lib.convert_posts(
         _write_posts(directory, rows), directory, test_cutoff='2015-03-01')
@@ -361,7 +353,7 @@ class ConvertPostsTest(absltest.TestCase):
 
   def test_empty_split_is_refused(self):
     # TFF's loader cannot open a database with an empty split.
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     path = _write_posts(directory)
     with self.assertRaisesRegex(
         ValueError, f'{path}: the test split would be empty .* cutoff '
@@ -378,7 +370,7 @@ class ConvertPostsTest(absltest.TestCase):
     self.assertEqual(os.listdir(directory), ['Posts.xml'])
 
   def test_skipped_counts(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     extra = (
         _Row(20, '2', '2015-01-01T00:00:00', None, '<p>no owner</p>'),
         _Row(21, '2', '2015-01-01T00:00:00', '', '<p>empty owner</p>'),
@@ -396,7 +388,7 @@ class ConvertPostsTest(absltest.TestCase):
     self.assertEqual(summary.examples_written, len(_CONVERTED))
 
   def test_missing_file(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     path = os.path.join(directory, 'nope', 'Posts.xml')
     with self.assertRaisesRegex(FileNotFoundError,
                                 f'{path} does not exist'):
@@ -405,7 +397,7 @@ class ConvertPostsTest(absltest.TestCase):
       posts_xml_lib.convert_posts(directory, directory)
 
   def test_malformed_xml(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     cache_dir = os.path.join(directory, 'cache')
     path = _write_posts(directory)
     with open(path, 'rb') as f:
@@ -421,7 +413,7 @@ class ConvertPostsTest(absltest.TestCase):
     self.assertEqual(os.listdir(cache_dir), [])
 
   def test_empty_file(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     path = os.path.join(directory, 'Posts.xml')
     open(path, 'w').close()
     with self.assertRaisesRegex(ValueError,
@@ -429,14 +421,14 @@ class ConvertPostsTest(absltest.TestCase):
       posts_xml_lib.convert_posts(path, directory)
 
   def test_wrong_root(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     path = _write_posts(directory, root='users')
     with self.assertRaisesRegex(
         ValueError, f'{path}: the root element must be <posts>.*got <users>'):
       posts_xml_lib.convert_posts(path, directory)
 
   def test_no_usable_posts(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     rows = tuple(r for r in _ROWS if not r.tokens)
     path = _write_posts(directory, rows)
     with self.assertRaisesRegex(
@@ -446,7 +438,7 @@ class ConvertPostsTest(absltest.TestCase):
     self.assertEqual(os.listdir(directory), ['Posts.xml'])
 
   def test_bad_row(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     bad = _ROWS[0]._replace(post_id=77, date='yesterday')
     path = _write_posts(directory, (_ROWS[1], bad))
     with self.assertRaisesRegex(
@@ -455,7 +447,7 @@ class ConvertPostsTest(absltest.TestCase):
       posts_xml_lib.convert_posts(path, directory)
 
   def test_interrupted_conversion_keeps_existing_file(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     path = _write_posts(directory)
     database = os.path.join(directory, 'stackoverflow.sqlite')
     with open(database, 'wb') as f:
@@ -490,7 +482,7 @@ class ConvertPostsMainTest(absltest.TestCase):
         cwd=_REPO_ROOT, capture_output=True, text=True, timeout=300, env=env)
 
   def test_converts_and_prints_summary(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     cache_dir = os.path.join(directory, 'cache')
     result = self._run(f'--posts_xml={_write_posts(directory)}',
                        f'--cache_dir={cache_dir}', f'--test_cutoff={_CUTOFF}',
@@ -508,7 +500,7 @@ class ConvertPostsMainTest(absltest.TestCase):
 
   def test_dump_ending_before_2016_converts_with_the_default_cutoff(self):
     # Such a dump was refused with the old fixed default 2016-08-01.
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     cache_dir = os.path.join(directory, 'cache')
     result = self._run(
         f'--posts_xml={_write_posts(directory, _dated_rows())}',
@@ -519,7 +511,7 @@ class ConvertPostsMainTest(absltest.TestCase):
                   'of the posts are on or after it', result.stdout)
 
   def test_summary_names_an_explicit_cutoff(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     cache_dir = os.path.join(directory, 'cache')
     result = self._run(
         f'--posts_xml={_write_posts(directory, _dated_rows())}',
@@ -529,7 +521,7 @@ class ConvertPostsMainTest(absltest.TestCase):
                   result.stdout)
 
   def test_bad_input_is_one_error_line(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     path = _write_posts(directory, root='users')
     result = self._run(f'--posts_xml={path}', f'--cache_dir={directory}')
     self.assertEqual(result.returncode, 1)

@@ -37,6 +37,7 @@ import tensorflow_federated as tff
 from experiments.celeba_smile import raw_celeba_lib
 from tests import binary_runs
 from tests import celeba_testing
+from tests import temp_dirs
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Line 2 of CelebA's list_attr_celeba.txt.
@@ -51,13 +52,6 @@ _CELEBA_HEADER = (
 # Identity -> images; 303 and 707 fall under the default minimum of 5.
 _IDENTITIES = {101: 6, 202: 7, 303: 3, 404: 5, 505: 6, 606: 8, 707: 4}
 _KEPT = sorted(str(i) for i, n in _IDENTITIES.items() if n >= 5)
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _read_expected(paths: celeba_testing.RawCelebaPaths, present=None):
@@ -220,18 +214,18 @@ class RoundTripTest(absltest.TestCase):
     want = _rows(self.summary.database_path)
     again = raw_celeba_lib.convert_raw_celeba(
         self.paths.image_dir, self.paths.attr_file, self.paths.identity_file,
-        _temp_dir(self), progress=False)
+        temp_dirs.temp_dir(self), progress=False)
     self.assertEqual(_rows(again.database_path), want)
     others = [
         _rows(raw_celeba_lib.convert_raw_celeba(
             self.paths.image_dir, self.paths.attr_file,
-            self.paths.identity_file, _temp_dir(self), seed=seed,
+            self.paths.identity_file, temp_dirs.temp_dir(self), seed=seed,
             progress=False).database_path)
         for seed in (1, 2, 3)]
     self.assertTrue(any(rows != want for rows in others))
 
   def test_subset_of_images(self):
-    raw = _temp_dir(self)
+    raw = temp_dirs.temp_dir(self)
     paths = celeba_testing.make_fake_raw_celeba(raw, _IDENTITIES, seed=1)
     # Deleting two images of 202 (7 -> 5) keeps it; two of 404 drop it.
     with open(paths.identity_file) as f:
@@ -240,7 +234,7 @@ class RoundTripTest(absltest.TestCase):
                + [n for n, i in owners if i == '404'][:2])
     for name in deleted:
       os.remove(os.path.join(paths.image_dir, name))
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     summary = raw_celeba_lib.convert_raw_celeba(
         paths.image_dir, paths.attr_file, paths.identity_file, output_dir,
         progress=False)
@@ -263,7 +257,7 @@ class RoundTripTest(absltest.TestCase):
           self.assertEqual(bool(element['smiling']), attributes['smiling'])
 
   def test_options(self):
-    output_dir = _temp_dir(self)
+    output_dir = temp_dirs.temp_dir(self)
     summary = raw_celeba_lib.convert_raw_celeba(
         self.paths.image_dir, self.paths.attr_file, self.paths.identity_file,
         output_dir, min_images_per_client=1, test_client_fraction=0.5,
@@ -278,7 +272,7 @@ class RoundTripTest(absltest.TestCase):
                      round(num_clients * 0.5))
 
   def test_crlf_and_extra_spaces(self):
-    raw = _temp_dir(self)
+    raw = temp_dirs.temp_dir(self)
     paths = celeba_testing.make_fake_raw_celeba(raw, {1: 5, 2: 5}, seed=4)
     for path in (paths.attr_file, paths.identity_file):
       with open(path) as f:
@@ -287,7 +281,7 @@ class RoundTripTest(absltest.TestCase):
         f.write(text.replace(' ', '  ').replace('\n', '\r\n'))
     summary = raw_celeba_lib.convert_raw_celeba(
         paths.image_dir, paths.attr_file, paths.identity_file,
-        _temp_dir(self), progress=False)
+        temp_dirs.temp_dir(self), progress=False)
     self.assertEqual(summary.images_used, 10)
 
 
@@ -304,7 +298,7 @@ def _fake_clients(num_clients=3, images_per_client=4, seed=0):
 class WriteAndCheckTest(absltest.TestCase):
 
   def test_write_and_load(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     clients = _fake_clients(num_clients=4, images_per_client=10)
     path = os.path.join(directory, 'celeba.sqlite')
     summary = raw_celeba_lib.write_celeba_database(
@@ -325,7 +319,7 @@ class WriteAndCheckTest(absltest.TestCase):
                         if k != 'image'}, attributes)
 
   def test_small_clients_split_by_examples(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     clients = {'1': _fake_clients(1, 1)['1'], '2': _fake_clients(1, 2)['1'],
                '3': _fake_clients(1, 30)['1']}
     summary = raw_celeba_lib.write_celeba_database(
@@ -337,7 +331,7 @@ class WriteAndCheckTest(absltest.TestCase):
 
   def test_fake_cache_has_a_smile_signal(self):
     directory = celeba_testing.make_fake_celeba_cache(
-        os.path.join(_temp_dir(self), 'cache'), num_train_clients=4,
+        os.path.join(temp_dirs.temp_dir(self), 'cache'), num_train_clients=4,
         num_test_clients=2, images_per_client=6)
     self.assertEqual(
         raw_celeba_lib.check_celeba_database(
@@ -360,7 +354,7 @@ class WriteAndCheckTest(absltest.TestCase):
 
 
   def test_write_rejects_bad_examples(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     path = os.path.join(directory, 'celeba.sqlite')
     good = _fake_clients(2, 2)
     image, attributes = good['1'][0]
@@ -396,10 +390,10 @@ class WriteAndCheckTest(absltest.TestCase):
   def test_check_missing_file(self):
     with self.assertRaisesRegex(FileNotFoundError, r'nowhere\.sqlite'):
       raw_celeba_lib.check_celeba_database(
-          os.path.join(_temp_dir(self), 'nowhere.sqlite'))
+          os.path.join(temp_dirs.temp_dir(self), 'nowhere.sqlite'))
 
   def test_check_corrupt_file(self):
-    path = os.path.join(_temp_dir(self), 'celeba.sqlite')
+    path = os.path.join(temp_dirs.temp_dir(self), 'celeba.sqlite')
     with open(path, 'wb') as f:
       f.write(np.random.default_rng(0).bytes(4096))
     with self.assertRaisesRegex(
@@ -407,7 +401,7 @@ class WriteAndCheckTest(absltest.TestCase):
       raw_celeba_lib.check_celeba_database(path)
 
   def test_check_wrong_schema(self):
-    path = os.path.join(_temp_dir(self), 'celeba.sqlite')
+    path = os.path.join(temp_dirs.temp_dir(self), 'celeba.sqlite')
     with sqlite3.connect(path) as connection:
       connection.execute('CREATE TABLE something (x INTEGER);')
     with self.assertRaisesRegex(ValueError,
@@ -426,7 +420,7 @@ class WriteAndCheckTest(absltest.TestCase):
   def _write_raw_database(self, example: tf.train.Example,
                           splits=('split_by_clients_train',
                                   'split_by_clients_test')) -> str:
-    path = os.path.join(_temp_dir(self), 'celeba.sqlite')
+    path = os.path.join(temp_dirs.temp_dir(self), 'celeba.sqlite')
     with sqlite3.connect(path) as connection:
       connection.execute('CREATE TABLE examples (split_name TEXT, client_id '
                          'TEXT, serialized_example_proto BLOB);')
@@ -480,7 +474,7 @@ class BadInputTest(absltest.TestCase):
 
   def setUp(self):
     super().setUp()
-    self.raw = _temp_dir(self)
+    self.raw = temp_dirs.temp_dir(self)
     self.paths = celeba_testing.make_fake_raw_celeba(
         self.raw, {1: 5, 2: 5}, seed=2, image_size=(40, 48))
     self.output_dir = os.path.join(self.raw, 'out')
@@ -600,7 +594,7 @@ class AtomicityTest(absltest.TestCase):
 
   def setUp(self):
     super().setUp()
-    self.raw = _temp_dir(self)
+    self.raw = temp_dirs.temp_dir(self)
     self.paths = celeba_testing.make_fake_raw_celeba(
         self.raw, {1: 5, 2: 6, 3: 5}, seed=3, image_size=(40, 48))
     self.output_dir = os.path.join(self.raw, 'out')
@@ -673,7 +667,7 @@ class BinaryTest(absltest.TestCase):
         check=False)
 
   def test_success_and_missing_file(self):
-    raw = _temp_dir(self)
+    raw = temp_dirs.temp_dir(self)
     paths = celeba_testing.make_fake_raw_celeba(
         raw, {1: 5, 2: 5, 3: 2}, image_size=(40, 48))
     output_dir = os.path.join(raw, 'cache')

@@ -21,10 +21,8 @@ central corpus. The binary runs in a subprocess (absl flags are global).
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 from absl.testing import absltest
 import numpy as np
@@ -36,6 +34,7 @@ from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
+from tests import temp_dirs
 from tff_mixed.algorithms import registry
 from tff_mixed.experiment import advising
 from tff_mixed.tasks import text_corpus
@@ -43,13 +42,6 @@ from tff_mixed.tasks import text_corpus
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WORDS = ('hops malt yeast lager stout ale brew barrel cask foam glass pint '
           'bitter sweet sour dark pale').split()
-
-
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
 
 
 def _write_posts(path: str, num_users: int = 12, seed: int = 0) -> str:
@@ -135,7 +127,7 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
     # the phase switch of the transfer baselines); every algorithm's
     # grouped == per-client is proven in client_groups_test.
     lib = stackoverflow_wikipedia_lib
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
     config = stackoverflow_wikipedia_lib.Config(
         rounds=2, switch_round=1, clients_per_round=5, client_steps=2,
@@ -159,7 +151,7 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
       self.assertNotEqual(a.rows[0]['mixed_loss'], a.rows[-1]['mixed_loss'])
 
   def test_adaptive_clipping_runs_per_client(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
     config = stackoverflow_wikipedia_lib.Config(clients_per_round=5)
     # The default group size falls back to one client per member ...
@@ -185,7 +177,7 @@ class OracleTest(absltest.TestCase):
 
   def test_an_oracle_round_is_k_clipped_steps_on_the_pooled_batches(self):
     lib = stackoverflow_wikipedia_lib
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
     config = _TINY._replace(rounds=1)
     result = lib.run_sequential(lib.ORACLE, data, config,
@@ -224,7 +216,7 @@ class OracleTest(absltest.TestCase):
 
   def test_an_interrupted_oracle_resumes_to_the_same_numbers(self):
     lib = stackoverflow_wikipedia_lib
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
     whole = lib.run_sequential(lib.ORACLE, data, _TINY,
                                os.path.join(directory, 'whole'))
@@ -252,7 +244,7 @@ class AdviceTest(absltest.TestCase):
   """`--advise_rounds`: the PT probe at the run's settings, the advice."""
 
   def test_probe_at_the_run_settings_and_advice_beside_the_records(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
     output_dir = os.path.join(directory, 'out')
     records_dir = os.path.join(directory, 'records')
@@ -299,7 +291,7 @@ class AdviceTest(absltest.TestCase):
 class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_scenario(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     cache_dir = _convert_posts(directory)
     train_text = _write_wikitext(os.path.join(directory, 'wiki.valid.tokens'),
                                  seed=1)
@@ -341,7 +333,7 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
     self.assertTrue(os.path.exists(os.path.join(output_dir, 'accuracy.png')))
 
   def test_records_resume_skip_and_report(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     data_args = _data_args(directory)
     records_dir = os.path.join(directory, 'records')
     results = os.path.join(directory, 'RESULTS.md')
@@ -385,7 +377,7 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
     self.assertNotIn('Traceback', bad.stderr)
 
   def test_advise_rounds_then_stop_or_continue(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     args = [*_data_args(directory), '--rounds=1', *_TINY_ARGS,
             '--advise_rounds=2']
     output_dir = os.path.join(directory, 'out')
@@ -418,7 +410,7 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
     # Bad flag combinations: bad_inputs_test's `lm_advise_*`.
 
   def test_missing_data_is_a_clear_message(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     run = _run(f'--cache_dir={directory}', '--central_train_text=x',
                '--central_eval_text=y', timeout=300)
     self.assertEqual(run.returncode, 1)

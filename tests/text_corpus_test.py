@@ -33,6 +33,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from tff_mixed.tasks import text_corpus
+from tests import temp_dirs
 
 # Two articles in WikiText's layout (a space before each line end, blank
 # " " lines around headings and between paragraphs), with a section, a
@@ -88,13 +89,6 @@ _TINY_ARTICLES = (
 )
 
 
-def _temp_dir(test: absltest.TestCase) -> str:
-  # Not `create_tempdir`: under pytest absl's flags are unparsed.
-  path = tempfile.mkdtemp()
-  test.addCleanup(shutil.rmtree, path, ignore_errors=True)
-  return path
-
-
 def _write(directory: str, name: str, content, encoding='utf-8') -> str:
   path = os.path.join(directory, name)
   os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -107,7 +101,7 @@ def _write(directory: str, name: str, content, encoding='utf-8') -> str:
 class ReadTextFilesTest(absltest.TestCase):
 
   def test_wikitext_articles(self):
-    path = _write(_temp_dir(self), 'wiki.valid.tokens', _WIKITEXT)
+    path = _write(temp_dirs.temp_dir(self), 'wiki.valid.tokens', _WIKITEXT)
     with self.assertLogs('absl', level='INFO') as logs:
       texts = text_corpus.read_text_files(path)
     self.assertEqual(texts, [_ALPHA, _BETA])
@@ -115,7 +109,7 @@ class ReadTextFilesTest(absltest.TestCase):
     self.assertIn('dropped 1 empty article text(s)', logs.output[-1])
 
   def test_whole_files(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     _write(directory, 'a.tokens', _WIKITEXT)
     _write(directory, 'b.tokens', _GAMMA_FILE)
     self.assertEqual(
@@ -124,14 +118,14 @@ class ReadTextFilesTest(absltest.TestCase):
 
   def test_crlf_line_ends_and_byte_order_mark(self):
     content = '\ufeff' + _WIKITEXT.replace('\n', '\r\n')
-    path = _write(_temp_dir(self), 'wiki.test.tokens', content)
+    path = _write(temp_dirs.temp_dir(self), 'wiki.test.tokens', content)
     self.assertEqual(text_corpus.read_text_files(path), [_ALPHA, _BETA])
-    path = _write(_temp_dir(self), 'old_mac.txt', _GAMMA_FILE.replace(
+    path = _write(temp_dirs.temp_dir(self), 'old_mac.txt', _GAMMA_FILE.replace(
         '\n', '\r'))
     self.assertEqual(text_corpus.read_text_files(path), [_GAMMA])
 
   def test_plain_text_and_text_before_first_title(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     path = _write(directory, 'plain.txt',
                   'First line\n\n  indented @-@ line\nno = heading =\n')
     self.assertEqual(text_corpus.read_text_files(path),
@@ -140,12 +134,12 @@ class ReadTextFilesTest(absltest.TestCase):
     self.assertEqual(text_corpus.read_text_files(path), ['Lead text', _GAMMA])
 
   def test_unbalanced_heading_is_text(self):
-    path = _write(_temp_dir(self), 'a.txt',
+    path = _write(temp_dirs.temp_dir(self), 'a.txt',
                   ' = Title = \n \n x \n \n = = Odd = \n \n y \n')
     self.assertEqual(text_corpus.read_text_files(path), ['x\n= = Odd =\ny'])
 
   def test_directory_reads_txt_and_tokens_files_sorted(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     _write(directory, 'b.tokens', _WIKITEXT)
     _write(directory, 'a.txt', _GAMMA_FILE)
     _write(directory, 'notes.md', 'ignored\n')
@@ -157,7 +151,7 @@ class ReadTextFilesTest(absltest.TestCase):
                      expected)
 
   def test_glob(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     _write(directory, 'wiki.valid.tokens', _WIKITEXT)
     _write(directory, 'wiki.test.tokens', _GAMMA_FILE)
     _write(directory, 'wiki.train.raw', 'not matched\n')
@@ -174,7 +168,7 @@ class ReadTextFilesTest(absltest.TestCase):
         ['Delta\nDelta .', 'Gamma\n' + _GAMMA, _WHOLE_FILE])
 
   def test_empty_texts_are_dropped_and_counted(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     _write(directory, 'a.txt', '')
     _write(directory, 'b.txt', ' \n\n \t\n')
     _write(directory, 'c.tokens', _GAMMA_FILE + ' \n = No Body = \n \n')
@@ -189,7 +183,7 @@ class ReadTextFilesTest(absltest.TestCase):
     self.assertIn('dropped 2 empty file text(s)', logs.output[-1])
 
   def test_all_empty_raises(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     _write(directory, 'a.txt', '')
     _write(directory, 'b.tokens', ' \n = Title Only = \n \n')
     with self.assertRaisesRegex(
@@ -198,7 +192,7 @@ class ReadTextFilesTest(absltest.TestCase):
       text_corpus.read_text_files(directory)
 
   def test_missing_path(self):
-    path = os.path.join(_temp_dir(self), 'wiki.valid.tokens')
+    path = os.path.join(temp_dirs.temp_dir(self), 'wiki.valid.tokens')
     with self.assertRaisesRegex(
         FileNotFoundError,
         "Text corpus path not found: '.*wiki.valid.tokens'; give a text "
@@ -206,7 +200,7 @@ class ReadTextFilesTest(absltest.TestCase):
       text_corpus.read_text_files(path)
 
   def test_directory_without_text_files(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     _write(directory, 'notes.md', 'x\n')
     _write(directory, os.path.join('sub', 'a.txt'), 'x\n')
     with self.assertRaisesRegex(
@@ -216,7 +210,7 @@ class ReadTextFilesTest(absltest.TestCase):
       text_corpus.read_text_files(directory)
 
   def test_glob_without_match(self):
-    directory = _temp_dir(self)
+    directory = temp_dirs.temp_dir(self)
     os.makedirs(os.path.join(directory, 'x.tokens'))  # A directory only.
     with self.assertRaisesRegex(
         FileNotFoundError,
@@ -225,7 +219,7 @@ class ReadTextFilesTest(absltest.TestCase):
       text_corpus.read_text_files(os.path.join(directory, '*.tokens'))
 
   def test_not_a_regular_file(self):
-    path = os.path.join(_temp_dir(self), 'pipe.txt')
+    path = os.path.join(temp_dirs.temp_dir(self), 'pipe.txt')
     os.mkfifo(path)
     with self.assertRaisesRegex(
         ValueError, "'.*pipe.txt' is neither a regular file nor a directory"):
@@ -234,7 +228,7 @@ class ReadTextFilesTest(absltest.TestCase):
   def test_non_utf8_file(self):
     # 'café' in latin-1: the 0xe9 byte is the 24th of the second line.
     content = ' = T = \n'.encode() + b'  A line about a caf\xe9 . \n'
-    path = _write(_temp_dir(self), 'latin1.tokens', content)
+    path = _write(temp_dirs.temp_dir(self), 'latin1.tokens', content)
     offset = len(' = T = \n  A line about a caf')
     with self.assertRaisesRegex(
         ValueError,
@@ -245,7 +239,7 @@ class ReadTextFilesTest(absltest.TestCase):
 
   def test_unreadable_file(self):
     # Simulated: permissions do not stop root, who may run the tests.
-    path = _write(_temp_dir(self), 'secret.txt', 'x\n')
+    path = _write(temp_dirs.temp_dir(self), 'secret.txt', 'x\n')
     error = PermissionError(13, 'Permission denied', path)
     with mock.patch('builtins.open', side_effect=error):
       with self.assertRaisesRegex(
@@ -356,7 +350,7 @@ class LoadTfdsWikipediaTest(absltest.TestCase):
 
   def test_mock_data_from_code(self):
     # Random texts from the builder's feature spec, no file or network.
-    data_dir = _temp_dir(self)
+    data_dir = temp_dirs.temp_dir(self)
     with tfds.testing.mock_data(num_examples=6,
                                 policy=tfds.testing.MockPolicy.USE_CODE):
       expected = [
@@ -382,7 +376,7 @@ class LoadTfdsWikipediaTest(absltest.TestCase):
           'text': ['alpha', '', 'gamma', 'delta'],
       })
 
-    data_dir = _temp_dir(self)
+    data_dir = temp_dirs.temp_dir(self)
     with tfds.testing.mock_data(policy=tfds.testing.MockPolicy.USE_CODE,
                                 as_dataset_fn=as_dataset):
       self.assertEqual(
@@ -394,7 +388,7 @@ class LoadTfdsWikipediaTest(absltest.TestCase):
           ['A\nalpha', 'C\ngamma'])
 
   def test_missing_data(self):
-    data_dir = _temp_dir(self)
+    data_dir = temp_dirs.temp_dir(self)
     with self.assertRaises(text_corpus.DataNotFoundError) as raised:
       text_corpus.load_tfds_wikipedia(data_dir)
     self.assertIsInstance(raised.exception, FileNotFoundError)
@@ -413,7 +407,7 @@ class LoadTfdsWikipediaTest(absltest.TestCase):
       text_corpus.load_tfds_wikipedia(self._data_dir, config='20230601.en')
 
   def test_missing_data_dir(self):
-    data_dir = os.path.join(_temp_dir(self), 'absent')
+    data_dir = os.path.join(temp_dirs.temp_dir(self), 'absent')
     with self.assertRaisesRegex(
         text_corpus.DataNotFoundError,
         f"TFDS data directory '{data_dir}' does not exist, so "
