@@ -96,6 +96,12 @@ def _fake_cifar10(d: str) -> dict[str, str]:
   return {'cifar': path}
 
 
+def _fake_cifar10_and_npz(d: str) -> dict[str, str]:
+  """`_fake_cifar10` and a 60-image npz."""
+  return dict(_fake_cifar10(d), npz=cifar10_testing.write_fake_npz(
+      os.path.join(d, 'c.npz'), num_images=60))
+
+
 def _celeba(d: str) -> dict[str, str]:
   """A TFF CelebA cache: 4 training and 2 evaluation celebrities.
 
@@ -260,6 +266,16 @@ _BAD_INPUTS = (
       '--clients_per_round=2', '--server_size=5', '--rounds=2',
       '--methods=fedavg', '--pretrain_size=100'], _fake_cifar10,
      'pretrain_size=100 leaves'),
+    ('hybrid_npz_and_dir_without_pretraining', _HYBRID,
+     ['--cifar10_dir={cifar}', '--cifar10_npz={npz}', '--seeds=0',
+      '--alphas=0.1', '--delay_stds=0', '--methods=fedavg'],
+     _fake_cifar10_and_npz, 'Give one of --cifar10_npz and --cifar10_dir'),
+    ('hybrid_npz_pretrain_size_beyond_the_training_images', _HYBRID,
+     ['--cifar10_dir={cifar}', '--cifar10_npz={npz}', '--seeds=0',
+      '--alphas=0.1', '--delay_stds=0', '--num_clients=6',
+      '--clients_per_round=2', '--server_size=5', '--eval_size=20',
+      '--rounds=2', '--methods=fedavg', '--pretrain_size=100'],
+     _fake_cifar10_and_npz, 'pretrain_size=100 exceeds the 40 training'),
     ('hybrid_missing_selected_json', _HYBRID,
      ['--data=digits', '--cifar10_npz=', '--methods=fedavg', '--seeds=0',
       '--alphas=0.1', '--delay_stds=5', '--selected_json={d}/missing.json'],

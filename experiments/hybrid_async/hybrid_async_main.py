@@ -25,7 +25,9 @@ all of CIFAR-10 instead, as the paper: the clients share the 50,000
 training images, the server and the evaluation the 10,000 test images
 (`cifar10_pngs.build_full_split`); `--pretrain_size=N` then starts every run
 from a CNN pretrained on N training images that no client holds
-(`pretrain_lib`; 0: from scratch).
+(`pretrain_lib`; 0: from scratch). Given both, `--cifar10_npz` holds the
+runs' images and `--cifar10_dir` only the pretraining's: the npz's images are
+all from CIFAR-10's test set, so no pretraining image is in any split.
 
 `--data=celeba` is the paper's table 2 instead: TFF's federated CelebA
 (`celeba.sqlite` in `--celeba_cache_dir`), one client per identity, label
@@ -88,7 +90,10 @@ _CIFAR10_DIR = flags.DEFINE_string(
 _PRETRAIN_SIZE = flags.DEFINE_integer(
     'pretrain_size', 0, 'With --cifar10_dir: training images kept from the '
     'clients to pretrain the CNN on (a fixed draw); every run starts from '
-    'its body with a new head. 0: from scratch.', lower_bound=0)
+    'its body with a new head. 0: from scratch. With --cifar10_npz too, '
+    'the clients, server and evaluation get the npz\'s images (all from '
+    'CIFAR-10\'s test set) and the directory serves only the pretraining.',
+    lower_bound=0)
 _PRETRAIN_EPOCHS = flags.DEFINE_integer('pretrain_epochs', 5, 'Pretraining '
                                         'epochs.', lower_bound=1)
 _PRETRAIN_LR = flags.DEFINE_float('pretrain_lr', 1e-3, 'Pretraining\'s Adam '
@@ -254,8 +259,12 @@ def _full_cifar10(size: int):
 
 @functools.lru_cache(maxsize=None)
 def _pretrained(size: int, conv_filters, dense_units: int):
+  x, y, num_train = _full_cifar10(size)
+  if _PRETRAIN_SIZE.value > num_train:
+    raise ValueError(f'--pretrain_size={_PRETRAIN_SIZE.value} exceeds the '
+                     f'{num_train} training images of --cifar10_dir.')
   return pretrain_lib.pretrain_on_training_images(
-      *_full_cifar10(size), pretrain_lib.PretrainConfig(
+      x, y, num_train, pretrain_lib.PretrainConfig(
           _PRETRAIN_SIZE.value, _PRETRAIN_EPOCHS.value, _PRETRAIN_LR.value),
       conv_filters=conv_filters, dense_units=dense_units,
       cache_dir=_PRETRAIN_DIR.value)
@@ -267,12 +276,18 @@ def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
     return _celeba_data(config, seed)
   images = hybrid_images
   size = _IMAGE_SIZE.value
-  full = bool(_CIFAR10_DIR.value)
-  if full and _CIFAR10_NPZ.value:
-    raise ValueError('Give one of --cifar10_npz and --cifar10_dir.')
-  if _PRETRAIN_SIZE.value and not (full and _DATA.value == 'cifar10'):
+  pretrain = _PRETRAIN_SIZE.value
+  if _CIFAR10_DIR.value and _CIFAR10_NPZ.value and not pretrain:
+    raise ValueError('Give one of --cifar10_npz and --cifar10_dir (both '
+                     'only with --pretrain_size: the npz\'s images for the '
+                     'runs, the directory\'s training images to pretrain '
+                     'on).')
+  if pretrain and not (_CIFAR10_DIR.value and _DATA.value == 'cifar10'):
     raise ValueError('--pretrain_size needs --data=cifar10 and '
                      '--cifar10_dir (it pretrains on training images).')
+  # The clients' images from the full set, unless the npz gives them (its
+  # images are all from the test set, so disjoint from any pretraining).
+  full = bool(_CIFAR10_DIR.value) and not _CIFAR10_NPZ.value
   digits = _images('digits', size)
   cifar = _images('cifar10', size) if _CIFAR10_NPZ.value else None
   if full:  # Out of domain for digits clients: the test images.
@@ -295,19 +310,18 @@ def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
     split = cifar10_pngs.build_full_split(
         x, y, num_train, num_clients=config.num_clients, alpha=alpha,
         server_size=config.server_size, seed=seed,
-        validation_size=config.validation_size,
-        pretrain_size=_PRETRAIN_SIZE.value)
+        validation_size=config.validation_size, pretrain_size=pretrain)
     start_text = '; start: from scratch'
-    if _PRETRAIN_SIZE.value:
-      start = _pretrained(size, config.conv_filters, config.dense_units)
-      pretrain_lib.check_run_seed(start, seed)
-      start_text = '; start: ' + pretrain_lib.describe(start, split.eval_x,
-                                                       split.eval_y)
   else:
     split = images.build_hybrid_split(
         main[0], main[1], num_clients=config.num_clients, alpha=alpha,
         server_size=config.server_size, eval_size=config.eval_size,
         seed=seed, validation_size=config.validation_size)
+  if pretrain:
+    start = _pretrained(size, config.conv_filters, config.dense_units)
+    pretrain_lib.check_run_seed(start, seed)
+    start_text = '; start: ' + pretrain_lib.describe(start, split.eval_x,
+                                                     split.eval_y)
   description = (f'clients: {names[0]} at {size}x{size} '
                  f'({split.description}); out-of-domain server set: '
                  f'{names[1] if ood is not None else "none"}{start_text}')
