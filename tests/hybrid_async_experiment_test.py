@@ -196,6 +196,29 @@ class ReportTest(absltest.TestCase):
     self.assertIn('feddle_id ranks 3 of 3', lines[1])
     self.assertIn('NOT reproduced', lines[1])
 
+  def test_results_markdown_compares_with_the_paper_point_by_point(self):
+    lib = hybrid_async_lib
+    result = lib.ExperimentResult(
+        self.rows, [], {}, lib.format_table(self.rows, self.methods,
+                                            self.settings), {}, lib.Config(),
+        tuple(self.settings), 'clients: CIFAR-10 at 16x16 (made up)', (0, 1),
+        {})
+    text = lib.results_markdown(result, 'cmd', 'machine', 'today')
+    # Table 7, Dir(0.1): fedbuff 33.2 / 26.8, center 42.1, feddle_id 52.9 /
+    # 51.2. Ours: fedbuff 40 / 10, center 30, feddle_id 60 / 5. Gaps N(5):
+    # +6.8, -12.1, +7.1 (median +6.8); N(20): -16.8, -12.1, -46.2 (median
+    # -16.8). Beyond the median: center -18.9 and +4.7, feddle_id +0.3 and
+    # -29.4. Ranks at N(20): ours center, fedbuff, feddle_id; the paper's
+    # feddle_id, center, fedbuff: sum of d^2 = 1 + 1 + 4, rho = -0.5.
+    self.assertIn('| fedbuff | +6.8 (2 / 3 of 3) | -16.8 (2 / 3 of 3) | '
+                  '+0.0 |', text)
+    self.assertIn('| center | -12.1 (3 / 2 of 3) | -12.1 (1 / 2 of 3) | '
+                  '-7.1 |', text)
+    self.assertIn('| feddle_id | +7.1 (1 / 1 of 3) | -46.2 (3 / 1 of 3) | '
+                  '-14.5 |', text)
+    self.assertIn('* Dir(0.1), N(20): median gap -16.8 points; rank '
+                  'correlation -0.50 over 3 methods; feddle_id ranks 3 '
+                  '(paper: 1)', text)
 
   def test_paper_reference_table(self):
     lib = hybrid_async_lib

@@ -63,6 +63,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.hybrid_async import paper_comparison
 from experiments.hybrid_async import paper_tables
 import tff_mixed
 from tff_mixed.asynchronous import client_training
@@ -1119,6 +1120,13 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
     table, text = reference
     lines += [f'For reference, the paper\'s {table.name} ({table.caption}):',
               '', text.rstrip('\n'), '']
+    finals = final_metrics(result.rows, methods, settings)
+    ours = {m: {(s.alpha, s.delay_std): 100 * float(np.mean(finals[(m, s)]))
+                for s in settings if finals[(m, s)]} for m in methods}
+    comparison = paper_comparison.comparison_lines(
+        ours, table, [(s.alpha, s.delay_std) for s in settings],
+        [s.label for s in settings])
+    lines += comparison + ([''] if comparison else [])
   if LOADABOOST + '.mean_client_epochs' in result.notes:
     lines += [
         f'LoAdaBoost clients trained {result.notes[LOADABOOST + ".mean_client_epochs"]:.2f} '
