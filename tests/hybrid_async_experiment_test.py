@@ -245,6 +245,13 @@ class ReportTest(absltest.TestCase):
     self.assertEqual(paper_tables.reference(
         ['fedavg'], cifar, 'clients: CIFAR-10 at 16x16 (...)')[0].name,
                      'table 7')
+    # A pretrained start: the ResNet18 columns of table 6 (Dir(0.1), N(20):
+    # Feddle-ID 86.3 ± 0.4).
+    table, text = paper_tables.reference(
+        ['feddle_id'], cifar, 'clients: CIFAR-10 at 16x16 (...); start: '
+        'pretrained on 10 disjoint training images')
+    self.assertEqual(table.name, 'table 6')
+    self.assertIn('| feddle_id | 86.3 ± 0.4 |', text)
     self.assertIsNone(paper_tables.reference(
         ['fedavg'], cifar, 'clients: scikit-learn digits; out-of-domain '
         'server set: CIFAR-10'))

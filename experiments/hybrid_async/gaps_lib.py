@@ -1,0 +1,221 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Where the tuned hybrid tables differ from the paper's, and why, measured.
+
+The tuned tables (`hybrid_async_main --runs_dir`) sit below the guided-
+model-merging paper's (Zhu et al., tables 2 and 7) and rank the methods
+differently (`paper_comparison`). This module reads the committed run
+records and sets, beside each kind of difference, the measurement that
+accounts for it, each computed from runs, never typed in:
+
+*   `scale_lines`: the level. FedAvg at the same client values, scored on
+    the validation split, at our scale (the search of
+    `docs/results/hybrid_tuning/cifar10_16`) and at the paper's (all of
+    CIFAR-10 at 32x32, 500 clients, 200 rounds: `cifar10_32_scratch`), and
+    Center at both, so the scale's part in each method's level and in
+    Center's rank is a difference of runs.
+*   `delay_lines`: the asynchronous rows. FedAvg with and without the
+    delays (`fedavg_delayed`, `fedavg`) in our own table, and each
+    asynchronous method against the delayed FedAvg, ours and the paper's.
+*   `merge_gain_lines`: the server-data rows. What each method that post-
+    processes FedBuff's merge (Fed+FT, FedDF, Feddle) adds to FedBuff,
+    ours and the paper's, and Center's standing against that gain.
+*   `search_lines`: Feddle's coefficient search on the validation split,
+    by search learning rate (the search's grid).
+
+Pure Python over JSON records; `gaps_main` writes the RESULTS section.
+"""
+
+from collections.abc import Mapping, Sequence
+import glob
+import json
+import os
+from typing import Hashable, Optional
+
+import numpy as np
+
+from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import paper_tables
+from experiments.hybrid_async import tune_lib
+
+Means = Mapping[str, Mapping[Hashable, float]]
+
+# Methods that post-process FedBuff's merges with the server's data.
+MERGE_METHODS = (lib.FED_FT, lib.FEDDF_ID, lib.FEDDLE_ID)
+ASYNC_METHODS = (lib.FEDASYNC, lib.FEDBUFF, lib.CA2FL)
+
+
+def kept_rows(runs_dir: str) -> list[lib.RunRow]:
+  """Every row of the runs kept in `runs_dir` (`hybrid_async_main
+  --runs_dir`), whatever their configuration."""
+  rows = []
+  for path in sorted(glob.glob(os.path.join(runs_dir, '*.json'))):
+    with open(path) as f:
+      rows += [lib.RunRow(**r) for r in json.load(f)['rows']]
+  return rows
+
+
+def means_of(rows: Sequence[lib.RunRow], settings: Sequence[lib.Setting]
+             ) -> dict[str, dict[tuple, float]]:
+  """{method: {(alpha, delay sigma): mean final accuracy in %}} over the
+  seeds kept (the paper tables' keys)."""
+  methods = [m for m in lib.METHODS if any(r.method == m for r in rows)]
+  finals = lib.final_metrics(rows, methods, settings)
+  return {m: {(s.alpha, s.delay_std): 100 * float(np.mean(finals[(m, s)]))
+              for s in settings if finals[(m, s)]} for m in methods}
+
+
+def point_scores(tuning_dir: str, method: str) -> dict[str, float]:
+  """{point key: validation accuracy in %} of a search's kept points
+  (`tune_lib`'s layout; a point's runs averaged)."""
+  scores = {}
+  for point in sorted(glob.glob(os.path.join(
+      tuning_dir, tune_lib.POINTS_DIR, method, '*'))):
+    finals = []
+    for path in sorted(glob.glob(os.path.join(point, '*.json'))):
+      with open(path) as f:
+        finals.append(lib.final_metric(
+            [lib.RunRow(**r) for r in json.load(f)['rows']]))
+    if finals:
+      scores[os.path.basename(point)] = 100 * float(np.mean(finals))
+  return scores
+
+
+def _best(scores: Mapping[str, float]) -> Optional[tuple[str, float]]:
+  if not scores:
+    return None
+  key = max(sorted(scores), key=lambda k: scores[k])
+  return key, scores[key]
+
+
+def scale_lines(small_dir: str, full_dir: str,
+                full_center_dir: Optional[str] = None) -> list[str]:
+  """The level: FedAvg's and Center's validation accuracy at both scales."""
+  small = point_scores(small_dir, lib.FEDAVG)
+  full = point_scores(full_dir, lib.FEDAVG)
+  both = [k for k in small if k in full]
+  if not both:
+    return []
+  lines = [
+      'FedAvg (no delays, Dir(0.1), seed 0; validation accuracy, best of the '
+      'last 5 evaluations) at the same client values, at our scale and at '
+      'the paper\'s:', '',
+      '| client values | ours (16x16, 5,000 images, 150 clients, 70 rounds) '
+      '| the paper\'s scale (32x32, 50,000 images, 500 clients, 200 rounds) '
+      '| difference |', '| --- | --- | --- | --- |']
+  for k in both:
+    lines.append(f'| {k} | {small[k]:.1f} | {full[k]:.1f} | '
+                 f'{full[k] - small[k]:+.1f} |')
+  diff = np.mean([full[k] - small[k] for k in both])
+  lines += ['', f'* At the paper\'s scale FedAvg scores {diff:+.1f} points '
+            f'more on average over these {len(both)} points: the scale '
+            'alone accounts for a level shift of this size.']
+  small_center = _best(point_scores(small_dir, lib.CENTER))
+  full_center = _best(point_scores(full_center_dir, lib.CENTER)
+                      if full_center_dir else {})
+  small_fedavg, full_fedavg = _best(small), _best(full)
+  if small_center and full_center:
+    lines.append(
+        f'* Center against FedAvg (best points of each search): '
+        f'{small_center[1] - small_fedavg[1]:+.1f} points at our scale '
+        f'({small_center[1]:.1f} vs {small_fedavg[1]:.1f}), '
+        f'{full_center[1] - full_fedavg[1]:+.1f} at the paper\'s '
+        f'({full_center[1]:.1f} vs {full_fedavg[1]:.1f}; FedAvg\'s best of '
+        f'the {len(full)} client points searched there so far). Center '
+        'trains on the server\'s images alone, so where it leads FedAvg the '
+        'clients\' data is too little to teach more than the server\'s.')
+  return lines + ['']
+
+
+def _columns(keys: Sequence[Hashable], labels: Sequence[str]) -> str:
+  return ('| | ' + ' | '.join(labels) + ' |\n| --- |'
+          + ' --- |' * len(labels))
+
+
+def _diff_row(name: str, a: Mapping, b: Mapping, keys) -> Optional[str]:
+  cells = [f'{a[k] - b[k]:+.1f}' if k in a and k in b else 'n/a'
+           for k in keys]
+  if all(c == 'n/a' for c in cells):
+    return None
+  return f'| {name} | ' + ' | '.join(cells) + ' |'
+
+
+def _paper_means(table: paper_tables.PaperTable) -> dict[str, dict]:
+  return {m: {k: v[0] if isinstance(v, tuple) else v
+              for k, v in values.items()}
+          for m, values in table.values.items()}
+
+
+def delay_lines(ours: Means, table: paper_tables.PaperTable,
+                keys: Sequence[Hashable], labels: Sequence[str]) -> list[str]:
+  """The asynchronous rows: the delays' cost to FedAvg, and each
+  asynchronous method against the delayed FedAvg, ours and the paper's."""
+  paper = _paper_means(table)
+  base = lib.FEDAVG_DELAYED
+  rows = []
+  row = _diff_row('ours: fedavg (no delays) - fedavg_delayed',
+                  ours.get(lib.FEDAVG, {}), ours.get(base, {}), keys)
+  if row:
+    rows.append(row)
+  for m in ASYNC_METHODS:
+    for who, means in (('ours', ours), ('paper', paper)):
+      row = _diff_row(f'{who}: {m} - fedavg_delayed', means.get(m, {}),
+                      means.get(base, {}), keys)
+      if row:
+        rows.append(row)
+  if not rows:
+    return []
+  return ['Delays (points; every row a difference of two rows of the same '
+          'table):', '', _columns(keys, labels)] + rows + ['']
+
+
+def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
+                     keys: Sequence[Hashable], labels: Sequence[str]
+                     ) -> list[str]:
+  """The server-data rows: each merge post-processor's gain over FedBuff,
+  and Center against FedBuff, ours and the paper's."""
+  paper = _paper_means(table)
+  rows = []
+  for m in MERGE_METHODS + (lib.CENTER,):
+    for who, means in (('ours', ours), ('paper', paper)):
+      row = _diff_row(f'{who}: {m} - fedbuff', means.get(m, {}),
+                      means.get(lib.FEDBUFF, {}), keys)
+      if row:
+        rows.append(row)
+  if not rows:
+    return []
+  return ['Server data on top of FedBuff\'s merge (points; Fed+FT, FedDF-ID '
+          'and Feddle-ID all start from FedBuff\'s merge, so their gain over '
+          'FedBuff is what the server\'s data adds; Center uses the server\'s '
+          'data alone):', '', _columns(keys, labels)] + rows + ['']
+
+
+def search_lines(small_dir: str) -> list[str]:
+  """Feddle-ID's search grid on the validation split, by search lr."""
+  scores = point_scores(small_dir, lib.FEDDLE_ID)
+  if not scores:
+    return []
+  by_lr = {}
+  for key, score in scores.items():
+    values = dict(part.split('=') for part in key.split(','))
+    by_lr.setdefault(values['feddle_search_lr'], []).append(score)
+  fedbuff = _best(point_scores(small_dir, lib.FEDBUFF))
+  lines = ['Feddle-ID\'s coefficient search on the validation split (mean '
+           'over its search epochs {1, 10, 20}): ' + ', '.join(
+               f'lr {lr}: {np.mean(v):.1f}%' for lr, v in sorted(
+                   by_lr.items(), key=lambda kv: float(kv[0])))]
+  if fedbuff:
+    lines[0] += (f'; FedBuff, the merge it starts from, {fedbuff[1]:.1f}% at '
+                 'its best point')
+  return lines + ['']
