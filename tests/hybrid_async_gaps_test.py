@@ -1,0 +1,118 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests of the measured differences from the paper (`gaps_lib`), on
+hand-made run records."""
+
+import json
+import os
+
+from absl.testing import absltest
+
+from experiments.hybrid_async import gaps_lib
+from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import paper_tables
+from tests import temp_dirs
+
+
+def _rows(method, alpha, delay, seed, accuracies):
+  return [lib.RunRow(method, alpha, delay, seed, k, a, 1.0, 0.0)
+          for k, a in enumerate(accuracies)]
+
+
+def _write(path, rows):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'w') as f:
+    json.dump(dict(fingerprint={}, rows=[r._asdict() for r in rows],
+                   diagnostics=[], notes={}), f)
+
+
+class GapsTest(absltest.TestCase):
+
+  def test_point_scores_average_a_points_runs(self):
+    d = temp_dirs.temp_dir(self)
+    point = os.path.join(d, 'points', 'fedavg', 'client_lr=0.001')
+    # Finals (best of the last 5): 0.5 and 0.3 -> 40%.
+    _write(os.path.join(point, 'a.json'),
+           _rows('fedavg', 0.1, 0, 0, [0.9, 0.1, 0.5, 0.2, 0.2, 0.2]))
+    _write(os.path.join(point, 'b.json'),
+           _rows('fedavg', 0.1, 0, 1, [0.3] * 6))
+    self.assertEqual(gaps_lib.point_scores(d, 'fedavg'),
+                     {'client_lr=0.001': 40.0})
+    self.assertEqual(gaps_lib.point_scores(d, 'center'), {})
+
+  def test_scale_lines_set_both_scales_side_by_side(self):
+    small, full = temp_dirs.temp_dir(self), temp_dirs.temp_dir(self)
+    for d, scores in ((small, {'a': 0.1, 'b': 0.2}),
+                      (full, {'a': 0.4, 'b': 0.1, 'c': 0.5})):
+      for key, acc in scores.items():
+        _write(os.path.join(d, 'points', 'fedavg', key, 'r.json'),
+               _rows('fedavg', 0.1, 0, 0, [acc] * 5))
+    _write(os.path.join(small, 'points', 'center', 'x', 'r.json'),
+           _rows('center', 0.1, 0, 0, [0.35] * 5))
+    text = '\n'.join(gaps_lib.scale_lines(small, full))
+    self.assertIn('| a | 10.0 | 40.0 | +30.0 |', text)
+    self.assertIn('| b | 20.0 | 10.0 | -10.0 |', text)
+    self.assertNotIn('| c |', text)  # Only points searched at both scales.
+    self.assertIn('+30.0 to +30.0 points more at the 1 of these 2 points',
+                  text)
+    self.assertIn('(+10.0 on average over all)', text)
+    self.assertIn('35.0 vs 20.0 (+15.0 points)', text)
+    self.assertEqual(gaps_lib.scale_lines(small, temp_dirs.temp_dir(self)),
+                     [])
+
+  def test_tables_of_differences_ours_and_the_papers(self):
+    n5, n20 = (0.1, 5.0), (0.1, 20.0)
+    ours = {'fedavg': {n5: 30.0, n20: 30.0},
+            'fedavg_delayed': {n5: 20.0, n20: 10.0},
+            'fedbuff': {n5: 25.0}, 'feddle_id': {n5: 26.0, n20: 12.0},
+            'center': {n5: 40.0, n20: 40.0}}
+    table = paper_tables.TABLE7_CIFAR10_CNN
+    delays = '\n'.join(gaps_lib.delay_lines(ours, table, [n5, n20],
+                                            ['N(5)', 'N(20)']))
+    self.assertIn('| ours: fedavg (no delays) - fedavg_delayed | +10.0 | '
+                  '+20.0 |', delays)
+    # Table 7, Dir(0.1): fedbuff 33.2 / 26.8, fedavg 35.0 / 31.0.
+    self.assertIn('| ours: fedbuff - fedavg_delayed | +5.0 | n/a |', delays)
+    self.assertIn('| paper: fedbuff - fedavg_delayed | -1.8 | -4.2 |',
+                  delays)
+    self.assertNotIn('ours: fedasync', delays)
+    merges = '\n'.join(gaps_lib.merge_gain_lines(ours, table, [n5, n20],
+                                                 ['N(5)', 'N(20)']))
+    # Table 7: feddle_id 52.9 / 51.2; center 42.1.
+    self.assertIn('| ours: feddle_id - fedbuff | +1.0 | n/a |', merges)
+    self.assertIn('| paper: feddle_id - fedbuff | +19.7 | +24.4 |', merges)
+    self.assertIn('| ours: center - fedbuff | +15.0 | n/a |', merges)
+
+  def test_settings_in_the_papers_column_order_and_the_section(self):
+    rows = (_rows('fedbuff', 0.3, 5.0, 0, [0.2] * 5)
+            + _rows('fedbuff', 0.1, 5.0, 0, [0.2] * 5)
+            + _rows('fedbuff', 0.1, 20.0, 0, [0.2] * 5)
+            + _rows('center', 0.1, 0.0, 0, [0.4] * 5))
+    self.assertEqual(gaps_lib.settings_of(rows), [
+        lib.Setting(0.1, 20.0), lib.Setting(0.1, 5.0), lib.Setting(0.3, 5.0)])
+    d = temp_dirs.temp_dir(self)
+    _write(os.path.join(d, 'r.json'), rows)
+    text = gaps_lib.results_markdown(
+        command='cmd', machine='m', date='today', small_dir=d, full_dir=d,
+        tables=[('From scratch', gaps_lib.kept_rows(d),
+                 paper_tables.TABLE7_CIFAR10_CNN)])
+    self.assertIn('### From scratch (against the paper\'s table 7; ours: '
+                  'seeds [0])', text)
+    # Center 40 against FedBuff 20 where Center ran (Dir(0.1) only).
+    self.assertIn('| ours: center - fedbuff | +20.0 | +20.0 | n/a |', text)
+    self.assertIn('No search points at both scales yet.', text)
+
+
+if __name__ == '__main__':
+  absltest.main()
