@@ -220,6 +220,15 @@ class ReportTest(absltest.TestCase):
                   'correlation -0.50 over 3 methods; feddle_id ranks 3 '
                   '(paper: 1)', text)
 
+  def test_center_once_is_in_center_runs_fingerprints_only(self):
+    # Runs of the other methods kept before the field existed stay valid.
+    lib = hybrid_async_lib
+    config = lib.Config()
+    self.assertTrue(lib._fingerprint(config, 'd', lib.CENTER)['center_once'])
+    self.assertNotIn('center_once', lib._fingerprint(config, 'd', lib.FEDBUFF))
+    self.assertFalse(lib._fingerprint(config._replace(center_once=False), 'd',
+                                      lib.CENTER)['center_once'])
+
   def test_paper_reference_table(self):
     lib = hybrid_async_lib
     table = lib.paper_table(['fedbuff', 'loadaboost'],

@@ -153,6 +153,25 @@ class ServerSgdTest(absltest.TestCase):
       hb.server_sgd(model, weights, x, y, steps=1, batch_size=2,
                     learning_rate=0.1, optimizer='rmsprop')
 
+  def test_center_once_trains_at_its_first_round_then_holds(self):
+    model, weights, x, y = _regression()
+    training = hb.ServerTraining(steps=2, batch_size=1, learning_rate=0.1)
+    trained = hb.server_sgd(model, weights, x, y, steps=2, batch_size=1,
+                            learning_rate=0.1, seed=hb.round_seed(5, 0))
+    once = hb.CenterMethod(model, x, y, training, 5, once=True)
+    every = hb.CenterMethod(model, x, y, training, 5)
+    state, first = once.apply(once.initial_state(), weights, [])
+    for got, want in zip(first, trained):
+      np.testing.assert_allclose(got, want, atol=1e-7)
+    state, second = once.apply(state, first, [])
+    self.assertEqual(state, 2)
+    for got, want in zip(second, trained):
+      np.testing.assert_array_equal(got, want)
+    # Every round: the second round trains on from the first's model.
+    _, again = every.apply(1, first, [])
+    self.assertGreater(
+        max(np.abs(a - b).max() for a, b in zip(again, first)), 1e-4)
+
   def test_zero_steps_and_wrappers(self):
     model, weights, x, y = _regression()
     unchanged = hb.server_sgd(model, weights, x, y, steps=0, batch_size=1,

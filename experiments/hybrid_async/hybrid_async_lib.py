@@ -148,6 +148,10 @@ class Config(NamedTuple):
   method trains on, `server_epochs(...)`; 0 keeps the batch counts
   `server_steps` and `feddle_search_steps`. `fedasync_a` is the exponent a
   of FedAsync's polynomial staleness function (its "adaptive constant").
+  Center trains its server epochs once, at the first round, and then holds
+  its model (`center_once`, the paper's one centrally trained model);
+  `center_once=False` trains them every round, as tables made before
+  2026-11-26 did.
   `validation_size` held-out examples are set apart for hyperparameter
   search (`hybrid_images.build_hybrid_split`). The server trains (Center,
   Fed+FT, HFCL, FedDF) and Feddle searches with Adam by default: the
@@ -174,6 +178,7 @@ class Config(NamedTuple):
   fedasync_a: float = staleness.DEFAULT_FEDASYNC_EXPONENT
   server_steps: int = 10
   server_epochs: int = 0
+  center_once: bool = True
   server_batch_size: int = 32
   server_sgd_lr: float = 0.05
   server_optimizer: str = 'adam'
@@ -294,7 +299,9 @@ def build_method(method: str, model, data: Data, config: Config, seed: int,
   center = hybrid_baselines.CenterMethod(model, split.server_x,
                                          split.server_y, training, seed)
   if method == CENTER:
-    return center
+    return hybrid_baselines.CenterMethod(
+        model, split.server_x, split.server_y, training, seed,
+        once=c.center_once)
   if method == FED_FT:
     return hybrid_baselines.FineTuneMethod(fedbuff, center)
   if method == HFCL:
@@ -579,10 +586,17 @@ def run_key(method: str, setting: Setting, seed: int) -> str:
   return f'{method}_{split}_delay{delay}_seed{seed}'
 
 
-def _fingerprint(config: Config, description: str) -> dict[str, Any]:
-  """What a kept run must match to be reused (the setting is in its name)."""
+def _fingerprint(config: Config, description: str,
+                 method: str) -> dict[str, Any]:
+  """What a kept run must match to be reused (the setting is in its name).
+
+  `center_once` only for Center, the one method it changes: runs of the
+  other methods kept before it existed stay valid.
+  """
   fields = config._asdict()
   del fields['alpha'], fields['delay_std']
+  if method != CENTER:
+    del fields['center_once']
   fields['conv_filters'] = list(fields['conv_filters'])
   return dict(fields, data=description)
 
@@ -597,7 +611,7 @@ def kept_run(path: str, method: str, data: Data, config: Config, seed: int,
     ValueError: If `path` holds a run made with another configuration, or
       is unreadable.
   """
-  fingerprint = _fingerprint(config, data.description)
+  fingerprint = _fingerprint(config, data.description, method)
   label = Setting(config.alpha, config.delay_std).label
   run = _load_run(path, fingerprint)
   if run is None:
@@ -1096,7 +1110,9 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
       f'{c.server_lr}, buffer M = {c.buffer_size}, FedAsync alpha '
       f'{c.fedasync_alpha} and a {c.fedasync_a}; server '
       f'{c.server_optimizer} {_count(c.server_epochs, c.server_steps)} at '
-      f'lr {c.server_sgd_lr}; Feddle atlas {2 * c.clients_per_round}, '
+      f'lr {c.server_sgd_lr} (Center: '
+      f'{"once, then held" if c.center_once else "every round"}); Feddle '
+      f'atlas {2 * c.clients_per_round}, '
       f'{c.feddle_search_optimizer} search '
       f'{_count(c.feddle_search_epochs, c.feddle_search_steps)} at lr '
       f'{c.feddle_search_lr}, lambda 0 (in-domain) / {c.feddle_ood_lambda} '

@@ -181,6 +181,11 @@ _SERVER_EPOCHS = flags.DEFINE_integer(
     'server_epochs', _DEFAULTS.server_epochs, 'Server epochs per merge '
     '(Center, Fed+FT, HFCL, FedDF; the paper\'s unit); 0: --server_steps '
     'batches.', lower_bound=0)
+_CENTER_ONCE = flags.DEFINE_bool(
+    'center_once', _DEFAULTS.center_once, 'Center trains its --server_epochs '
+    'once, at the first round, then holds its model (the paper\'s one '
+    'centrally trained model); --nocenter_once trains them every round, as '
+    'tables made before 2026-11-26 did.')
 _SERVER_SGD_LR = flags.DEFINE_float(
     'server_sgd_lr', _DEFAULTS.server_sgd_lr, 'Learning rate of server SGD '
     '(Center, Fed+FT, HFCL, FedDF).')
@@ -360,6 +365,7 @@ def config_from_flags() -> tuple['hybrid_async_lib.Config',
       server_lr=_SERVER_LR.value, buffer_size=_BUFFER_SIZE.value,
       fedasync_alpha=_FEDASYNC_ALPHA.value, fedasync_a=_FEDASYNC_A.value,
       server_steps=_SERVER_STEPS.value, server_epochs=_SERVER_EPOCHS.value,
+      center_once=_CENTER_ONCE.value,
       server_sgd_lr=_SERVER_SGD_LR.value,
       server_optimizer=_SERVER_OPTIMIZER.value,
       feddle_search_optimizer=_FEDDLE_OPTIMIZER.value,
