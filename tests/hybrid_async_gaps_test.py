@@ -67,7 +67,14 @@ class GapsTest(absltest.TestCase):
     self.assertIn('+30.0 to +30.0 points more at the 1 of these 2 points',
                   text)
     self.assertIn('(+10.0 on average over all)', text)
-    self.assertIn('35.0 vs 20.0 (+15.0 points)', text)
+    self.assertIn('at our scale 35.0 vs 20.0 (+15.0 points).', text)
+    center = temp_dirs.temp_dir(self)
+    _write(os.path.join(center, 'points', 'center', 'y', 'r.json'),
+           _rows('center', 0.1, 0, 0, [0.3] * 5))
+    text = '\n'.join(gaps_lib.scale_lines(small, full, center))
+    # The paper's scale: Center 30 against FedAvg's best there, 50 (c).
+    self.assertIn('at the paper\'s 30.0 vs 50.0 (-20.0; FedAvg\'s best of '
+                  'the 3 client points', text)
     self.assertEqual(gaps_lib.scale_lines(small, temp_dirs.temp_dir(self)),
                      [])
 
@@ -105,6 +112,7 @@ class GapsTest(absltest.TestCase):
     _write(os.path.join(d, 'r.json'), rows)
     text = gaps_lib.results_markdown(
         command='cmd', machine='m', date='today', small_dir=d, full_dir=d,
+        full_center_dir=None,
         tables=[('From scratch', gaps_lib.kept_rows(d),
                  paper_tables.TABLE7_CIFAR10_CNN)])
     self.assertIn('### From scratch (against the paper\'s table 7; ours: '

@@ -24,7 +24,7 @@ accounts for it, each computed from runs, never typed in:
     `docs/results/hybrid_tuning/cifar10_16`) and at the paper's (all of
     CIFAR-10 at 32x32, 500 clients, 200 rounds: `cifar10_32_scratch`), so
     the scale's part in every method's level is a difference of runs; and
-    Center against FedAvg at ours.
+    Center against FedAvg at both.
 *   `delay_lines`: the asynchronous rows. FedAvg with and without the
     delays (`fedavg_delayed`, `fedavg`) in our own table, and each
     asynchronous method against the delayed FedAvg, ours and the paper's.
@@ -99,9 +99,11 @@ def _best(scores: Mapping[str, float]) -> Optional[tuple[str, float]]:
   return key, scores[key]
 
 
-def scale_lines(small_dir: str, full_dir: str) -> list[str]:
+def scale_lines(small_dir: str, full_dir: str,
+                full_center_dir: Optional[str] = None) -> list[str]:
   """The level: FedAvg's validation accuracy at both scales, and Center's
-  against FedAvg's at ours."""
+  against FedAvg's at both (Center's search at the paper's scale is kept
+  apart, `full_center_dir`: it needs no client values)."""
   small = point_scores(small_dir, lib.FEDAVG)
   full = point_scores(full_dir, lib.FEDAVG)
   both = [k for k in small if k in full]
@@ -128,16 +130,21 @@ def scale_lines(small_dir: str, full_dir: str) -> list[str]:
             'much, with the same algorithm and values.']
   center, fedavg = (_best(point_scores(small_dir, lib.CENTER)),
                     _best(small))
+  full_center = (_best(point_scores(full_center_dir, lib.CENTER))
+                 if full_center_dir else None)
   if center and fedavg:
-    lines.append(
-        f'* Center against FedAvg at our scale (best points of the search): '
-        f'{center[1]:.1f} vs {fedavg[1]:.1f} ({center[1] - fedavg[1]:+.1f} '
-        'points). Center trains on the server\'s 250 images alone, so here '
-        'the 3,750 images spread over 150 clients, 5 a round for 70 rounds, '
-        'teach FedAvg less than the server\'s images teach Center. Center '
-        'at the paper\'s scale was not run: it trains every round, 200 '
-        'rounds of its epochs over 1,000 images (about 64,000 Adam steps at '
-        '10 epochs, most of an hour here).')
+    text = (f'* Center against FedAvg (best points of each search): at our '
+            f'scale {center[1]:.1f} vs {fedavg[1]:.1f} '
+            f'({center[1] - fedavg[1]:+.1f} points)')
+    if full_center:
+      best_full = _best(full)
+      text += (f', at the paper\'s {full_center[1]:.1f} vs '
+               f'{best_full[1]:.1f} ({full_center[1] - best_full[1]:+.1f}; '
+               f'FedAvg\'s best of the {len(full)} client points searched '
+               'there)')
+    lines.append(text + '. Center trains on the server\'s images alone: '
+                 'where it leads FedAvg, the clients\' data teaches FedAvg '
+                 'less than the server\'s images teach Center.')
   return lines + ['']
 
 
@@ -254,6 +261,7 @@ def table_lines(title: str, rows: Sequence[lib.RunRow],
 
 def results_markdown(*, command: str, machine: str, date: str,
                      small_dir: str, full_dir: str,
+                     full_center_dir: Optional[str],
                      tables: Sequence[tuple[str, Sequence[lib.RunRow],
                                             paper_tables.PaperTable]]
                      ) -> str:
@@ -272,7 +280,7 @@ def results_markdown(*, command: str, machine: str, date: str,
       '* Final accuracy in %: best of the last 5 evaluations, mean over the '
       'seeds kept.', '',
       '### The level: our scale', '']
-  lines += scale_lines(small_dir, full_dir) or [
+  lines += scale_lines(small_dir, full_dir, full_center_dir) or [
       'No search points at both scales yet.', '']
   lines += search_lines(small_dir)
   for title, rows, table in tables:

@@ -36,6 +36,10 @@ _SMALL = flags.DEFINE_string(
 _FULL = flags.DEFINE_string(
     'full_tuning', 'docs/results/hybrid_tuning/cifar10_32_scratch',
     'The search at the paper\'s scale.')
+_FULL_CENTER = flags.DEFINE_string(
+    'full_center_tuning', 'docs/results/hybrid_tuning/cifar10_32_center',
+    'Center\'s search at the paper\'s scale (it needs no client values, so '
+    'it is made apart from the client stage).')
 _SCRATCH = flags.DEFINE_string(
     'scratch_runs', 'docs/results/hybrid_async_tuned/scratch',
     'The tuned table\'s runs from scratch (hybrid_async_main --runs_dir).')
@@ -68,7 +72,8 @@ def main(argv: Sequence[str]) -> None:
   markdown = gaps_lib.results_markdown(
       command=results_lib.command_line(_MODULE),
       machine=results_lib.machine_description(), date=results_lib.utc_now(),
-      small_dir=_SMALL.value, full_dir=_FULL.value, tables=tables)
+      small_dir=_SMALL.value, full_dir=_FULL.value,
+      full_center_dir=_FULL_CENTER.value, tables=tables)
   print(markdown, flush=True)
   if _RESULTS.markdown.value:
     results_lib.write_results_section(
