@@ -1081,9 +1081,13 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
                           settings, descriptions[0], tuple(seeds), overrides)
 
 
-def _paper_table_number(settings: Sequence[Setting]) -> int:
-  """The paper's table of these settings: 2 (identities) or 1."""
-  return 2 if all(s.alpha is IDENTITIES for s in settings) else 1
+def _paper_table_name(settings: Sequence[Setting], reference) -> str:
+  """The paper's table these runs answer: the one whose numbers stand
+  beside them (`paper_tables.reference`), else 2 (identities) or 1."""
+  if reference:
+    return reference[0].name
+  return 'table 2' if all(s.alpha is IDENTITIES for s in settings) else (
+      'table 1')
 
 
 def results_markdown(result: ExperimentResult, command: str, machine: str,
@@ -1092,9 +1096,11 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
   """The RESULTS.md section of a run (`searched`: as `selected_lines`)."""
   c = result.config
   settings = result.settings
+  methods = [m for m in METHODS if any(r.method == m for r in result.rows)]
+  reference = paper_tables.reference(methods, settings, result.description)
   lines = [
       '## Hybrid data under asynchrony: Feddle and baselines (guided model '
-      f'merging, Zhu et al., table {_paper_table_number(settings)})',
+      f'merging, Zhu et al., {_paper_table_name(settings, reference)})',
       '',
       f'Generated on {date} by `{command}`.',
       '',
@@ -1130,8 +1136,6 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
       result.table.rstrip('\n'),
       '',
   ]
-  methods = [m for m in METHODS if any(r.method == m for r in result.rows)]
-  reference = paper_tables.reference(methods, settings, result.description)
   if reference:
     table, text = reference
     lines += [f'For reference, the paper\'s {table.name} ({table.caption}):',
