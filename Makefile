@@ -210,10 +210,12 @@ results-advice: venv
 # point by point; gaps_main then writes the section hybrid_async_gaps, the
 # measurement behind each kind of difference, from the kept runs. Data: the 5,000 real CIFAR-10 test images of CIFAR10_NPZ at
 # 16x16, 150 clients, 5 a round, 70 rounds: the scale at which the whole
-# grids and both tables fit in one session on this 2-core machine (measured
-# on 2026-11-26, two processes side by side: the whole search took about
-# N minutes, FedAvg at E = 5 about 10 s a run); results-hybrid-cifar10 below
-# is the paper's own scale, days of work. Everything the runs leave is small
+# grids and both tables fit in about a session on this 2-core machine
+# (measured on 2026-11-26 with up to five runs side by side: the whole
+# search, 90 points, about 40 minutes; a final run 10-30 s, Feddle and HFCL
+# 1-2 minutes, the out-of-domain methods about 2; each table about an
+# hour); results-hybrid-cifar10 below is the paper's own scale, days of
+# work. Everything the runs leave is small
 # JSON kept in the repository (docs/results/hybrid_tuning/cifar10_16/, and
 # docs/results/hybrid_async_tuned/), so rerunning resumes and rebuilds the
 # sections. HYBRID_TUNE_ARGS (e.g. --only=center:server_epochs=10,20)
