@@ -19,6 +19,7 @@ The binary runs in a subprocess (absl flags are process-global).
 """
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -219,6 +220,34 @@ class ReportTest(absltest.TestCase):
     self.assertIn('* Dir(0.1), N(20): median gap -16.8 points; rank '
                   'correlation -0.50 over 3 methods; feddle_id ranks 3 '
                   '(paper: 1)', text)
+
+  def test_report_only_reads_the_kept_runs_and_runs_nothing(self):
+    lib = hybrid_async_lib
+    d = temp_dirs.temp_dir(self)
+    config = lib.Config(rounds=30, eval_every=10)
+    setting = lib.Setting(0.1, 5.0)
+    data = lib.Data(None, None, None, 'made up', None)
+    fingerprint = lib._fingerprint(
+        config._replace(alpha=0.1, delay_std=5.0), 'made up', lib.FEDBUFF)
+    with open(os.path.join(d, lib.run_key(lib.FEDBUFF, setting, 0)
+                           + '.json'), 'w') as f:
+      json.dump(dict(fingerprint=fingerprint, diagnostics=[], notes={},
+                     rows=[r._asdict() for r in _rows(
+                         lib.FEDBUFF, 0.1, 5.0, 0, [0.1, 0.4, 0.2])]), f)
+    with mock.patch.object(lib, 'run_method',
+                           side_effect=AssertionError('a run was made')):
+      result = lib.run_experiment(
+          lambda seed, alpha: data, config, methods=[lib.FEDBUFF, lib.FEDAVG],
+          seeds=[0, 1], output_dir=d, settings=[setting], runs_dir=d,
+          report_only=True)
+    self.assertEqual({(r.method, r.seed) for r in result.rows},
+                     {(lib.FEDBUFF, 0)})
+    self.assertIn('| fedbuff | none | **40.0 ± 0.0** |', result.table)
+    self.assertIn('| fedavg * | none | n/a |', result.table)
+    with self.assertRaisesRegex(ValueError, 'No kept run'):
+      lib.run_experiment(
+          lambda seed, alpha: data, config, methods=[lib.FEDAVG], seeds=[0],
+          output_dir=d, settings=[setting], runs_dir=d, report_only=True)
 
   def test_center_once_is_in_center_runs_fingerprints_only(self):
     # Runs of the other methods kept before the field existed stay valid.

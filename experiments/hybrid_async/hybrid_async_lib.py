@@ -979,7 +979,8 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
                    settings: Sequence[Setting] = (),
                    clients_per_group: int = simulation.AUTO,
                    overrides: Optional[Mapping[str, Mapping[str, Any]]] = None,
-                   runs_dir: Optional[str] = None) -> ExperimentResult:
+                   runs_dir: Optional[str] = None,
+                   report_only: bool = False) -> ExperimentResult:
   """Every method for every setting and seed; CSVs, plots, table, config.
 
   Seeds are the outer loop, so an experiment stopped early has whole seeds
@@ -1004,13 +1005,15 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
     runs_dir: Where the finished runs are kept (small JSON files); default
       `output_dir/runs`. A directory in the repository (docs/results/...)
       keeps them across sessions on fresh machines.
+    report_only: Run nothing: report the kept runs only (a run not kept is
+      left out, and the table says how many seeds each cell has).
 
   Returns:
     An `ExperimentResult`.
 
   Raises:
-    ValueError: For bad settings, before any training; or for kept runs made
-      with another configuration.
+    ValueError: For bad settings, before any training; for kept runs made
+      with another configuration; or, `report_only`, if none is kept.
   """
   if not seeds or len(set(seeds)) != len(seeds):
     raise ValueError(f'`seeds` must be distinct, got {list(seeds)}.')
@@ -1042,15 +1045,24 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
         if key in done:
           continue  # A delay-free method, run for an earlier delay.
         done.add(key)
-        run = kept_run(os.path.join(runs_dir, key + '.json'), method, data,
-                       c._replace(**overrides.get(method, {})), seed, cache,
-                       clients_per_group)
+        path = os.path.join(runs_dir, key + '.json')
+        method_config = c._replace(**overrides.get(method, {}))
+        if report_only:
+          run = _load_run(path, _fingerprint(method_config, data.description,
+                                             method))
+          if run is None:
+            continue
+        else:
+          run = kept_run(path, method, data, method_config, seed, cache,
+                         clients_per_group)
         rows.extend(run.rows)
         diagnostics.extend(dict(d, method=method, alpha=setting.alpha,
                                 delay_std=setting.delay_std, seed=seed)
                            for d in run.diagnostics)
         for name, value in run.notes.items():
           notes[f'{method}.{name}'].append(value)
+  if not rows:
+    raise ValueError(f'No kept run in {runs_dir!r} to report.')
   notes = {k: float(np.mean(v)) for k, v in notes.items()}
   files = {k: os.path.join(output_dir, v) for k, v in (
       ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),

@@ -220,6 +220,10 @@ _RUNS_DIR = flags.DEFINE_string(
     'runs_dir', '', 'Where finished runs are kept (small JSON files; '
     'default --output_dir/runs): a directory in the repository keeps them '
     'across sessions, e.g. docs/results/hybrid_async_tuned/runs.')
+_REPORT_ONLY = flags.DEFINE_bool(
+    'report_only', False, 'Run nothing: build the table, files and RESULTS '
+    'section from the runs kept in --runs_dir (a run not kept is left out; '
+    'the table says how many seeds each cell has).')
 _RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 
@@ -408,7 +412,8 @@ def main(argv: Sequence[str]) -> None:
       lambda seed, alpha: load_data(config, seed, alpha), config,
       methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
       settings=settings, clients_per_group=_CLIENTS_PER_GROUP.value,
-      overrides=overrides, runs_dir=_RUNS_DIR.value or None)
+      overrides=overrides, runs_dir=_RUNS_DIR.value or None,
+      report_only=_REPORT_ONLY.value)
   results_lib.publish(
       result.table, result.files, _RESULTS,
       module='experiments.hybrid_async.hybrid_async_main',
