@@ -304,12 +304,11 @@ results-hybrid-cifar10: venv cifar10-data
 # default, for cost: HYBRID_CELEBA_METHODS adds them. Every finished run is
 # a small JSON file kept in docs/results/hybrid_async_celeba/: rerunning
 # resumes and rebuilds the section.
-# Cost, one seed (seed 0, these flags), niced, on this 2-core machine at
-# load 9-17 from other work: FedAvg 156 s, Center 125 s, Fed+FT 287 s, HFCL
-# 602 s, FedDF-ID 723 s, Feddle-ID 274 s, FedAsync 131 s, FedBuff 148 s,
-# CA2FL 186 s: 44 minutes a seed for the 9 methods (plus about 10 s to load
-# the faces), about 2.2 hours for the 3 seeds at that load. FedDF-OOD ran at
-# 0.1 rounds/s (about 17 minutes a run); Feddle-OOD was not timed.
+# Cost at the selected values, measured on 2026-11-26 on this 2-core
+# machine with 3-5 runs side by side: FedAvg, the delayed FedAvg, FedAsync,
+# FedBuff and CA2FL 2-3 minutes a run, Center and FedDF-ID a few, Fed+FT
+# about 5, HFCL about 8, Feddle-ID (20 search epochs a merge) about 20: about
+# 50 minutes a seed for the 10 methods, 2.5 hours for the 3 seeds.
 HYBRID_CELEBA_SEEDS ?= 0,1,2
 HYBRID_CELEBA_METHODS ?= center,fed_ft,hfcl,feddf_id,feddle_id,fedavg,fedavg_delayed,fedasync,fedbuff,ca2fl
 HYBRID_CELEBA_FLAGS := --data=celeba --celeba_cache_dir=$(CELEBA_DEV)/cache \
