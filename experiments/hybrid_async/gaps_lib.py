@@ -46,6 +46,7 @@ from typing import Hashable, Optional
 import numpy as np
 
 from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import paper_comparison
 from experiments.hybrid_async import paper_tables
 from experiments.hybrid_async import tune_lib
 
@@ -64,16 +65,6 @@ def kept_rows(runs_dir: str) -> list[lib.RunRow]:
     with open(path) as f:
       rows += [lib.RunRow(**r) for r in json.load(f)['rows']]
   return rows
-
-
-def means_of(rows: Sequence[lib.RunRow], settings: Sequence[lib.Setting]
-             ) -> dict[str, dict[tuple, float]]:
-  """{method: {(alpha, delay sigma): mean final accuracy in %}} over the
-  seeds kept (the paper tables' keys)."""
-  methods = [m for m in lib.METHODS if any(r.method == m for r in rows)]
-  finals = lib.final_metrics(rows, methods, settings)
-  return {m: {(s.alpha, s.delay_std): 100 * float(np.mean(finals[(m, s)]))
-              for s in settings if finals[(m, s)]} for m in methods}
 
 
 def point_scores(tuning_dir: str, method: str) -> dict[str, float]:
@@ -148,7 +139,7 @@ def scale_lines(small_dir: str, full_dir: str,
   return lines + ['']
 
 
-def _columns(keys: Sequence[Hashable], labels: Sequence[str]) -> str:
+def _columns(labels: Sequence[str]) -> str:
   return ('| | ' + ' | '.join(labels) + ' |\n| --- |'
           + ' --- |' * len(labels))
 
@@ -161,17 +152,11 @@ def _diff_row(name: str, a: Mapping, b: Mapping, keys) -> Optional[str]:
   return f'| {name} | ' + ' | '.join(cells) + ' |'
 
 
-def _paper_means(table: paper_tables.PaperTable) -> dict[str, dict]:
-  return {m: {k: v[0] if isinstance(v, tuple) else v
-              for k, v in values.items()}
-          for m, values in table.values.items()}
-
-
 def delay_lines(ours: Means, table: paper_tables.PaperTable,
                 keys: Sequence[Hashable], labels: Sequence[str]) -> list[str]:
   """The asynchronous rows: the delays' cost to FedAvg, and each
   asynchronous method against the delayed FedAvg, ours and the paper's."""
-  paper = _paper_means(table)
+  paper = paper_comparison.paper_means(table)
   base = lib.FEDAVG_DELAYED
   rows = []
   row = _diff_row('ours: fedavg (no delays) - fedavg_delayed',
@@ -187,7 +172,7 @@ def delay_lines(ours: Means, table: paper_tables.PaperTable,
   if not rows:
     return []
   return ['Delays (points; every row a difference of two rows of the same '
-          'table):', '', _columns(keys, labels)] + rows + ['']
+          'table):', '', _columns(labels)] + rows + ['']
 
 
 def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
@@ -195,7 +180,7 @@ def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
                      ) -> list[str]:
   """The server-data rows: each merge post-processor's gain over FedBuff,
   and Center against FedBuff, ours and the paper's."""
-  paper = _paper_means(table)
+  paper = paper_comparison.paper_means(table)
   rows = []
   for m in MERGE_METHODS + (lib.CENTER,):
     for who, means in (('ours', ours), ('paper', paper)):
@@ -208,7 +193,7 @@ def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
   return ['Server data on top of FedBuff\'s merge (points; Fed+FT, FedDF-ID '
           'and Feddle-ID all start from FedBuff\'s merge, so their gain over '
           'FedBuff is what the server\'s data adds; Center uses the server\'s '
-          'data alone):', '', _columns(keys, labels)] + rows + ['']
+          'data alone):', '', _columns(labels)] + rows + ['']
 
 
 def search_lines(small_dir: str) -> list[str]:
@@ -247,7 +232,8 @@ def table_lines(title: str, rows: Sequence[lib.RunRow],
   settings = settings_of(rows)
   if not settings:
     return []
-  ours = means_of(rows, settings)
+  methods = [m for m in lib.METHODS if any(r.method == m for r in rows)]
+  ours = lib.mean_finals(rows, methods, settings)
   keys = [(s.alpha, s.delay_std) for s in settings]
   labels = [s.label for s in settings]
   seeds = sorted({r.seed for r in rows})

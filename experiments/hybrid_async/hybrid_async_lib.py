@@ -296,12 +296,12 @@ def build_method(method: str, model, data: Data, config: Config, seed: int,
   training = hybrid_baselines.ServerTraining(
       steps=server_steps(c, len(server_x)), batch_size=c.server_batch_size,
       learning_rate=c.server_sgd_lr, optimizer=c.server_optimizer)
+  # Fed+FT calls only its `train`, so `once` matters to Center alone.
   center = hybrid_baselines.CenterMethod(model, split.server_x,
-                                         split.server_y, training, seed)
+                                         split.server_y, training, seed,
+                                         once=c.center_once)
   if method == CENTER:
-    return hybrid_baselines.CenterMethod(
-        model, split.server_x, split.server_y, training, seed,
-        once=c.center_once)
+    return center
   if method == FED_FT:
     return hybrid_baselines.FineTuneMethod(fedbuff, center)
   if method == HFCL:
@@ -673,6 +673,15 @@ def final_metrics(rows: Sequence[RunRow], methods: Sequence[str],
           final_metric(v) for (m, a, d, _), v in sorted(by_run.items())
           if m == method and a == setting.alpha and d == delay]
   return finals
+
+
+def mean_finals(rows: Sequence[RunRow], methods: Sequence[str],
+                settings: Sequence[Setting]) -> dict[str, dict[tuple, float]]:
+  """{method: {(alpha, delay sigma): mean final accuracy in %}} over the
+  seeds run (the keys of `paper_tables`); cells without runs left out."""
+  finals = final_metrics(rows, methods, settings)
+  return {m: {(s.alpha, s.delay_std): 100 * float(np.mean(finals[(m, s)]))
+              for s in settings if finals[(m, s)]} for m in methods}
 
 
 def format_table(rows: Sequence[RunRow], methods: Sequence[str],
@@ -1152,11 +1161,8 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
     table, text = reference
     lines += [f'For reference, the paper\'s {table.name} ({table.caption}):',
               '', text.rstrip('\n'), '']
-    finals = final_metrics(result.rows, methods, settings)
-    ours = {m: {(s.alpha, s.delay_std): 100 * float(np.mean(finals[(m, s)]))
-                for s in settings if finals[(m, s)]} for m in methods}
     comparison = paper_comparison.comparison_lines(
-        ours, table, [(s.alpha, s.delay_std) for s in settings],
+        mean_finals(result.rows, methods, settings), table, [(s.alpha, s.delay_std) for s in settings],
         [s.label for s in settings])
     lines += comparison + ([''] if comparison else [])
   if LOADABOOST + '.mean_client_epochs' in result.notes:

@@ -65,8 +65,13 @@ def spearman(a: Mapping[str, float], b: Mapping[str, float]) -> float:
   return float(np.corrcoef(x, y)[0, 1])
 
 
-def _paper_mean(value: paper_tables.Value) -> float:
-  return value[0] if isinstance(value, tuple) else value
+def paper_means(table: paper_tables.PaperTable
+                ) -> dict[str, dict[Hashable, float]]:
+  """{method: {setting key: the paper's mean}} (a std, where given, is
+  dropped)."""
+  return {m: {k: v[0] if isinstance(v, tuple) else v
+              for k, v in values.items()}
+          for m, values in table.values.items()}
 
 
 def comparison_lines(ours: Mapping[str, Mapping[Hashable, float]],
@@ -88,8 +93,7 @@ def comparison_lines(ours: Mapping[str, Mapping[Hashable, float]],
     the median gap, the rank correlation and the largest departures. Empty
     if no method and column are in both.
   """
-  paper = {m: {k: _paper_mean(v) for k, v in values.items()}
-           for m, values in table.values.items()}
+  paper = paper_means(table)
   methods = [m for m in ours if m in paper]
   columns = []
   for key in keys:
