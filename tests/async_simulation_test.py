@@ -65,6 +65,14 @@ class RecordingDatasets:
     return _dataset(client, round_num)
 
 
+
+def _eight_delayed_rounds(model, method, evaluate_fn=_loss):
+  """8 rounds of 2 clients a round, delays sigma 1, evaluated at the end."""
+  return simulation.run_async(
+      method, schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 1.0, 8, seed=2),
+      client_training.build_client_training(model, _sgd(0.05)), _dataset,
+      model.initial_weights[0], evaluate_fn=evaluate_fn, eval_every=8)
+
 class RunAsyncTest(absltest.TestCase):
 
   def test_zero_delay_fedbuff_equals_tffs_unweighted_fed_avg(self):
@@ -224,12 +232,7 @@ class RunAsyncTest(absltest.TestCase):
             model, feddle.FeddleConfig(max_anchors=4, server_lr=0.8,
                                        search_steps=0),
             (server_x, server_y), buffer_size=2)):
-      runs.append(simulation.run_async(
-          method, schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 1.0, 8,
-                                             seed=2),
-          client_training.build_client_training(model, _sgd(0.05)),
-          _dataset, model.initial_weights[0], evaluate_fn=_loss,
-          eval_every=8))
+      runs.append(_eight_delayed_rounds(model, method))
     for got, want in zip(runs[1].weights, runs[0].weights):
       np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
@@ -238,19 +241,43 @@ class RunAsyncTest(absltest.TestCase):
     server_x, server_y = _client_arrays(0)
     final = []
     for steps in (0, 20):
-      final.append(simulation.run_async(
-          feddle.FeddleMethod(
+      final.append(_eight_delayed_rounds(
+          model, feddle.FeddleMethod(
               model, feddle.FeddleConfig(max_anchors=4, server_lr=1.0,
                                          search_steps=steps,
                                          search_lr=0.01),
               (server_x, server_y), buffer_size=2),
-          schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 1.0, 8, seed=2),
-          client_training.build_client_training(model, _sgd(0.05)),
-          _dataset, model.initial_weights[0],
           evaluate_fn=lambda w: {'server_loss': float(np.mean(
-              (server_x @ w[0] + w[1] - server_y) ** 2))},
-          eval_every=8).rows[-1]['server_loss'])
+              (server_x @ w[0] + w[1] - server_y) ** 2))}
+          ).rows[-1]['server_loss'])
     self.assertLess(final[1], final[0])
+
+  def test_feddle_probe_sees_each_merge_and_changes_nothing(self):
+    model = _model()
+    server_x, server_y = _client_arrays(0)
+    config = feddle.FeddleConfig(max_anchors=4, server_lr=1.0,
+                                 search_steps=3, search_lr=0.01)
+    seen = []
+
+    def probe(weights, atlas, diagnostics, batch):
+      # The merge is x + sum_m c-hat_m abar_m over the atlas it searched.
+      normalized = feddle.normalize_anchors(atlas.anchors).anchors
+      merged = feddle.merge_anchors(weights, normalized,
+                                    diagnostics.coefficients)
+      seen.append((merged, len(batch), len(atlas.anchors)))
+
+    runs = []
+    for probe_fn in (None, probe):
+      method = feddle.FeddleMethod(model, config, (server_x, server_y),
+                                   buffer_size=2, probe_fn=probe_fn)
+      runs.append(_eight_delayed_rounds(model, method))
+    for got, want in zip(runs[1].weights, runs[0].weights):
+      np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    self.assertNotEmpty(seen)
+    self.assertTrue(all(n == 2 and 2 <= a <= 4 for _, n, a in seen))
+    # The last probe's merge is the run's final model (no later merge).
+    for got, want in zip(seen[-1][0], runs[1].weights):
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
   def test_bad_arguments(self):
     model = _model()

@@ -54,6 +54,7 @@ _CONVERT_POSTS = 'experiments.stackoverflow_wikipedia.convert_posts_main'
 _HYBRID = 'experiments.hybrid_async.hybrid_async_main'
 _TUNE = 'experiments.hybrid_async.tune_main'
 _STUDY = 'experiments.hybrid_async.async_study_main'
+_SPAN = 'experiments.hybrid_async.feddle_span_main'
 _ROUND_TIME = 'benchmarks.round_time'
 _CELEBA_SCALE = 'benchmarks.celeba_scale'
 _MOVIELENS_SELECT = 'benchmarks.movielens_select'
@@ -293,6 +294,14 @@ _BAD_INPUTS = (
     ('study_report_without_records', _STUDY,
      ['--records_dir={d}/rec', '--report_only'], _no_setup,
      'No study record'),
+    ('span_without_validation', _SPAN,
+     ['--data=digits', '--cifar10_npz=', '--seeds=0', '--alphas=0.1',
+      '--delay_stds=5', '--validation_size=0',
+      '--span_records_dir={d}/rec'], _no_setup, '--validation_size'),
+    ('span_report_without_records', _SPAN,
+     ['--data=digits', '--cifar10_npz=', '--seeds=0', '--alphas=0.1',
+      '--delay_stds=5', '--validation_size=100', '--report_only',
+      '--span_records_dir={d}/rec'], _no_setup, 'No span record'),
     ('hybrid_celeba_missing_database', _HYBRID,
      ['--data=celeba', '--celeba_cache_dir={d}/none', '--seeds=0',
       '--delay_stds=5'], _no_setup, 'does not exist'),

@@ -121,6 +121,30 @@ class GapsTest(absltest.TestCase):
     self.assertIn('| ours: center - fedbuff | +20.0 | +20.0 | n/a |', text)
     self.assertIn('No search points at both scales yet.', text)
 
+  def test_pretrained_lines_start_gain_and_search(self):
+    # Round 0 is where a run starts: 5% and 15% -> 10% pretrained.
+    pretrained = (_rows('fedavg', 0.1, 0.0, 0, [0.05] + [0.35] * 5)
+                  + _rows('fedbuff', 0.1, 5.0, 0, [0.15] + [0.2] * 5))
+    scratch = (_rows('fedavg', 0.1, 0.0, 0, [0.1] + [0.25] * 5)
+               + _rows('fedbuff', 0.1, 5.0, 0, [0.1] + [0.2] * 5))
+    small, again = temp_dirs.temp_dir(self), temp_dirs.temp_dir(self)
+    for d, scores in ((small, {'lr=1': 0.2, 'lr=2': 0.3}),
+                      (again, {'lr=1': 0.4, 'lr=2': 0.35})):
+      for key, acc in scores.items():
+        _write(os.path.join(d, 'points', 'fedavg', key, 'r.json'),
+               _rows('fedavg', 0.1, 0, 0, [acc] * 5))
+    text = '\n'.join(gaps_lib.pretrained_lines(scratch, pretrained, small,
+                                               again))
+    self.assertIn('The runs start at 10.0% (round 0, mean over runs; from '
+                  'scratch 10.0%)', text)
+    self.assertIn('ends at 35.0% from the pretrained body against 25.0% '
+                  'from scratch', text)
+    self.assertIn('the body adds +10.0 points', text)
+    self.assertIn('it selects lr=1 (40.0%), against lr=2 (30.0%) from '
+                  'scratch', text)
+    self.assertIn('| lr=1 | 20.0 | 40.0 | +20.0 |', text)
+    self.assertEqual(gaps_lib.pretrained_lines(scratch, [], small, again), [])
+
 
 if __name__ == '__main__':
   absltest.main()

@@ -224,18 +224,7 @@ def _jsonable(config: lib.Config) -> dict[str, Any]:
 
 def read_records(records_dir: str) -> list[RunRecord]:
   """Every record in `records_dir` (none if it does not exist)."""
-  if not os.path.isdir(records_dir):
-    return []
-  records = []
-  for name in sorted(os.listdir(records_dir)):
-    if name.endswith('.json'):
-      with open(os.path.join(records_dir, name)) as f:
-        try:
-          records.append(RunRecord(**json.load(f)))
-        except (ValueError, TypeError) as e:
-          raise ValueError(f'{name} in {records_dir} is not a study record: '
-                           f'{e}') from None
-  return records
+  return lib.read_records(records_dir, RunRecord, 'study')
 
 
 def _eval_accuracy(model, x, y, weights) -> float:
@@ -271,7 +260,7 @@ def _server_fn(variant: Variant, config: lib.Config, data: lib.Data,
                      float(np.mean(np.argmax(teacher, -1) == split.eval_y))])
 
     return lib.build_method(lib.FEDDF_ID, model, data, c, seed,
-                            feddf_probe_fn=probe)
+                            probe_fn=probe)
 
   return build
 

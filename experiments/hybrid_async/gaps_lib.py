@@ -32,7 +32,11 @@ accounts for it, each computed from runs, never typed in:
     processes FedBuff's merge (Fed+FT, FedDF, Feddle) adds to FedBuff,
     ours and the paper's, and Center's standing against that gain.
 *   `search_lines`: Feddle's coefficient search on the validation split,
-    by search learning rate (the search's grid).
+    by search learning rate (the search's grid), and what the span of its
+    atlas holds (`feddle_span_lib`'s records).
+*   `pretrained_lines`: the pretrained start. Where the runs start (their
+    round-0 accuracy, with the new head), what the body adds to FedAvg,
+    and the client grid searched again from the pretrained start.
 
 Pure Python over JSON records; `gaps_main` writes the RESULTS section.
 """
@@ -45,6 +49,7 @@ from typing import Hashable, Optional
 
 import numpy as np
 
+from experiments.hybrid_async import feddle_span_lib
 from experiments.hybrid_async import hybrid_async_lib as lib
 from experiments.hybrid_async import paper_comparison
 from experiments.hybrid_async import paper_tables
@@ -196,11 +201,14 @@ def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
           'data alone):', '', _columns(labels)] + rows + ['']
 
 
-def search_lines(small_dir: str) -> list[str]:
-  """Feddle-ID's search grid on the validation split, by search lr."""
+def search_lines(small_dir: str, span_dir: Optional[str] = None
+                 ) -> list[str]:
+  """Feddle-ID's search grid on the validation split, by search lr, and
+  what its atlas's span holds (the records in `span_dir`)."""
   scores = point_scores(small_dir, lib.FEDDLE_ID)
   if not scores:
     return []
+  span = feddle_span_lib.read_records(span_dir) if span_dir else []
   by_lr = {}
   for key, score in scores.items():
     values = dict(part.split('=') for part in key.split(','))
@@ -213,6 +221,67 @@ def search_lines(small_dir: str) -> list[str]:
   if fedbuff:
     lines[0] += (f'; FedBuff, the merge it starts from, {fedbuff[1]:.1f}% at '
                  'its best point')
+  if span:
+    settings = sorted({lib.Setting(r.alpha, r.delay_std) for r in span},
+                      key=lambda s: (s.alpha, s.delay_std))
+    lines += ['', 'What the span of Feddle\'s atlas holds (section '
+              '`hybrid_async_feddle_span`, settings '
+              f'{", ".join(s.label for s in settings)}, seeds '
+              f'{sorted({r.seed for r in span})}):', '']
+    lines += feddle_span_lib.reading(span, settings)
+  return lines + ['']
+
+
+def start_accuracy(rows: Sequence[lib.RunRow]) -> float:
+  """Mean round-0 evaluation accuracy (%) of the runs: where they start."""
+  starts = [r.accuracy for r in rows if r.round == 0]
+  return 100 * float(np.mean(starts)) if starts else float('nan')
+
+
+def pretrained_lines(scratch_rows: Sequence[lib.RunRow],
+                     pretrained_rows: Sequence[lib.RunRow], small_dir: str,
+                     pretrained_dir: str) -> list[str]:
+  """The pretrained start: where the runs start, what the body adds to
+  delay-free FedAvg, and the client grid searched from the pretrained
+  start against the same grid from scratch."""
+  if not pretrained_rows:
+    return []
+  lines = ['### The pretrained start', '',
+           f'* The runs start at {start_accuracy(pretrained_rows):.1f}% '
+           f'(round 0, mean over runs; from scratch '
+           f'{start_accuracy(scratch_rows):.1f}%): they take the pretrained '
+           'body with a new head drawn from their seed, as a backbone '
+           'pretrained on another task is used, so the pretrained model\'s '
+           'own accuracy with its own head (the section\'s data line) is '
+           'never where a run starts.']
+  settings = settings_of(pretrained_rows)
+  both = {}
+  for name, rows in (('scratch', scratch_rows),
+                     ('pretrained', pretrained_rows)):
+    means = lib.mean_finals(rows, [lib.FEDAVG], settings).get(lib.FEDAVG, {})
+    both[name] = [v for v in means.values()]
+  if both['scratch'] and both['pretrained']:
+    lines.append(
+        f'* Delay-free FedAvg ends at {np.mean(both["pretrained"]):.1f}% from '
+        f'the pretrained body against {np.mean(both["scratch"]):.1f}% from '
+        'scratch (mean over the columns): the body adds '
+        f'{np.mean(both["pretrained"]) - np.mean(both["scratch"]):+.1f} '
+        'points.')
+  scratch, pretrained = (point_scores(small_dir, lib.FEDAVG),
+                         point_scores(pretrained_dir, lib.FEDAVG))
+  common = [k for k in scratch if k in pretrained]
+  if common:
+    best_s, best_p = _best({k: scratch[k] for k in common}), _best(
+        {k: pretrained[k] for k in common})
+    lines += [
+        f'* The client grid searched again from the pretrained start '
+        f'(`{pretrained_dir}`, FedAvg, validation): it selects '
+        f'{best_p[0]} ({best_p[1]:.1f}%), against {best_s[0]} '
+        f'({best_s[1]:.1f}%) from scratch:', '',
+        '| client values | from scratch | pretrained start | difference |',
+        '| --- | --- | --- | --- |']
+    lines += [f'| {k} | {scratch[k]:.1f} | {pretrained[k]:.1f} | '
+              f'{pretrained[k] - scratch[k]:+.1f} |' for k in common]
   return lines + ['']
 
 
@@ -249,8 +318,9 @@ def results_markdown(*, command: str, machine: str, date: str,
                      small_dir: str, full_dir: str,
                      full_center_dir: Optional[str],
                      tables: Sequence[tuple[str, Sequence[lib.RunRow],
-                                            paper_tables.PaperTable]]
-                     ) -> str:
+                                            paper_tables.PaperTable]],
+                     span_dir: Optional[str] = None,
+                     pretrained_dir: Optional[str] = None) -> str:
   """The RESULTS.md section: the measured differences, table by table."""
   lines = [
       '## Where the tuned hybrid tables differ from the paper, measured '
@@ -268,7 +338,13 @@ def results_markdown(*, command: str, machine: str, date: str,
       '### The level: our scale', '']
   lines += scale_lines(small_dir, full_dir, full_center_dir) or [
       'No search points at both scales yet.', '']
-  lines += search_lines(small_dir)
+  lines += search_lines(small_dir, span_dir)
   for title, rows, table in tables:
     lines += table_lines(title, rows, table)
+  by_table = {table.name: rows for _, rows, table in tables}
+  if pretrained_dir:
+    lines += pretrained_lines(
+        by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []),
+        by_table.get(paper_tables.TABLE6_CIFAR10_RESNET18.name, []),
+        small_dir, pretrained_dir)
   return '\n'.join(lines).rstrip('\n') + '\n'

@@ -49,6 +49,13 @@ _PRETRAINED = flags.DEFINE_string(
 _CELEBA = flags.DEFINE_string(
     'celeba_runs', 'docs/results/hybrid_async_celeba',
     'The CelebA column\'s runs.')
+_PRETRAINED_TUNING = flags.DEFINE_string(
+    'pretrained_tuning', 'docs/results/hybrid_tuning/cifar10_16_pretrained',
+    'The client grid searched from the pretrained start (tune_main '
+    '--pretrain_size ... --tune_methods=fedavg).')
+_SPAN = flags.DEFINE_string(
+    'span_records', 'docs/results/feddle_span',
+    'What the span of Feddle\'s atlas holds (feddle_span_main\'s records).')
 _RESULTS = results_lib.define_results_flags('hybrid_async_gaps')
 _MODULE = 'experiments.hybrid_async.gaps_main'
 
@@ -73,7 +80,8 @@ def main(argv: Sequence[str]) -> None:
       command=results_lib.command_line(_MODULE),
       machine=results_lib.machine_description(), date=results_lib.utc_now(),
       small_dir=_SMALL.value, full_dir=_FULL.value,
-      full_center_dir=_FULL_CENTER.value, tables=tables)
+      full_center_dir=_FULL_CENTER.value, tables=tables,
+      span_dir=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value)
   print(markdown, flush=True)
   if _RESULTS.markdown.value:
     results_lib.write_results_section(

@@ -267,10 +267,11 @@ def hfcl_training(config: Config, num_examples: int
 
 
 def build_method(method: str, model, data: Data, config: Config, seed: int,
-                 feddf_probe_fn: Optional[Callable[..., None]] = None):
+                 probe_fn: Optional[Callable[..., None]] = None):
   """The server method object of `method` for `run_async`.
 
-  `feddf_probe_fn`: FedDF's `probe_fn` (`hybrid_baselines.FedDFMethod`).
+  `probe_fn`: FedDF's or Feddle's `probe_fn`
+  (`hybrid_baselines.FedDFMethod`, `feddle.FeddleMethod`).
   """
   c = config
   split = data.split
@@ -314,7 +315,7 @@ def build_method(method: str, model, data: Data, config: Config, seed: int,
     x = split.server_x if method == FEDDF_ID else data.ood_x
     return hybrid_baselines.FedDFMethod(fedbuff, model, x, training, seed,
                                         temperature=c.distill_temperature,
-                                        probe_fn=feddf_probe_fn)
+                                        probe_fn=probe_fn)
   if method in FEDDLE_METHODS:
     ood = method == FEDDLE_OOD
     config = feddle.FeddleConfig(
@@ -339,7 +340,8 @@ def build_method(method: str, model, data: Data, config: Config, seed: int,
     return tff_mixed.FeddleMethod(
         model, config, server_data, buffer_size=min(c.buffer_size,
                                                     config.max_anchors),
-        features_fn=cnn.features if ood else None, id_probe=probe)
+        features_fn=cnn.features if ood else None, id_probe=probe,
+        probe_fn=probe_fn)
   raise ValueError(f'`method` must be one of {METHODS}, got {method!r}.')
 
 
@@ -567,6 +569,25 @@ def run_method(method: str, data: Data, config: Config, seed: int,
                  int(r['round']), r['accuracy'], r['loss'], r['seconds'])
           for r in result.rows]
   return MethodRun(rows, diagnostics, notes)
+
+
+def read_records(records_dir: str, record_type: Callable[..., Any],
+                 kind: str) -> list[Any]:
+  """Every `*.json` record in `records_dir` as `record_type(**fields)`,
+  by file name (none if the directory does not exist); a ValueError names
+  a file that is not a `kind` record."""
+  if not os.path.isdir(records_dir):
+    return []
+  records = []
+  for name in sorted(os.listdir(records_dir)):
+    if name.endswith('.json'):
+      with open(os.path.join(records_dir, name)) as f:
+        try:
+          records.append(record_type(**json.load(f)))
+        except (ValueError, TypeError) as e:
+          raise ValueError(f'{name} in {records_dir} is not a {kind} '
+                           f'record: {e}') from None
+  return records
 
 
 def final_metric(rows: Sequence[RunRow]) -> float:

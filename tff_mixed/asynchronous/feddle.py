@@ -405,13 +405,21 @@ class FeddleMethod:
   the latest merge (share of negative coefficients, coefficient gradients;
   out-of-domain with an `id_probe`, the in-domain/out-of-domain gradient
   cosine similarities).
+
+  `probe_fn`, if given, is called after every merge as
+  `probe_fn(weights, atlas, diagnostics, batch)`: the global model before
+  the merge, the atlas the search ran on, the merge's `FeddleDiagnostics`
+  (FedBuff's c' and the searched c-hat) and the merged `ClientUpdate`s, e.g.
+  to measure what else the atlas's span holds
+  (experiments/hybrid_async/feddle_span_lib.py). It cannot change the merge.
   """
 
   def __init__(self, model: tff.learning.models.FunctionalModel,
                config: FeddleConfig, server_data: Any,
                buffer_size: int,
                features_fn: Optional[Callable[..., Any]] = None,
-               id_probe: Any = None):
+               id_probe: Any = None,
+               probe_fn: Optional[Callable[..., None]] = None):
     validate_config(config)
     if isinstance(buffer_size, bool) or not isinstance(
         buffer_size, int) or buffer_size < 1:
@@ -434,6 +442,7 @@ class FeddleMethod:
                          'data already.')
       server_data_lib.check_server_data(id_probe, model.input_spec)
     self._id_probe = id_probe
+    self._probe_fn = probe_fn
     self.last_diagnostics: Optional[FeddleDiagnostics] = None
 
   def initial_state(self) -> FeddleState:
@@ -452,6 +461,8 @@ class FeddleMethod:
           self._model, weights, atlas, [u.delta for u in batch],
           self._server_data, self._config, features_fn=self._features_fn,
           id_probe=self._id_probe)
+      if self._probe_fn is not None:
+        self._probe_fn(weights, atlas, self.last_diagnostics, batch)
       weights = [np.asarray(w, dtype=old.dtype)
                  for w, old in zip(new_weights, weights)]
       merges += 1
