@@ -121,6 +121,30 @@ class GapsTest(absltest.TestCase):
     self.assertIn('| ours: center - fedbuff | +20.0 | +20.0 | n/a |', text)
     self.assertIn('No search points at both scales yet.', text)
 
+  def test_run_length_lines_both_lengths_beside_the_paper(self):
+    def run(method, delay, accuracy, rounds):
+      return [lib.RunRow(method, 0.1, delay, 0, k, accuracy, 1.0, 0.0)
+              for k in range(0, rounds + 1, rounds // 5)]
+
+    short = (run('fedavg', 0.0, 0.30, 70) + run('fedavg_delayed', 5.0, 0.10,
+                                                 70)
+             + run('fedbuff', 5.0, 0.15, 70))
+    long = (run('fedavg', 0.0, 0.40, 200) + run('fedavg_delayed', 5.0, 0.25,
+                                                 200)
+            + run('fedbuff', 5.0, 0.30, 200))
+    text = '\n'.join(gaps_lib.run_length_lines(
+        short, long, paper_tables.TABLE7_CIFAR10_CNN))
+    self.assertIn('### Run length: 70 and 200 rounds', text)
+    self.assertIn('| ours, 70 rounds: fedavg_delayed | 10.0 |', text)
+    self.assertIn('| ours, 200 rounds: fedavg_delayed | 25.0 |', text)
+    # Table 7, Dir(0.1) N(5): the paper's FedAvg (under delays) 35.0.
+    self.assertIn('| paper: fedavg_delayed | 35.0 |', text)
+    self.assertIn('| paper: fedavg | n/a |', text)
+    self.assertIn('70 rounds +20.0 to +20.0; 200 rounds +15.0 to +15.0.',
+                  text)
+    self.assertEqual(gaps_lib.run_length_lines(
+        short, [], paper_tables.TABLE7_CIFAR10_CNN), [])
+
   def test_pretrained_lines_start_gain_and_search(self):
     # Round 0 is where a run starts: 5% and 15% -> 10% pretrained.
     pretrained = (_rows('fedavg', 0.1, 0.0, 0, [0.05] + [0.35] * 5)

@@ -34,6 +34,8 @@ accounts for it, each computed from runs, never typed in:
 *   `search_lines`: Feddle's coefficient search on the validation split,
     by search learning rate (the search's grid), and what the span of its
     atlas holds (`feddle_span_lib`'s records).
+*   `run_length_lines`: the delayed FedAvg, FedAvg and FedBuff at our run
+    length (70 rounds) and at the paper's (200), at our scale.
 *   `pretrained_lines`: the pretrained start. Where the runs start (their
     round-0 accuracy, with the new head), what the body adds to FedAvg,
     and the client grid searched again from the pretrained start.
@@ -232,6 +234,48 @@ def search_lines(small_dir: str, span_dir: Optional[str] = None
   return lines + ['']
 
 
+RUN_LENGTH_METHODS = (lib.FEDAVG, lib.FEDAVG_DELAYED, lib.FEDBUFF)
+
+
+def run_length_lines(short_rows: Sequence[lib.RunRow],
+                     long_rows: Sequence[lib.RunRow],
+                     table: paper_tables.PaperTable) -> list[str]:
+  """FedAvg with and without the delays and FedBuff at two run lengths
+  (the tuned table's and 200 rounds, `long_rows`), beside the paper's."""
+  settings = settings_of(long_rows)
+  if not settings:
+    return []
+  keys = [(s.alpha, s.delay_std) for s in settings]
+  rounds = [max((r.round for r in rows), default=0)
+            for rows in (short_rows, long_rows)]
+  means = [lib.mean_finals(rows, RUN_LENGTH_METHODS, settings)
+           for rows in (short_rows, long_rows)]
+  paper = paper_comparison.paper_means(table)
+  lines = [f'### Run length: {rounds[0]} and {rounds[1]} rounds at our scale '
+           f'(from scratch; the paper\'s {table.name} runs 200 rounds)', '',
+           _columns([s.label for s in settings])]
+  for m in RUN_LENGTH_METHODS:
+    for who, source in ((f'ours, {rounds[0]} rounds', means[0]),
+                        (f'ours, {rounds[1]} rounds', means[1]),
+                        ('paper', paper)):
+      cells = [f'{source[m][k]:.1f}' if k in source.get(m, {}) else 'n/a'
+               for k in keys]
+      lines.append(f'| {who}: {m} | ' + ' | '.join(cells) + ' |')
+  lines.append('')
+  gaps = []
+  for who, source in ((f'{rounds[0]} rounds', means[0]),
+                      (f'{rounds[1]} rounds', means[1]), ('the paper', paper)):
+    cost = [source[lib.FEDAVG][k] - source[lib.FEDAVG_DELAYED][k]
+            for k in keys if k in source.get(lib.FEDAVG, {})
+            and k in source.get(lib.FEDAVG_DELAYED, {})]
+    if cost:
+      gaps.append(f'{who} {min(cost):+.1f} to {max(cost):+.1f}')
+  if gaps:
+    lines += ['* What the delays cost FedAvg (delay-free minus delayed, '
+              'points): ' + '; '.join(gaps) + '.', '']
+  return lines
+
+
 def start_accuracy(rows: Sequence[lib.RunRow]) -> float:
   """Mean round-0 evaluation accuracy (%) of the runs: where they start."""
   starts = [r.accuracy for r in rows if r.round == 0]
@@ -320,7 +364,8 @@ def results_markdown(*, command: str, machine: str, date: str,
                      tables: Sequence[tuple[str, Sequence[lib.RunRow],
                                             paper_tables.PaperTable]],
                      span_dir: Optional[str] = None,
-                     pretrained_dir: Optional[str] = None) -> str:
+                     pretrained_dir: Optional[str] = None,
+                     long_rows: Sequence[lib.RunRow] = ()) -> str:
   """The RESULTS.md section: the measured differences, table by table."""
   lines = [
       '## Where the tuned hybrid tables differ from the paper, measured '
@@ -342,6 +387,10 @@ def results_markdown(*, command: str, machine: str, date: str,
   for title, rows, table in tables:
     lines += table_lines(title, rows, table)
   by_table = {table.name: rows for _, rows, table in tables}
+  if long_rows:
+    lines += run_length_lines(
+        by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []), long_rows,
+        paper_tables.TABLE7_CIFAR10_CNN)
   if pretrained_dir:
     lines += pretrained_lines(
         by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []),

@@ -43,6 +43,10 @@ _FULL_CENTER = flags.DEFINE_string(
 _SCRATCH = flags.DEFINE_string(
     'scratch_runs', 'docs/results/hybrid_async_tuned/scratch',
     'The tuned table\'s runs from scratch (hybrid_async_main --runs_dir).')
+_LONG = flags.DEFINE_string(
+    'long_runs', 'docs/results/hybrid_async_tuned/scratch_200',
+    'FedAvg with and without the delays and FedBuff from scratch at 200 '
+    'rounds (hybrid_async_main --rounds=200 --runs_dir).')
 _PRETRAINED = flags.DEFINE_string(
     'pretrained_runs', 'docs/results/hybrid_async_tuned/pretrained',
     'The tuned table\'s runs from the pretrained start.')
@@ -81,7 +85,8 @@ def main(argv: Sequence[str]) -> None:
       machine=results_lib.machine_description(), date=results_lib.utc_now(),
       small_dir=_SMALL.value, full_dir=_FULL.value,
       full_center_dir=_FULL_CENTER.value, tables=tables,
-      span_dir=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value)
+      span_dir=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value,
+      long_rows=gaps_lib.kept_rows(_LONG.value))
   print(markdown, flush=True)
   if _RESULTS.markdown.value:
     results_lib.write_results_section(
