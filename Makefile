@@ -255,7 +255,8 @@ results-hybrid-async: venv cifar10-data
 # the pretrained start (docs/results/hybrid_tuning/cifar10_16_pretrained;
 # about 3 minutes); (2) what the span of Feddle's atlas holds (in-domain
 # Feddle at the tuned values, probed every 3rd merge, Dir(0.1) x N(0), N(5),
-# N(20) x 3 seeds; section hybrid_async_feddle_span; about 2 minutes a run);
+# N(20) x 3 seeds, from scratch and from the pretrained start; sections
+# hybrid_async_feddle_span and _pretrained; about 2 minutes a run);
 # (3) FedAvg with and without the delays and FedBuff at 200 rounds, the
 # paper's run length, at our scale (section hybrid_async_tuned_scratch_200;
 # about 1-2 minutes a run). Needs results-hybrid-async's selected.json and
@@ -269,6 +270,14 @@ results-hybrid-diagnostics: venv cifar10-data
 	@$(RUN) $(PY) -m experiments.hybrid_async.feddle_span_main $(HYBRID_DATA) \
 	  --selected_json=$(HYBRID_TUNING)/selected.json --alphas=0.1 \
 	  --delay_stds=0,5,20 --seeds=0,1,2 --results_markdown=RESULTS.md $(ARGS)
+	@$(RUN) $(PY) -m experiments.hybrid_async.feddle_span_main $(HYBRID_DATA) \
+	  --cifar10_dir=$(CIFAR10_DIR) $(HYBRID_PRETRAIN) \
+	  --pretrain_dir=outputs/hybrid_async_tuned/pretrain \
+	  --selected_json=$(HYBRID_TUNING)/selected.json --alphas=0.1 \
+	  --delay_stds=0,5,20 --seeds=0,1,2 \
+	  --span_records_dir=docs/results/feddle_span_pretrained \
+	  --results_markdown=RESULTS.md \
+	  --results_section=hybrid_async_feddle_span_pretrained $(ARGS)
 	@$(RUN) $(PY) -m experiments.hybrid_async.hybrid_async_main $(HYBRID_DATA) \
 	  --rounds=200 --alphas=0.1 --delay_stds=5,20 --seeds=0,1,2 \
 	  --methods=fedavg,fedavg_delayed,fedbuff \

@@ -121,6 +121,36 @@ class GapsTest(absltest.TestCase):
     self.assertIn('| ours: center - fedbuff | +20.0 | +20.0 | n/a |', text)
     self.assertIn('No search points at both scales yet.', text)
 
+  def test_search_lines_read_each_span_study(self):
+    small, span, empty = (temp_dirs.temp_dir(self) for _ in range(3))
+    _write(os.path.join(small, 'points', 'feddle_id',
+                        'feddle_search_lr=1e-05,feddle_search_epochs=1',
+                        'r.json'), _rows('feddle_id', 0.1, 5.0, 0, [0.2] * 5))
+
+    def score(acc):
+      return {'evaluation': acc, 'validation': acc, 'server_loss': 2.0}
+
+    probe = dict(merge=3, atlas=10, staleness=4.0, run_move=0.001,
+                 prior=0.1, fedbuff=score(0.1),
+                 oracle=dict(score(0.12), move=0.3),
+                 finetune=dict(score(0.2), in_span=0.3),
+                 projected=score(0.1),
+                 search={'0.001': dict(score(0.11), move=0.1,
+                                       negative=0.0)})
+    with open(os.path.join(span, 'feddle_id__a0.1_d5_s0.json'), 'w') as f:
+      json.dump(dict(alpha=0.1, delay_std=5.0, seed=0,
+                     config={'server_size': 250}, probes=[probe],
+                     final_accuracy=0.2, seconds=1.0, data='tiny digits'),
+                f)
+    text = '\n'.join(gaps_lib.search_lines(small, [span, empty]))
+    self.assertIn('lr 1e-05: 20.0%', text)
+    self.assertIn(f'(`{span}`; tiny digits; settings Dir(0.1), N(5), seeds '
+                  '[0])', text)
+    # Bound +2 against fine-tuning's +10: the span is the limit.
+    self.assertIn('span holds +2.0 points over FedBuff\'s merge', text)
+    self.assertIn('is the limit', text)
+    self.assertNotIn(f'`{empty}`', text)
+
   def test_run_length_lines_both_lengths_beside_the_paper(self):
     def run(method, delay, accuracy, rounds):
       return [lib.RunRow(method, 0.1, delay, 0, k, accuracy, 1.0, 0.0)

@@ -85,7 +85,10 @@ def main(argv: Sequence[str]) -> None:
             records, settings, command=results_lib.command_line(_MODULE),
             machine=results_lib.machine_description(),
             date=results_lib.utc_now()),
-        note=flags.FLAGS.results_note, after='hybrid_async_tuned_scratch')
+        note=flags.FLAGS.results_note,
+        # A second study (e.g. from the pretrained start) follows the first.
+        after=('hybrid_async_tuned_scratch'
+               if flags.FLAGS.results_section == SECTION else SECTION))
 
 
 if __name__ == '__main__':

@@ -203,14 +203,13 @@ def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
           'data alone):', '', _columns(labels)] + rows + ['']
 
 
-def search_lines(small_dir: str, span_dir: Optional[str] = None
+def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
                  ) -> list[str]:
   """Feddle-ID's search grid on the validation split, by search lr, and
-  what its atlas's span holds (the records in `span_dir`)."""
+  what its atlas's span holds (the records in each of `span_dirs`)."""
   scores = point_scores(small_dir, lib.FEDDLE_ID)
   if not scores:
     return []
-  span = feddle_span_lib.read_records(span_dir) if span_dir else []
   by_lr = {}
   for key, score in scores.items():
     values = dict(part.split('=') for part in key.split(','))
@@ -223,11 +222,14 @@ def search_lines(small_dir: str, span_dir: Optional[str] = None
   if fedbuff:
     lines[0] += (f'; FedBuff, the merge it starts from, {fedbuff[1]:.1f}% at '
                  'its best point')
-  if span:
+  for span_dir in span_dirs:
+    span = feddle_span_lib.read_records(span_dir)
+    if not span:
+      continue
     settings = sorted({lib.Setting(r.alpha, r.delay_std) for r in span},
                       key=lambda s: (s.alpha, s.delay_std))
-    lines += ['', 'What the span of Feddle\'s atlas holds (section '
-              '`hybrid_async_feddle_span`, settings '
+    lines += ['', f'What the span of Feddle\'s atlas holds (`{span_dir}`; '
+              f'{"; ".join(sorted({r.data for r in span}))}; settings '
               f'{", ".join(s.label for s in settings)}, seeds '
               f'{sorted({r.seed for r in span})}):', '']
     lines += feddle_span_lib.reading(span, settings)
@@ -363,7 +365,7 @@ def results_markdown(*, command: str, machine: str, date: str,
                      full_center_dir: Optional[str],
                      tables: Sequence[tuple[str, Sequence[lib.RunRow],
                                             paper_tables.PaperTable]],
-                     span_dir: Optional[str] = None,
+                     span_dirs: Sequence[str] = (),
                      pretrained_dir: Optional[str] = None,
                      long_rows: Sequence[lib.RunRow] = ()) -> str:
   """The RESULTS.md section: the measured differences, table by table."""
@@ -383,7 +385,7 @@ def results_markdown(*, command: str, machine: str, date: str,
       '### The level: our scale', '']
   lines += scale_lines(small_dir, full_dir, full_center_dir) or [
       'No search points at both scales yet.', '']
-  lines += search_lines(small_dir, span_dir)
+  lines += search_lines(small_dir, span_dirs)
   for title, rows, table in tables:
     lines += table_lines(title, rows, table)
   by_table = {table.name: rows for _, rows, table in tables}

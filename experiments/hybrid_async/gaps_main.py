@@ -57,9 +57,11 @@ _PRETRAINED_TUNING = flags.DEFINE_string(
     'pretrained_tuning', 'docs/results/hybrid_tuning/cifar10_16_pretrained',
     'The client grid searched from the pretrained start (tune_main '
     '--pretrain_size ... --tune_methods=fedavg).')
-_SPAN = flags.DEFINE_string(
-    'span_records', 'docs/results/feddle_span',
-    'What the span of Feddle\'s atlas holds (feddle_span_main\'s records).')
+_SPAN = flags.DEFINE_list(
+    'span_records', ['docs/results/feddle_span',
+                     'docs/results/feddle_span_pretrained'],
+    'What the span of Feddle\'s atlas holds (feddle_span_main\'s records: '
+    'from scratch and from the pretrained start).')
 _RESULTS = results_lib.define_results_flags('hybrid_async_gaps')
 _MODULE = 'experiments.hybrid_async.gaps_main'
 
@@ -85,7 +87,7 @@ def main(argv: Sequence[str]) -> None:
       machine=results_lib.machine_description(), date=results_lib.utc_now(),
       small_dir=_SMALL.value, full_dir=_FULL.value,
       full_center_dir=_FULL_CENTER.value, tables=tables,
-      span_dir=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value,
+      span_dirs=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value,
       long_rows=gaps_lib.kept_rows(_LONG.value))
   print(markdown, flush=True)
   if _RESULTS.markdown.value:
