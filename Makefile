@@ -257,9 +257,11 @@ results-hybrid-async: venv cifar10-data
 # Feddle at the tuned values, probed every 3rd merge, Dir(0.1) x N(0), N(5),
 # N(20) x 3 seeds, from scratch and from the pretrained start; sections
 # hybrid_async_feddle_span and _pretrained; about 2 minutes a run);
-# (3) FedAvg with and without the delays and FedBuff at 200 rounds, the
-# paper's run length, at our scale (section hybrid_async_tuned_scratch_200;
-# about 1-2 minutes a run). Needs results-hybrid-async's selected.json and
+# (3) FedAvg with and without the delays over the client grid (seed 0, test
+# accuracy: a diagnostic, nothing is selected on it; about 20 s a run), and
+# FedAvg with and without the delays and FedBuff at 200 rounds, the paper's
+# run length, at our scale (section hybrid_async_tuned_scratch_200; about
+# 1-2 minutes a run). Needs results-hybrid-async's selected.json and
 # its pretrained backbone (make cifar10-data).
 results-hybrid-diagnostics: venv cifar10-data
 	@$(RUN) $(PY) -m experiments.hybrid_async.tune_main $(HYBRID_DATA) \
@@ -278,6 +280,12 @@ results-hybrid-diagnostics: venv cifar10-data
 	  --span_records_dir=docs/results/feddle_span_pretrained \
 	  --results_markdown=RESULTS.md \
 	  --results_section=hybrid_async_feddle_span_pretrained $(ARGS)
+	@for lr in 0.0001 0.001 0.01; do for e in 1 2 5; do \
+	  $(RUN) $(PY) -m experiments.hybrid_async.hybrid_async_main $(HYBRID_DATA) \
+	    --client_lr=$$lr --client_epochs=$$e --methods=fedavg,fedavg_delayed \
+	    --alphas=0.1 --delay_stds=5,20 --seeds=0 \
+	    --runs_dir=docs/results/hybrid_async_tuned/client_grid_delayed/client_lr=$$lr,client_epochs=$$e \
+	    --output_dir=outputs/client_grid_delayed || exit 1; done; done
 	@$(RUN) $(PY) -m experiments.hybrid_async.hybrid_async_main $(HYBRID_DATA) \
 	  --rounds=200 --alphas=0.1 --delay_stds=5,20 --seeds=0,1,2 \
 	  --methods=fedavg,fedavg_delayed,fedbuff \

@@ -151,6 +151,30 @@ class GapsTest(absltest.TestCase):
     self.assertIn('is the limit', text)
     self.assertNotIn(f'`{empty}`', text)
 
+  def test_client_grid_lines_under_the_delays(self):
+    grid = temp_dirs.temp_dir(self)
+    for point, free, delayed in (('client_lr=0.001,client_epochs=5', 0.3,
+                                  0.1), ('client_lr=0.0001,client_epochs=1',
+                                         0.2, 0.25)):
+      _write(os.path.join(grid, point, 'a.json'),
+             _rows('fedavg', 0.1, 0.0, 0, [free] * 5))
+      _write(os.path.join(grid, point, 'b.json'),
+             _rows('fedavg_delayed', 0.1, 5.0, 0, [delayed] * 5))
+    text = '\n'.join(gaps_lib.client_grid_lines(
+        grid, 'client_lr=0.001,client_epochs=5',
+        paper_tables.TABLE7_CIFAR10_CNN))
+    self.assertIn('| client_lr=0.001,client_epochs=5 (selected) | 30.0 | '
+                  '10.0 |', text)
+    self.assertIn('| client_lr=0.0001,client_epochs=1 | 20.0 | 25.0 |', text)
+    # The selected point's row comes first.
+    self.assertLess(text.index('(selected)'), text.index('0.0001'))
+    self.assertIn('Dir(0.1), N(5): best 25.0% (client_lr=0.0001,'
+                  'client_epochs=1), the selected point 10.0%, the paper\'s '
+                  'FedAvg 35.0%.', text)
+    self.assertEqual(gaps_lib.client_grid_lines(
+        os.path.join(grid, 'none'), None, paper_tables.TABLE7_CIFAR10_CNN),
+                     [])
+
   def test_run_length_lines_both_lengths_beside_the_paper(self):
     def run(method, delay, accuracy, rounds):
       return [lib.RunRow(method, 0.1, delay, 0, k, accuracy, 1.0, 0.0)

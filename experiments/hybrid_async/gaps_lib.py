@@ -34,6 +34,9 @@ accounts for it, each computed from runs, never typed in:
 *   `search_lines`: Feddle's coefficient search on the validation split,
     by search learning rate (the search's grid), and what the span of its
     atlas holds (`feddle_span_lib`'s records).
+*   `client_grid_lines`: FedAvg with and without the delays over the
+    client grid (test accuracy, a diagnostic: nothing is selected on it),
+    against the client values selected without delays.
 *   `run_length_lines`: the delayed FedAvg, FedAvg and FedBuff at our run
     length (70 rounds) and at the paper's (200), at our scale.
 *   `pretrained_lines`: the pretrained start. Where the runs start (their
@@ -278,6 +281,53 @@ def run_length_lines(short_rows: Sequence[lib.RunRow],
   return lines
 
 
+def client_grid_lines(grid_dir: str, selected_key: Optional[str],
+                      table: paper_tables.PaperTable) -> list[str]:
+  """FedAvg with and without the delays at each client point kept under
+  `grid_dir/<point>/` (`hybrid_async_main --runs_dir` per point), beside
+  the paper's FedAvg; `selected_key` is the point selected without delays.
+  """
+  points = sorted(p for p in os.listdir(grid_dir)
+                  if os.path.isdir(os.path.join(grid_dir, p))) if (
+                      os.path.isdir(grid_dir)) else []
+  rows = {p: kept_rows(os.path.join(grid_dir, p)) for p in points}
+  rows = {p: r for p, r in rows.items() if r}
+  if not rows:
+    return []
+  settings = sorted({s for r in rows.values() for s in settings_of(r)},
+                    key=lambda s: (s.alpha, s.delay_std))
+  keys = [(s.alpha, s.delay_std) for s in settings]
+  methods = (lib.FEDAVG, lib.FEDAVG_DELAYED)
+  means = {p: lib.mean_finals(r, methods, settings) for p, r in rows.items()}
+  seeds = sorted({row.seed for r in rows.values() for row in r})
+  lines = ['### The client grid under the delays (from scratch, test '
+           f'accuracy, seeds {seeds}; a diagnostic, nothing is selected on '
+           'it)', '',
+           '| client values | fedavg (no delays) | ' + ' | '.join(
+               f'fedavg_delayed {s.label}' for s in settings) + ' |',
+           '| --- | --- |' + ' --- |' * len(settings)]
+  for p in sorted(means, key=lambda p: (p != selected_key, p)):
+    free = list(means[p].get(lib.FEDAVG, {}).values())
+    delayed = means[p].get(lib.FEDAVG_DELAYED, {})
+    name = f'{p} (selected)' if p == selected_key else p
+    lines.append(f'| {name} | ' + (f'{free[0]:.1f}' if free else 'n/a')
+                 + ' | ' + ' | '.join(f'{delayed[k]:.1f}' if k in delayed
+                                      else 'n/a' for k in keys) + ' |')
+  paper = paper_comparison.paper_means(table).get(lib.FEDAVG_DELAYED, {})
+  best = []
+  for k, s in zip(keys, settings):
+    cells = {p: m[lib.FEDAVG_DELAYED][k] for p, m in means.items()
+             if k in m.get(lib.FEDAVG_DELAYED, {})}
+    if cells:
+      point = max(sorted(cells), key=cells.get)
+      best.append(f'{s.label}: best {cells[point]:.1f}% ({point})'
+                  + (f', the selected point {cells[selected_key]:.1f}%'
+                     if selected_key in cells else '')
+                  + (f', the paper\'s FedAvg {paper[k]:.1f}%' if k in paper
+                     else ''))
+  return lines + ['', '* Under the delays: ' + '; '.join(best) + '.', '']
+
+
 def start_accuracy(rows: Sequence[lib.RunRow]) -> float:
   """Mean round-0 evaluation accuracy (%) of the runs: where they start."""
   starts = [r.accuracy for r in rows if r.round == 0]
@@ -367,7 +417,8 @@ def results_markdown(*, command: str, machine: str, date: str,
                                             paper_tables.PaperTable]],
                      span_dirs: Sequence[str] = (),
                      pretrained_dir: Optional[str] = None,
-                     long_rows: Sequence[lib.RunRow] = ()) -> str:
+                     long_rows: Sequence[lib.RunRow] = (),
+                     client_grid_dir: Optional[str] = None) -> str:
   """The RESULTS.md section: the measured differences, table by table."""
   lines = [
       '## Where the tuned hybrid tables differ from the paper, measured '
@@ -389,6 +440,15 @@ def results_markdown(*, command: str, machine: str, date: str,
   for title, rows, table in tables:
     lines += table_lines(title, rows, table)
   by_table = {table.name: rows for _, rows, table in tables}
+  if client_grid_dir:
+    selected = os.path.join(small_dir, tune_lib.SELECTED_FILE)
+    client = (tune_lib.read_selected(selected).client
+              if os.path.exists(selected) else {})
+    # Named as the search's points: the lr axis first.
+    key = tune_lib.point_key({k: client[k] for k in (
+        'client_lr', 'client_epochs') if k in client}) if client else None
+    lines += client_grid_lines(client_grid_dir, key,
+                               paper_tables.TABLE7_CIFAR10_CNN)
   if long_rows:
     lines += run_length_lines(
         by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []), long_rows,

@@ -47,6 +47,10 @@ _LONG = flags.DEFINE_string(
     'long_runs', 'docs/results/hybrid_async_tuned/scratch_200',
     'FedAvg with and without the delays and FedBuff from scratch at 200 '
     'rounds (hybrid_async_main --rounds=200 --runs_dir).')
+_CLIENT_GRID = flags.DEFINE_string(
+    'client_grid_runs', 'docs/results/hybrid_async_tuned/client_grid_delayed',
+    'FedAvg with and without the delays at each client point (one '
+    'hybrid_async_main --runs_dir per point, named as tune_main\'s).')
 _PRETRAINED = flags.DEFINE_string(
     'pretrained_runs', 'docs/results/hybrid_async_tuned/pretrained',
     'The tuned table\'s runs from the pretrained start.')
@@ -88,7 +92,8 @@ def main(argv: Sequence[str]) -> None:
       small_dir=_SMALL.value, full_dir=_FULL.value,
       full_center_dir=_FULL_CENTER.value, tables=tables,
       span_dirs=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value,
-      long_rows=gaps_lib.kept_rows(_LONG.value))
+      long_rows=gaps_lib.kept_rows(_LONG.value),
+      client_grid_dir=_CLIENT_GRID.value)
   print(markdown, flush=True)
   if _RESULTS.markdown.value:
     results_lib.write_results_section(
