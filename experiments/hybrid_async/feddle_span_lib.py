@@ -396,8 +396,8 @@ def reading(records: Sequence[RunRecord],
       f"* The tuned search moves the coefficients by at most "
       f"{_f(every['run_move'], False, 4)} from FedBuff's, whose size is "
       f"{_f(every['prior'], False, 3)} on average ({_f(100 * share, False)}"
-      '%): ' + ('the tuned Feddle-ID is FedBuff\'s merge over the atlas\'s '
-               'buffer, so it can only end level with FedBuff.'
+      '%): ' + ('the tuned Feddle-ID stays on FedBuff\'s merge of its '
+               'buffer, which is why it ends level with FedBuff.'
                if share < 0.05 else 'it leaves FedBuff\'s merge.'),
       f'* Larger search steps lower the loss on the {images} (by up to '
       f'{_f(-most_loss, False, 3)} nats) and change the held-out validation '
