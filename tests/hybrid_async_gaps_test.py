@@ -94,6 +94,9 @@ class GapsTest(absltest.TestCase):
     self.assertIn('| paper: fedbuff - fedavg_delayed | -1.8 | -4.2 |',
                   delays)
     self.assertNotIn('ours: fedasync', delays)
+    # The paper's FedAvg under delays (35.0 / 31.0) minus ours without.
+    self.assertIn('| paper fedavg_delayed - ours: fedavg (no delays) | +5.0 | '
+                  '+1.0 |', delays)
     merges = '\n'.join(gaps_lib.merge_gain_lines(ours, table, [n5, n20],
                                                  ['N(5)', 'N(20)']))
     # Table 7: feddle_id 52.9 / 51.2; center 42.1.

@@ -173,6 +173,13 @@ def delay_lines(ours: Means, table: paper_tables.PaperTable,
                   ours.get(lib.FEDAVG, {}), ours.get(base, {}), keys)
   if row:
     rows.append(row)
+    # The paper's FedAvg under delays against our FedAvg without them (a
+    # reading in which FedAvg waits for each round's clients), to set
+    # beside the scale's shift of FedAvg (`scale_lines`).
+    row = _diff_row('paper fedavg_delayed - ours: fedavg (no delays)',
+                    paper.get(base, {}), ours.get(lib.FEDAVG, {}), keys)
+    if row:
+      rows.append(row)
   for m in ASYNC_METHODS:
     for who, means in (('ours', ours), ('paper', paper)):
       row = _diff_row(f'{who}: {m} - fedavg_delayed', means.get(m, {}),
