@@ -149,6 +149,12 @@ class ProtocolTest(absltest.TestCase):
     self.assertEqual(lib.client_epochs(lib.FEDBUFF, c), 3)
     self.assertIsNone(lib.client_epochs(lib.LOADABOOST, c))
     self.assertEqual(lib.loadaboost_epoch_steps(c), c.loadaboost_steps // 2)
+    # Feddle's atlas: twice the clients per round unless its size is set.
+    feddle = lib.build_method(lib.FEDDLE_ID, model, data, c, 0)
+    self.assertEqual(feddle._config.max_anchors, 2 * c.clients_per_round)
+    feddle = lib.build_method(lib.FEDDLE_ID, model, data,
+                              c._replace(feddle_atlas_size=7), 0)
+    self.assertEqual(feddle._config.max_anchors, 7)
 
 
 class ReportTest(absltest.TestCase):
@@ -257,6 +263,12 @@ class ReportTest(absltest.TestCase):
     self.assertNotIn('center_once', lib._fingerprint(config, 'd', lib.FEDBUFF))
     self.assertFalse(lib._fingerprint(config._replace(center_once=False), 'd',
                                       lib.CENTER)['center_once'])
+    # The atlas size only away from its default.
+    self.assertNotIn('feddle_atlas_size',
+                     lib._fingerprint(config, 'd', lib.FEDDLE_ID))
+    self.assertEqual(lib._fingerprint(config._replace(feddle_atlas_size=40),
+                                      'd', lib.FEDDLE_ID)['feddle_atlas_size'],
+                     40)
 
   def test_paper_reference_table(self):
     lib = hybrid_async_lib

@@ -172,8 +172,11 @@ def record_name(setting: lib.Setting, seed: int) -> str:
 
 
 def jsonable(config: lib.Config) -> dict[str, Any]:
+  # The atlas size only away from its default, so records kept before the
+  # field existed stay valid.
   return {k: list(v) if isinstance(v, tuple) else v
-          for k, v in config._asdict().items()}
+          for k, v in config._asdict().items()
+          if k != 'feddle_atlas_size' or v}
 
 
 def run_probed(data: lib.Data, config: lib.Config, finetune_config:
@@ -340,6 +343,9 @@ def span_table(records: Sequence[RunRecord],
       ('runs (seeds) / merges probed', [
           f'{len({r.seed for r in records if (r.alpha, r.delay_std) == (s.alpha, s.delay_std)})}'
           f' / {x["merges"]}' for s, x in zip(settings, sums)]),
+      ('anchors in the atlas (mean)',
+       [_f(_mean([p['atlas'] for p in _probes(records, s)]), False)
+        for s in settings]),
       ('staleness of the merged updates (rounds, mean)',
        [_f(x['staleness'], False) for x in sums]),
       ("the run's own search (tuned): max |c - c'|, against mean |c'|",

@@ -151,7 +151,8 @@ class Config(NamedTuple):
   Center trains its server epochs once, at the first round, and then holds
   its model (`center_once`, the paper's one centrally trained model);
   `center_once=False` trains them every round, as tables made before
-  2026-11-26 did.
+  2026-11-26 did. Feddle's atlas holds `feddle_atlas_size` anchors, 0:
+  twice the clients per round (the paper's choice, its section F.7).
   `validation_size` held-out examples are set apart for hyperparameter
   search (`hybrid_images.build_hybrid_split`). The server trains (Center,
   Fed+FT, HFCL, FedDF) and Feddle searches with Adam by default: the
@@ -187,6 +188,7 @@ class Config(NamedTuple):
   feddle_search_lr: float = 0.01
   feddle_search_optimizer: str = 'adam'
   feddle_ood_lambda: float = 0.01
+  feddle_atlas_size: int = 0
   distill_temperature: float = 1.0
   loadaboost_epochs: int = 2
   loadaboost_steps: int = 10
@@ -319,7 +321,8 @@ def build_method(method: str, model, data: Data, config: Config, seed: int,
   if method in FEDDLE_METHODS:
     ood = method == FEDDLE_OOD
     config = feddle.FeddleConfig(
-        max_anchors=2 * c.clients_per_round, server_lr=c.server_lr,
+        max_anchors=c.feddle_atlas_size or 2 * c.clients_per_round,
+        server_lr=c.server_lr,
         search_lr=c.feddle_search_lr,
         search_steps=server_steps(c, len(server_x), feddle_search=True),
         optimizer=c.feddle_search_optimizer,
@@ -611,13 +614,16 @@ def _fingerprint(config: Config, description: str,
                  method: str) -> dict[str, Any]:
   """What a kept run must match to be reused (the setting is in its name).
 
-  `center_once` only for Center, the one method it changes: runs of the
-  other methods kept before it existed stay valid.
+  `center_once` only for Center, the one method it changes, and
+  `feddle_atlas_size` only away from its default: runs kept before either
+  existed stay valid.
   """
   fields = config._asdict()
   del fields['alpha'], fields['delay_std']
   if method != CENTER:
     del fields['center_once']
+  if not fields['feddle_atlas_size']:
+    del fields['feddle_atlas_size']
   fields['conv_filters'] = list(fields['conv_filters'])
   return dict(fields, data=description)
 
@@ -970,7 +976,8 @@ def validate(config: Config, methods: Sequence[str],
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
   for name in ('client_steps', 'server_steps', 'feddle_search_steps',
-               'server_epochs', 'feddle_search_epochs', 'validation_size'):
+               'server_epochs', 'feddle_search_epochs', 'validation_size',
+               'feddle_atlas_size'):
     if getattr(config, name) < 0:
       raise ValueError(f'`{name}` must be >= 0, got '
                        f'{getattr(config, name)}.')
@@ -1160,7 +1167,7 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
       f'{c.server_optimizer} {_count(c.server_epochs, c.server_steps)} at '
       f'lr {c.server_sgd_lr} (Center: '
       f'{"once, then held" if c.center_once else "every round"}); Feddle '
-      f'atlas {2 * c.clients_per_round}, '
+      f'atlas {c.feddle_atlas_size or 2 * c.clients_per_round}, '
       f'{c.feddle_search_optimizer} search '
       f'{_count(c.feddle_search_epochs, c.feddle_search_steps)} at lr '
       f'{c.feddle_search_lr}, lambda 0 (in-domain) / {c.feddle_ood_lambda} '

@@ -206,6 +206,10 @@ _FEDDLE_EPOCHS = flags.DEFINE_integer(
 _FEDDLE_LR = flags.DEFINE_float('feddle_search_lr',
                                 _DEFAULTS.feddle_search_lr,
                                 'Coefficient search learning rate.')
+_FEDDLE_ATLAS = flags.DEFINE_integer(
+    'feddle_atlas_size', _DEFAULTS.feddle_atlas_size,
+    'Anchors in Feddle\'s atlas; 0: twice --clients_per_round (the '
+    'paper\'s choice).', lower_bound=0)
 _CONV_FILTERS = flags.DEFINE_list(
     'conv_filters', [str(f) for f in _DEFAULTS.conv_filters],
     'Filters of the 3 conv layers.')
@@ -376,6 +380,7 @@ def config_from_flags() -> tuple['hybrid_async_lib.Config',
       feddle_search_steps=_FEDDLE_STEPS.value,
       feddle_search_epochs=_FEDDLE_EPOCHS.value,
       feddle_search_lr=_FEDDLE_LR.value,
+      feddle_atlas_size=_FEDDLE_ATLAS.value,
       loadaboost_epochs=_LOADABOOST_EPOCHS.value,
       loadaboost_steps=_LOADABOOST_STEPS.value,
       loadaboost_lr=_LOADABOOST_LR.value,
