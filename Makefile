@@ -255,8 +255,10 @@ results-hybrid-async: venv cifar10-data
 # the pretrained start (docs/results/hybrid_tuning/cifar10_16_pretrained;
 # about 3 minutes); (2) what the span of Feddle's atlas holds (in-domain
 # Feddle at the tuned values, probed every 3rd merge, Dir(0.1) x N(0), N(5),
-# N(20) x 3 seeds, from scratch and from the pretrained start; sections
-# hybrid_async_feddle_span and _pretrained; about 2 minutes a run);
+# N(20) x 3 seeds, from scratch and from the pretrained start, and with an
+# atlas of 40 anchors instead of the paper's 10 (twice the clients per
+# round); sections hybrid_async_feddle_span, _pretrained and _atlas40;
+# about 2 minutes a run);
 # (3) FedAvg with and without the delays over the client grid (seed 0, test
 # accuracy: a diagnostic, nothing is selected on it; about 20 s a run), and
 # FedAvg with and without the delays and FedBuff at 200 rounds, the paper's
@@ -280,6 +282,13 @@ results-hybrid-diagnostics: venv cifar10-data
 	  --span_records_dir=docs/results/feddle_span_pretrained \
 	  --results_markdown=RESULTS.md \
 	  --results_section=hybrid_async_feddle_span_pretrained $(ARGS)
+	@$(RUN) $(PY) -m experiments.hybrid_async.feddle_span_main $(HYBRID_DATA) \
+	  --feddle_atlas_size=40 \
+	  --selected_json=$(HYBRID_TUNING)/selected.json --alphas=0.1 \
+	  --delay_stds=5,20 --seeds=0,1,2 \
+	  --span_records_dir=docs/results/feddle_span_atlas40 \
+	  --results_markdown=RESULTS.md \
+	  --results_section=hybrid_async_feddle_span_atlas40 $(ARGS)
 	@for lr in 0.0001 0.001 0.01; do for e in 1 2 5; do \
 	  $(RUN) $(PY) -m experiments.hybrid_async.hybrid_async_main $(HYBRID_DATA) \
 	    --client_lr=$$lr --client_epochs=$$e --methods=fedavg,fedavg_delayed \

@@ -158,6 +158,12 @@ class ReportTest(absltest.TestCase):
     records[0].probes[0]['oracle']['evaluation'] = 0.35
     text = '\n'.join(span.reading(records, [s]))
     self.assertIn('does not find it', text)
+    self.assertEqual(span.variant(records), '')
+    pretrained = records[0]._replace(
+        data='digits; start: pretrained on 10 images',
+        config={'feddle_atlas_size': 40})
+    self.assertEqual(span.variant([pretrained]),
+                     '; from the pretrained start; atlas of 40')
     table = span.span_table(records, [s])
     self.assertIn('| Dir(0.1), N(5) |', table)
     self.assertIn('+25.0', table)  # The bound: 35% - 10%.

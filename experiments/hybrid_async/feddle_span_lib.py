@@ -437,13 +437,27 @@ def reading(records: Sequence[RunRecord],
   return lines
 
 
+def variant(records: Sequence[RunRecord]) -> str:
+  """What sets these records apart from the plain study, for titles:
+  the pretrained start and an atlas size other than the paper's."""
+  parts = []
+  if any('pretrained' in r.data for r in records):
+    parts.append('from the pretrained start')
+  sizes = sorted({r.config.get('feddle_atlas_size') for r in records} -
+                 {None, 0})
+  if sizes:
+    parts.append('atlas of ' + ', '.join(str(a) for a in sizes))
+  return ''.join('; ' + p for p in parts)
+
+
 def results_markdown(records: Sequence[RunRecord],
                      settings: Sequence[lib.Setting], *, command: str,
                      machine: str, date: str) -> str:
   """The RESULTS.md section."""
   data_description = '; '.join(sorted({r.data for r in records}))
   return '\n'.join([
-      '## What the span of Feddle\'s atlas holds (in-domain, tuned values)',
+      '## What the span of Feddle\'s atlas holds (in-domain, tuned values'
+      f'{variant(records)})',
       '',
       f'{date}; {machine}. Data: {data_description}.',
       '',

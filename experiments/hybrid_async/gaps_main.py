@@ -63,9 +63,10 @@ _PRETRAINED_TUNING = flags.DEFINE_string(
     '--pretrain_size ... --tune_methods=fedavg).')
 _SPAN = flags.DEFINE_list(
     'span_records', ['docs/results/feddle_span',
-                     'docs/results/feddle_span_pretrained'],
+                     'docs/results/feddle_span_pretrained',
+                     'docs/results/feddle_span_atlas40'],
     'What the span of Feddle\'s atlas holds (feddle_span_main\'s records: '
-    'from scratch and from the pretrained start).')
+    'from scratch, from the pretrained start, with an atlas of 40).')
 _RESULTS = results_lib.define_results_flags('hybrid_async_gaps')
 _MODULE = 'experiments.hybrid_async.gaps_main'
 
