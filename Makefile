@@ -258,7 +258,9 @@ results-hybrid-async: venv cifar10-data
 # N(20) x 3 seeds, from scratch and from the pretrained start, and with an
 # atlas of 40 anchors instead of the paper's 10 (twice the clients per
 # round); sections hybrid_async_feddle_span, _pretrained and _atlas40;
-# about 2 minutes a run);
+# about 2 minutes a run), and Feddle-ID through whole runs at search rates
+# 1e-3 and 1e-2 beside FedBuff at its fallback values (the client values
+# are results-hybrid-async's selection; 1-2 minutes a run);
 # (3) FedAvg with and without the delays over the client grid (seed 0, test
 # accuracy: a diagnostic, nothing is selected on it; about 20 s a run), and
 # FedAvg with and without the delays and FedBuff at 200 rounds, the paper's
@@ -289,6 +291,15 @@ results-hybrid-diagnostics: venv cifar10-data
 	  --span_records_dir=docs/results/feddle_span_atlas40 \
 	  --results_markdown=RESULTS.md \
 	  --results_section=hybrid_async_feddle_span_atlas40 $(ARGS)
+	@for lr in 0.001 0.01; do \
+	  methods=feddle_id; [ $$lr = 0.001 ] && methods=feddle_id,fedbuff; \
+	  $(RUN) $(PY) -m experiments.hybrid_async.hybrid_async_main $(HYBRID_DATA) \
+	    --client_lr=0.001 --client_epochs=5 --methods=$$methods \
+	    --alphas=0.1 --delay_stds=5,20 --seeds=0,1,2 \
+	    --feddle_search_epochs=20 --feddle_search_lr=$$lr --buffer_size=10 \
+	    --server_lr=1 \
+	    --runs_dir=docs/results/hybrid_async_tuned/feddle_search_rates/feddle_search_lr=$$lr \
+	    --output_dir=outputs/feddle_search_rates || exit 1; done
 	@for lr in 0.0001 0.001 0.01; do for e in 1 2 5; do \
 	  $(RUN) $(PY) -m experiments.hybrid_async.hybrid_async_main $(HYBRID_DATA) \
 	    --client_lr=$$lr --client_epochs=$$e --methods=fedavg,fedavg_delayed \

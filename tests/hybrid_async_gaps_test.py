@@ -178,6 +178,24 @@ class GapsTest(absltest.TestCase):
         os.path.join(grid, 'none'), None, paper_tables.TABLE7_CIFAR10_CNN),
                      [])
 
+  def test_search_rate_lines(self):
+    rates = temp_dirs.temp_dir(self)
+    point = os.path.join(rates, 'feddle_search_lr=0.01')
+    _write(os.path.join(point, 'a.json'),
+           _rows('feddle_id', 0.1, 5.0, 0, [0.3] * 5))
+    _write(os.path.join(point, 'b.json'),
+           _rows('fedbuff', 0.1, 5.0, 0, [0.2] * 5))
+    tuned = (_rows('feddle_id', 0.1, 5.0, 0, [0.18] * 5)
+             + _rows('feddle_id', 0.3, 5.0, 0, [0.5] * 5))
+    text = '\n'.join(gaps_lib.search_rate_lines(rates, tuned, 1e-5))
+    self.assertIn('| feddle_id, search lr 1e-05 (selected; the tuned table) '
+                  '| 18.0 |', text)
+    self.assertIn('| feddle_id, search feddle_search_lr 0.01 | 30.0 |', text)
+    self.assertIn('| fedbuff at Feddle\'s fallback values | 20.0 |', text)
+    self.assertNotIn('50.0', text)  # Only the settings run at every rate.
+    self.assertEqual(gaps_lib.search_rate_lines(
+        os.path.join(rates, 'none'), tuned, 1e-5), [])
+
   def test_run_length_lines_both_lengths_beside_the_paper(self):
     def run(method, delay, accuracy, rounds):
       return [lib.RunRow(method, 0.1, delay, 0, k, accuracy, 1.0, 0.0)

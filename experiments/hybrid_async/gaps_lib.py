@@ -34,6 +34,9 @@ accounts for it, each computed from runs, never typed in:
 *   `search_lines`: Feddle's coefficient search on the validation split,
     by search learning rate (the search's grid), and what the span of its
     atlas holds (`feddle_span_lib`'s records).
+*   `search_rate_lines`: Feddle-ID run through at larger search rates
+    than the one selected, against its fallback FedBuff (test accuracy, a
+    diagnostic).
 *   `client_grid_lines`: FedAvg with and without the delays over the
     client grid (test accuracy, a diagnostic: nothing is selected on it),
     against the client values selected without delays.
@@ -288,17 +291,59 @@ def run_length_lines(short_rows: Sequence[lib.RunRow],
   return lines
 
 
+def _point_dirs(root: str) -> dict[str, list[lib.RunRow]]:
+  """{subdirectory name: its kept rows} of the non-empty subdirectories."""
+  if not os.path.isdir(root):
+    return {}
+  rows = {p: kept_rows(os.path.join(root, p)) for p in sorted(os.listdir(
+      root)) if os.path.isdir(os.path.join(root, p))}
+  return {p: r for p, r in rows.items() if r}
+
+
+def search_rate_lines(rates_dir: str, tuned_rows: Sequence[lib.RunRow],
+                      selected_lr: Optional[float]) -> list[str]:
+  """Feddle-ID through whole runs at each search rate kept under
+  `rates_dir/feddle_search_lr=<lr>/` (with FedBuff at Feddle's fallback
+  values there), beside the tuned table's Feddle-ID (`tuned_rows`, at the
+  selected rate)."""
+  points = _point_dirs(rates_dir)
+  if not points:
+    return []
+  every = [r for rows in points.values() for r in rows]
+  settings = settings_of(every)
+  keys = [(s.alpha, s.delay_std) for s in settings]
+  fedbuff = lib.mean_finals(every, [lib.FEDBUFF], settings)[lib.FEDBUFF]
+  lines = ['### Feddle-ID through whole runs at larger search rates (from '
+           'scratch, test accuracy, seeds '
+           f'{sorted({r.seed for r in every})}; a diagnostic, nothing is '
+           'selected on it)', '', _columns([s.label for s in settings])]
+
+  def row(name, means):
+    return (f'| {name} | ' + ' | '.join(
+        f'{means[k]:.1f}' if k in means else 'n/a' for k in keys) + ' |')
+
+  tuned = lib.mean_finals(tuned_rows, [lib.FEDDLE_ID], settings)[
+      lib.FEDDLE_ID]
+  if tuned and selected_lr is not None:
+    lines.append(row(f'feddle_id, search lr {selected_lr:g} (selected; the '
+                     'tuned table)', tuned))
+  for point, rows in points.items():
+    means = lib.mean_finals(rows, [lib.FEDDLE_ID], settings)[lib.FEDDLE_ID]
+    if means:
+      lines.append(row(f'feddle_id, search {point.replace("=", " ")}',
+                       means))
+  if fedbuff:
+    lines.append(row('fedbuff at Feddle\'s fallback values', fedbuff))
+  return lines + ['']
+
+
 def client_grid_lines(grid_dir: str, selected_key: Optional[str],
                       table: paper_tables.PaperTable) -> list[str]:
   """FedAvg with and without the delays at each client point kept under
   `grid_dir/<point>/` (`hybrid_async_main --runs_dir` per point), beside
   the paper's FedAvg; `selected_key` is the point selected without delays.
   """
-  points = sorted(p for p in os.listdir(grid_dir)
-                  if os.path.isdir(os.path.join(grid_dir, p))) if (
-                      os.path.isdir(grid_dir)) else []
-  rows = {p: kept_rows(os.path.join(grid_dir, p)) for p in points}
-  rows = {p: r for p, r in rows.items() if r}
+  rows = _point_dirs(grid_dir)
   if not rows:
     return []
   settings = sorted({s for r in rows.values() for s in settings_of(r)},
@@ -425,7 +470,8 @@ def results_markdown(*, command: str, machine: str, date: str,
                      span_dirs: Sequence[str] = (),
                      pretrained_dir: Optional[str] = None,
                      long_rows: Sequence[lib.RunRow] = (),
-                     client_grid_dir: Optional[str] = None) -> str:
+                     client_grid_dir: Optional[str] = None,
+                     search_rates_dir: Optional[str] = None) -> str:
   """The RESULTS.md section: the measured differences, table by table."""
   lines = [
       '## Where the tuned hybrid tables differ from the paper, measured '
@@ -447,10 +493,17 @@ def results_markdown(*, command: str, machine: str, date: str,
   for title, rows, table in tables:
     lines += table_lines(title, rows, table)
   by_table = {table.name: rows for _, rows, table in tables}
+  selected = os.path.join(small_dir, tune_lib.SELECTED_FILE)
+  selected = (tune_lib.read_selected(selected)
+              if os.path.exists(selected) else None)
+  if search_rates_dir:
+    lr = (selected.methods.get(lib.FEDDLE_ID, {}).get('feddle_search_lr')
+          if selected else None)
+    lines += search_rate_lines(
+        search_rates_dir,
+        by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []), lr)
   if client_grid_dir:
-    selected = os.path.join(small_dir, tune_lib.SELECTED_FILE)
-    client = (tune_lib.read_selected(selected).client
-              if os.path.exists(selected) else {})
+    client = selected.client if selected else {}
     # Named as the search's points: the lr axis first.
     key = tune_lib.point_key({k: client[k] for k in (
         'client_lr', 'client_epochs') if k in client}) if client else None

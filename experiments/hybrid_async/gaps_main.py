@@ -51,6 +51,10 @@ _CLIENT_GRID = flags.DEFINE_string(
     'client_grid_runs', 'docs/results/hybrid_async_tuned/client_grid_delayed',
     'FedAvg with and without the delays at each client point (one '
     'hybrid_async_main --runs_dir per point, named as tune_main\'s).')
+_SEARCH_RATES = flags.DEFINE_string(
+    'search_rate_runs', 'docs/results/hybrid_async_tuned/feddle_search_rates',
+    'Feddle-ID at larger search rates than the selected one (one '
+    'hybrid_async_main --runs_dir per rate, named feddle_search_lr=<lr>).')
 _PRETRAINED = flags.DEFINE_string(
     'pretrained_runs', 'docs/results/hybrid_async_tuned/pretrained',
     'The tuned table\'s runs from the pretrained start.')
@@ -94,7 +98,8 @@ def main(argv: Sequence[str]) -> None:
       full_center_dir=_FULL_CENTER.value, tables=tables,
       span_dirs=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value,
       long_rows=gaps_lib.kept_rows(_LONG.value),
-      client_grid_dir=_CLIENT_GRID.value)
+      client_grid_dir=_CLIENT_GRID.value,
+      search_rates_dir=_SEARCH_RATES.value)
   print(markdown, flush=True)
   if _RESULTS.markdown.value:
     results_lib.write_results_section(
