@@ -151,7 +151,7 @@ class GapsTest(absltest.TestCase):
                   '[0])', text)
     # Bound +2 against fine-tuning's +10: the span is the limit.
     self.assertIn('span holds +2.0 points over FedBuff\'s merge', text)
-    self.assertIn('is the limit', text)
+    self.assertIn('is the first limit', text)
     self.assertNotIn(f'`{empty}`', text)
 
   def test_client_grid_lines_under_the_delays(self):
