@@ -145,8 +145,22 @@ class GapsTest(absltest.TestCase):
                      config={'server_size': 250}, probes=[probe],
                      final_accuracy=0.2, seconds=1.0, data='tiny digits'),
                 f)
+    # A second point, kept with its validation size: 100 images at 20%
+    # give a standard error of 4 points, so 17% lies within it.
+    path = os.path.join(small, 'points', 'feddle_id',
+                        'feddle_search_lr=0.001,feddle_search_epochs=1',
+                        'r.json')
+    _write(path, _rows('feddle_id', 0.1, 5.0, 0, [0.17] * 5))
+    with open(path) as f:
+      kept = json.load(f)
+    with open(path, 'w') as f:
+      json.dump(dict(kept, fingerprint={'validation_size': 100}), f)
+    self.assertEqual(gaps_lib.validation_size(small, 'feddle_id'), 100)
     text = '\n'.join(gaps_lib.search_lines(small, [span, empty]))
-    self.assertIn('lr 1e-05: 20.0%', text)
+    self.assertIn('one run scored on 100 validation images: a standard '
+                  'error of about 4.0 points at the best score (20.0%), '
+                  'within which lie 2 of the 2 points', text)
+    self.assertIn('lr 1e-05: 20.0%, lr 0.001: 17.0%', text)
     self.assertIn(f'(`{span}`; tiny digits; settings Dir(0.1), N(5), seeds '
                   '[0])', text)
     # Bound +2 against fine-tuning's +10: the span is the limit.
@@ -193,6 +207,9 @@ class GapsTest(absltest.TestCase):
     self.assertIn('| feddle_id, search feddle_search_lr 0.01 | 30.0 |', text)
     self.assertIn('| fedbuff at Feddle\'s fallback values | 20.0 |', text)
     self.assertNotIn('50.0', text)  # Only the settings run at every rate.
+    self.assertIn('over its fallback FedBuff (points): search lr 1e-05 '
+                  '(selected; the tuned table) -2.0 to -2.0; search '
+                  'feddle_search_lr 0.01 +10.0 to +10.0.', text)
     self.assertEqual(gaps_lib.search_rate_lines(
         os.path.join(rates, 'none'), tuned, 1e-5), [])
 

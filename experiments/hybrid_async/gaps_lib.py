@@ -216,6 +216,17 @@ def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
           'data alone):', '', _columns(labels)] + rows + ['']
 
 
+def validation_size(tuning_dir: str, method: str) -> int:
+  """The validation split's size the search's runs of `method` were scored
+  on (their fingerprint), 0 if none is kept."""
+  for path in sorted(glob.glob(os.path.join(
+      tuning_dir, tune_lib.POINTS_DIR, method, '*', '*.json'))):
+    with open(path) as f:
+      return int(json.load(f).get('fingerprint', {}).get('validation_size',
+                                                         0))
+  return 0
+
+
 def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
                  ) -> list[str]:
   """Feddle-ID's search grid on the validation split, by search lr, and
@@ -235,6 +246,17 @@ def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
   if fedbuff:
     lines[0] += (f'; FedBuff, the merge it starts from, {fedbuff[1]:.1f}% at '
                  'its best point')
+  size = validation_size(small_dir, lib.FEDDLE_ID)
+  if size:
+    best = max(scores.values())
+    se = 100 * np.sqrt(best / 100 * (1 - best / 100) / size)
+    near = sorted(k for k, v in scores.items() if best - v <= se)
+    lines += ['', f'* Each point is one run scored on {size} validation '
+              f'images: a standard error of about {se:.1f} points at the best '
+              f'score ({best:.1f}%), within which lie {len(near)} of the '
+              f'{len(scores)} points ({"; ".join(near)}): the search cannot '
+              'tell them apart, and it takes the highest score, the first '
+              'of equal ones.']
   for span_dir in span_dirs:
     span = feddle_span_lib.read_records(span_dir)
     if not span:
@@ -324,16 +346,26 @@ def search_rate_lines(rates_dir: str, tuned_rows: Sequence[lib.RunRow],
 
   tuned = lib.mean_finals(tuned_rows, [lib.FEDDLE_ID], settings)[
       lib.FEDDLE_ID]
+  named = []
   if tuned and selected_lr is not None:
-    lines.append(row(f'feddle_id, search lr {selected_lr:g} (selected; the '
-                     'tuned table)', tuned))
+    named.append((f'search lr {selected_lr:g} (selected; the tuned table)',
+                  tuned))
   for point, rows in points.items():
     means = lib.mean_finals(rows, [lib.FEDDLE_ID], settings)[lib.FEDDLE_ID]
     if means:
-      lines.append(row(f'feddle_id, search {point.replace("=", " ")}',
-                       means))
+      named.append((f'search {point.replace("=", " ")}', means))
+  lines += [row(f'feddle_id, {name}', means) for name, means in named]
   if fedbuff:
     lines.append(row('fedbuff at Feddle\'s fallback values', fedbuff))
+  gains = []
+  for name, means in named:
+    diffs = [means[k] - fedbuff[k] for k in keys if k in means
+             and k in fedbuff]
+    if diffs:
+      gains.append(f'{name} {min(diffs):+.1f} to {max(diffs):+.1f}')
+  if gains:
+    lines += ['', '* Feddle-ID over its fallback FedBuff (points): '
+              + '; '.join(gains) + '.']
   return lines + ['']
 
 
