@@ -161,8 +161,8 @@ class GapsTest(absltest.TestCase):
                   'error of about 4.0 points at the best score (20.0%), '
                   'within which lie 2 of the 2 points', text)
     self.assertIn('lr 1e-05: 20.0%, lr 0.001: 17.0%', text)
-    self.assertIn(f'(`{span}`; tiny digits; settings Dir(0.1), N(5), seeds '
-                  '[0])', text)
+    self.assertIn(f'(`{span}`, from scratch; settings Dir(0.1), N(5), '
+                  'seeds [0])', text)
     # Bound +2 against fine-tuning's +10: the span is the limit.
     self.assertIn('span holds +2.0 points over FedBuff\'s merge', text)
     self.assertIn('is the first limit', text)

@@ -263,8 +263,9 @@ def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
       continue
     settings = sorted({lib.Setting(r.alpha, r.delay_std) for r in span},
                       key=lambda s: (s.alpha, s.delay_std))
-    lines += ['', f'What the span of Feddle\'s atlas holds (`{span_dir}`; '
-              f'{"; ".join(sorted({r.data for r in span}))}; settings '
+    kind = feddle_span_lib.variant(span).lstrip('; ') or 'from scratch'
+    lines += ['', f'What the span of Feddle\'s atlas holds (`{span_dir}`, '
+              f'{kind}; settings '
               f'{", ".join(s.label for s in settings)}, seeds '
               f'{sorted({r.seed for r in span})}):', '']
     lines += feddle_span_lib.reading(span, settings)
