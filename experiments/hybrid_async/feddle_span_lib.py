@@ -280,10 +280,13 @@ def _mean(values) -> float:
   return float(np.mean(values)) if values else float('nan')
 
 
+def _runs(records: Sequence[RunRecord], setting: lib.Setting) -> list:
+  return [r for r in records
+          if (r.alpha, r.delay_std) == (setting.alpha, setting.delay_std)]
+
+
 def _probes(records: Sequence[RunRecord], setting: lib.Setting) -> list:
-  return [p for r in records
-          if (r.alpha, r.delay_std) == (setting.alpha, setting.delay_std)
-          for p in r.probes]
+  return [p for r in _runs(records, setting) for p in r.probes]
 
 
 def summary(probes: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -341,8 +344,8 @@ def span_table(records: Sequence[RunRecord],
   lrs = next((s['lrs'] for s in sums if s['lrs']), [])
   rows = [
       ('runs (seeds) / merges probed', [
-          f'{len({r.seed for r in records if (r.alpha, r.delay_std) == (s.alpha, s.delay_std)})}'
-          f' / {x["merges"]}' for s, x in zip(settings, sums)]),
+          f'{len({r.seed for r in _runs(records, s)})} / {x["merges"]}'
+          for s, x in zip(settings, sums)]),
       ('anchors in the atlas (mean)',
        [_f(_mean([p['atlas'] for p in _probes(records, s)]), False)
         for s in settings]),
@@ -372,8 +375,7 @@ def span_table(records: Sequence[RunRecord],
        [f'{_f(x["projected"])} ({_f(100 * x["in_span"], False, 0)}%)'
         for x in sums]),
       ('final accuracy of the run (%)', [_f(_mean(
-          [100 * r.final_accuracy for r in records
-           if (r.alpha, r.delay_std) == (s.alpha, s.delay_std)]), False)
+          [100 * r.final_accuracy for r in _runs(records, s)]), False)
                                         for s in settings]),
   ]
   head = '| | ' + ' | '.join(s.label for s in settings) + ' |'
