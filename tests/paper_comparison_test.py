@@ -67,6 +67,15 @@ class ComparisonLinesTest(absltest.TestCase):
                   'c (-2.5), a (+2.5)', text)
     self.assertIn('furthest above: b (+12.5), a (+2.5)', text)
 
+  def test_two_methods_have_no_rank_correlation(self):
+    lines = paper_comparison.comparison_lines(
+        {'a': {_KEY: 30.0}, 'b': {_KEY: 20.0}}, _TABLE, [_KEY],
+        ['Dir(0.1), N(5)'])
+    text = '\n'.join(lines)
+    self.assertIn('rank correlation n/a (it needs 3 methods with distinct '
+                  'scores; 2 here)', text)
+    self.assertNotIn('nan', text)
+
   def test_nothing_in_common_gives_no_lines(self):
     self.assertEqual(paper_comparison.comparison_lines(
         {'z': {_KEY: 1.0}}, _TABLE, [_KEY], ['x']), [])

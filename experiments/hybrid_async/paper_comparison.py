@@ -131,7 +131,9 @@ def comparison_lines(ours: Mapping[str, Mapping[Hashable, float]],
       continue
     rho = spearman(mine, theirs)
     parts = [f'median gap {median:+.1f} points',
-             f'rank correlation {rho:+.2f} over {len(mine)} methods']
+             f'rank correlation {rho:+.2f} over {len(mine)} methods'
+             if rho == rho else 'rank correlation n/a (it needs 3 methods '
+             f'with distinct scores; {len(mine)} here)']
     if feddle in mine:
       parts.append(f'{feddle} ranks {rank_mine[feddle]:g} (paper: '
                    f'{rank_theirs[feddle]:g})')
