@@ -217,11 +217,6 @@ def record_name(variant: str, setting: lib.Setting, seed: int) -> str:
   return f'{variant}__a{setting.alpha:g}_d{setting.delay_std:g}_s{seed}'
 
 
-def _jsonable(config: lib.Config) -> dict[str, Any]:
-  return {k: list(v) if isinstance(v, tuple) else v
-          for k, v in config._asdict().items()}
-
-
 def read_records(records_dir: str) -> list[RunRecord]:
   """Every record in `records_dir` (none if it does not exist)."""
   return lib.read_records(records_dir, RunRecord, 'study')
@@ -276,7 +271,8 @@ def run_variant(variant: Variant, data: lib.Data, base: lib.Config,
       server_fn=_server_fn(variant, config, data, seed, probes))
   return RunRecord(
       variant.name, setting.alpha, setting.delay_std, seed,
-      _jsonable(config), [[r.round, r.accuracy, r.loss] for r in run.rows],
+      lib.config_record(config),
+      [[r.round, r.accuracy, r.loss] for r in run.rows],
       probes, float(run.rows[-1].seconds) if run.rows else 0.0)
 
 
@@ -299,13 +295,11 @@ def run_study(data_fn, variants: Sequence[Variant],
           continue
         path = os.path.join(records_dir,
                             record_name(variant.name, setting, seed) + '.json')
-        want = _jsonable(config_of(variant, base, setting))
+        want = lib.config_record(config_of(variant, base, setting))
         if os.path.exists(path):
           with open(path) as f:
             kept = json.load(f)
-          # Fields added to `Config` later keep the earlier behaviour by
-          # default, so only the fields the record knows are compared.
-          if {k: want.get(k) for k in kept['config']} != kept['config']:
+          if not lib.kept_config_matches(kept['config'], want):
             raise ValueError(f'{path} was made with another configuration; '
                              'move it away to rerun.')
           continue

@@ -64,26 +64,23 @@ class Sets(NamedTuple):
   evaluation: tuple[np.ndarray, np.ndarray]
 
 
+def span_coefficients(vector: np.ndarray, basis: np.ndarray) -> np.ndarray:
+  """The least-squares coefficients of `vector` [P] on the rows of `basis`
+  [M, P] (the flattened anchors)."""
+  coef, *_ = np.linalg.lstsq(basis.T.astype(np.float64),
+                             vector.astype(np.float64), rcond=None)
+  return coef
+
+
 def project(vector: np.ndarray, basis: np.ndarray) -> np.ndarray:
   """The least-squares projection of `vector` [P] onto the rows of `basis`
   [M, P] (the span of the flattened anchors)."""
-  coef, *_ = np.linalg.lstsq(basis.T.astype(np.float64),
-                             vector.astype(np.float64), rcond=None)
-  return basis.T.astype(np.float64) @ coef
+  return basis.T.astype(np.float64) @ span_coefficients(vector, basis)
 
 
 def _flat(weights) -> np.ndarray:
   return np.concatenate([np.asarray(w, np.float64).reshape([-1])
                          for w in weights])
-
-
-def _unflat(vector: np.ndarray, like) -> list[np.ndarray]:
-  out, start = [], 0
-  for w in like:
-    w = np.asarray(w)
-    out.append(vector[start:start + w.size].reshape(w.shape).astype(w.dtype))
-    start += w.size
-  return out
 
 
 def probe_merge(model: Any, weights, anchors: Sequence[Any],
@@ -131,15 +128,16 @@ def probe_merge(model: Any, weights, anchors: Sequence[Any],
   tuned = finetune(start)
   step = _flat(tuned) - _flat(start)
   basis = np.stack([_flat(a) for a in anchors])
-  projected = project(step, basis)
+  coef = span_coefficients(step, basis)
   norm = float(np.linalg.norm(step))
-  in_span = float(np.linalg.norm(projected)) / norm if norm > 0 else 0.0
+  in_span = (float(np.linalg.norm(basis.T @ coef)) / norm if norm > 0
+             else 0.0)
   return {
       'fedbuff': score(start),
       'search': {f'{lr:g}': search(sets.server, lr) for lr in search_lrs},
       'oracle': search(sets.evaluation, ORACLE_LR),
       'finetune': dict(score(tuned), in_span=in_span),
-      'projected': score(_unflat(_flat(start) + projected, start)),
+      'projected': score(feddle.merge_anchors(start, anchors, coef)),
   }
 
 
@@ -169,14 +167,6 @@ class RunRecord(NamedTuple):
 
 def record_name(setting: lib.Setting, seed: int) -> str:
   return f'feddle_id__a{setting.alpha:g}_d{setting.delay_std:g}_s{seed}'
-
-
-def jsonable(config: lib.Config) -> dict[str, Any]:
-  # The atlas size only away from its default, so records kept before the
-  # field existed stay valid.
-  return {k: list(v) if isinstance(v, tuple) else v
-          for k, v in config._asdict().items()
-          if k != 'feddle_atlas_size' or v}
 
 
 def run_probed(data: lib.Data, config: lib.Config, finetune_config:
@@ -228,7 +218,8 @@ def run_probed(data: lib.Data, config: lib.Config, finetune_config:
 
   run = lib.run_method(lib.FEDDLE_ID, data, config, seed, cache,
                        delay_std=setting.delay_std, server_fn=build)
-  return RunRecord(setting.alpha, setting.delay_std, seed, jsonable(config),
+  return RunRecord(setting.alpha, setting.delay_std, seed,
+                   lib.config_record(config),
                    probes, float(lib.final_metric(run.rows)),
                    float(run.rows[-1].seconds) if run.rows else 0.0,
                    data.description)
@@ -253,12 +244,12 @@ def run_study(data_fn, config: lib.Config, finetune_config: lib.Config,
     data_of_alpha = {}
     for setting in settings:
       path = os.path.join(records_dir, record_name(setting, seed) + '.json')
-      want = jsonable(config._replace(alpha=setting.alpha,
+      want = lib.config_record(config._replace(alpha=setting.alpha,
                                       delay_std=setting.delay_std))
       if os.path.exists(path):
         with open(path) as f:
           kept = json.load(f)
-        if kept['config'] != want:
+        if not lib.kept_config_matches(kept['config'], want):
           raise ValueError(f'{path} was made with another configuration; '
                            'move it away to rerun.')
         continue

@@ -574,6 +574,19 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   return MethodRun(rows, diagnostics, notes)
 
 
+def config_record(config: Config) -> dict[str, Any]:
+  """`config` as a JSON-able dict, as the studies' records keep it."""
+  return {k: list(v) if isinstance(v, tuple) else v
+          for k, v in config._asdict().items()}
+
+
+def kept_config_matches(kept: dict[str, Any], want: dict[str, Any]) -> bool:
+  """Whether a kept record's config is `want` (`config_record`) on the
+  fields the record knows: fields added to `Config` later keep the earlier
+  behaviour by default."""
+  return {k: want.get(k) for k in kept} == kept
+
+
 def read_records(records_dir: str, record_type: Callable[..., Any],
                  kind: str) -> list[Any]:
   """Every `*.json` record in `records_dir` as `record_type(**fields)`,
