@@ -381,6 +381,59 @@ class FedDfTest(absltest.TestCase):
     self.assertLen(teachers, 2)
     self.assertGreater(np.abs(distilled[1] - merged[1]).max(), 1e-4)
 
+  def test_teachers_are_each_merged_buffer_one_distillation_per_merge(self):
+    # M = 10, 7 updates buffered, 15 arrive in one round: FedBuff merges
+    # the 7 and the first 3 (merge 1), then the next 10 (merge 2), and
+    # keeps the last 2. FedDF distills after each merge, exactly the client
+    # models of that merge's buffer; the kept 2 teach at the next merge.
+    model = self.model
+    fedbuff = hb.server_strategies.FedBuff(learning_rate=0.5, buffer_size=10)
+    training = hb.ServerTraining(steps=2, batch_size=2, learning_rate=0.5,
+                                 optimizer=hb.SGD)
+    seen = []
+    method = hb.FedDFMethod(fedbuff, model, self.x, training, seed=3,
+                            probe_fn=lambda *a: seen.append(a))
+    rng = np.random.default_rng(0)
+    updates = [hb.server_strategies.ClientUpdate(
+        i, [rng.normal(size=[2, 1]).astype(np.float32),
+            rng.normal(size=[1]).astype(np.float32)], staleness=i % 3,
+        base=_logistic(float(i) / 10, (0.1 * i, -0.05 * i)))
+               for i in range(22)]
+    start = _logistic(0.2)
+    state, got = method.apply(method.initial_state(), start, updates[:7])
+    self.assertEqual(seen, [])
+    state, got = method.apply(state, got, updates[7:])
+
+    def client_model(u):
+      return [b + d for b, d in zip(u.base, u.delta)]
+
+    def direct_merge(x, buffer):
+      return [w + 0.5 * np.mean([u.delta[i] for u in buffer], axis=0)
+              for i, w in enumerate(x)]
+
+    x, want_teachers = [np.asarray(w) for w in start], []
+    for merge, buffer in enumerate((updates[:10], updates[10:20])):
+      teachers = [client_model(u) for u in buffer]
+      want_teachers.append(teachers)
+      x = hb.feddf_distill(model, direct_merge(x, buffer), teachers, self.x,
+                           steps=2, batch_size=2, learning_rate=0.5,
+                           seed=hb.round_seed(3, merge), optimizer=hb.SGD)
+    self.assertLen(seen, 2)
+    for (_, _, teachers), want in zip(seen, want_teachers):
+      self.assertLen(teachers, 10)
+      for t, w in zip(teachers, want):
+        for a, b in zip(t, w):
+          np.testing.assert_allclose(a, b, atol=1e-6)
+    for a, b in zip(got, x):
+      np.testing.assert_allclose(a, b, atol=1e-5)
+    # The leftovers are FedBuff's buffer and the next merge's teachers.
+    self.assertEqual([u.client for u in state.fedbuff.buffer], [20, 21])
+    self.assertLen(state.teachers, 2)
+    for t, u in zip(state.teachers, updates[20:]):
+      for a, b in zip(t, client_model(u)):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    self.assertEqual(state.merges, 2)
+
   def test_one_step_is_the_hand_computed_gradient(self):
     got = hb.feddf_distill(self.model, _logistic(0.0),
                            [_logistic(math.log(3.0))], self.x, steps=1,

@@ -26,9 +26,10 @@ updates) -> (state, weights)`, see `simulation.py`):
 * `HFCLMethod` (Elbir et al. 2021): the server trains a copy on its data and
   joins each merge as one more participant weighted by its data size
   (`hfcl.hfcl_round`).
-* `FedDFMethod` (Lin et al., arXiv:2006.07242): after FedBuff's merge, the
-  arrived client models (each `base + delta`) are distilled into the merged
-  model on the server's inputs (`feddf.feddf_distill`).
+* `FedDFMethod` (Lin et al., arXiv:2006.07242): after each FedBuff merge,
+  the client models of the merged buffer (each `base + delta`) are
+  distilled into the merged model on the server's inputs
+  (`feddf.feddf_distill`).
 
 The functions they call live in `server_sgd.py`, `hfcl.py` and `feddf.py`
 and are importable from here as before (`hybrid_baselines.server_sgd`, ...).
@@ -135,8 +136,8 @@ class MergeState(NamedTuple):
   Attributes:
     fedbuff: FedBuff's state (its buffer).
     merges: Merges so far; seeds the server training after each.
-    teachers: FedDF only: the client models (`base + delta`) that arrived
-      since the last merge, to distill at the next one.
+    teachers: FedDF only: the client models (`base + delta`) of the updates
+      in FedBuff's buffer, in order: the teachers of the next merge.
   """
 
   fedbuff: Any
@@ -209,9 +210,37 @@ class HFCLMethod:
         seed=round_seed(self._seed, state), optimizer=t.optimizer)
 
 
+def _until_each_merge(buffered: int, buffer_size: int,
+                      updates: Sequence[ClientUpdate]
+                      ) -> list[Sequence[ClientUpdate]]:
+  """`updates` cut after each update that fills FedBuff's buffer.
+
+  With `buffered` updates already waiting, every part but possibly the last
+  ends with a merge; the last part, if it does not fill the buffer, stays
+  buffered. E.g. M = 10, 7 buffered, 15 arriving: parts of 3, 10 and 2.
+  """
+  parts, start = [], 0
+  end = buffer_size - buffered
+  while end <= len(updates):
+    parts.append(updates[start:end])
+    start, end = end, end + buffer_size
+  if start < len(updates):
+    parts.append(updates[start:])
+  return parts
+
+
 class FedDFMethod:
-  """FedDF: FedBuff's merge, then distillation of the merged client models
-  (each `base + delta`) into it on the server inputs (labels unused).
+  """FedDF: each FedBuff merge, then distillation of the merged buffer's
+  client models (each `base + delta`) into it on the server inputs (labels
+  unused).
+
+  FedDF (Lin et al. 2020) fuses exactly the models being averaged, so the
+  teachers of a merge are the M client models of the buffer FedBuff has just
+  merged, not every arrival since the last distillation: updates that stay
+  in the buffer teach at the merge that includes them. Two merges in one
+  round are two distillations, the second starting from FedBuff's merge of
+  its buffer into the first's distilled model (one merge at a time, as if
+  the updates had arrived in separate rounds).
 
   `probe_fn`, if given, is called after every distillation as
   `probe_fn(merged, distilled, teachers)` (FedBuff's merge, the distilled
@@ -235,22 +264,29 @@ class FedDFMethod:
     return MergeState(self._fedbuff.initial_state())
 
   def apply(self, state: MergeState, weights, updates):
-    teachers = state.teachers + tuple(
-        [np.asarray(b) + np.asarray(d) for b, d in zip(u.base, u.delta)]
-        for u in updates)
-    fedbuff_state, weights = self._fedbuff.apply(state.fedbuff, weights,
-                                                  updates)
-    merges = state.merges
-    if _flushed(state.fedbuff, fedbuff_state, updates) and teachers:
-      t = self._training
-      merged = weights
-      weights = feddf.feddf_distill(
-          self._model, weights, list(teachers), self._x, steps=t.steps,
-          batch_size=t.batch_size, learning_rate=t.learning_rate,
-          temperature=self._temperature, seed=round_seed(self._seed, merges),
-          optimizer=t.optimizer)
-      if self._probe_fn is not None:
-        self._probe_fn(merged, weights, list(teachers))
-      teachers = ()
-      merges += 1
+    fedbuff_state, merges, teachers = state
+    weights = [np.asarray(w) for w in weights]
+    for part in _until_each_merge(len(fedbuff_state.buffer),
+                                  self._fedbuff.buffer_size, updates):
+      teachers += tuple(
+          [np.asarray(b) + np.asarray(d) for b, d in zip(u.base, u.delta)]
+          for u in part)
+      before = fedbuff_state
+      fedbuff_state, weights = self._fedbuff.apply(before, weights, part)
+      if _flushed(before, fedbuff_state, part):
+        weights = self._distill(weights, list(teachers), merges)
+        teachers = ()
+        merges += 1
     return MergeState(fedbuff_state, merges, teachers), weights
+
+  def _distill(self, merged, teachers, merges: int):
+    """The `merges`-th distillation of `teachers` into FedBuff's merge."""
+    t = self._training
+    distilled = feddf.feddf_distill(
+        self._model, merged, teachers, self._x, steps=t.steps,
+        batch_size=t.batch_size, learning_rate=t.learning_rate,
+        temperature=self._temperature, seed=round_seed(self._seed, merges),
+        optimizer=t.optimizer)
+    if self._probe_fn is not None:
+      self._probe_fn(merged, distilled, teachers)
+    return distilled
