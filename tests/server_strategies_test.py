@@ -31,7 +31,8 @@ def _w(*values):
 class FedAsyncTest(absltest.TestCase):
 
   def test_one_then_two_updates_polynomial(self):
-    fedasync = strategies.FedAsync(alpha=0.5)  # s(d) = (d + 1)^(-1/2)
+    # s(d) = (d + 1)^(-1/2), d the updates' staleness tags (in rounds).
+    fedasync = strategies.FedAsync(alpha=0.5, staleness_unit='rounds')
     state = fedasync.initial_state()
     # staleness 3: alpha_t = 0.5 * 4^(-1/2) = 0.25; client model
     # base + delta = [0, 0] + [2, 4] = [2, 4];
@@ -77,6 +78,59 @@ class FedAsyncTest(absltest.TestCase):
     self.assertEqual(staleness.constant_staleness()(100), 1.0)
     fedasync = strategies.FedAsync(alpha=0.8, staleness_fn=hinge)
     self.assertAlmostEqual(fedasync.mixing_weight(5), 0.2)
+
+  def _three_rounds(self, staleness_unit):
+    # Round 0: two clients sent at round 0; round 1: none arrive; round 2:
+    # clients sent at rounds 0, 1 and 2 (staleness 2, 1, 0 rounds). Every
+    # base is 0, so a client model is its delta.
+    fedasync = strategies.FedAsync(alpha=0.5, staleness_unit=staleness_unit)
+    rounds = [[(4.0, 0), (-2.0, 0)], [], [(8.0, 2), (1.0, 1), (-6.0, 0)]]
+    state, x = fedasync.initial_state(), _w(1.0)
+    for arrivals in rounds:
+      state, x = fedasync.apply(state, x, [
+          ClientUpdate(i, _w(v), tau, base=_w(0.0))
+          for i, (v, tau) in enumerate(arrivals)])
+    self.assertEqual(state.num_updates, 5)
+    return x[0][0], [v for arrivals in rounds for v, _ in arrivals]
+
+  def _mixed(self, alphas, values):
+    x = 1.0
+    for a, v in zip(alphas, values):
+      x = (1 - a) * x + a * v
+    return x
+
+  def test_staleness_in_server_steps_counts_arrivals(self):
+    # Xie et al.'s t - tau, every arrival one server step: round 0's
+    # arrivals meet 0 and 1 earlier steps; in round 2 the server has made
+    # 2 steps, the round-0 client left at step 0 (d = 2), the round-1
+    # client at step 2 and arrives second (d = 1), the round-2 client at
+    # step 2 and arrives third (d = 2). alpha_t = 0.5 (d + 1)^(-1/2).
+    got, values = self._three_rounds('server_steps')
+    d = [0, 1, 2, 1, 2]
+    self.assertAlmostEqual(
+        got, self._mixed([0.5 * (k + 1.0) ** -0.5 for k in d], values))
+    default, _ = self._three_rounds(strategies.STALENESS_SERVER_STEPS)
+    self.assertEqual(strategies.FedAsync(0.5).staleness_unit,
+                     strategies.STALENESS_SERVER_STEPS)
+    self.assertEqual(got, default)
+
+  def test_staleness_in_rounds_is_the_update_tag(self):
+    got, values = self._three_rounds('rounds')
+    d = [0, 0, 2, 1, 0]
+    self.assertAlmostEqual(
+        got, self._mixed([0.5 * (k + 1.0) ** -0.5 for k in d], values))
+
+  def test_server_steps_need_every_round_from_the_first(self):
+    fedasync = strategies.FedAsync(alpha=0.5)
+    with self.assertRaisesRegex(
+        ValueError, r'updates\[0\].staleness=1 rounds reaches before the '
+        r'first of the 1 rounds this state has seen'):
+      fedasync.apply(fedasync.initial_state(), _w(0.0),
+                     [ClientUpdate(0, _w(1.0), 1, base=_w(0.0))])
+    with self.assertRaisesRegex(
+        ValueError, r"staleness_unit must be one of \('server_steps', "
+        r"'rounds'\), got 'arrivals'"):
+      strategies.FedAsync(alpha=0.5, staleness_unit='arrivals')
 
   def test_no_updates_keeps_weights(self):
     fedasync = strategies.FedAsync(alpha=1.0)
@@ -290,7 +344,8 @@ class FLSimEquivalenceTest(absltest.TestCase):
     fedbuff = strategies.FedBuff(learning_rate=eta, buffer_size=1,
                                  staleness_exponent=p)
     fedasync = strategies.FedAsync(
-        alpha=eta, staleness_fn=staleness.polynomial_staleness(p))
+        alpha=eta, staleness_fn=staleness.polynomial_staleness(p),
+        staleness_unit='rounds')
     x0 = np.array([0.5, -1.0, 2.0])
     buff_state, buff_x = fedbuff.initial_state(), [x0]
     async_state, async_x = fedasync.initial_state(), [x0]
@@ -316,7 +371,7 @@ class FLSimEquivalenceTest(absltest.TestCase):
     base = np.array([0.0, -2.0])
     delta = np.array([2.0, 4.0])
     update = ClientUpdate(0, [delta], 3, base=[base])
-    fedasync = strategies.FedAsync(alpha=0.5)
+    fedasync = strategies.FedAsync(alpha=0.5, staleness_unit='rounds')
     fedbuff = strategies.FedBuff(learning_rate=0.5, buffer_size=1,
                                  staleness_exponent=0.5)
     _, mixed = fedasync.apply(fedasync.initial_state(), [x], [update])

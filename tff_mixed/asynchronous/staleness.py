@@ -16,7 +16,9 @@
 FedAsync (Xie et al., "Asynchronous Federated Optimization"; the
 guided-model-merging paper's baseline) mixes a client's model into the
 server's with weight alpha * s(d), where d counts the server steps since the
-client's model was sent. Pure Python: `server_strategies` applies them.
+client's model was sent (`server_strategies.FedAsync`'s default
+`staleness_unit`; it can count rounds instead). Pure Python:
+`server_strategies` applies them.
 """
 
 from collections.abc import Callable
