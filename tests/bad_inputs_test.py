@@ -255,6 +255,12 @@ _BAD_INPUTS = (
     ('posts_xml_is_a_directory', _CONVERT_POSTS,
      ['--posts_xml={d}', '--cache_dir={d}/so'], _no_setup, 'is not a file'),
     # hybrid_async_main.
+    ('hybrid_unknown_fedasync_staleness_unit', _HYBRID,
+     ['--fedasync_staleness_unit=arrivals'], _no_setup,
+     'should be one of <server_steps|rounds>'),
+    ('hybrid_negative_fedbuff_staleness_exponent', _HYBRID,
+     ['--fedbuff_staleness_exponent=-0.5'], _no_setup,
+     '-0.5 is not a non-negative number'),
     ('hybrid_missing_cifar10', _HYBRID,
      ['--cifar10_npz={d}/missing.npz', '--seeds=0', '--alphas=0.1',
       '--delay_stds=5'], _no_setup, 'missing.npz'),

@@ -270,6 +270,109 @@ class ReportTest(absltest.TestCase):
                                       'd', lib.FEDDLE_ID)['feddle_atlas_size'],
                      40)
 
+  def test_staleness_settings_reach_fedasync_and_fedbuff(self):
+    lib = hybrid_async_lib
+    data = _digits_data(200, num_clients=6, server_size=40, seed=0)
+    model = mock.Mock()
+    # FedAsync counts server steps by default (Xie et al.), rounds on demand.
+    self.assertEqual(lib.build_method(lib.FEDASYNC, model, data, _TINY_CONFIG,
+                                      0).staleness_unit, 'server_steps')
+    c = _TINY_CONFIG._replace(fedasync_staleness_unit='rounds',
+                              fedbuff_staleness_exponent=0.5)
+    self.assertEqual(lib.build_method(lib.FEDASYNC, model, data, c,
+                                      0).staleness_unit, 'rounds')
+    # FedBuff's merge, alone and under Fed+FT and FedDF, weighs an update
+    # tau rounds stale by 1/sqrt(1 + tau) (Nguyen et al. 2022).
+    fedbuff = lib.build_method(lib.FEDBUFF, model, data, c, 0)
+    self.assertEqual(fedbuff.staleness_exponent, 0.5)
+    for method in (lib.FED_FT, lib.FEDDF_ID):
+      self.assertEqual(lib.build_method(method, model, data, c, 0)._fedbuff
+                       .staleness_exponent, 0.5)
+    x0 = [np.zeros(1)]
+    updates = [hybrid_baselines.ClientUpdate(i, [np.array([1.0])], tau)
+               for i, tau in enumerate((0, 3, 8, 0))]
+    c = c._replace(buffer_size=4, server_lr=1.0)
+    _, got = lib.build_method(lib.FEDBUFF, model, data, c, 0).apply(
+        fedbuff.initial_state(), x0, updates)
+    np.testing.assert_allclose(got[0], [(1 + 1 / 2 + 1 / 3 + 1) / 4])
+    with self.assertRaisesRegex(ValueError, 'fedasync_staleness_unit'):
+      lib.validate(c._replace(fedasync_staleness_unit='arrivals'),
+                   [lib.FEDASYNC])
+
+  def _old_record(self, config, method):
+    """The fingerprint a kept run of `method` had before issue 32."""
+    lib = hybrid_async_lib
+    fingerprint = lib._fingerprint(config, 'd', method)
+    fingerprint.pop('fedasync_staleness_unit', None)
+    fingerprint.pop('feddf_teachers', None)
+    return fingerprint
+
+  def test_kept_fedasync_and_feddf_runs_from_before_are_run_again(self):
+    lib = hybrid_async_lib
+    d = temp_dirs.temp_dir(self)
+    config = lib.Config(rounds=30, eval_every=10)
+    rows = [r._asdict() for r in _rows(lib.FEDBUFF, 0.1, 5.0, 0, [0.1])]
+
+    def load(method, kept_config, want_config):
+      path = os.path.join(d, method + '.json')
+      with open(path, 'w') as f:
+        json.dump(dict(fingerprint=self._old_record(kept_config, method),
+                       diagnostics=[], notes={}, rows=rows), f)
+      return lib._load_run(path, lib._fingerprint(want_config, 'd', method))
+
+    for method in (lib.FEDASYNC, lib.FEDDF_ID, lib.FEDDF_OOD):
+      self.assertIsNone(load(method, config, config), method)
+    for method in (lib.FEDBUFF, lib.FED_FT, lib.CENTER, lib.FEDDLE_ID):
+      self.assertIsNotNone(load(method, config, config), method)
+    # FedAsync without a staleness discount, or asked to count rounds, is
+    # the run it was.
+    a0 = config._replace(fedasync_a=0.0)
+    self.assertIsNotNone(load(lib.FEDASYNC, a0, a0))
+    rounds = config._replace(fedasync_staleness_unit='rounds')
+    self.assertIsNotNone(load(lib.FEDASYNC, config, rounds))
+    # Made before, it is run again whatever else differs (a new search
+    # may select other values for it); a run made since with other
+    # settings is still an error.
+    self.assertIsNone(load(lib.FEDDF_ID, config._replace(client_lr=0.5),
+                           config))
+    with self.assertRaisesRegex(ValueError, r'other settings \(client_lr\)'):
+      load(lib.FEDASYNC, config._replace(client_lr=0.5),
+           config._replace(fedasync_staleness_unit='rounds'))
+    # FedBuff's staleness weights enter only away from the plain mean.
+    self.assertNotIn('fedbuff_staleness_exponent',
+                     lib._fingerprint(config, 'd', lib.FEDBUFF))
+    with self.assertRaisesRegex(ValueError, 'fedbuff_staleness_exponent'):
+      load(lib.FEDBUFF, config,
+           config._replace(fedbuff_staleness_exponent=0.5))
+
+  def test_committed_runs_of_fedasync_and_feddf_are_outdated(self):
+    # Every run kept under docs/results by hybrid_async_main and tune_main:
+    # FedAsync's (a > 0) and FedDF's are run again, all others read back.
+    lib = hybrid_async_lib
+    methods = sorted(lib.METHODS, key=len, reverse=True)
+    counts = {}
+    for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
+      for name in names:
+        method = next((m for m in methods if name.startswith(
+            (m + '_alpha', m + '_identities'))), None)
+        if (method is None or '_delay' not in name
+            or not name.endswith('.json')):
+          continue
+        with open(os.path.join(root, name)) as f:
+          kept = json.load(f)['fingerprint']
+        fields = {k: v for k, v in kept.items() if k in lib.Config._fields}
+        fields['conv_filters'] = tuple(fields['conv_filters'])
+        config = lib.Config(**fields)
+        want = lib._fingerprint(config, kept['data'], method)
+        changed = method in (lib.FEDDF_ID, lib.FEDDF_OOD) or (
+            method == lib.FEDASYNC and config.fedasync_a > 0)
+        status = lib.kept_config_status(kept, want, every_field=True)
+        self.assertEqual(status, lib.OUTDATED if changed else lib.MATCHES,
+                         os.path.join(root, name))
+        counts[changed] = counts.get(changed, 0) + 1
+    self.assertGreater(counts.get(True, 0), 0)
+    self.assertGreater(counts.get(False, 0), 0)
+
   def test_paper_reference_table(self):
     lib = hybrid_async_lib
     table = lib.paper_table(['fedbuff', 'loadaboost'],

@@ -271,7 +271,7 @@ def run_variant(variant: Variant, data: lib.Data, base: lib.Config,
       server_fn=_server_fn(variant, config, data, seed, probes))
   return RunRecord(
       variant.name, setting.alpha, setting.delay_std, seed,
-      lib.config_record(config),
+      lib.config_record(config, variant.method),
       [[r.round, r.accuracy, r.loss] for r in run.rows],
       probes, float(run.rows[-1].seconds) if run.rows else 0.0)
 
@@ -283,7 +283,8 @@ def run_study(data_fn, variants: Sequence[Variant],
 
   A variant without delays runs once per alpha and seed: its record stands
   in for every delay level. Kept records are reused if their configuration
-  matches, else a ValueError names the record.
+  matches and run again if they are outdated (`lib.kept_config_status`),
+  else a ValueError names the record.
   """
   reports_lib.make_directory(records_dir, 'records directory')
   cache = {}
@@ -295,14 +296,19 @@ def run_study(data_fn, variants: Sequence[Variant],
           continue
         path = os.path.join(records_dir,
                             record_name(variant.name, setting, seed) + '.json')
-        want = lib.config_record(config_of(variant, base, setting))
+        want = lib.config_record(config_of(variant, base, setting),
+                                 variant.method)
         if os.path.exists(path):
           with open(path) as f:
             kept = json.load(f)
-          if not lib.kept_config_matches(kept['config'], want):
+          status = lib.kept_config_status(kept['config'], want)
+          if status == lib.DIFFERS:
             raise ValueError(f'{path} was made with another configuration; '
                              'move it away to rerun.')
-          continue
+          if status == lib.MATCHES:
+            continue
+          print(f'{path} was made before its method changed: run again.',
+                flush=True)
         if setting.alpha not in data_of_alpha:
           data_of_alpha[setting.alpha] = data_fn(seed, setting.alpha)
         record = run_variant(variant, data_of_alpha[setting.alpha], base,

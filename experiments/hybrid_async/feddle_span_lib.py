@@ -219,7 +219,7 @@ def run_probed(data: lib.Data, config: lib.Config, finetune_config:
   run = lib.run_method(lib.FEDDLE_ID, data, config, seed, cache,
                        delay_std=setting.delay_std, server_fn=build)
   return RunRecord(setting.alpha, setting.delay_std, seed,
-                   lib.config_record(config),
+                   lib.config_record(config, lib.FEDDLE_ID),
                    probes, float(lib.final_metric(run.rows)),
                    float(run.rows[-1].seconds) if run.rows else 0.0,
                    data.description)
@@ -245,7 +245,8 @@ def run_study(data_fn, config: lib.Config, finetune_config: lib.Config,
     for setting in settings:
       path = os.path.join(records_dir, record_name(setting, seed) + '.json')
       want = lib.config_record(config._replace(alpha=setting.alpha,
-                                      delay_std=setting.delay_std))
+                                               delay_std=setting.delay_std),
+                               lib.FEDDLE_ID)
       if os.path.exists(path):
         with open(path) as f:
           kept = json.load(f)

@@ -73,6 +73,7 @@ from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_data as server_data_lib
 from tff_mixed.asynchronous import server_sgd
+from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import simulation
 from tff_mixed.asynchronous import staleness
 from tff_mixed.core import client_groups
@@ -147,7 +148,15 @@ class Config(NamedTuple):
   (Feddle's coefficient search) is set: passes over the server set the
   method trains on, `server_epochs(...)`; 0 keeps the batch counts
   `server_steps` and `feddle_search_steps`. `fedasync_a` is the exponent a
-  of FedAsync's polynomial staleness function (its "adaptive constant").
+  of FedAsync's polynomial staleness function (its "adaptive constant"),
+  of a staleness counted in `fedasync_staleness_unit`: 'server_steps'
+  (Xie et al.: server model updates since the client was sent the model,
+  one per arrival) or 'rounds' (runs kept before 2026-11-26).
+  `fedbuff_staleness_exponent` p weighs each update of FedBuff's merge (in
+  `fedbuff`, `fed_ft` and `feddf_*`) by (1 + staleness in rounds)^(-p):
+  0, the plain mean, is the guided-model-merging paper's FedBuff (its
+  appendix A writes the merge as the mean of the buffered updates); 0.5 is
+  the 1/sqrt(1 + staleness) of FedBuff's own paper (Nguyen et al. 2022).
   Center trains its server epochs once, at the first round, and then holds
   its model (`center_once`, the paper's one centrally trained model);
   `center_once=False` trains them every round, as tables made before
@@ -177,6 +186,8 @@ class Config(NamedTuple):
   buffer_size: int = 10
   fedasync_alpha: float = 0.5
   fedasync_a: float = staleness.DEFAULT_FEDASYNC_EXPONENT
+  fedasync_staleness_unit: str = server_strategies.STALENESS_SERVER_STEPS
+  fedbuff_staleness_exponent: float = 0.0
   server_steps: int = 10
   server_epochs: int = 0
   center_once: bool = True
@@ -278,7 +289,8 @@ def build_method(method: str, model, data: Data, config: Config, seed: int,
   c = config
   split = data.split
   fedbuff = tff_mixed.FedBuff(learning_rate=c.server_lr,
-                              buffer_size=c.buffer_size)
+                              buffer_size=c.buffer_size,
+                              staleness_exponent=c.fedbuff_staleness_exponent)
   server_x = data.ood_x if method in OOD_METHODS else split.server_x
   if method in (FEDAVG, FEDAVG_DELAYED, LOADABOOST):
     # Weighted FedAvg: the round's clients' updates, weighted by the
@@ -289,7 +301,8 @@ def build_method(method: str, model, data: Data, config: Config, seed: int,
   if method == FEDASYNC:
     return tff_mixed.FedAsync(
         alpha=c.fedasync_alpha,
-        staleness_fn=staleness.polynomial_staleness(c.fedasync_a))
+        staleness_fn=staleness.polynomial_staleness(c.fedasync_a),
+        staleness_unit=c.fedasync_staleness_unit)
   if method == FEDBUFF:
     return fedbuff
   if method == CA2FL:
@@ -574,17 +587,72 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   return MethodRun(rows, diagnostics, notes)
 
 
-def config_record(config: Config) -> dict[str, Any]:
-  """`config` as a JSON-able dict, as the studies' records keep it."""
-  return {k: list(v) if isinstance(v, tuple) else v
-          for k, v in config._asdict().items()}
+# Fields of a run's record that say how a method behaves, each added when
+# that behaviour changed, with the behaviour a record made before (without
+# the field) stands for. A kept run that differs from the one wanted only
+# there was made by older code: it is outdated, and run again.
+#   fedasync_staleness_unit: FedAsync counted staleness in rounds.
+#   feddf_teachers: FedDF distilled every arrival since its last
+#     distillation, once a round, where it now distills each merge's buffer.
+FEDDF_TEACHERS = 'merged_buffer'
+_BEHAVIOUR_BEFORE = {
+    'fedasync_staleness_unit': server_strategies.STALENESS_ROUNDS,
+    'feddf_teachers': 'arrivals_since_distillation',
+}
+MATCHES, OUTDATED, DIFFERS = 'matches', 'outdated', 'differs'
+
+
+def method_fields(fields: dict[str, Any], method: str) -> dict[str, Any]:
+  """A config's `fields` as `method`'s runs record them: the behaviour
+  fields only where they change the run (FedAsync's staleness unit when a
+  staleness discount a > 0 applies; FedDF's teacher set), so that the other
+  methods' kept runs stay valid."""
+  fields = dict(fields)
+  if method != FEDASYNC or not fields['fedasync_a']:
+    del fields['fedasync_staleness_unit']
+  if method in (FEDDF_ID, FEDDF_OOD):
+    fields['feddf_teachers'] = FEDDF_TEACHERS
+  return fields
+
+
+def config_record(config: Config, method: str) -> dict[str, Any]:
+  """`config` as a JSON-able dict, as the studies' records of `method`'s
+  runs keep it."""
+  return method_fields({k: list(v) if isinstance(v, tuple) else v
+                        for k, v in config._asdict().items()}, method)
+
+
+def kept_config_status(kept: dict[str, Any], want: dict[str, Any],
+                       every_field: bool = False) -> str:
+  """MATCHES, OUTDATED or DIFFERS: a kept record's config against `want`.
+
+  A behaviour field `want` has and the record lacks is read as the
+  behaviour before it (`_BEHAVIOUR_BEFORE`); a record that differs there
+  is OUTDATED, whatever else differs (e.g. values a new search selected):
+  older code made it, so it is run again. Compared on the fields the record
+  knows (fields added to `Config` later keep the earlier behaviour by
+  default), or, with `every_field`, on the fields of either.
+  """
+  differing = differing_fields(kept, want, every_field)
+  if not differing:
+    return MATCHES
+  predated = set(_BEHAVIOUR_BEFORE) & set(want) - set(kept)
+  return OUTDATED if differing & predated else DIFFERS
+
+
+def differing_fields(kept: dict[str, Any], want: dict[str, Any],
+                     every_field: bool = False) -> set[str]:
+  """The fields where a kept record's config, its behaviour fields read
+  as in `kept_config_status`, differs from `want`."""
+  filled = dict(kept, **{k: v for k, v in _BEHAVIOUR_BEFORE.items()
+                         if k in want and k not in kept})
+  keys = set(filled) | set(want) if every_field else set(filled)
+  return {k for k in keys if filled.get(k) != want.get(k)}
 
 
 def kept_config_matches(kept: dict[str, Any], want: dict[str, Any]) -> bool:
-  """Whether a kept record's config is `want` (`config_record`) on the
-  fields the record knows: fields added to `Config` later keep the earlier
-  behaviour by default."""
-  return {k: want.get(k) for k in kept} == kept
+  """Whether a kept record's config is `want` (`kept_config_status`)."""
+  return kept_config_status(kept, want) == MATCHES
 
 
 def read_records(records_dir: str, record_type: Callable[..., Any],
@@ -628,15 +696,18 @@ def _fingerprint(config: Config, description: str,
   """What a kept run must match to be reused (the setting is in its name).
 
   `center_once` only for Center, the one method it changes, and
-  `feddle_atlas_size` only away from its default: runs kept before either
-  existed stay valid.
+  `feddle_atlas_size` and `fedbuff_staleness_exponent` only away from their
+  defaults: runs kept before either existed stay valid. The behaviour
+  fields as `method_fields` gives them: FedAsync's and FedDF's runs kept
+  before their behaviour changed are outdated (`kept_config_status`).
   """
-  fields = config._asdict()
+  fields = method_fields(config._asdict(), method)
   del fields['alpha'], fields['delay_std']
   if method != CENTER:
     del fields['center_once']
-  if not fields['feddle_atlas_size']:
-    del fields['feddle_atlas_size']
+  for name in ('feddle_atlas_size', 'fedbuff_staleness_exponent'):
+    if not fields[name]:
+      del fields[name]
   fields['conv_filters'] = list(fields['conv_filters'])
   return dict(fields, data=description)
 
@@ -671,7 +742,9 @@ def _save_run(path: str, fingerprint: dict[str, Any], run: MethodRun
 
 
 def _load_run(path: str, fingerprint: dict[str, Any]) -> Optional[MethodRun]:
-  """A kept run, None if there is none; an error if its config differs."""
+  """A kept run, None if there is none or it is outdated (made before its
+  method's behaviour changed: `kept_config_status`); an error if its config
+  differs."""
   if not os.path.exists(path):
     return None
   try:
@@ -681,9 +754,14 @@ def _load_run(path: str, fingerprint: dict[str, Any]) -> Optional[MethodRun]:
   except (ValueError, KeyError, TypeError) as e:
     raise ValueError(f'Kept run {path!r} is unreadable ({e}); remove it to '
                      'run it again.') from e
-  if kept['fingerprint'] != fingerprint:
-    differing = sorted(k for k in set(fingerprint) | set(kept['fingerprint'])
-                       if fingerprint.get(k) != kept['fingerprint'].get(k))
+  status = kept_config_status(kept['fingerprint'], fingerprint,
+                              every_field=True)
+  if status == OUTDATED:
+    logging.info('%s was made before its method changed: run again.', path)
+    return None
+  if status == DIFFERS:
+    differing = sorted(differing_fields(kept['fingerprint'], fingerprint,
+                                        every_field=True))
     raise ValueError(
         f'{path!r} was run with other settings ({", ".join(differing)}); '
         'use a new --output_dir, or remove its runs/ to start over.')
@@ -999,6 +1077,12 @@ def validate(config: Config, methods: Sequence[str],
     if getattr(config, name) not in CLIENT_OPTIMIZERS:
       raise ValueError(f'`{name}` must be one of {CLIENT_OPTIMIZERS}, got '
                        f'{getattr(config, name)!r}.')
+  if config.fedasync_staleness_unit not in server_strategies.STALENESS_UNITS:
+    raise ValueError('`fedasync_staleness_unit` must be one of '
+                     f'{server_strategies.STALENESS_UNITS}, got '
+                     f'{config.fedasync_staleness_unit!r}.')
+  staleness.check_finite_at_least('fedbuff_staleness_exponent',
+                                  config.fedbuff_staleness_exponent, 0.0)
   if LOADABOOST in methods:
     loadaboost_lib.check_epochs(config.loadaboost_epochs)
   if config.clients_per_round > config.num_clients:

@@ -174,6 +174,16 @@ _FEDASYNC_ALPHA = flags.DEFINE_float('fedasync_alpha',
 _FEDASYNC_A = flags.DEFINE_float(
     'fedasync_a', _DEFAULTS.fedasync_a, 'FedAsync\'s adaptive constant a: '
     'staleness weight (1 + staleness)^-a.', lower_bound=0.0)
+_FEDASYNC_STALENESS_UNIT = flags.DEFINE_enum(
+    'fedasync_staleness_unit', _DEFAULTS.fedasync_staleness_unit,
+    ['server_steps', 'rounds'], 'What FedAsync\'s staleness counts: '
+    'server_steps (Xie et al.: server model updates since the client was '
+    'sent the model, one per arrival) or rounds (runs before 2026-11-26).')
+_FEDBUFF_STALENESS_EXPONENT = flags.DEFINE_float(
+    'fedbuff_staleness_exponent', _DEFAULTS.fedbuff_staleness_exponent,
+    'p of FedBuff\'s update weights (1 + staleness)^-p in fedbuff, fed_ft '
+    'and feddf: 0 (the guided-merging paper\'s plain mean) or 0.5 (Nguyen '
+    'et al.\'s 1/sqrt(1 + staleness)).', lower_bound=0.0)
 _SERVER_STEPS = flags.DEFINE_integer(
     'server_steps', _DEFAULTS.server_steps, 'Server SGD steps per merge '
     '(Center, Fed+FT, HFCL, FedDF).', lower_bound=0)
@@ -372,6 +382,8 @@ def config_from_flags() -> tuple['hybrid_async_lib.Config',
       client_optimizer=_CLIENT_OPTIMIZER.value, client_lr=_CLIENT_LR.value,
       server_lr=_SERVER_LR.value, buffer_size=_BUFFER_SIZE.value,
       fedasync_alpha=_FEDASYNC_ALPHA.value, fedasync_a=_FEDASYNC_A.value,
+      fedasync_staleness_unit=_FEDASYNC_STALENESS_UNIT.value,
+      fedbuff_staleness_exponent=_FEDBUFF_STALENESS_EXPONENT.value,
       server_steps=_SERVER_STEPS.value, server_epochs=_SERVER_EPOCHS.value,
       center_once=_CENTER_ONCE.value,
       server_sgd_lr=_SERVER_SGD_LR.value,
