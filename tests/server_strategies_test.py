@@ -109,9 +109,9 @@ class FedAsyncTest(absltest.TestCase):
     d = [0, 1, 2, 1, 2]
     self.assertAlmostEqual(
         got, self._mixed([0.5 * (k + 1.0) ** -0.5 for k in d], values))
-    default, _ = self._three_rounds(strategies.STALENESS_SERVER_STEPS)
+    default, _ = self._three_rounds(staleness.SERVER_STEPS)
     self.assertEqual(strategies.FedAsync(0.5).staleness_unit,
-                     strategies.STALENESS_SERVER_STEPS)
+                     staleness.SERVER_STEPS)
     self.assertEqual(got, default)
 
   def test_staleness_in_rounds_is_the_update_tag(self):

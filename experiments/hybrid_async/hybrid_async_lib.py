@@ -73,7 +73,6 @@ from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_data as server_data_lib
 from tff_mixed.asynchronous import server_sgd
-from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import simulation
 from tff_mixed.asynchronous import staleness
 from tff_mixed.core import client_groups
@@ -186,7 +185,7 @@ class Config(NamedTuple):
   buffer_size: int = 10
   fedasync_alpha: float = 0.5
   fedasync_a: float = staleness.DEFAULT_FEDASYNC_EXPONENT
-  fedasync_staleness_unit: str = server_strategies.STALENESS_SERVER_STEPS
+  fedasync_staleness_unit: str = staleness.SERVER_STEPS
   fedbuff_staleness_exponent: float = 0.0
   server_steps: int = 10
   server_epochs: int = 0
@@ -596,7 +595,7 @@ def run_method(method: str, data: Data, config: Config, seed: int,
 #     distillation, once a round, where it now distills each merge's buffer.
 FEDDF_TEACHERS = 'merged_buffer'
 _BEHAVIOUR_BEFORE = {
-    'fedasync_staleness_unit': server_strategies.STALENESS_ROUNDS,
+    'fedasync_staleness_unit': staleness.ROUNDS,
     'feddf_teachers': 'arrivals_since_distillation',
 }
 MATCHES, OUTDATED, DIFFERS = 'matches', 'outdated', 'differs'
@@ -1077,9 +1076,9 @@ def validate(config: Config, methods: Sequence[str],
     if getattr(config, name) not in CLIENT_OPTIMIZERS:
       raise ValueError(f'`{name}` must be one of {CLIENT_OPTIMIZERS}, got '
                        f'{getattr(config, name)!r}.')
-  if config.fedasync_staleness_unit not in server_strategies.STALENESS_UNITS:
+  if config.fedasync_staleness_unit not in staleness.UNITS:
     raise ValueError('`fedasync_staleness_unit` must be one of '
-                     f'{server_strategies.STALENESS_UNITS}, got '
+                     f'{staleness.UNITS}, got '
                      f'{config.fedasync_staleness_unit!r}.')
   staleness.check_finite_at_least('fedbuff_staleness_exponent',
                                   config.fedbuff_staleness_exponent, 0.0)

@@ -41,12 +41,9 @@ arrival (`schedule.Arrival.staleness`).
 
   where `base` is the model the client started from. Staleness functions
   `s(d)`: polynomial `(d + 1)^(-a)` (default, a = 0.5), hinge (1 if d <= b,
-  else 1 / (a (d - b) + 1)), or constant 1. The staleness d is counted in
-  `staleness_unit`: 'server_steps' (default, Xie et al.'s t - tau: the
-  server model updates since the client's model was sent; every arrival is
-  one, so an update d rounds stale that arrives j-th in its round is the
-  arrivals of the d rounds plus j), or 'rounds' (the update's `staleness`,
-  about arrivals-per-round times smaller).
+  else 1 / (a (d - b) + 1)), or constant 1. d counts `staleness_unit`:
+  server steps (default, Xie et al.'s t - tau; one per arrival) or rounds
+  (`staleness.staleness_in`).
 * FedBuff (Nguyen et al., "Federated Learning with Buffered Asynchronous
   Aggregation", AISTATS 2022): updates are appended to a buffer; whenever it
   holds M updates the server applies
@@ -105,17 +102,9 @@ WEIGHTING_UNIFORM = 'uniform'
 WEIGHTING_NUM_EXAMPLES = 'num_examples'
 WEIGHTINGS = (WEIGHTING_UNIFORM, WEIGHTING_NUM_EXAMPLES)
 
-# What FedAsync's staleness d counts: server model updates since the
-# client's model was sent (Xie et al.'s t - tau, one per arrival), or the
-# rounds between its broadcast and its arrival (`ClientUpdate.staleness`).
-STALENESS_SERVER_STEPS = 'server_steps'
-STALENESS_ROUNDS = 'rounds'
-STALENESS_UNITS = (STALENESS_SERVER_STEPS, STALENESS_ROUNDS)
-
 CACHE_AVERAGE_ALL_CLIENTS = 'all_clients'
 CACHE_AVERAGE_CACHED_CLIENTS = 'cached_clients'
 _CACHE_AVERAGES = (CACHE_AVERAGE_ALL_CLIENTS, CACHE_AVERAGE_CACHED_CLIENTS)
-
 
 
 class ClientUpdate(NamedTuple):
@@ -157,9 +146,8 @@ class FedAsyncState(NamedTuple):
 
   Attributes:
     num_updates: Server model updates applied so far (one per arrival).
-    round_starts: `num_updates` at the start of each `apply` call (round)
-      so far, oldest first: the server step each round's clients were sent
-      (staleness in server steps). A run of R rounds keeps R integers.
+    round_starts: `num_updates` at the start of each round so far: when
+      each round's clients were sent the model (one integer a round).
   """
   num_updates: int
   round_starts: tuple[int, ...] = ()
@@ -290,24 +278,20 @@ class FedAsync(AsyncStrategy):
 
   For each update, in order of arrival:
   `x <- (1 - alpha_t) x + alpha_t (base + delta)`,
-  `alpha_t = alpha * s(d)`, d the update's staleness in `staleness_unit`.
-
-  With 'server_steps', `apply` must be called once per round, every round
-  from the first (as `simulation.run_async` does): an update's
-  `ClientUpdate.staleness` (rounds) then names the round its client was
-  sent the model, and the state knows the server step of each round.
+  `alpha_t = alpha * s(d)`, d the update's staleness in `staleness_unit`
+  (with 'server_steps', `apply` must run every round from the first).
   """
 
   def __init__(self, alpha: float,
                staleness_fn: Optional[staleness_lib.StalenessFn] = None,
-               staleness_unit: str = STALENESS_SERVER_STEPS):
+               staleness_unit: str = staleness_lib.SERVER_STEPS):
     """Configures FedAsync.
 
     Args:
       alpha: The mixing weight, in (0, 1].
       staleness_fn: s(d); None: `polynomial_staleness(0.5)`.
       staleness_unit: What d counts: 'server_steps' (default, Xie et al.)
-        or 'rounds' (see the module docstring).
+        or 'rounds' (`ClientUpdate.staleness`).
 
     Raises:
       ValueError: If `alpha` is not in (0, 1] or `staleness_unit` unknown.
@@ -315,10 +299,7 @@ class FedAsync(AsyncStrategy):
     if (not isinstance(alpha, numbers.Real) or not np.isfinite(alpha)
         or not 0 < alpha <= 1):
       raise ValueError(f'alpha must be in (0, 1], got {alpha!r}.')
-    if staleness_unit not in STALENESS_UNITS:
-      raise ValueError(f'staleness_unit must be one of {STALENESS_UNITS}, '
-                       f'got {staleness_unit!r}.')
-    self.staleness_unit = staleness_unit
+    self.staleness_unit = staleness_lib.check_unit(staleness_unit)
     self.alpha = float(alpha)
     self.staleness_fn = (staleness_fn if staleness_fn is not None
                          else staleness_lib.polynomial_staleness())
@@ -329,24 +310,6 @@ class FedAsync(AsyncStrategy):
 
   def initial_state(self) -> FedAsyncState:
     return FedAsyncState(num_updates=0)
-
-  def staleness(self, state: FedAsyncState, update: ClientUpdate,
-                position: int) -> int:
-    """d of the `position`-th update of this round, in `staleness_unit`."""
-    if self.staleness_unit == STALENESS_ROUNDS:
-      return update.staleness
-    # This round is number len(round_starts); the client was sent the model
-    # `update.staleness` rounds ago, at that round's start.
-    this_round = len(state.round_starts)
-    if update.staleness > this_round:
-      raise ValueError(
-          f'updates[{position}].staleness={update.staleness} rounds reaches '
-          f'before the first of the {this_round + 1} rounds this state has '
-          "seen: staleness_unit='server_steps' needs apply called every "
-          "round from the first (or use staleness_unit='rounds').")
-    starts = state.round_starts + (state.num_updates,)
-    sent_at = starts[this_round - update.staleness]
-    return state.num_updates + position - sent_at
 
   def apply(self, state: FedAsyncState, weights: Weights,
             updates: Sequence[ClientUpdate]
@@ -361,7 +324,9 @@ class FedAsync(AsyncStrategy):
             'base + delta and needs the model the client started from.')
       base = _as_float64(update.base, f'updates[{i}].base')
       _check_like(x, base, f'updates[{i}].base')
-      alpha_t = self.mixing_weight(self.staleness(state, update, i))
+      alpha_t = self.mixing_weight(staleness_lib.staleness_in(
+          self.staleness_unit, state.round_starts, state.num_updates,
+          update.staleness, i))
       x = tuple((1.0 - alpha_t) * xi + alpha_t * (bi + di)
                 for xi, bi, di in zip(x, base, delta))
     new_state = FedAsyncState(

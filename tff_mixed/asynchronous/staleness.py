@@ -33,6 +33,57 @@ StalenessFn = Callable[[int], float]
 # of the values the guided-model-merging paper tunes over ({0.1, 0.5, 0.9}).
 DEFAULT_FEDASYNC_EXPONENT = 0.5
 
+# What FedAsync's staleness d counts: server model updates since the
+# client's model was sent (Xie et al.'s t - tau; every arrival is one), or
+# the rounds between its broadcast and its arrival (the delay; about
+# arrivals-per-round times smaller).
+SERVER_STEPS = 'server_steps'
+ROUNDS = 'rounds'
+UNITS = (SERVER_STEPS, ROUNDS)
+
+
+def check_unit(unit: Any) -> str:
+  """Returns `unit` if it is one of `UNITS`, else raises ValueError."""
+  if unit not in UNITS:
+    raise ValueError(f'staleness_unit must be one of {UNITS}, got {unit!r}.')
+  return unit
+
+
+def staleness_in(unit: str, round_starts: tuple[int, ...], num_updates: int,
+                 rounds: int, position: int) -> int:
+  """An update's staleness in `unit`: rounds, or server steps since its
+  client was sent the model.
+
+  Args:
+    unit: One of `UNITS`.
+    round_starts: The server step count at the start of each earlier round,
+      oldest first (this round is number `len(round_starts)`).
+    num_updates: Server steps made before this round's first arrival.
+    rounds: The update's staleness in rounds: its client was sent the model
+      at the start of round `len(round_starts) - rounds`.
+    position: Its place among this round's arrivals (0: first), each one
+      server step after the one before.
+
+  Returns:
+    `rounds`, or num_updates + position - (the step count when the model
+    was sent).
+
+  Raises:
+    ValueError: If, in server steps, `rounds` reaches before the first
+      round recorded.
+  """
+  if check_unit(unit) == ROUNDS:
+    return rounds
+  this_round = len(round_starts)
+  if rounds > this_round:
+    raise ValueError(
+        f'updates[{position}].staleness={rounds} rounds reaches before the '
+        f'first of the {this_round + 1} rounds this state has seen: '
+        "staleness_unit='server_steps' needs apply called every round from "
+        "the first (or use staleness_unit='rounds').")
+  sent_at = (round_starts + (num_updates,))[this_round - rounds]
+  return num_updates + position - sent_at
+
 
 def polynomial_staleness(a: float = DEFAULT_FEDASYNC_EXPONENT) -> StalenessFn:
   """FedAsync's polynomial staleness function s(d) = (d + 1)^(-a).
