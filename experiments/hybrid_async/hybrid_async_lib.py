@@ -33,7 +33,8 @@ seed and setting:
     trains), `fed_ft` (FedBuff, then fine-tuning on the server data after
     each merge), `hfcl` (the server trains a copy and joins the merge as one
     more participant), `feddf_id` (FedBuff, then ensemble distillation of
-    the arrived client models on the server images), `feddle_id`;
+    the merged buffer's client models on the server images after each
+    merge), `feddle_id`;
 *   with out-of-domain server data: `feddf_ood`, `feddle_ood` (the
     surrogate loss over a new linear head).
 
