@@ -270,17 +270,27 @@ class ReportTest(absltest.TestCase):
                                       'd', lib.FEDDLE_ID)['feddle_atlas_size'],
                      40)
 
-  def test_staleness_settings_reach_fedasync_and_fedbuff(self):
+  def test_fedasync_staleness_unit_reaches_fedasync(self):
     lib = hybrid_async_lib
     data = _digits_data(200, num_clients=6, server_size=40, seed=0)
     model = mock.Mock()
     # FedAsync counts server steps by default (Xie et al.), rounds on demand.
     self.assertEqual(lib.build_method(lib.FEDASYNC, model, data, _TINY_CONFIG,
                                       0).staleness_unit, 'server_steps')
-    c = _TINY_CONFIG._replace(fedasync_staleness_unit='rounds',
-                              fedbuff_staleness_exponent=0.5)
+    c = _TINY_CONFIG._replace(fedasync_staleness_unit='rounds')
     self.assertEqual(lib.build_method(lib.FEDASYNC, model, data, c,
                                       0).staleness_unit, 'rounds')
+    with self.assertRaisesRegex(ValueError, 'fedasync_staleness_unit'):
+      lib.validate(c._replace(fedasync_staleness_unit='arrivals'),
+                   [lib.FEDASYNC])
+
+  def test_fedbuff_staleness_exponent_reaches_fedbuff_merges(self):
+    lib = hybrid_async_lib
+    data = _digits_data(200, num_clients=6, server_size=40, seed=0)
+    model = mock.Mock()
+    self.assertEqual(lib.build_method(lib.FEDBUFF, model, data, _TINY_CONFIG,
+                                      0).staleness_exponent, 0.0)
+    c = _TINY_CONFIG._replace(fedbuff_staleness_exponent=0.5)
     # FedBuff's merge, alone and under Fed+FT and FedDF, weighs an update
     # tau rounds stale by 1/sqrt(1 + tau) (Nguyen et al. 2022).
     fedbuff = lib.build_method(lib.FEDBUFF, model, data, c, 0)
@@ -295,9 +305,9 @@ class ReportTest(absltest.TestCase):
     _, got = lib.build_method(lib.FEDBUFF, model, data, c, 0).apply(
         fedbuff.initial_state(), x0, updates)
     np.testing.assert_allclose(got[0], [(1 + 1 / 2 + 1 / 3 + 1) / 4])
-    with self.assertRaisesRegex(ValueError, 'fedasync_staleness_unit'):
-      lib.validate(c._replace(fedasync_staleness_unit='arrivals'),
-                   [lib.FEDASYNC])
+    with self.assertRaisesRegex(ValueError, 'fedbuff_staleness_exponent'):
+      lib.validate(c._replace(fedbuff_staleness_exponent=-1.0),
+                   [lib.FEDBUFF])
 
   def _old_record(self, config, method):
     """The fingerprint a kept run of `method` had before issue 32."""
