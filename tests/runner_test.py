@@ -37,6 +37,7 @@ from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed import remote as remote_lib
 from tff_mixed.training import checkpoints as checkpoints_lib
+from tff_mixed.training import runner as runner_lib
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TINY = dict(total_rounds=4, clients_per_round=3, client_steps=2,
@@ -190,6 +191,22 @@ class CheckpointSafetyTest(absltest.TestCase):
         os.path.join(directory, 'program_state_2.unreadable.2')))
     self.assertFalse(os.path.exists(
         os.path.join(directory, 'program_state_2')))
+
+  def test_resumed_run_clears_a_save_cut_off_by_a_kill(self):
+    # TFF saves into program_state_N_tempXXXX, then renames it: a kill -9
+    # in between leaves the temp directory. The next run of the experiment
+    # holds its lock, so no one else can be saving: it is litter.
+    dirs = runner_lib.prepare_run(self.root, 'run', {'a': 1})
+    checkpointer = checkpoints_lib.Checkpointer(
+        dirs['checkpoints'], fingerprint={'a': 1})
+    checkpointer.save((np.arange(3, dtype=np.float32),), 1)
+    cut_off = os.path.join(dirs['checkpoints'], 'program_state_2_temp4821')
+    os.makedirs(os.path.join(cut_off, 'variables'))
+    runner_lib.prepare_run(self.root, 'run', {'a': 1})  # The resumed run.
+    self.assertFalse(os.path.exists(cut_off), 'the cut-off save is still there')
+    state, round_num = checkpointer.restore((np.zeros([3], np.float32),))
+    self.assertEqual(round_num, 1)
+    np.testing.assert_array_equal(state[0], [0.0, 1.0, 2.0])
 
   def test_incompatible_structure_is_refused(self):
     checkpointer = checkpoints_lib.Checkpointer(

@@ -20,8 +20,9 @@ That gives every binary the same console behaviour:
 
 * Errors. A bad input or a fault outside the program (a flag out of range, a
   missing or unreadable file, a damaged database, an output directory that
-  cannot be written, a run that diverged, a checkpoint directory of another
-  run, a TFF worker that is down) prints exactly one line, `error: ...`, on
+  cannot be written or that another running process holds, a run that
+  diverged, a checkpoint directory of another run, a TFF worker that is
+  down) prints exactly one line, `error: ...`, on
   stderr and exits with status 1. Any other exception is a bug and keeps its
   traceback. `--verbose` also prints the traceback of the one-line errors.
 * Quiet logs. TensorFlow's C++ log lines are off (`experiments.tf_log_level`);
@@ -67,6 +68,9 @@ def _expected_error_types() -> tuple[type[BaseException], ...]:
   runner = sys.modules.get('tff_mixed.training.runner')
   if runner is not None:
     types.append(runner.DivergenceError)
+  run_lock = sys.modules.get('tff_mixed.training.run_lock')
+  if run_lock is not None:
+    types.append(run_lock.DirectoryInUseError)  # A second run of one run.
   grpc = sys.modules.get('grpc')
   if grpc is not None:
     types.append(grpc.RpcError)  # e.g. a TFF worker that went away.

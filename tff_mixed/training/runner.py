@@ -22,15 +22,18 @@ TFF's FedAvg) round by round, in the research-repo layout:
 <root_output_dir>/logdir/<experiment_name>/        TensorBoard
 ```
 
-It resumes from the newest readable checkpoint (refusing one written by
-another configuration), releases each round's metrics to CSV (one row per
-round, rows past a resumed checkpoint replaced), TensorBoard and the log,
-shows a progress bar with rounds/s and ETA on terminals, evaluates every few
-rounds, and stops on divergence naming the round and the last good checkpoint,
-which stays intact. Client selection must be a pure function of the round
-number (e.g. `tff.simulation.build_uniform_sampling_fn` with a seed) and our
-processes key all server-side sampling on the round in their state, so a run
-killed and resumed ends exactly where an uninterrupted run ends.
+One process at a time runs an experiment (`run_lock`): a second one on the
+same directories is refused before it writes anything. It resumes from the
+newest readable checkpoint (refusing one written by another configuration,
+clearing the unfinished save of a killed run), releases each round's
+metrics to CSV (one row per round, rows past a resumed checkpoint
+replaced), TensorBoard and the log, shows a progress bar with rounds/s and
+ETA on terminals, evaluates every few rounds, and stops on divergence
+naming the round and the last good checkpoint, which stays intact. Client
+selection must be a pure function of the round number (e.g.
+`tff.simulation.build_uniform_sampling_fn` with a seed) and our processes
+key all server-side sampling on the round in their state, so a run killed
+and resumed ends exactly where an uninterrupted run ends.
 
 With a process built with `client_groups` (the fast simulation mode), the
 runner splits each round's flat list of client ids into groups, one per core
@@ -104,17 +107,27 @@ def output_dirs(root_output_dir: str, experiment_name: str) -> dict[str, str]:
   }
 
 
-def _check_writable(path: str) -> None:
+def _write_probe(path: str) -> None:
+  os.makedirs(path, exist_ok=True)
+  probe = os.path.join(path, '.write_probe')
+  with open(probe, 'w') as f:
+    f.write('')
+  os.remove(probe)
+
+
+def _check_writable(path: str,
+                    probe: Optional[Callable[[str], None]] = None) -> None:
+  """Creates directory `path` and checks it takes files (`probe(path)`).
+
+  Raises:
+    ValueError: If it cannot be created or written.
+  """
   blocker = reports.file_in_the_way(path)
   if blocker is not None:
     raise ValueError(f'Output directory {path} is not writable: {blocker} is '
                      'a file, not a directory.')
   try:
-    os.makedirs(path, exist_ok=True)
-    probe = os.path.join(path, '.write_probe')
-    with open(probe, 'w') as f:
-      f.write('')
-    os.remove(probe)
+    (probe or _write_probe)(path)
   except OSError as e:
     raise ValueError(f'Output directory {path} is not writable: '
                      f'{e.strerror or e}.') from e
@@ -138,6 +151,10 @@ def prepare_run(root_output_dir: str, experiment_name: str,
   tracing) its process, so that a bad directory or a refused resume fails in
   seconds, not after the build. `run_training` calls it again.
 
+  Claiming takes the run's lock (`run_lock`, on its checkpoint directory)
+  before anything is written, held until this process ends: a second
+  process on the same run is refused, naming the first one's PID.
+
   Args:
     root_output_dir: Root of the output layout (see the module docstring).
     experiment_name: Subdirectory name of the run.
@@ -151,15 +168,20 @@ def prepare_run(root_output_dir: str, experiment_name: str,
       not writable.
     checkpoints_lib.CheckpointMismatchError: If the checkpoint directory
       belongs to a run with other `hparams`.
+    run_lock.DirectoryInUseError: If another process is running this run.
   """
   if not experiment_name or os.sep in experiment_name:
     raise ValueError('`experiment_name` must be a non-empty name without '
                      f'{os.sep!r}, got {experiment_name!r}.')
   dirs = output_dirs(root_output_dir, experiment_name)
-  for path in dirs.values():
-    _check_writable(path)
-  checkpoints_lib.Checkpointer(
-      dirs['checkpoints'], fingerprint=hparams).check_or_write_fingerprint()
+  checkpointer = checkpoints_lib.Checkpointer(dirs['checkpoints'],
+                                              fingerprint=hparams)
+  # The run's lock comes first: a second process on the run writes nothing,
+  # not even a write probe. Creating the lock file probes the directory.
+  _check_writable(dirs['checkpoints'], lambda _: checkpointer.claim())
+  for kind in ('results', 'logdir'):
+    _check_writable(dirs[kind])
+  checkpointer.check_or_write_fingerprint()
   hparams_path = os.path.join(dirs['results'], HPARAMS_FILE)
   if not os.path.exists(hparams_path):
     with open(hparams_path + '.tmp', 'w') as f:
