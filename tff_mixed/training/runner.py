@@ -70,6 +70,31 @@ class DivergenceError(RuntimeError):
   """Training produced a non-finite loss or model."""
 
 
+class RunInterrupted(KeyboardInterrupt):
+  """Ctrl-C (SIGINT) stopped `run_training`; its last checkpoint is intact.
+
+  Its message is the one line a binary prints (`tff_mixed.experiment.cli`):
+  which round the run got to and that the same command resumes it.
+  """
+
+
+def interrupted_message(name: str, last_round: int,
+                        checkpoint: Optional[int]) -> str:
+  """The line for run `name` stopped after `last_round` (0: none ended).
+
+  `checkpoint` is its last saved round (None: none yet), where a rerun
+  resumes.
+  """
+  if checkpoint is None:
+    return (f'interrupted in round {last_round + 1} of {name}, before its '
+            'first checkpoint; run the same command to start it again')
+  if checkpoint == last_round:
+    return (f'interrupted after round {last_round} of {name}; run the same '
+            'command to resume')
+  return (f'interrupted after round {last_round} of {name} (last checkpoint: '
+          f'round {checkpoint}); run the same command to resume from it')
+
+
 class RunResult(NamedTuple):
   """What `run_training` returns.
 
@@ -244,6 +269,8 @@ def run_training(
       another configuration or model.
     DivergenceError: On a non-finite training metric, evaluation metric or
       model weight; the last good checkpoint is left intact.
+    RunInterrupted: On Ctrl-C (KeyboardInterrupt) during the rounds; the
+      last checkpoint is left intact.
   """
   if not isinstance(process, tff.learning.templates.LearningProcess):
     raise TypeError('`process` must be a '
@@ -271,6 +298,7 @@ def run_training(
       tff.program.TensorBoardReleaseManager(dirs['logdir']),
   ])
   last_good = [start_round if start_round else None]
+  last_round = [start_round]
 
   def next_fn(state, round_num):
     output = process.next(state, _grouped(process, client_data_fn(round_num),
@@ -290,15 +318,24 @@ def run_training(
     if round_num % rounds_per_checkpoint == 0 or round_num == total_rounds:
       checkpointer.save(state, round_num)
       last_good[0] = round_num
+    last_round[0] = round_num
     if round_end_fn is not None:
       round_end_fn(round_num)
 
-  state, history = run_rounds(
-      next_fn, state, first_round=start_round, total_rounds=total_rounds,
-      name=experiment_name, diverged=diverged, finish_round_fn=finish_round,
-      evaluation_fn=None if evaluation_fn is None else (
-          lambda w: flatten_metrics(evaluation_fn(w), 'eval/')),
-      rounds_per_evaluation=rounds_per_evaluation, progress=progress)
+  try:
+    state, history = run_rounds(
+        next_fn, state, first_round=start_round, total_rounds=total_rounds,
+        name=experiment_name, diverged=diverged, finish_round_fn=finish_round,
+        evaluation_fn=None if evaluation_fn is None else (
+            lambda w: flatten_metrics(evaluation_fn(w), 'eval/')),
+        rounds_per_evaluation=rounds_per_evaluation, progress=progress)
+  except KeyboardInterrupt as e:
+    # A save cut off here is a `program_state_N_temp*` that the next run
+    # clears; the checkpoints before it are complete.
+    if isinstance(e, RunInterrupted):
+      raise
+    raise RunInterrupted(interrupted_message(
+        experiment_name, last_round[0], last_good[0])) from e
   return RunResult(state=state, history=history, resumed_from=start_round,
                    metrics_path=metrics_path,
                    checkpoint_dir=dirs['checkpoints'])
