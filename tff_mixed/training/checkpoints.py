@@ -81,6 +81,26 @@ def _free_name(path: str) -> str:
   return candidate
 
 
+def claim_directory(directory: str) -> None:
+  """Locks checkpoint `directory` for this process; clears dead writers' saves.
+
+  Creates the directory if needed. Holding the lock (`run_lock`), no other
+  process can be saving there, so any `program_state_N_temp*` is a save cut
+  off by a kill: removed. Complete checkpoints are never touched.
+
+  Raises:
+    run_lock.DirectoryInUseError: If another process holds the directory.
+    OSError: If the directory or its lock file cannot be created.
+  """
+  run_lock.lock_run_directory(directory)
+  for name in sorted(os.listdir(directory)):
+    path = os.path.join(directory, name)
+    if _TEMP_PATTERN.fullmatch(name) and os.path.isdir(path):
+      logging.warning('Removing %s, a checkpoint save cut off by the end of '
+                      'its process.', path)
+      shutil.rmtree(path)
+
+
 class Checkpointer:
   """Saves and restores a process's state under one directory.
 
@@ -100,22 +120,8 @@ class Checkpointer:
     return os.path.join(self.directory, FINGERPRINT_FILE)
 
   def claim(self) -> None:
-    """Locks the directory for this process and clears dead writers' saves.
-
-    Holding the lock, no other process can be saving here, so any
-    `program_state_N_temp*` is a save cut off by a kill: removed. Complete
-    checkpoints are never touched.
-
-    Raises:
-      run_lock.DirectoryInUseError: If another process holds the directory.
-    """
-    run_lock.lock_run_directory(self.directory)
-    for name in sorted(os.listdir(self.directory)):
-      path = os.path.join(self.directory, name)
-      if _TEMP_PATTERN.fullmatch(name) and os.path.isdir(path):
-        logging.warning('Removing %s, a checkpoint save cut off by the end of '
-                        'its process.', path)
-        shutil.rmtree(path)
+    """`claim_directory(self.directory)`."""
+    claim_directory(self.directory)
 
   def check_or_write_fingerprint(self) -> None:
     """Claims the directory; writes the fingerprint or refuses another one.

@@ -199,14 +199,13 @@ def prepare_run(root_output_dir: str, experiment_name: str,
     raise ValueError('`experiment_name` must be a non-empty name without '
                      f'{os.sep!r}, got {experiment_name!r}.')
   dirs = output_dirs(root_output_dir, experiment_name)
-  checkpointer = checkpoints_lib.Checkpointer(dirs['checkpoints'],
-                                              fingerprint=hparams)
   # The run's lock comes first: a second process on the run writes nothing,
   # not even a write probe. Creating the lock file probes the directory.
-  _check_writable(dirs['checkpoints'], lambda _: checkpointer.claim())
+  _check_writable(dirs['checkpoints'], checkpoints_lib.claim_directory)
   for kind in ('results', 'logdir'):
     _check_writable(dirs[kind])
-  checkpointer.check_or_write_fingerprint()
+  checkpoints_lib.Checkpointer(
+      dirs['checkpoints'], fingerprint=hparams).check_or_write_fingerprint()
   hparams_path = os.path.join(dirs['results'], HPARAMS_FILE)
   if not os.path.exists(hparams_path):
     with open(hparams_path + '.tmp', 'w') as f:
