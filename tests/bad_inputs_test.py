@@ -370,6 +370,16 @@ def _run(binary: str, args: list[str], directory: str,
     return completed.returncode, f.read()
 
 
+def _tree(root: str) -> dict[str, tuple[int, int]]:
+  """Every file and directory under `root`: (size, mtime in ns) by path."""
+  tree = {}
+  for directory, _, files in os.walk(root):
+    for path in [directory] + [os.path.join(directory, f) for f in files]:
+      info = os.stat(path)
+      tree[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
+  return tree
+
+
 @binary_runs.runs_binaries
 class BadInputsTest(parameterized.TestCase):
 
@@ -391,6 +401,45 @@ class BadInputsTest(parameterized.TestCase):
     values = dict(d=d, file=_write(os.path.join(d, 'a_file.txt')), **setup(d))
     returncode, stderr = _run(binary, [a.format(**values) for a in args], d)
     self.assert_one_error_line(returncode, stderr, expected)
+
+  def test_second_run_of_a_running_experiment_writes_nothing(self):
+    # Two runs on one experiment directory: the second appended a duplicate
+    # round to metrics.csv, then failed on TFF's 'File already exists for
+    # path .../program_state_1', leaving its program_state_1_temp*.
+    d = temp_dirs.temp_dir(self)
+    out = os.path.join(d, 'out')
+    args = [a.format(d=d) for a in _TRAIN_ARGS] + ['--total_rounds=100000']
+    popen = dict(cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    with open(os.path.join(d, 'first.txt'), 'w') as err:
+      first = subprocess.Popen([sys.executable, '-m', _TRAIN, *args],
+                               stderr=err, **popen)
+    self.addCleanup(first.wait)
+    self.addCleanup(first.kill)
+    metrics = os.path.join(out, 'results', 'run', 'metrics.csv')
+    deadline = time.monotonic() + 300
+    while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
+      self.assertIsNone(first.poll(), 'train_main ended before round 1')
+      self.assertLess(time.monotonic(), deadline, 'no round in 300 s')
+      time.sleep(0.1)
+    # Mid-run, and holding still: what it wrote stays as it is.
+    first.send_signal(signal.SIGSTOP)
+    before = _tree(out)
+    stderr_path = os.path.join(d, 'second.txt')
+    with open(stderr_path, 'w') as err:
+      second = subprocess.Popen([sys.executable, '-m', _TRAIN, *args],
+                                stderr=err, **popen)
+    self.addCleanup(second.wait)
+    self.addCleanup(second.kill)
+    while second.poll() is None:
+      self.assertEqual(_tree(out), before,
+                       "the second run wrote into the first run's directories")
+      self.assertLess(time.monotonic(), deadline, 'the second run hangs')
+      time.sleep(0.2)
+    with open(stderr_path) as f:
+      self.assert_one_error_line(second.returncode, f.read(),
+                                 f'in use by process {first.pid}')
+    self.assertEqual(_tree(out), before)
 
   def test_worker_killed_mid_run_gives_one_error_line(self):
     d = temp_dirs.temp_dir(self)

@@ -20,6 +20,7 @@ same weights and metrics. Bad addresses and unreachable workers must fail
 clearly and fast, and every worker started here must be gone afterwards.
 """
 
+import signal
 import time
 
 from absl.testing import absltest
@@ -192,6 +193,23 @@ class RemoteExecutionTest(absltest.TestCase):
       self.assertTrue(all(runtime.process_alive(pid) for pid in pids))
       self.assertTrue(all(w.address.startswith('127.0.0.1:') for w in workers))
     self.assertFalse(any(runtime.process_alive(pid) for pid in pids))
+
+  def test_local_workers_get_default_sigint(self):
+    # Started by a process that a shell's `cmd &` left with SIGINT and
+    # SIGQUIT ignored, which a worker would inherit.
+    old = [signal.signal(s, signal.SIG_IGN)
+           for s in (signal.SIGINT, signal.SIGQUIT)]
+    try:
+      with remote.local_workers(1) as workers:
+        with open(f'/proc/{workers[0].pid}/status') as f:
+          ignored = [int(l.split()[1], 16) for l in f
+                     if l.startswith('SigIgn:')][0]
+    finally:
+      signal.signal(signal.SIGINT, old[0])
+      signal.signal(signal.SIGQUIT, old[1])
+    for signum in (signal.SIGINT, signal.SIGQUIT):
+      self.assertFalse(ignored & (1 << (signum - 1)),
+                       f'the worker ignores {signal.Signals(signum).name}')
 
   def test_start_local_workers_rejects_bad_arguments(self):
     for kwargs, name in ((dict(num_workers=0), 'num_workers'),

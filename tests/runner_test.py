@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The shared runner: resume after SIGKILL, determinism, metrics, validation.
+"""The shared runner: resume after SIGKILL and Ctrl-C, determinism, metrics,
+validation.
 
 Runs the digits label-imbalance trainer (`experiments/label_imbalance/
 train_lib.py`) on a tiny configuration, in subprocesses where a run must be
@@ -33,10 +34,12 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from experiments.label_imbalance import train_lib
+from tests import binary_runs
 from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed import remote as remote_lib
 from tff_mixed.training import checkpoints as checkpoints_lib
+from tff_mixed.training import runner as runner_lib
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TINY = dict(total_rounds=4, clients_per_round=3, client_steps=2,
@@ -63,6 +66,33 @@ _KILLED_RUN = textwrap.dedent("""
 """)
 
 
+# train_main on `_TINY`, as a user types it, but Ctrl-C'd (SIGINT) from the
+# end of the round argv[1], right after its checkpoint: the binary's own
+# `main` and `cli.run`, with `train_lib.train` given the hook.
+_INTERRUPTED_BINARY = textwrap.dedent("""
+    import os, signal, sys
+    from experiments import tf_log_level
+    from experiments.label_imbalance import train_lib
+    from experiments.label_imbalance import train_main
+    from tff_mixed.experiment import cli
+
+    last_round = int(sys.argv[1])
+
+    def interrupt_after(round_num):
+      if round_num == last_round:
+        os.kill(os.getpid(), signal.SIGINT)
+
+    train = train_lib.train
+    train_lib.train = lambda **kw: train(round_end_fn=interrupt_after, **kw)
+    sys.argv = ['train_main'] + sys.argv[2:]
+    cli.run(train_main.main)
+""")
+_TINY_FLAGS = ('--total_rounds=4', '--clients_per_round=3',
+               '--client_steps=2', '--num_clients=6',
+               '--rounds_per_evaluation=2', '--scenario=two_way_gt',
+               '--experiment_name=run')
+
+
 def _read_csv(path):
   with open(path) as f:
     return list(csv.DictReader(f))
@@ -75,15 +105,32 @@ def _final_weights(result):
 
 class ResumeTest(absltest.TestCase):
 
+  _reference = None  # The uninterrupted run, trained once for the class.
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.reference_root = tempfile.mkdtemp()
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.reference_root)
+    super().tearDownClass()
+
+  def reference(self):
+    if ResumeTest._reference is None:
+      ResumeTest._reference = train_lib.train(
+          scenario='two_way_gt', root_output_dir=self.reference_root,
+          experiment_name='run', **_TINY)
+    return ResumeTest._reference
+
   def setUp(self):
     super().setUp()
     self.root = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, self.root)
 
   def test_killed_and_resumed_run_equals_uninterrupted_run(self):
-    reference = train_lib.train(
-        scenario='two_way_gt', root_output_dir=os.path.join(self.root, 'a'),
-        experiment_name='run', **_TINY)
+    reference = self.reference()
     killed_root = os.path.join(self.root, 'b')
     pid_file = os.path.join(self.root, 'worker_pids')
     log_path = os.path.join(self.root, 'killed.log')
@@ -114,6 +161,46 @@ class ResumeTest(absltest.TestCase):
       np.testing.assert_array_equal(got, want)
     self.assertEqual(
         _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
+
+  @binary_runs.runs_binaries
+  def test_ctrl_c_prints_one_line_and_the_same_command_resumes(self):
+    root = os.path.join(self.root, 'b')
+    flags = (*_TINY_FLAGS, f'--root_output_dir={root}')
+    env = dict(os.environ, PYTHONPATH=_REPO_ROOT)
+    # Output to files, not pipes: a TFF worker left behind would hold one.
+    log_path = os.path.join(self.root, 'interrupted.log')
+    with open(log_path, 'w') as log:
+      interrupted = subprocess.run(
+          [sys.executable, '-c', _INTERRUPTED_BINARY, '2', *flags],
+          cwd=_REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
+          stdout=subprocess.DEVNULL, stderr=log, timeout=300, check=False)
+    with open(log_path) as f:
+      stderr = f.read()
+    self.assertNotIn('Traceback', stderr, stderr[-3000:])
+    self.assertEqual(interrupted.returncode, 130, stderr[-3000:])
+    # The last line (TensorFlow's C++ start-up lines may come before it).
+    lines = stderr.splitlines()
+    self.assertEqual(
+        lines[-1:],
+        ['interrupted after round 2 of run; run the same command to resume'])
+    self.assertLen([l for l in lines if 'interrupted' in l], 1, stderr)
+    checkpoint_dir = os.path.join(root, 'checkpoints', 'run')
+    self.assertEqual(
+        sorted(n for n in os.listdir(checkpoint_dir)
+               if n.startswith('program_state_')),
+        ['program_state_1', 'program_state_2'])
+    with open(log_path, 'w') as log:
+      resumed = subprocess.run(
+          [sys.executable, '-m', 'experiments.label_imbalance.train_main',
+           *flags], cwd=_REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
+          stdout=subprocess.DEVNULL, stderr=log, timeout=300, check=False)
+    with open(log_path) as f:
+      stderr = f.read()
+    self.assertEqual(resumed.returncode, 0, stderr[-3000:])
+    self.assertIn('resuming after round 2', stderr)
+    self.assertEqual(
+        _read_csv(os.path.join(root, 'results', 'run', 'metrics.csv')),
+        _read_csv(self.reference().metrics_path))
 
   def test_same_seed_same_metrics_and_csv_layout(self):
     a = train_lib.train(scenario='example_transfer',
@@ -190,6 +277,22 @@ class CheckpointSafetyTest(absltest.TestCase):
         os.path.join(directory, 'program_state_2.unreadable.2')))
     self.assertFalse(os.path.exists(
         os.path.join(directory, 'program_state_2')))
+
+  def test_resumed_run_clears_a_save_cut_off_by_a_kill(self):
+    # TFF saves into program_state_N_tempXXXX, then renames it: a kill -9
+    # in between leaves the temp directory. The next run of the experiment
+    # holds its lock, so no one else can be saving: it is litter.
+    dirs = runner_lib.prepare_run(self.root, 'run', {'a': 1})
+    checkpointer = checkpoints_lib.Checkpointer(
+        dirs['checkpoints'], fingerprint={'a': 1})
+    checkpointer.save((np.arange(3, dtype=np.float32),), 1)
+    cut_off = os.path.join(dirs['checkpoints'], 'program_state_2_temp4821')
+    os.makedirs(os.path.join(cut_off, 'variables'))
+    runner_lib.prepare_run(self.root, 'run', {'a': 1})  # The resumed run.
+    self.assertFalse(os.path.exists(cut_off), 'the cut-off save is still there')
+    state, round_num = checkpointer.restore((np.zeros([3], np.float32),))
+    self.assertEqual(round_num, 1)
+    np.testing.assert_array_equal(state[0], [0.0, 1.0, 2.0])
 
   def test_incompatible_structure_is_refused(self):
     checkpointer = checkpoints_lib.Checkpointer(

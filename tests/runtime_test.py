@@ -64,6 +64,38 @@ _KILLED_SCRIPT = textwrap.dedent("""
 """)
 
 
+# Started as a shell's `cmd &` starts it, with SIGINT and SIGQUIT ignored:
+# reports its TFF worker's ignored signals, then replaces the execution
+# context, whose old worker TFF stops with SIGINT and waits for.
+_BACKGROUND_SCRIPT = textwrap.dedent("""
+    import gc
+    import numpy as np
+    import tensorflow_federated as tff
+    import tff_mixed
+    from tff_mixed import runtime
+
+    @tff.tensorflow.computation
+    def one():
+      return np.int32(1)
+
+    assert one() == 1
+    for pid in runtime.own_worker_pids():
+      with open(f'/proc/{pid}/status') as f:
+        ignored = [l.split()[1] for l in f if l.startswith('SigIgn:')][0]
+      print('WORKER', pid, ignored, flush=True)
+    tff.backends.native.set_sync_local_cpp_execution_context()
+    gc.collect()
+    assert one() == 1
+    print('DONE', flush=True)
+""")
+
+
+def _ignore_sigint_and_sigquit() -> None:
+  """What a non-interactive shell does to a command it starts with `&`."""
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+
+
 def _kill_if_worker(pid: int) -> None:
   """SIGKILLs `pid` if it is still a live TFF worker (not a reused PID)."""
   try:
@@ -120,6 +152,30 @@ class WorkerCleanupTest(absltest.TestCase):
       time.sleep(0.1)
     self.assertEqual([p for p in pids if runtime.process_alive(p)], [],
                      'TFF workers outlived their killed Python process')
+
+  def test_run_started_in_the_background_stops_its_worker(self):
+    # `cmd &` in a script starts cmd with SIGINT ignored, which the worker
+    # inherited: TFF's SIGINT then never stopped it and the run hung.
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+      result = subprocess.run(
+          [sys.executable, '-c', _BACKGROUND_SCRIPT], capture_output=True,
+          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=repo_root),
+          preexec_fn=_ignore_sigint_and_sigquit, check=False)
+    except subprocess.TimeoutExpired as e:
+      self.fail('a run started with SIGINT ignored hung when TFF stopped its '
+                f'worker; its output: {e.stdout!r}')
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    workers = [l.split() for l in result.stdout.splitlines()
+               if l.startswith('WORKER')]
+    self.assertNotEmpty(workers)
+    for _, pid, ignored in workers:
+      mask = int(ignored, 16)
+      self.assertFalse(mask & (1 << (signal.SIGINT - 1)),
+                       f'worker {pid} ignores SIGINT')
+      self.assertFalse(mask & (1 << (signal.SIGQUIT - 1)),
+                       f'worker {pid} ignores SIGQUIT')
+    self.assertIn('DONE', result.stdout)
 
   def test_own_worker_pids_ignores_other_processes(self):
     sleeper = subprocess.Popen(['sleep', '30'])

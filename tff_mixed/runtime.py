@@ -32,6 +32,12 @@ TFF's files. Linux delivers the signal when the *thread* that started the
 worker ends: TFF starts it from its execution context's event-loop thread,
 which lives as long as the context does (and a context replaced by another
 stops its worker anyway).
+
+The same `Popen` also gives the worker the default SIGINT and SIGQUIT
+handlers. A non-interactive shell starts `cmd &` with both ignored, and an
+ignored signal stays ignored across fork and exec; TFF stops its worker with
+SIGINT and then waits for it, so a run started in the background from a
+script (the Makefile's `results-celeba`, `make test &`) hung there forever.
 """
 
 import atexit
@@ -131,47 +137,76 @@ def _at_exit() -> None:
 # prctl(2) option: the signal this process gets when its parent thread ends.
 _PR_SET_PDEATHSIG = 1
 
+# The signals a non-interactive shell's `cmd &` starts ignored (POSIX), which
+# a child must get back: TFF stops its worker with SIGINT.
+_BACKGROUND_IGNORED = (signal.SIGINT, signal.SIGQUIT)
 
-def die_with_parent_preexec_fn():
-  """A `Popen` `preexec_fn` that kills the child when its parent ends.
 
-  Runs in the child between fork and exec and sets the Linux parent-death
-  signal to SIGKILL, which survives the exec. If the parent already died
-  before the signal was set, the child exits at once. Returns `None` where
-  `prctl` is unavailable (not Linux): there only the exit hook ends workers.
+def _libc_function(name: str):
+  """`name` from the C library, or None where ctypes cannot reach it."""
+  try:
+    return getattr(ctypes.CDLL(None, use_errno=True), name)
+  except (OSError, AttributeError):
+    return None
+
+
+def worker_preexec_fn(die_with_parent: bool = True):
+  """The `Popen` `preexec_fn` for every worker process this project starts.
+
+  Runs in the child between fork and exec. It restores the default SIGINT
+  and SIGQUIT handlers, which a process started in the background by a
+  non-interactive shell inherits as ignored, and which exec keeps ignored:
+  TFF stops its worker with SIGINT and waits for it to end. With
+  `die_with_parent` on Linux it also sets the parent-death signal to
+  SIGKILL, which survives the exec; if the parent already died before the
+  signal was set, the child exits at once. The C library's `signal` and
+  `prctl` are resolved here, in the parent: the child only makes the calls,
+  outside Python's signal machinery.
+
+  Args:
+    die_with_parent: Whether to kill the child when the thread that started
+      it ends (Linux delivers the parent-death signal per thread).
 
   Returns:
-    The function, or `None`.
+    The function, or `None` where neither call is available.
   """
-  if not sys.platform.startswith('linux'):
-    return None
-  try:
-    # Resolved here, in the parent: the child should only make the call.
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-  except (OSError, AttributeError):
+  c_signal = _libc_function('signal')
+  if c_signal is not None:
+    c_signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    c_signal.restype = ctypes.c_void_p
+  prctl = (_libc_function('prctl')
+           if die_with_parent and sys.platform.startswith('linux') else None)
+  if c_signal is None and prctl is None:
     return None
   parent = os.getpid()
   kill = int(signal.SIGKILL)
+  ignored = [int(s) for s in _BACKGROUND_IGNORED]
+  default = int(signal.SIG_DFL)
 
   def preexec_fn():
-    prctl(_PR_SET_PDEATHSIG, kill)
-    if os.getppid() != parent:
-      os._exit(1)  # pylint: disable=protected-access
+    if c_signal is not None:
+      for signum in ignored:
+        c_signal(signum, default)
+    if prctl is not None:
+      prctl(_PR_SET_PDEATHSIG, kill)
+      if os.getppid() != parent:
+        os._exit(1)  # pylint: disable=protected-access
 
   return preexec_fn
 
 
 class _PopenDyingWithParent(subprocess.Popen):
-  """`subprocess.Popen` whose child gets the parent-death signal (Linux)."""
+  """`subprocess.Popen` for workers: `worker_preexec_fn` in the child."""
 
   def __init__(self, args, **kwargs):
     if kwargs.get('preexec_fn') is None:
-      kwargs['preexec_fn'] = die_with_parent_preexec_fn()
+      kwargs['preexec_fn'] = worker_preexec_fn()
     super().__init__(args, **kwargs)
 
 
 class _SubprocessDyingWithParent(types.ModuleType):
-  """The `subprocess` module, but `Popen` children die with their parent."""
+  """The `subprocess` module, but `Popen` children are `worker_preexec_fn`'s:
+  default SIGINT and SIGQUIT, and dead with their parent."""
 
   Popen = _PopenDyingWithParent
 
@@ -180,13 +215,13 @@ class _SubprocessDyingWithParent(types.ModuleType):
 
 
 def _make_tff_workers_die_with_parent() -> None:
-  """Gives TFF's local-runtime worker the parent-death signal.
+  """Gives TFF's local-runtime worker the parent-death signal and SIGINT.
 
   TFF 0.87's `executor_factory` module starts `worker_binary` with
   `subprocess.Popen(args, stdout=..., stderr=...)`, looking `subprocess` up
   in its module globals at call time; the module is handed our version. If a
-  TFF upgrade moves the call, nothing breaks: only the signal is lost, which
-  `tests/runtime_test.py` reports.
+  TFF upgrade moves the call, nothing breaks: only the signals are lost,
+  which `tests/runtime_test.py` reports.
   """
   try:
     # pylint: disable=g-import-not-at-top
@@ -206,7 +241,8 @@ def register_worker_cleanup() -> None:
 
   Registers `stop_own_workers` to run at interpreter exit, and on Linux gives
   TFF's local-runtime worker the parent-death signal, so that it also ends
-  when this process is killed.
+  when this process is killed, and the default SIGINT, with which TFF stops
+  it, even in a process started in the background with SIGINT ignored.
   """
   global _registered
   if not _registered:

@@ -155,10 +155,10 @@ def start_local_workers(
         f"Expected TFF's worker binary at {binary}; is TFF 0.87 installed?")
 
   # Linux ends a worker when the thread that started it ends: only the main
-  # thread lives as long as this process.
-  die_with_parent = (
-      runtime.die_with_parent_preexec_fn()
-      if threading.current_thread() is threading.main_thread() else None)
+  # thread lives as long as this process. Either way the worker gets the
+  # default SIGINT back (`runtime.worker_preexec_fn`).
+  preexec_fn = runtime.worker_preexec_fn(
+      die_with_parent=threading.current_thread() is threading.main_thread())
   workers = []
   try:
     for _ in range(num_workers):
@@ -175,7 +175,7 @@ def start_local_workers(
              f'--max_concurrent_computation_calls='
              f'{max_concurrent_computation_calls}'],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            close_fds=True, preexec_fn=die_with_parent)
+            close_fds=True, preexec_fn=preexec_fn)
       workers.append(
           WorkerHandle(f'{_LOCALHOST}:{port}', port, process, log_path))
     for worker in workers:

@@ -20,10 +20,16 @@ That gives every binary the same console behaviour:
 
 * Errors. A bad input or a fault outside the program (a flag out of range, a
   missing or unreadable file, a damaged database, an output directory that
-  cannot be written, a run that diverged, a checkpoint directory of another
-  run, a TFF worker that is down) prints exactly one line, `error: ...`, on
+  cannot be written or that another running process holds, a run that
+  diverged, a checkpoint directory of another run, a TFF worker that is
+  down) prints exactly one line, `error: ...`, on
   stderr and exits with status 1. Any other exception is a bug and keeps its
   traceback. `--verbose` also prints the traceback of the one-line errors.
+* Ctrl-C. SIGINT prints one line, without a traceback, and exits with
+  status 130 (128 + SIGINT, as shells report it): for a training run,
+  `interrupted after round N of <run>; run the same command to resume`
+  (`tff_mixed.training.runner.RunInterrupted`), its last checkpoint left
+  intact; elsewhere `interrupted`. `--verbose` also prints the traceback.
 * Quiet logs. TensorFlow's C++ log lines are off (`experiments.tf_log_level`);
   so are the INFO lines of TensorFlow's and TFF's Python code (checkpoint
   writes). This program's own log lines stay, without absl's prefix for INFO,
@@ -36,6 +42,7 @@ import functools
 import logging as std_logging
 import math
 import os
+import signal
 import sqlite3
 import sys
 import traceback
@@ -67,6 +74,9 @@ def _expected_error_types() -> tuple[type[BaseException], ...]:
   runner = sys.modules.get('tff_mixed.training.runner')
   if runner is not None:
     types.append(runner.DivergenceError)
+  run_lock = sys.modules.get('tff_mixed.training.run_lock')
+  if run_lock is not None:
+    types.append(run_lock.DirectoryInUseError)  # A second run of one run.
   grpc = sys.modules.get('grpc')
   if grpc is not None:
     types.append(grpc.RpcError)  # e.g. a TFF worker that went away.
@@ -157,10 +167,28 @@ def _configure_python_logs(verbose: bool) -> None:
       tf_logger.removeHandler(own)
 
 
+# The exit status of a process ended by Ctrl-C, as shells report it.
+INTERRUPTED_STATUS = 128 + signal.SIGINT
+
+
+def _interrupted(error: KeyboardInterrupt) -> None:
+  runner = sys.modules.get('tff_mixed.training.runner')
+  if runner is not None and isinstance(error, runner.RunInterrupted):
+    line = str(error)
+  else:
+    line = 'interrupted'
+  print(line, file=sys.stderr, flush=True)
+  sys.exit(INTERRUPTED_STATUS)
+
+
 def _run_main(main: Callable[[list[str]], Any], argv: list[str]) -> Any:
   _configure_python_logs(VERBOSE.value)
   try:
     return main(argv)
+  except KeyboardInterrupt as e:
+    if VERBOSE.value:
+      traceback.print_exc()
+    _interrupted(e)
   except BaseException as e:  # pylint: disable=broad-except
     if not isinstance(e, _expected_error_types()):
       raise  # A bug: keep the traceback.

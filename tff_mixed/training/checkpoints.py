@@ -22,12 +22,17 @@ simulation needs:
 * a checkpoint whose tensors do not match the process's state (another model)
   is refused with a message, never loaded into the wrong structure;
 * a latest checkpoint that cannot be read (a save cut off by a kill) is
-  skipped in favour of the previous one, and the fallback is reported.
+  skipped in favour of the previous one, and the fallback is reported;
+* one process at a time writes a checkpoint directory (`run_lock`), and the
+  one that claims it clears what a writer killed mid-save left: TFF writes
+  `program_state_N_tempXXXX` and renames it to `program_state_N` when done.
 """
 
 import asyncio
 import json
 import os
+import re
+import shutil
 from typing import Any, Mapping, Optional
 
 from absl import logging
@@ -35,8 +40,13 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.training import run_lock
+
 FINGERPRINT_FILE = 'experiment_fingerprint.json'
 _PREFIX = 'program_state_'
+# A save in progress (`tff.program.FileProgramStateManager` writes the
+# SavedModel there, then renames it): left behind only by a dead writer.
+_TEMP_PATTERN = re.compile(re.escape(_PREFIX) + r'\d+_temp\d+')
 
 
 class CheckpointMismatchError(ValueError):
@@ -71,6 +81,26 @@ def _free_name(path: str) -> str:
   return candidate
 
 
+def claim_directory(directory: str) -> None:
+  """Locks checkpoint `directory` for this process; clears dead writers' saves.
+
+  Creates the directory if needed. Holding the lock (`run_lock`), no other
+  process can be saving there, so any `program_state_N_temp*` is a save cut
+  off by a kill: removed. Complete checkpoints are never touched.
+
+  Raises:
+    run_lock.DirectoryInUseError: If another process holds the directory.
+    OSError: If the directory or its lock file cannot be created.
+  """
+  run_lock.lock_run_directory(directory)
+  for name in sorted(os.listdir(directory)):
+    path = os.path.join(directory, name)
+    if _TEMP_PATTERN.fullmatch(name) and os.path.isdir(path):
+      logging.warning('Removing %s, a checkpoint save cut off by the end of '
+                      'its process.', path)
+      shutil.rmtree(path)
+
+
 class Checkpointer:
   """Saves and restores a process's state under one directory.
 
@@ -89,14 +119,19 @@ class Checkpointer:
   def _fingerprint_path(self) -> str:
     return os.path.join(self.directory, FINGERPRINT_FILE)
 
+  def claim(self) -> None:
+    """`claim_directory(self.directory)`."""
+    claim_directory(self.directory)
+
   def check_or_write_fingerprint(self) -> None:
-    """Writes the fingerprint, or refuses a directory with another one.
+    """Claims the directory; writes the fingerprint or refuses another one.
 
     Raises:
       CheckpointMismatchError: If the directory holds checkpoints of a run
         with different hyperparameters.
+      run_lock.DirectoryInUseError: If another process holds the directory.
     """
-    os.makedirs(self.directory, exist_ok=True)
+    self.claim()
     path = self._fingerprint_path()
     if os.path.exists(path):
       with open(path) as f:

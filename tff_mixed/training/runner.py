@@ -22,15 +22,18 @@ TFF's FedAvg) round by round, in the research-repo layout:
 <root_output_dir>/logdir/<experiment_name>/        TensorBoard
 ```
 
-It resumes from the newest readable checkpoint (refusing one written by
-another configuration), releases each round's metrics to CSV (one row per
-round, rows past a resumed checkpoint replaced), TensorBoard and the log,
-shows a progress bar with rounds/s and ETA on terminals, evaluates every few
-rounds, and stops on divergence naming the round and the last good checkpoint,
-which stays intact. Client selection must be a pure function of the round
-number (e.g. `tff.simulation.build_uniform_sampling_fn` with a seed) and our
-processes key all server-side sampling on the round in their state, so a run
-killed and resumed ends exactly where an uninterrupted run ends.
+One process at a time runs an experiment (`run_lock`): a second one on the
+same directories is refused before it writes anything. It resumes from the
+newest readable checkpoint (refusing one written by another configuration,
+clearing the unfinished save of a killed run), releases each round's
+metrics to CSV (one row per round, rows past a resumed checkpoint
+replaced), TensorBoard and the log, shows a progress bar with rounds/s and
+ETA on terminals, evaluates every few rounds, and stops on divergence
+naming the round and the last good checkpoint, which stays intact. Client
+selection must be a pure function of the round number (e.g.
+`tff.simulation.build_uniform_sampling_fn` with a seed) and our processes
+key all server-side sampling on the round in their state, so a run killed
+and resumed ends exactly where an uninterrupted run ends.
 
 With a process built with `client_groups` (the fast simulation mode), the
 runner splits each round's flat list of client ids into groups, one per core
@@ -65,6 +68,31 @@ ROUND_KEY = 'round_num'
 
 class DivergenceError(RuntimeError):
   """Training produced a non-finite loss or model."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+  """Ctrl-C (SIGINT) stopped `run_training`; its last checkpoint is intact.
+
+  Its message is the one line a binary prints (`tff_mixed.experiment.cli`):
+  which round the run got to and that the same command resumes it.
+  """
+
+
+def interrupted_message(name: str, last_round: int,
+                        checkpoint: Optional[int]) -> str:
+  """The line for run `name` stopped after `last_round` (0: none ended).
+
+  `checkpoint` is its last saved round (None: none yet), where a rerun
+  resumes.
+  """
+  if checkpoint is None:
+    return (f'interrupted in round {last_round + 1} of {name}, before its '
+            'first checkpoint; run the same command to start it again')
+  if checkpoint == last_round:
+    return (f'interrupted after round {last_round} of {name}; run the same '
+            'command to resume')
+  return (f'interrupted after round {last_round} of {name} (last checkpoint: '
+          f'round {checkpoint}); run the same command to resume from it')
 
 
 class RunResult(NamedTuple):
@@ -104,17 +132,27 @@ def output_dirs(root_output_dir: str, experiment_name: str) -> dict[str, str]:
   }
 
 
-def _check_writable(path: str) -> None:
+def _write_probe(path: str) -> None:
+  os.makedirs(path, exist_ok=True)
+  probe = os.path.join(path, '.write_probe')
+  with open(probe, 'w') as f:
+    f.write('')
+  os.remove(probe)
+
+
+def _check_writable(path: str,
+                    probe: Optional[Callable[[str], None]] = None) -> None:
+  """Creates directory `path` and checks it takes files (`probe(path)`).
+
+  Raises:
+    ValueError: If it cannot be created or written.
+  """
   blocker = reports.file_in_the_way(path)
   if blocker is not None:
     raise ValueError(f'Output directory {path} is not writable: {blocker} is '
                      'a file, not a directory.')
   try:
-    os.makedirs(path, exist_ok=True)
-    probe = os.path.join(path, '.write_probe')
-    with open(probe, 'w') as f:
-      f.write('')
-    os.remove(probe)
+    (probe or _write_probe)(path)
   except OSError as e:
     raise ValueError(f'Output directory {path} is not writable: '
                      f'{e.strerror or e}.') from e
@@ -138,6 +176,10 @@ def prepare_run(root_output_dir: str, experiment_name: str,
   tracing) its process, so that a bad directory or a refused resume fails in
   seconds, not after the build. `run_training` calls it again.
 
+  Claiming takes the run's lock (`run_lock`, on its checkpoint directory)
+  before anything is written, held until this process ends: a second
+  process on the same run is refused, naming the first one's PID.
+
   Args:
     root_output_dir: Root of the output layout (see the module docstring).
     experiment_name: Subdirectory name of the run.
@@ -151,13 +193,17 @@ def prepare_run(root_output_dir: str, experiment_name: str,
       not writable.
     checkpoints_lib.CheckpointMismatchError: If the checkpoint directory
       belongs to a run with other `hparams`.
+    run_lock.DirectoryInUseError: If another process is running this run.
   """
   if not experiment_name or os.sep in experiment_name:
     raise ValueError('`experiment_name` must be a non-empty name without '
                      f'{os.sep!r}, got {experiment_name!r}.')
   dirs = output_dirs(root_output_dir, experiment_name)
-  for path in dirs.values():
-    _check_writable(path)
+  # The run's lock comes first: a second process on the run writes nothing,
+  # not even a write probe. Creating the lock file probes the directory.
+  _check_writable(dirs['checkpoints'], checkpoints_lib.claim_directory)
+  for kind in ('results', 'logdir'):
+    _check_writable(dirs[kind])
   checkpoints_lib.Checkpointer(
       dirs['checkpoints'], fingerprint=hparams).check_or_write_fingerprint()
   hparams_path = os.path.join(dirs['results'], HPARAMS_FILE)
@@ -222,6 +268,8 @@ def run_training(
       another configuration or model.
     DivergenceError: On a non-finite training metric, evaluation metric or
       model weight; the last good checkpoint is left intact.
+    RunInterrupted: On Ctrl-C (KeyboardInterrupt) during the rounds; the
+      last checkpoint is left intact.
   """
   if not isinstance(process, tff.learning.templates.LearningProcess):
     raise TypeError('`process` must be a '
@@ -249,6 +297,7 @@ def run_training(
       tff.program.TensorBoardReleaseManager(dirs['logdir']),
   ])
   last_good = [start_round if start_round else None]
+  last_round = [start_round]
 
   def next_fn(state, round_num):
     output = process.next(state, _grouped(process, client_data_fn(round_num),
@@ -268,15 +317,24 @@ def run_training(
     if round_num % rounds_per_checkpoint == 0 or round_num == total_rounds:
       checkpointer.save(state, round_num)
       last_good[0] = round_num
+    last_round[0] = round_num
     if round_end_fn is not None:
       round_end_fn(round_num)
 
-  state, history = run_rounds(
-      next_fn, state, first_round=start_round, total_rounds=total_rounds,
-      name=experiment_name, diverged=diverged, finish_round_fn=finish_round,
-      evaluation_fn=None if evaluation_fn is None else (
-          lambda w: flatten_metrics(evaluation_fn(w), 'eval/')),
-      rounds_per_evaluation=rounds_per_evaluation, progress=progress)
+  try:
+    state, history = run_rounds(
+        next_fn, state, first_round=start_round, total_rounds=total_rounds,
+        name=experiment_name, diverged=diverged, finish_round_fn=finish_round,
+        evaluation_fn=None if evaluation_fn is None else (
+            lambda w: flatten_metrics(evaluation_fn(w), 'eval/')),
+        rounds_per_evaluation=rounds_per_evaluation, progress=progress)
+  except KeyboardInterrupt as e:
+    # A save cut off here is a `program_state_N_temp*` that the next run
+    # clears; the checkpoints before it are complete.
+    if isinstance(e, RunInterrupted):
+      raise
+    raise RunInterrupted(interrupted_message(
+        experiment_name, last_round[0], last_good[0])) from e
   return RunResult(state=state, history=history, resumed_from=start_round,
                    metrics_path=metrics_path,
                    checkpoint_dir=dirs['checkpoints'])
