@@ -75,17 +75,6 @@ def _choices(flag, allowed: Sequence[str]) -> list[str]:
   return names
 
 
-def _seeds() -> list[int]:
-  try:
-    seeds = [int(s) for s in _SEEDS.value]
-  except ValueError:
-    seeds = []
-  if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-    raise ValueError('--seeds must be distinct non-negative ints, got '
-                     f'{",".join(_SEEDS.value)!r}.')
-  return seeds
-
-
 def _run(inputs: str, scenario: str, seed: int, kwargs: dict,
          settings: dict, provenance: dict) -> None:
   """One diagnostics run and its record."""
@@ -126,7 +115,7 @@ def main(argv: Sequence[str]) -> None:
     if flags.FLAGS['client_steps'].present:
       raise ValueError('--client_steps is fixed at 1 here (table 4, '
                        'appendix B.1).')
-    seeds = _seeds()
+    seeds = reproduce_lib.parse_seeds(_SEEDS.value)
     inputs = _choices(_INPUTS, bgd_inputs_lib.INPUTS)
     algorithms = _choices(_ALGORITHMS, reproduce_lib.MIXED)
     kwargs = celeba_flags.experiment_kwargs()
