@@ -77,7 +77,11 @@ EXPLANATION = (
     '> 2 in every round. The paper\'s 1.26 needs a . b > 0 '
     '(|a - b|^2 / |a + b|^2 = 0.26: an angle of about 54 degrees between a '
     'and b at equal norms), which inputs that are all >= 0 cannot give on '
-    'this split.')
+    'this split. Standardized inputs take both signs and free the first '
+    'layer\'s coordinates from that lock, but not the output layer\'s, nor '
+    'the split itself (the clients\' loss pushes the logit up, the '
+    'server\'s down): whether they reach the paper\'s regime is measured '
+    'below.')
 
 
 # The sentence table 4 of the CelebA section carries under its B~^2 column
