@@ -242,14 +242,16 @@ def section_markdown(records: Sequence[Mapping[str, Any]], *, command: str,
                      'without --report_only first.')
   first = records[0]
   settings = first.get('settings', {})
-  made = sorted({f'{r.get("date", "?")} on {r.get("machine", "?")}'
-                 for r in records})
+  dates = sorted(r.get('date', '?') for r in records)
+  machines = sorted({r.get('machine', '?') for r in records})
+  made = (dates[0] if dates[0] == dates[-1]
+          else f'{dates[0]} to {dates[-1]}') + f' on {"; ".join(machines)}'
   return '\n'.join([
       '## CelebA smile: why table 4\'s B~^2 is far above the paper\'s 1.26, '
       'and standardized inputs (arXiv:2205.13655, eq. 7, table 4)', '',
       f'Generated on {date} by `{command}` from the records in '
       f'[`{records_dir}`]({records_dir}) (one per inputs, algorithm and '
-      f'seed; made {"; ".join(made)}). It explains the B~^2 column of table '
+      f'seed; made {made}). It explains the B~^2 column of table '
       '4 in the section "CelebA smile on real faces, the paper\'s settings '
       'over seeds" above.', '',
       EXPLANATION, '',
