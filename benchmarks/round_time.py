@@ -369,11 +369,16 @@ def build_process(name: str, workload: Workload,
     name = name[:-len(GROUPED)]
     client_groups = tff_mixed.ClientGroups(
         _group_dataset_fn(workload, cohort), np.int32)
-  # Mixed algorithms take exactly K local steps (2-way GT requires it); with
-  # K batches per client FedAvg's one pass is the same K steps.
+  # Mixed algorithms take exactly K local steps (2-way GT requires it). The
+  # per-client FedAvg row is TFF's FedAvg, the reference: it gets no
+  # client_steps (the registry would build the composed FedAvg), and with
+  # K batches per client its one pass is the same K steps.
+  steps = workload.client_steps
+  if name == FEDAVG and client_groups is None:
+    steps = None
   return registry.build(
       name, workload.model, workload.objective,
-      client_lr=workload.learning_rate, client_steps=workload.client_steps,
+      client_lr=workload.learning_rate, client_steps=steps,
       seed=workload.seed, central_batch_size=workload.central_batch_size,
       examples_per_client=workload.transfer_examples,
       client_batch_size=workload.client_batch_size,

@@ -47,6 +47,7 @@ _LABEL = 'experiments.label_imbalance.label_imbalance_main'
 _TRAIN = 'experiments.label_imbalance.train_main'
 _CELEBA = 'experiments.celeba_smile.celeba_smile_main'
 _SWEEP = 'experiments.celeba_smile.sweep_main'
+_BGD_INPUTS = 'experiments.celeba_smile.bgd_inputs_main'
 _CONVERT_CELEBA = 'experiments.celeba_smile.convert_raw_celeba_main'
 _MOVIELENS = 'experiments.movielens.movielens_main'
 _LM = 'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main'
@@ -225,6 +226,12 @@ _BAD_INPUTS = (
      '--central_batch_sizes'),
     ('convert_celeba_missing_flags', _CONVERT_CELEBA, [], _no_setup,
      '--raw_image_dir'),
+    # bgd_inputs_main.
+    ('bgd_inputs_unknown_inputs', _BGD_INPUTS, ['--inputs=raw'], _no_setup,
+     '--inputs'),
+    ('bgd_inputs_records_dir_missing', _BGD_INPUTS,
+     ['--report_only', '--records_dir={d}/none'], _no_setup,
+     'not a directory'),
     # movielens_main.
     ('movielens_ratings_file_is_a_directory', _MOVIELENS,
      ['--ratings_file={d}'], _no_setup, 'is a directory'),

@@ -338,6 +338,7 @@ class BinaryTest(absltest.TestCase):
     self.assertIn('seeds [0, 1]', section)
     self.assertIn('![Eval AUC over seeds](auc_over_seeds.png)', section)
     self.assertIn('| Parallel Training | 1-1 |', section)  # Table 4 row.
+    self.assertIn('B~^2 = 1 + |a - b|^2 / |a + b|^2', section)
     self.assertIn("PT's max G~^2 is large", section)
     self.assertGreater(os.path.getsize(
         os.path.join(output_dir, report.PLOT_FILE)), 1000)

@@ -92,6 +92,22 @@ class SelectKeysTest(absltest.TestCase):
     np.testing.assert_array_equal(
         self._keys(context, label, 6, steps=1), [1, 2, 5, 6, 0, 0])
 
+  def test_counts_times_a_million_rows_do_not_overflow(self):
+    # The score counts * num_rows + tie-break passes 2^31 once an id
+    # appears more than 2,147 times in a table of a million rows: in int32
+    # it wrapped negative and the most frequent id lost to a rarer one.
+    num_rows = 1_000_000
+    selection = embedding_select.EmbeddingSelection(
+        table_index=0, num_rows=num_rows, keys_per_client=2,
+        local_model=None, ids_fn=lambda batch: batch,
+        remap_fn=lambda batch, lookup: lookup(batch))
+    ids = np.concatenate([np.full(3000, 999_999), np.full(5, 7),
+                          np.full(2500, 12)]).astype(np.int32)
+    dataset = tf.data.Dataset.from_tensor_slices(ids).batch(1000)
+    keys = embedding_select.select_keys(dataset, selection).numpy()
+    # The two most frequent ids (3,000 and 2,500 times), ascending.
+    np.testing.assert_array_equal(keys, [12, 999_999])
+
   def test_lookup_maps_ids_to_key_positions_and_others_to_minus_one(self):
     keys = tf.constant([3, 7, 9, 0, 0], tf.int32)
     lookup = embedding_select.local_lookup(keys, _ROWS)
@@ -365,8 +381,11 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
   def _central_gradient(self, x):
     return [xi - t for xi, t in zip(x, self.targets)]
 
-  def _clients(self, x, augmenting):
-    """(cohort mean update, cohort mean client gradient) of one round."""
+  def _clients(self, x, augmenting, uniform=False):
+    """(cohort mean update, cohort mean client gradient) of one round.
+
+    `uniform`: every client (with data) weighs 1 instead of its examples.
+    """
     updates, gradients, weights = [], [], []
     for ids, y, batch_size in zip(_BAG_IDS, self.labels, _BAG_BATCH_SIZES):
       held = np.zeros([_BAG_ROWS, 1], np.float32)
@@ -387,7 +406,7 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
         examples += len(by)
       updates.append([p - c for p, c in zip(x, current)])
       gradients.append([s / _BAG_K for s in gradient_sum])
-      weights.append(examples)
+      weights.append(1 if uniform else examples)
     total = float(sum(weights))
 
     def mean(values):
@@ -396,8 +415,9 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
 
     return mean(updates), mean(gradients)
 
-  def _build_two_way(self, option):
-    kwargs = {} if option is None else dict(augmenting_central_gradient=option)
+  def _build_two_way(self, option, **kwargs):
+    if option is not None:
+      kwargs['augmenting_central_gradient'] = option
     return tff_mixed.build_two_way_gradient_transfer(
         self.model, self.regularizer, _sgd(self.lr), _sgd(self.lr_c),
         _sgd(self.lr_s), _sgd(self.lr_m), central_batch_size=1,
@@ -405,17 +425,24 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
         federated_weight=self.w_f, central_weight=self.w_c,
         embedding_selection=self.selection, **kwargs)
 
-  def _check_two_way(self, option):
-    process = self._build_two_way(option)
+  def _check_two_way(self, option, uniform=False, with_empty=False):
+    process = self._build_two_way(option, **(dict(
+        client_weighting=tff.learning.ClientWeighting.UNIFORM)
+                                             if uniform else {}))
     fresh = option == 'fresh'
+    data = self.data
+    if with_empty:
+      # A client without data: it takes no step, so it neither moves the
+      # model nor applies w_c g~_c, and the oracle leaves it out.
+      data = data + [self.data[0].unbatch().take(0).batch(2)]
     state = process.initialize()
     x = [p.copy() for p in self.x0]
     g_f = [np.zeros_like(p) for p in x]
     g_c = [np.zeros_like(p) for p in x]
     for round_num in range(2):
-      state = process.next(state, self.data).state
+      state = process.next(state, data).state
       augmenting = self._central_gradient(x) if fresh else g_c
-      mean_update, mean_gradient = self._clients(x, augmenting)
+      mean_update, mean_gradient = self._clients(x, augmenting, uniform)
       x_f = [xi - self.lr_s * u for xi, u in zip(x, mean_update)]
       x_c, central_gradients = [p.copy() for p in x], []
       for _ in range(self.k_c):
@@ -449,6 +476,12 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
 
   def test_two_way_with_fresh_augmenting_central_gradient(self):
     self._check_two_way('fresh')
+
+  def test_two_way_uniform_weighting_leaves_an_empty_client_out(self):
+    # Under uniform weighting an empty client counted with weight 1 in the
+    # per-row and the other weights' means while the recovery of g~_f
+    # treated the non-table weights as applied by the whole cohort.
+    self._check_two_way(None, uniform=True, with_empty=True)
 
   def test_padding_slots_add_nothing_to_row_zero(self):
     # 1-way GT: g~_c = grad f_c(x^(0)) is nonzero on every row, row 0

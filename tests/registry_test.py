@@ -15,6 +15,7 @@
 
 from absl.testing import absltest
 from absl.testing import parameterized
+import numpy as np
 import tensorflow_federated as tff
 
 import tff_mixed
@@ -32,9 +33,9 @@ def _objective():
 # How each algorithm was built before the registry (the experiments' switch:
 # SGD everywhere, eta_c = eta, eta_s = eta_m = 1 given explicitly).
 _DIRECT = {
-    registry.FEDAVG: lambda: tff.learning.algorithms.build_weighted_fed_avg(
-        tu.linear_model(), client_optimizer_fn=tu.sgd(0.1),
-        server_optimizer_fn=tu.sgd(1.0)),
+    # With client_steps, the composed FedAvg (TFF's has no K exact steps).
+    registry.FEDAVG: lambda: tff_mixed.build_fedavg(
+        tu.linear_model(), tu.sgd(0.1), tu.sgd(1.0), client_steps=_K),
     registry.PARALLEL_TRAINING: lambda: tff_mixed.build_parallel_training(
         tu.linear_model(), _objective(), tu.sgd(0.1), tu.sgd(0.1),
         tu.sgd(1.0), tu.sgd(1.0), central_batch_size=4, client_steps=_K,
@@ -101,6 +102,35 @@ class RegistryTest(parameterized.TestCase):
     self.assertEqual(str(process.next.type_signature),
                      str(expected.next.type_signature))
 
+  def test_fedavg_takes_client_steps_as_the_mixed_algorithms_do(self):
+    # Clients of 2, 3 and 1 batches, K = 3: each takes exactly 3 steps,
+    # cycling its batches (the numpy oracle), as 1-way GT's clients do with
+    # the central part switched off (w_c = 0). One pass would be 2, 3, 1.
+    k, lr = 3, 0.1
+    arrays = tu.client_arrays()
+    data = tu.to_datasets(arrays, batch_size=2)
+    fedavg = registry.build(registry.FEDAVG, tu.linear_model(), client_lr=lr,
+                            client_steps=k)
+    weights = tu.trainable(fedavg, fedavg.next(fedavg.initialize(),
+                                               data).state)
+    updates, examples = [], []
+    for x, y in arrays:
+      update, n, _ = tu.client_update(
+          list(tu.initial_weights()), tu.batches(x, y, 2, k), lr)
+      updates.append(update)
+      examples.append(n)
+    expected = [p - u for p, u in zip(
+        tu.initial_weights(), tu.weighted_mean(updates, examples))]
+    for w, e in zip(weights, expected):
+      np.testing.assert_allclose(w, e, rtol=1e-5, atol=1e-6)
+    one_way = registry.build(
+        registry.ONE_WAY_GT, tu.linear_model(), _objective(), client_lr=lr,
+        client_steps=k, central_batch_size=4, federated_weight=1.0,
+        central_weight=0.0)
+    for w, e in zip(weights, tu.trainable(
+        one_way, one_way.next(one_way.initialize(), data).state)):
+      np.testing.assert_allclose(w, e, rtol=1e-6, atol=1e-7)
+
   @parameterized.parameters(*registry.NAMES)
   def test_builds_what_the_builder_builds(self, name):
     process, expected = _registered(name), _DIRECT[name]()
@@ -113,8 +143,6 @@ class RegistryTest(parameterized.TestCase):
       self.assertEqual(str(process.get_hparams(state)),
                        str(expected.get_hparams(expected_state)))
     data = tu.to_datasets(tu.client_arrays(), batch_size=2)
-    if name == registry.FEDAVG:
-      data = [d.repeat().take(_K) for d in data]
     weights = tu.trainable(process, process.next(state, data).state)
     expected_weights = tu.trainable(
         expected, expected.next(expected_state, data).state)

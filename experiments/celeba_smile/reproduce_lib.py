@@ -81,6 +81,18 @@ class RunRecord(NamedTuple):
     return self.rows[-1].round
 
 
+def parse_seeds(values: Sequence[str]) -> list[int]:
+  """`--seeds` as ints; raises ValueError unless distinct and >= 0."""
+  try:
+    seeds = [int(s) for s in values]
+  except ValueError:
+    seeds = []
+  if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+    raise ValueError('--seeds must be distinct non-negative ints, got '
+                     f'{",".join(values)!r}.')
+  return seeds
+
+
 def read_metrics_csv(path: str) -> list[records_lib.MetricsRow]:
   """Reads `tables.write_metrics_csv`'s CSV back into `MetricsRow`s."""
   with open(path) as f:

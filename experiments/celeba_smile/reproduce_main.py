@@ -71,14 +71,7 @@ flags.set_default(celeba_flags.ROUNDS, 1000)
 def _seeds() -> list[int]:
   if flags.FLAGS['seed'].present:
     raise ValueError('This binary takes --seeds (a list), not --seed.')
-  try:
-    seeds = [int(s) for s in _SEEDS.value]
-  except ValueError:
-    seeds = []
-  if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-    raise ValueError('--seeds must be distinct non-negative ints, got '
-                     f'{",".join(_SEEDS.value)!r}.')
-  return seeds
+  return reproduce_lib.parse_seeds(_SEEDS.value)
 
 
 def main(argv: Sequence[str]) -> None:

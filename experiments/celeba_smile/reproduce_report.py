@@ -32,6 +32,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from experiments.celeba_smile import bgd_inputs_lib
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import reproduce_lib
 from tff_mixed.experiment import claims as claims_lib
@@ -447,7 +448,8 @@ def results_markdown(reproduction: reproduce_lib.Reproduction, *,
         f'{reproduce_lib.DIAGNOSTIC_CLIENT_STEPS} (appendix B.1), otherwise '
         'as above; max over the rounds and seeds, and the per-seed max (mean '
         '± std):', '',
-        diagnostics_table(diagnostics), '']
+        diagnostics_table(diagnostics), '',
+        bgd_inputs_lib.TABLE_NOTE, '']
   lines.append('Claims of the paper, decided by the rules of '
                '`experiments/celeba_smile/reproduce_report.claims`:')
   lines.append('')

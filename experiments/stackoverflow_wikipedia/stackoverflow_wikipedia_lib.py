@@ -21,7 +21,7 @@ forgets the first corpus after the switch.
 
 Scenarios:
 
-*   `fl_only`: TFF's FedAvg on the clients (K local steps).
+*   `fl_only`: FedAvg on the clients (K local steps).
 *   `parallel_training`, `one_way_gt`, `two_way_gt`: the mixed algorithms,
     with w_f, w_c weighting the two losses.
 *   `oracle`: figure 1b's oracle, both corpora pooled and trained

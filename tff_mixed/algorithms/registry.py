@@ -21,11 +21,14 @@ section 4 and appendix B): the client learning rate eta also serves the
 central steps (eta_c = eta), and the server and merge steps use eta_s =
 eta_m = 1 unless a server optimizer is given (e.g. FedAdam's).
 
-*   `fedavg`: TFF's FedAvg on the federated data alone (the FL-only and
-    oracle baselines; the unweighted variant when the model aggregator is
-    unweighted, e.g. DP-FedAvg's); with `client_groups`, the same algorithm
-    composed from this library's components (`fedavg.build_fedavg`), with
-    K = `client_steps` local steps. TFF's takes one pass over its data.
+*   `fedavg`: FedAvg on the federated data alone (the FL-only and oracle
+    baselines). With `client_steps` or `client_groups`, the algorithm
+    composed from this library's components (`fedavg.build_fedavg`), whose
+    clients take exactly K = `client_steps` local steps, cycling through
+    their data, as the mixed algorithms' do: built with the same arguments,
+    FedAvg and a mixed algorithm do the same local work. Without either,
+    TFF's FedAvg (the unweighted variant when the model aggregator is
+    unweighted, e.g. DP-FedAvg's), which takes one pass over its data.
 *   `parallel_training`, `one_way_gt`, `two_way_gt`: the mixed FL algorithms
     of arXiv:2205.13655, Algorithm 1.
 *   `example_transfer`: central examples sent to the clients (section 3).
@@ -169,11 +172,12 @@ def build(
             if k in algorithm.hyperparameters}
   if not algorithm.takes_central_objective:
     server = _sgd(1.0) if server_optimizer is None else server_optimizer
-    if kwargs.get('client_groups') is not None:
-      # TFF's FedAvg has no groups of clients; the composed FedAvg equals it
-      # (tests/client_groups_test.py) and runs them.
+    if (kwargs.get('client_groups') is not None
+        or kwargs.get('client_steps') is not None):
+      # TFF's FedAvg has neither groups of clients nor K exact steps (it
+      # takes one pass over its data); the composed FedAvg equals it on K
+      # batches (tests/client_groups_test.py) and has both.
       return fedavg.build_fedavg(model, _sgd(client_lr), server, **kwargs)
-    # TFF's FedAvg takes one pass over the datasets it is given.
     kwargs.pop('client_groups', None)
     kwargs.pop('client_steps', None)
     builder = algorithm.builder

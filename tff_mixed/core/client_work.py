@@ -201,7 +201,15 @@ def _client_output(model, config: ClientWorkConfig, initial_trainable,
   if config.weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
     weight = tf.cast(num_examples, tf.float32)
   else:
-    weight = tf.constant(1.0, tf.float32)
+    # Uniform weighting, but a client without data took no step: weight 0,
+    # as by examples. With weight 1 its zero update would count in the mean
+    # as a client that applied no `w_c g~_c`, while 2-way GT's recovery of
+    # g~_f (finalizer.py) removes `w_c g~_c` from every weight as if the
+    # whole cohort had applied it (from the non-table weights under
+    # federated_select, which counts only the rows a client holds): g~_f
+    # would be off by `(empty share) (w_c / w_f) g~_c`.
+    weight = tf.where(num_examples > 0, tf.constant(1.0, tf.float32),
+                      tf.constant(0.0, tf.float32))
   weight = tf.where(has_non_finite > 0, tf.constant(0.0), weight)
   metrics_state = tf.cond(
       has_non_finite > 0,

@@ -117,9 +117,11 @@ def select_keys(dataset: tf.data.Dataset, selection: EmbeddingSelection,
 
   counts = model_types.reduce_dataset(
       dataset, tf.zeros([num_rows], tf.int32), count)
-  # Most frequent first, ties to the smaller id: one integer score.
-  ids = tf.range(num_rows, dtype=tf.int32)
-  score = counts * num_rows + (num_rows - 1 - ids)
+  # Most frequent first, ties to the smaller id: one integer score, in
+  # int64: counts * num_rows passes 2^31 for a table of a million rows and
+  # an id used 2,148 times, and int32 would wrap it negative.
+  ids = tf.range(num_rows, dtype=tf.int64)
+  score = tf.cast(counts, tf.int64) * num_rows + (num_rows - 1 - ids)
   top = tf.math.top_k(score, k=min(selection.keys_per_client, num_rows))
   chosen = tf.where(tf.gather(counts, top.indices) > 0, top.indices,
                     num_rows)  # Sentinel past every id: sorts last.

@@ -50,13 +50,38 @@ class Diagnostics(NamedTuple):
   last_round: int
 
 
+def read_round_estimates(metrics_path: str,
+                         rounds: tuple[int, int] = ROUNDS
+                         ) -> list[tuple[int, float, float]]:
+  """`(round, G~_t^2, B~_t^2)` of each round of `rounds` (inclusive) that ran.
+
+  Read from a runner's per-round CSV (`RunResult.metrics_path`). If the run
+  is shorter than the window, the window is its last rounds up to the same
+  length (at least round 1). Empty if the run reported no estimates.
+  """
+  return _window(metrics_path, rounds)[2]
+
+
+def _window(metrics_path, rounds):
+  """`(first, last, [(round, G~^2, B~^2)])` of the window; `(0, 0, [])`."""
+  with open(metrics_path) as f:
+    records = [r for r in csv.DictReader(f) if r.get(G2_COLUMN)]
+  if not records:
+    return 0, 0, []
+  by_round = {int(r[runner_lib.ROUND_KEY]): r for r in records}
+  last = min(rounds[1], max(by_round))
+  first = min(rounds[0], max(1, last - (rounds[1] - rounds[0])))
+  return first, last, [
+      (t, float(by_round[t][G2_COLUMN]), float(by_round[t][B2_COLUMN]))
+      for t in range(first, last + 1) if t in by_round]
+
+
 def read_diagnostics(scenario: str, metrics_path: str,
                      rounds: tuple[int, int] = ROUNDS
                      ) -> Optional[Diagnostics]:
   """Max G~^2 and B~^2 over `rounds` (inclusive) of a runner's metrics CSV.
 
-  If the run is shorter than the window, the window is its last rounds up to
-  the same length (at least round 1).
+  The window is `read_round_estimates`'s.
 
   Args:
     scenario: The scenario, for the result.
@@ -66,18 +91,13 @@ def read_diagnostics(scenario: str, metrics_path: str,
   Returns:
     The `Diagnostics`, or `None` if the run reported none.
   """
-  with open(metrics_path) as f:
-    records = [r for r in csv.DictReader(f) if r.get(G2_COLUMN)]
-  if not records:
+  first, last, window = _window(metrics_path, rounds)
+  if not window:
     return None
-  by_round = {int(r[runner_lib.ROUND_KEY]): r for r in records}
-  last = min(rounds[1], max(by_round))
-  first = min(rounds[0], max(1, last - (rounds[1] - rounds[0])))
-  window = [by_round[t] for t in range(first, last + 1) if t in by_round]
   return Diagnostics(
       scenario=scenario,
-      max_g2=max(float(r[G2_COLUMN]) for r in window),
-      max_b2=max(float(r[B2_COLUMN]) for r in window),
+      max_g2=max(g2 for _, g2, _ in window),
+      max_b2=max(b2 for _, _, b2 in window),
       first_round=first, last_round=last)
 
 

@@ -155,8 +155,8 @@ def client_data(scenario: str, task: ComparisonTask,
   if scenario in scenarios_lib.BASELINES:
     datasets = task.client_datasets_fn(
         client_ids, scenario == scenarios_lib.ORACLE, round_num)
-    # TFF's FedAvg takes one pass over the data it is given; repeating and
-    # truncating gives it the same K steps the mixed algorithms take.
+    # FedAvg takes K steps itself (`registry.build`); K batches here keep
+    # the data a baseline reads to what it trains on, as before.
     return [d.repeat().take(client_steps) for d in datasets]
   return task.client_datasets_fn(client_ids, False, round_num)
 
@@ -214,8 +214,8 @@ def scenario_process(
   reads the clients' data with `task.client_groups_fn`; FedAvg is the
   composed one, taking K steps (equal to TFF's). Per client, with
   `task.dataset_computation_fn`, the process is composed with it, so that
-  datasets are built from id strings inside TFF's worker; TFF's FedAvg takes
-  one pass over its data, so its datasets then hold exactly K batches.
+  datasets are built from id strings inside TFF's worker; FedAvg's then
+  hold exactly K batches (the K steps it takes).
   """
   groups = None
   if clients_per_group != 1:
@@ -421,7 +421,7 @@ def compare(
       Training and gradient transfer (an extra client upload per round).
     extra_config: More facts for `config.json` (e.g. the model).
     clients_per_group: Clients per CLIENTS member (`--clients_per_group`):
-      0 one group per core, 1 per client (TFF's FedAvg for the baselines),
+      0 one group per core, 1 per client,
       more: groups of that size; the results are the same. A task without
       `client_groups_fn` runs per client.
 

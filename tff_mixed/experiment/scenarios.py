@@ -117,9 +117,9 @@ def build_process(
 ) -> tff.learning.templates.LearningProcess:
   """Builds the learning process of one scenario (`registry.build`).
 
-  Per client, `next` takes `{B*}@CLIENTS` (FedAvg, TFF's, takes one pass
-  over them); with `client_groups`, `id[?]@CLIENTS`, groups of client ids
-  (FedAvg, the composed one, takes `client_steps` steps).
+  Per client, `next` takes `{B*}@CLIENTS`; with `client_groups`,
+  `id[?]@CLIENTS`, groups of client ids. Every algorithm's clients, FedAvg's
+  included (the composed one, `registry.build`), take `client_steps` steps.
 
   Args:
     scenario: One of `SCENARIOS`.
@@ -127,7 +127,7 @@ def build_process(
     central_data: `(x, y)` numpy arrays of the central (negative) examples,
       or a `tff_mixed.CentralObjective` (e.g. over an `ExampleStore`).
     client_lr: eta, the client learning rate (and eta_c).
-    client_steps: K, the local steps of the mixed algorithms.
+    client_steps: K, the local steps of every algorithm's clients.
     central_batch_sizes: Central batch sizes per algorithm.
     examples_per_client: Central examples Example Transfer sends each client.
     client_batch_size: Local batch size after Example Transfer's merge.

@@ -75,6 +75,8 @@ def build_binary_classifier(
     input_dim: int,
     hidden_units: Sequence[int] = (64,),
     seed: int = 0,
+    input_shift: float = 0.0,
+    input_scale: float = 1.0,
 ) -> tff.learning.models.FunctionalModel:
   """A fully connected binary classifier (ReLU hidden layers, one logit).
 
@@ -87,19 +89,30 @@ def build_binary_classifier(
     input_dim: Number of input features (inputs are `float32[?, input_dim]`).
     hidden_units: Width of each hidden layer; empty for logistic regression.
     seed: Seeds the Glorot-uniform initial weights.
+    input_shift: The first layer sees `(x - input_shift) / input_scale`: a
+      fixed standardization of the inputs, part of the model, so the
+      clients, the server's central loss and evaluation all see the same
+      inputs (the default 0 and 1 leave them as given).
+    input_scale: See `input_shift`; positive.
 
   Returns:
     A `tff.learning.models.FunctionalModel` with input spec
     `(float32[?, input_dim], float32[?, 1])`.
 
   Raises:
-    ValueError: If `input_dim` or a hidden width is not positive.
+    ValueError: If `input_dim` or a hidden width is not positive, or
+      `input_scale` is not a positive finite number.
   """
   if not isinstance(input_dim, int) or input_dim <= 0:
     raise ValueError(f'`input_dim` must be a positive int, got {input_dim!r}.')
   if any(not isinstance(u, int) or u <= 0 for u in hidden_units):
     raise ValueError('`hidden_units` must hold positive ints, got '
                      f'{tuple(hidden_units)!r}.')
+  if not (np.isfinite(input_shift) and np.isfinite(input_scale)
+          and input_scale > 0):
+    raise ValueError('`input_shift` must be finite and `input_scale` '
+                     f'positive, got {input_shift!r} and {input_scale!r}.')
+  standardize = input_shift != 0.0 or input_scale != 1.0
   rng = np.random.default_rng(seed)
   sizes = [input_dim, *hidden_units, 1]
   trainable = []
@@ -115,6 +128,8 @@ def build_binary_classifier(
     del training  # No dropout or batch norm.
     weights, _ = model_weights
     h = x
+    if standardize:
+      h = (h - input_shift) / input_scale
     for layer in range(num_layers):
       h = tf.matmul(h, weights[2 * layer]) + weights[2 * layer + 1]
       if layer < num_layers - 1:
