@@ -214,6 +214,18 @@ def prepare_run(root_output_dir: str, experiment_name: str,
   return dirs
 
 
+def _check_run_args(process: Any, clients_per_group: int,
+                    **counts: int) -> None:
+  """Raises TypeError / ValueError for `run_training`'s bad arguments."""
+  if not isinstance(process, tff.learning.templates.LearningProcess):
+    raise TypeError('`process` must be a '
+                    '`tff.learning.templates.LearningProcess`, got '
+                    f'{type(process).__name__}.')
+  for name, value in counts.items():
+    _check_positive_int(name, value)
+  client_groups.check_clients_per_group(clients_per_group)
+
+
 def run_training(
     process: tff.learning.templates.LearningProcess,
     *,
@@ -271,16 +283,10 @@ def run_training(
     RunInterrupted: On Ctrl-C (KeyboardInterrupt) during the rounds; the
       last checkpoint is left intact.
   """
-  if not isinstance(process, tff.learning.templates.LearningProcess):
-    raise TypeError('`process` must be a '
-                    '`tff.learning.templates.LearningProcess`, got '
-                    f'{type(process).__name__}.')
-  for name, value in (('total_rounds', total_rounds),
-                      ('rounds_per_checkpoint', rounds_per_checkpoint),
-                      ('rounds_per_evaluation', rounds_per_evaluation),
-                      ('keep_checkpoints', keep_checkpoints)):
-    _check_positive_int(name, value)
-  client_groups.check_clients_per_group(clients_per_group)
+  _check_run_args(process, clients_per_group, total_rounds=total_rounds,
+                  rounds_per_checkpoint=rounds_per_checkpoint,
+                  rounds_per_evaluation=rounds_per_evaluation,
+                  keep_checkpoints=keep_checkpoints)
   dirs = prepare_run(root_output_dir, experiment_name, hparams)
   checkpointer = checkpoints_lib.Checkpointer(
       dirs['checkpoints'], fingerprint=hparams, keep_total=keep_checkpoints)
