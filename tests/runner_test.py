@@ -170,10 +170,14 @@ class ResumeTest(absltest.TestCase):
     # Output to files, not pipes: a TFF worker left behind would hold one.
     log_path = os.path.join(self.root, 'interrupted.log')
     with open(log_path, 'w') as log:
+      # With SIGINT's default disposition: a test process started in the
+      # background (`make test &`) ignores SIGINT, and Python then keeps it
+      # ignored, so the binary would never see its Ctrl-C.
       interrupted = subprocess.run(
           [sys.executable, '-c', _INTERRUPTED_BINARY, '2', *flags],
           cwd=_REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
-          stdout=subprocess.DEVNULL, stderr=log, timeout=300, check=False)
+          stdout=subprocess.DEVNULL, stderr=log, timeout=300, check=False,
+          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     with open(log_path) as f:
       stderr = f.read()
     self.assertNotIn('Traceback', stderr, stderr[-3000:])
