@@ -17,7 +17,8 @@ In a fresh interpreter that has already imported TFF, `import tff_mixed` must
 leave the interpreter's exit hooks, the `subprocess` module, TFF's modules
 (every global of every TFF module loaded before) and TFF's execution context
 as they were. The explicit call then registers one exit hook and hands TFF's
-`executor_factory` its worker-starting `subprocess` (tff_mixed/runtime.py).
+`executor_factory` its worker-starting `subprocess` (tff_mixed/runtime.py);
+a binary's `cli.run` and a run's `prepare_run` make that call.
 """
 
 import json
@@ -80,19 +81,46 @@ _SCRIPT = textwrap.dedent("""
     print('REPORT', json.dumps(report), flush=True)
 """)
 
+# The callers that own a process make the call: a binary's `cli.run` and a
+# run's `prepare_run` (which `run_training` starts with). argv[1] picks one.
+_CALLER_SCRIPT = textwrap.dedent("""
+    import atexit, subprocess, sys, tempfile
+    import tff_mixed
+    from tensorflow_federated.python.core.impl.executor_stacks import (
+        executor_factory)
+    from tff_mixed.experiment import cli
+    from tff_mixed.training import runner
+
+    hooks = atexit._ncallbacks()
+    def report(argv=None):
+      print('CALLED', atexit._ncallbacks() - hooks,
+            executor_factory.subprocess is not subprocess, flush=True)
+    if sys.argv[1] == 'cli':
+      sys.argv = ['binary']
+      cli.run(report)
+    else:
+      runner.prepare_run(tempfile.mkdtemp(), 'run', {})
+      report()
+""")
+
+
+def _run(script, *args):
+  result = subprocess.run(
+      [sys.executable, '-c', script, *args], capture_output=True, text=True,
+      timeout=300, env=dict(os.environ, PYTHONPATH=_REPO), cwd=_REPO,
+      stdin=subprocess.DEVNULL, check=False)
+  if result.returncode:
+    raise AssertionError(f'the script failed: {result.stderr[-3000:]}')
+  return result.stdout
+
 
 class ImportSideEffectsTest(absltest.TestCase):
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    result = subprocess.run(
-        [sys.executable, '-c', _SCRIPT], capture_output=True, text=True,
-        timeout=300, env=dict(os.environ, PYTHONPATH=_REPO), cwd=_REPO,
-        stdin=subprocess.DEVNULL, check=False)
-    lines = [l for l in result.stdout.splitlines() if l.startswith('REPORT ')]
-    if result.returncode or not lines:
-      raise AssertionError(f'the script failed: {result.stderr[-3000:]}')
+    lines = [l for l in _run(_SCRIPT).splitlines()
+             if l.startswith('REPORT ')]
     cls.report = json.loads(lines[0][len('REPORT '):])
 
   def test_import_adds_no_exit_hook(self):
@@ -113,6 +141,11 @@ class ImportSideEffectsTest(absltest.TestCase):
         self.report['changed_after_call'],
         ['tensorflow_federated.python.core.impl.executor_stacks.'
          'executor_factory.subprocess'])
+
+  def test_binaries_and_runs_make_the_call(self):
+    for caller in ('cli', 'prepare_run'):
+      with self.subTest(caller):
+        self.assertIn('CALLED 1 True', _run(_CALLER_SCRIPT, caller))
 
   def test_public_api(self):
     self.assertIsNotNone(self.report['all'], 'tff_mixed has no __all__')
