@@ -6,10 +6,11 @@
 # terminal, `setsid` in the background) runs in a session of its own, so its
 # workers are left alone.
 #
-# tff_mixed already kills the workers of its own process at exit
-# (tff_mixed/runtime.py); this is the belt to those braces for processes that
-# die before their atexit hooks run (SIGKILL, crashes) or never import
-# tff_mixed.
+# The binaries and tff_mixed's runners already kill the workers of their own
+# process at exit (`tff_mixed.register_worker_cleanup()`, tff_mixed/runtime.py;
+# importing tff_mixed alone does not); this is the belt to those braces for
+# processes that die before their atexit hooks run (SIGKILL, crashes) or never
+# make that call.
 set -uo pipefail
 # Local workers run as .../executor_stacks/../../../../data/worker_binary.
 workers() { pgrep -s 0 -f 'tensorflow_federated/.*data/worker_binary' 2>/dev/null | sort; }

@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""A script that imports tff_mixed leaves no TFF worker behind at exit.
+"""A script that calls `tff_mixed.register_worker_cleanup()` leaves no TFF
+worker behind at exit, nor when it is killed.
 
 Without the cleanup, TFF's orphaned worker keeps the script's stdout open and
 `subprocess.run(..., capture_output=True)` below would wait for it until the
@@ -36,6 +37,7 @@ _SCRIPT = textwrap.dedent("""
     import tensorflow_federated as tff
     import tff_mixed
     from tff_mixed import runtime
+    tff_mixed.register_worker_cleanup()
 
     @tff.tensorflow.computation
     def one():
@@ -53,6 +55,7 @@ _KILLED_SCRIPT = textwrap.dedent("""
     import tensorflow_federated as tff
     import tff_mixed
     from tff_mixed import runtime
+    tff_mixed.register_worker_cleanup()
 
     @tff.tensorflow.computation
     def one():
@@ -73,6 +76,7 @@ _BACKGROUND_SCRIPT = textwrap.dedent("""
     import tensorflow_federated as tff
     import tff_mixed
     from tff_mixed import runtime
+    tff_mixed.register_worker_cleanup()
 
     @tff.tensorflow.computation
     def one():

@@ -27,7 +27,12 @@ arXiv:2205.13655). This facade is the public API, kept small (README.md,
 *   the algorithm advisor (`advise`, `Advice`): PT, 1-way or 2-way GT from
     a run's first rounds with diagnostics;
 *   asynchronous FL on hybrid data (guided model merging, Zhu et al.): its
-    server strategies, Feddle, the arrival schedule and `run_async`.
+    server strategies, Feddle, the arrival schedule and `run_async`;
+*   `register_worker_cleanup`, which makes the TFF worker processes this
+    process starts end with it. Importing `tff_mixed` has no side effects
+    (no exit hook, TFF's modules untouched); `run_training`, `run_async`
+    and the binaries make this call, and a program that runs TFF
+    computations in a loop of its own makes it once before the first.
 
 Everything else stays importable from its module, e.g.
 `from tff_mixed.models import dense`, `from tff_mixed.tasks import movielens`,
@@ -35,7 +40,9 @@ Everything else stays importable from its module, e.g.
 packages.
 """
 
-from tff_mixed import runtime as _runtime
+# The package's version, in this one place (pyproject.toml reads it).
+__version__ = '0.1.0'
+
 # The mixed FL algorithms (arXiv:2205.13655, arXiv:2111.12150).
 from tff_mixed.algorithms.example_transfer import build_example_transfer
 from tff_mixed.algorithms.example_transfer import build_fedavg_with_shared_data
@@ -67,9 +74,37 @@ from tff_mixed.training.checkpoints import CheckpointMismatchError
 from tff_mixed.training.runner import DivergenceError
 from tff_mixed.training.runner import run_training
 from tff_mixed.training.runner import RunResult
+# Ending the TFF workers this process starts: an explicit call, never made at
+# import (tff_mixed/runtime.py).
+from tff_mixed.runtime import register_worker_cleanup
 
-__version__ = '0.1.0'
+__all__ = [
+    'Advice',
+    'AsyncSchedule',
+    'CA2FL',
+    'CentralObjective',
+    'CheckpointMismatchError',
+    'ClientGroups',
+    'DeadlineFedAvg',
+    'DivergenceError',
+    'EmbeddingSelection',
+    'FedAsync',
+    'FedBuff',
+    'FeddleMethod',
+    'MixedFLState',
+    'RunResult',
+    'advise',
+    'build_example_transfer',
+    'build_fedavg',
+    'build_fedavg_with_shared_data',
+    'build_one_way_gradient_transfer',
+    'build_parallel_training',
+    'build_two_way_gradient_transfer',
+    'central_data_objective',
+    'central_regularizer',
+    'register_worker_cleanup',
+    'registry',
+    'run_async',
+    'run_training',
+]
 
-# TFF's local runtime orphans its worker process at exit, holding our stdout
-# open; end the workers this process started (tff_mixed/runtime.py).
-_runtime.register_worker_cleanup()

@@ -17,9 +17,17 @@ TFF 0.87's local C++ runtime starts `tensorflow_federated/data/worker_binary`
 as a child process on the first computation call. At interpreter exit TFF fails
 to stop it (its `ServiceManager.__del__` runs after module teardown), so the
 worker is orphaned and keeps our stdout/stderr open: `python x.py | tail` and
-CI steps that wait for the pipe then hang. Importing `tff_mixed` registers an
-`atexit` hook that kills, by PID, exactly the workers that are children of this
-process, and nothing else on the machine.
+CI steps that wait for the pipe then hang. `register_worker_cleanup()`
+(exported as `tff_mixed.register_worker_cleanup`) registers an `atexit` hook
+that kills, by PID, exactly the workers that are children of this process, and
+nothing else on the machine.
+
+Importing `tff_mixed` does none of this: a library import leaves the
+interpreter's exit hooks and TFF's modules alone. The call is explicit, and
+made by those that own the process: `tff_mixed.training.runner.run_training`,
+`tff_mixed.asynchronous.simulation.run_async` and every binary (through
+`tff_mixed.experiment.cli.run`). A program that runs TFF computations in its
+own loop calls it once, before its first computation.
 
 An exit hook cannot run when the process is killed (`kill -9`, the OOM
 killer), and the worker, adopted by init, would keep running (~170 MB). So on
@@ -237,12 +245,19 @@ _registered = False
 
 
 def register_worker_cleanup() -> None:
-  """Makes the TFF workers this process starts end with it (once).
+  """Makes the TFF workers this process starts end with it (idempotent).
 
   Registers `stop_own_workers` to run at interpreter exit, and on Linux gives
   TFF's local-runtime worker the parent-death signal, so that it also ends
   when this process is killed, and the default SIGINT, with which TFF stops
   it, even in a process started in the background with SIGINT ignored.
+
+  Nothing calls it at import. Call it once, early, in a program that runs
+  TFF computations (before the first, which starts the worker: the signals
+  apply to workers started after the call, the exit hook to all of them);
+  `run_training`, `run_async` and the binaries call it themselves. It hands
+  TFF's `executor_factory` module a `subprocess` of ours, so the process's
+  other `subprocess` users are unaffected.
   """
   global _registered
   if not _registered:

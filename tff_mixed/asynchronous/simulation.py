@@ -56,6 +56,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed import runtime
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
@@ -299,6 +300,9 @@ def run_async(
       schedule) a round with too few idle clients.
     CheckpointMismatchError: If `checkpoint_path` holds another run.
   """
+  # The TFF workers this run starts end with this process (an explicit call:
+  # importing tff_mixed does not make it).
+  runtime.register_worker_cleanup()
   if isinstance(eval_every, bool) or not isinstance(
       eval_every, int) or eval_every < 1:
     raise ValueError(f'`eval_every` must be an int >= 1, got {eval_every!r}.')

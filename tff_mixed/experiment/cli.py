@@ -30,6 +30,8 @@ That gives every binary the same console behaviour:
   `interrupted after round N of <run>; run the same command to resume`
   (`tff_mixed.training.runner.RunInterrupted`), its last checkpoint left
   intact; elsewhere `interrupted`. `--verbose` also prints the traceback.
+* Workers. The TFF worker processes the binary starts end with it, at exit
+  or when it is killed (`tff_mixed.runtime.register_worker_cleanup`).
 * Quiet logs. TensorFlow's C++ log lines are off (`experiments.tf_log_level`);
   so are the INFO lines of TensorFlow's and TFF's Python code (checkpoint
   writes). This program's own log lines stay, without absl's prefix for INFO,
@@ -51,6 +53,8 @@ from typing import Any
 from absl import app
 from absl import flags
 from absl import logging
+
+from tff_mixed import runtime
 
 VERBOSE = flags.DEFINE_bool(
     'verbose', False, "Also print TensorFlow's and TFF's own log lines (C++ "
@@ -200,10 +204,14 @@ def _run_main(main: Callable[[list[str]], Any], argv: list[str]) -> Any:
 def run(main: Callable[[list[str]], Any]) -> None:
   """`absl.app.run(main)` with one-line errors and quiet logs.
 
+  It first makes the TFF workers that the binary starts end with it
+  (`tff_mixed.register_worker_cleanup`): importing `tff_mixed` does not.
+
   Args:
     main: The binary's `main(argv)`; it may raise `app.UsageError`,
       ValueError, TypeError, OSError, `sqlite3.Error`,
       `tff_mixed.DivergenceError`, gRPC or TensorFlow file errors for bad
       inputs, each printed as one `error: ...` line with exit status 1.
   """
+  runtime.register_worker_cleanup()
   app.run(functools.partial(_run_main, main), flags_parser=_parse_flags)

@@ -57,6 +57,7 @@ import numpy as np
 import tensorflow_federated as tff
 import tqdm
 
+from tff_mixed import runtime
 from tff_mixed.core import client_groups
 from tff_mixed.training import checkpoints as checkpoints_lib
 from tff_mixed.training import reports
@@ -178,7 +179,10 @@ def prepare_run(root_output_dir: str, experiment_name: str,
 
   Claiming takes the run's lock (`run_lock`, on its checkpoint directory)
   before anything is written, held until this process ends: a second
-  process on the same run is refused, naming the first one's PID.
+  process on the same run is refused, naming the first one's PID. The
+  process that owns the run also gets its TFF workers ended with it
+  (`runtime.register_worker_cleanup`, which importing tff_mixed does not
+  call).
 
   Args:
     root_output_dir: Root of the output layout (see the module docstring).
@@ -195,6 +199,7 @@ def prepare_run(root_output_dir: str, experiment_name: str,
       belongs to a run with other `hparams`.
     run_lock.DirectoryInUseError: If another process is running this run.
   """
+  runtime.register_worker_cleanup()
   if not experiment_name or os.sep in experiment_name:
     raise ValueError('`experiment_name` must be a non-empty name without '
                      f'{os.sep!r}, got {experiment_name!r}.')

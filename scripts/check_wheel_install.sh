@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds tff_mixed's wheel and installs it, with README.md's install command
+# (uv and overrides.txt), into a fresh virtualenv outside the repository, then
+# runs scripts/wheel_smoke_check.py with it from a directory outside the
+# repository: the import has no side effects, the package is tff_mixed alone,
+# and two rounds train. Everything lives in a temporary directory, removed at
+# the end (KEEP=1 keeps it); the repository is not written to.
+#
+#   scripts/check_wheel_install.sh            # python3 for the new venv
+#   PYTHON=python3.10 scripts/check_wheel_install.sh
+#
+# Needs PyPI (or a warm uv cache: ~/.cache/uv). uv comes from PATH, or is
+# installed into a scratch venv in the temporary directory.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/tff_mixed_wheel.XXXXXX")"
+if [[ "${KEEP:-0}" != 1 ]]; then
+  trap 'rm -rf "$WORK"' EXIT
+fi
+start=$SECONDS
+say() { echo "[wheel-check $((SECONDS - start))s] $*" >&2; }
+
+UV="$(command -v uv || true)"
+if [[ -z "$UV" ]]; then
+  say "installing uv into $WORK/tools"
+  "$PYTHON" -m venv "$WORK/tools"
+  "$WORK/tools/bin/python" -m pip install -q uv >&2
+  UV="$WORK/tools/bin/uv"
+fi
+
+# The source tree as a clone would have it (tracked and new, unignored
+# files), so the build writes nothing into the repository.
+say "copying the source tree"
+mkdir -p "$WORK/src" "$WORK/dist" "$WORK/elsewhere"
+(cd "$REPO" && git ls-files -z --cached --others --exclude-standard \
+  | xargs -0 -I{} sh -c 'test -e "$1" && printf "%s\0" "$1"' _ {} \
+  | tar --null -T - -cf -) | tar -C "$WORK/src" -xf -
+say "building the wheel"
+"$UV" build -q --wheel --out-dir "$WORK/src/dist" "$WORK/src" >&2
+wheel="$(ls "$WORK"/src/dist/tff_mixed-*-py3-none-any.whl)"
+say "built $(basename "$wheel")"
+# A wheel holds tff_mixed and its metadata, nothing else.
+extra="$("$PYTHON" -m zipfile -l "$wheel" | awk 'NR > 1 {print $1}' \
+  | grep -v -E '^tff_mixed/.*\.py$|^tff_mixed-[^/]*\.dist-info/' || true)"
+if [[ -n "$extra" ]]; then
+  say "FAIL: the wheel holds more than tff_mixed: $extra"
+  exit 1
+fi
+
+say "creating a fresh virtualenv at $WORK/venv"
+"$UV" venv -q --python "$PYTHON" "$WORK/venv" >&2
+# README.md's command, as a user types it in the clone with the venv active.
+say "installing: uv pip install --override overrides.txt dist/$(basename "$wheel")"
+(
+  cd "$WORK/src"
+  # shellcheck disable=SC1091
+  source "$WORK/venv/bin/activate"
+  "$UV" pip install -q --override overrides.txt "dist/$(basename "$wheel")" >&2
+)
+
+say "checking the installed package from $WORK/elsewhere"
+cd "$WORK/elsewhere"
+status=0
+env -u PYTHONPATH "$REPO/scripts/with_worker_cleanup.sh" \
+  "$WORK/venv/bin/python" "$WORK/src/scripts/wheel_smoke_check.py" \
+  2> "$WORK/check.stderr" || status=$?
+if [[ $status -ne 0 ]]; then
+  tail -20 "$WORK/check.stderr" >&2
+  say "FAIL (status $status)"
+  exit $status
+fi
+say "ok: the wheel installs with the documented command and runs"
