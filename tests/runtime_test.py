@@ -31,25 +31,10 @@ from absl.testing import absltest
 
 from tff_mixed import runtime
 
-_SCRIPT = textwrap.dedent("""
+# Every script starts here: one computation, so TFF starts its worker.
+_PROLOGUE = textwrap.dedent("""
+    import gc
     import os
-    import numpy as np
-    import tensorflow_federated as tff
-    import tff_mixed
-    from tff_mixed import runtime
-    tff_mixed.register_worker_cleanup()
-
-    @tff.tensorflow.computation
-    def one():
-      return np.int32(1)
-
-    assert one() == 1
-    print('WORKERS', *runtime.own_worker_pids(), flush=True)
-""")
-
-
-# Runs one computation (TFF starts its worker), reports the worker, waits.
-_KILLED_SCRIPT = textwrap.dedent("""
     import time
     import numpy as np
     import tensorflow_federated as tff
@@ -62,6 +47,15 @@ _KILLED_SCRIPT = textwrap.dedent("""
       return np.int32(1)
 
     assert one() == 1
+""")
+
+_SCRIPT = _PROLOGUE + textwrap.dedent("""
+    print('WORKERS', *runtime.own_worker_pids(), flush=True)
+""")
+
+
+# Runs one computation (TFF starts its worker), reports the worker, waits.
+_KILLED_SCRIPT = _PROLOGUE + textwrap.dedent("""
     print('WORKERS', *runtime.own_worker_pids(), flush=True)
     time.sleep(600)
 """)
@@ -70,19 +64,7 @@ _KILLED_SCRIPT = textwrap.dedent("""
 # Started as a shell's `cmd &` starts it, with SIGINT and SIGQUIT ignored:
 # reports its TFF worker's ignored signals, then replaces the execution
 # context, whose old worker TFF stops with SIGINT and waits for.
-_BACKGROUND_SCRIPT = textwrap.dedent("""
-    import gc
-    import numpy as np
-    import tensorflow_federated as tff
-    import tff_mixed
-    from tff_mixed import runtime
-    tff_mixed.register_worker_cleanup()
-
-    @tff.tensorflow.computation
-    def one():
-      return np.int32(1)
-
-    assert one() == 1
+_BACKGROUND_SCRIPT = _PROLOGUE + textwrap.dedent("""
     for pid in runtime.own_worker_pids():
       with open(f'/proc/{pid}/status') as f:
         ignored = [l.split()[1] for l in f if l.startswith('SigIgn:')][0]
