@@ -27,6 +27,8 @@ echo "[setup] installing dependencies (first run takes a few minutes)" >&2
 site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 echo "$PWD" > "$site/tff_mixed_repo.pth"
 # Importing TFF does not start its worker process; only running a computation
-# does, so this check cannot leave one behind.
-"$VENV/bin/python" -c 'import tensorflow_federated as tff, tff_mixed; print("[setup] TFF", tff.__version__, "and tff_mixed", tff_mixed.__version__, "ready")' >&2
+# does, so this check cannot leave one behind. The explicit clean-up call
+# keeps TFF's worker manager from printing an ignored AttributeError at
+# interpreter exit (its __del__ runs after `subprocess` is torn down).
+"$VENV/bin/python" -c 'import tensorflow_federated as tff, tff_mixed; tff_mixed.register_worker_cleanup(); print("[setup] TFF", tff.__version__, "and tff_mixed", tff_mixed.__version__, "ready")' >&2
 echo "$want" > "$STAMP"
