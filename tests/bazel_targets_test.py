@@ -26,7 +26,8 @@ import tempfile
 from absl.testing import absltest
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_PYTHON_DIRS = ('tff_mixed', 'experiments', 'benchmarks', 'tests')
+_PYTHON_DIRS = ('tff_mixed', 'experiments', 'benchmarks', 'examples',
+                'tests')
 _SRCS = re.compile(r'\bsrcs\s*=\s*(\[[^\]]*\])', re.S)
 
 

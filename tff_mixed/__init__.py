@@ -24,6 +24,11 @@ arXiv:2205.13655). This facade is the public API, kept small (README.md,
     member, trained in one computation, with the per-client results;
 *   the algorithm registry (`tff_mixed.registry`: algorithms by name);
 *   the runner (`run_training`), for any `tff.learning` process;
+*   `ArrayDataSource`: clients' numpy arrays as a `tff.program` data source,
+    so that the processes (true `tff.learning.templates.LearningProcess`es)
+    also run under TFF's program layer, `tff.learning.programs.train_model`
+    with a `tff.program.FileProgramStateManager`
+    (examples/train_with_tff_program.py);
 *   the algorithm advisor (`advise`, `Advice`): PT, 1-way or 2-way GT from
     a run's first rounds with diagnostics;
 *   asynchronous FL on hybrid data (guided model merging, Zhu et al.): its
@@ -70,6 +75,7 @@ from tff_mixed.asynchronous.server_strategies import FedAsync
 from tff_mixed.asynchronous.server_strategies import FedBuff
 from tff_mixed.asynchronous.simulation import run_async
 # The runner: rounds, evaluation, checkpoints, metrics.
+from tff_mixed.training.array_data_source import ArrayDataSource
 from tff_mixed.training.checkpoints import CheckpointMismatchError
 from tff_mixed.training.runner import DivergenceError
 from tff_mixed.training.runner import run_training
@@ -80,6 +86,7 @@ from tff_mixed.runtime import register_worker_cleanup
 
 __all__ = [
     'Advice',
+    'ArrayDataSource',
     'AsyncSchedule',
     'CA2FL',
     'CentralObjective',
