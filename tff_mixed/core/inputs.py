@@ -172,9 +172,10 @@ def _check_no_layer_losses(keras_model: tf.keras.Model) -> None:
         'the loss instead, or build a FunctionalModel.')
 
 
-def _from_variable_model(variable_model) -> tff.learning.models.FunctionalModel:
-  """A Keras-backed VariableModel's parts through `functional_model_from_keras`."""
-  if not isinstance(variable_model, tff_keras._KerasModel):  # pylint: disable=protected-access
+def _from_variable_model(variable_model):
+  """A Keras-backed VariableModel's parts, through the Keras converter."""
+  keras_backed = tff_keras._KerasModel  # pylint: disable=protected-access
+  if not isinstance(variable_model, keras_backed):
     raise ValueError(
         f'`model_fn` returned a {type(variable_model).__name__}, a '
         'VariableModel not made by `tff.learning.models.from_keras_model`. '
