@@ -19,7 +19,8 @@ arXiv:2205.13655). This facade is the public API, kept small (README.md,
 "Public API"):
 
 *   the algorithms' builders (FedAvg among them), their state and their
-    central objective;
+    central objective; `functional_model`, which turns TFF's model inputs
+    (a `model_fn`, a Keras model) into the FunctionalModel they train;
 *   `ClientGroups`, the fast simulation mode: many clients per CLIENTS
     member, trained in one computation, with the per-client results;
 *   the algorithm registry (`tff_mixed.registry`: algorithms by name);
@@ -62,6 +63,9 @@ from tff_mixed.core.central_objective import central_regularizer
 from tff_mixed.core.central_objective import CentralObjective
 from tff_mixed.core.client_groups import ClientGroups
 from tff_mixed.core.embedding_select import EmbeddingSelection
+# TFF's own inputs (a model_fn, a Keras model) as the FunctionalModel the
+# builders use; they call it on their `model`.
+from tff_mixed.core.inputs import functional_model
 from tff_mixed.core.mixed_process import MixedFLState
 # The algorithm advisor (arXiv:2205.13655, section 5, appendix C).
 from tff_mixed.advisor.advice import advise
@@ -109,6 +113,7 @@ __all__ = [
     'build_two_way_gradient_transfer',
     'central_data_objective',
     'central_regularizer',
+    'functional_model',
     'register_worker_cleanup',
     'registry',
     'run_async',

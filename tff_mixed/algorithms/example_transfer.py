@@ -42,6 +42,7 @@ from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import distributors
+from tff_mixed.core import inputs
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select
 from tff_mixed.core import validation
@@ -89,7 +90,7 @@ def _build_transfer_process(
 
 
 def build_example_transfer(
-    model: tff.learning.models.FunctionalModel,
+    model: inputs.ModelInput,
     central_objective: central_lib.CentralObjective,
     client_optimizer: tff.learning.optimizers.Optimizer,
     server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
@@ -126,7 +127,8 @@ def build_example_transfer(
   FedAvg; the server applies SERVEROPTIMIZER to the weighted mean update.
 
   Args:
-    model: A `tff.learning.models.FunctionalModel`.
+    model: A `tff.learning.models.FunctionalModel` or a `model_fn`, as in
+      `build_parallel_training`.
     central_objective: f_c with central examples
       (`tff_mixed.central_data_objective`) in the model's input structure.
     client_optimizer: CLIENTOPTIMIZER.
@@ -154,6 +156,7 @@ def build_example_transfer(
     ValueError: If a value is out of range or the central data does not fit
       the model.
   """
+  model = inputs.functional_model(model)
   validation.check_positive_int('examples_per_client', examples_per_client)
   validation.check_positive_int('client_batch_size', client_batch_size)
   return _build_transfer_process(
@@ -165,7 +168,7 @@ def build_example_transfer(
       client_groups=client_groups)
 
 def build_fedavg_with_shared_data(
-    model: tff.learning.models.FunctionalModel,
+    model: inputs.ModelInput,
     central_objective: central_lib.CentralObjective,
     client_optimizer: tff.learning.optimizers.Optimizer,
     server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
@@ -203,7 +206,8 @@ def build_fedavg_with_shared_data(
   merged into the client's data as in Example Transfer.
 
   Args:
-    model: A `tff.learning.models.FunctionalModel`.
+    model: A `tff.learning.models.FunctionalModel` or a `model_fn`, as in
+      `build_parallel_training`.
     central_objective: f_c with central examples, from which G is drawn.
     client_optimizer: CLIENTOPTIMIZER.
     server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1.
@@ -234,6 +238,7 @@ def build_fedavg_with_shared_data(
     ValueError: If a value is out of range, or G would be empty or larger than
       the central data.
   """
+  model = inputs.functional_model(model)
   validation.check_objective(central_objective, model, require_data=True)
   validation.check_positive_float('beta', beta)
   validation.check_positive_float('alpha', alpha)

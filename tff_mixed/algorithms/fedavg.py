@@ -30,10 +30,11 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import client_groups as client_groups_lib
+from tff_mixed.core import inputs
 
 
 def build_fedavg(
-    model: tff.learning.models.FunctionalModel,
+    model: inputs.ModelInput,
     client_optimizer: tff.learning.optimizers.Optimizer,
     server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
     *,
@@ -58,7 +59,8 @@ def build_fedavg(
   `build_weighted_fed_avg` puts them.
 
   Args:
-    model: A `tff.learning.models.FunctionalModel`.
+    model: A `tff.learning.models.FunctionalModel` or a `model_fn`, as in
+      `build_parallel_training`.
     client_optimizer: CLIENTOPTIMIZER.
     server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1.
     client_steps: K exact local steps (cycling through the data), or `None`
@@ -79,6 +81,7 @@ def build_fedavg(
     ValueError: If a value is out of range, or an aggregator cannot run in
       groups.
   """
+  model = inputs.functional_model(model)
   server_optimizer, aggregator_factory = _common.check_process_args(
       model=model, client_optimizer=client_optimizer,
       server_optimizer=server_optimizer, federated_weight=1.0,

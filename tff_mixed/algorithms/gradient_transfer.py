@@ -43,6 +43,7 @@ from tff_mixed.core import central_work
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
+from tff_mixed.core import inputs
 from tff_mixed.core import validation
 
 # 2-way GT's augmenting central gradient g~_c (`augmenting_central_gradient`).
@@ -52,7 +53,7 @@ AUGMENTING_CENTRAL_GRADIENTS = (PREVIOUS_ROUND_MEAN, FRESH)
 
 
 def build_one_way_gradient_transfer(
-    model: tff.learning.models.FunctionalModel,
+    model: inputs.ModelInput,
     central_objective: central_lib.CentralObjective,
     client_optimizer: tff.learning.optimizers.Optimizer,
     server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
@@ -88,7 +89,8 @@ def build_one_way_gradient_transfer(
   one gradient, and upload exactly what FedAvg uploads.
 
   Args:
-    model: A `tff.learning.models.FunctionalModel`.
+    model: A `tff.learning.models.FunctionalModel` or a `model_fn`, as in
+      `build_parallel_training`.
     central_objective: The central loss f_c.
     client_optimizer: CLIENTOPTIMIZER (learning rate eta).
     server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1
@@ -128,6 +130,7 @@ def build_one_way_gradient_transfer(
     TypeError: If an argument has the wrong type.
     ValueError: If a value is out of range or f_c does not fit the model.
   """
+  model = inputs.functional_model(model)
   args = _common.check_mixed_args(
       model=model, central_objective=central_objective,
       client_optimizer=client_optimizer, server_optimizer=server_optimizer,
@@ -147,7 +150,7 @@ def build_one_way_gradient_transfer(
 
 
 def build_two_way_gradient_transfer(
-    model: tff.learning.models.FunctionalModel,
+    model: inputs.ModelInput,
     central_objective: central_lib.CentralObjective,
     client_optimizer: tff.learning.optimizers.Optimizer,
     central_optimizer: tff.learning.optimizers.Optimizer,
@@ -227,7 +230,8 @@ def build_two_way_gradient_transfer(
   the dense round only when every client holds every row.
 
   Args:
-    model: A `tff.learning.models.FunctionalModel`.
+    model: A `tff.learning.models.FunctionalModel` or a `model_fn`, as in
+      `build_parallel_training`.
     central_objective: The central loss f_c.
     client_optimizer: CLIENTOPTIMIZER: must be momentum-free SGD
       (`tff.learning.optimizers.build_sgdm(learning_rate=eta)`).
@@ -268,6 +272,7 @@ def build_two_way_gradient_transfer(
       client optimizer is not plain SGD, or `augmenting_central_gradient` is
       not one of the two options.
   """
+  model = inputs.functional_model(model)
   validation.check_positive_int('client_steps', client_steps)
   if central_steps is None:
     central_steps = client_steps

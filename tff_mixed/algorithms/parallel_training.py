@@ -32,11 +32,12 @@ from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import embedding_select
+from tff_mixed.core import inputs
 from tff_mixed.core import validation
 
 
 def build_parallel_training(
-    model: tff.learning.models.FunctionalModel,
+    model: inputs.ModelInput,
     central_objective: central_lib.CentralObjective,
     client_optimizer: tff.learning.optimizers.Optimizer,
     central_optimizer: tff.learning.optimizers.Optimizer,
@@ -80,9 +81,13 @@ def build_parallel_training(
   exactly what FedAvg uploads.
 
   Args:
-    model: A `tff.learning.models.FunctionalModel`.
+    model: A `tff.learning.models.FunctionalModel`, or a no-arg `model_fn`
+      returning a VariableModel made by `tff.learning.models.from_keras_model`;
+      `tff_mixed.functional_model` converts it (and a Keras model given with
+      its loss and input spec) and says what it refuses.
     central_objective: The central loss f_c (`tff_mixed.central_data_objective`
-      or `tff_mixed.central_regularizer`).
+      of numpy arrays, an `ExampleStore` or a `tf.data.Dataset`, or
+      `tff_mixed.central_regularizer`).
     client_optimizer: CLIENTOPTIMIZER, a `tff.learning.optimizers.Optimizer`
       (learning rate eta).
     central_optimizer: CENTRALOPTIMIZER (learning rate eta_c; the paper uses
@@ -130,6 +135,7 @@ def build_parallel_training(
     TypeError: If an argument has the wrong type.
     ValueError: If a value is out of range or f_c does not fit the model.
   """
+  model = inputs.functional_model(model)
   validation.check_positive_int('client_steps', client_steps, allow_none=True)
   if central_steps is None:
     if client_steps is None:

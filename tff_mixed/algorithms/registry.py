@@ -44,6 +44,7 @@ from tff_mixed.algorithms import fedavg
 from tff_mixed.algorithms import gradient_transfer
 from tff_mixed.algorithms import parallel_training
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import inputs
 
 FEDAVG = 'fedavg'
 PARALLEL_TRAINING = 'parallel_training'
@@ -130,7 +131,7 @@ def _sgd(learning_rate: float) -> tff.learning.optimizers.Optimizer:
 
 def build(
     name: str,
-    model: tff.learning.models.FunctionalModel,
+    model: inputs.ModelInput,
     central_objective: Optional[central_lib.CentralObjective] = None,
     *,
     client_lr: float,
@@ -146,7 +147,9 @@ def build(
 
   Args:
     name: One of `NAMES`.
-    model: The `tff.learning.models.FunctionalModel` to train.
+    model: The model to train: a `tff.learning.models.FunctionalModel` or a
+      `model_fn` (see `tff_mixed.functional_model`); every algorithm, TFF's
+      FedAvg included, gets its FunctionalModel.
     central_objective: The central loss f_c; required by every algorithm
       but `fedavg`, which ignores it.
     client_lr: eta, the SGD learning rate of the clients and, for the mixed
@@ -164,6 +167,7 @@ def build(
     TypeError: If a hyperparameter is unknown to every algorithm.
   """
   algorithm = get(name)
+  model = inputs.functional_model(model)
   unknown = sorted(set(hyperparameters) - HYPERPARAMETERS)
   if unknown:
     raise TypeError(f'Unknown hyperparameters {unknown}; the algorithms take '

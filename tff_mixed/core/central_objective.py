@@ -38,6 +38,7 @@ import numpy as np
 import tensorflow as tf
 
 from tff_mixed.core import example_store as example_store_lib
+from tff_mixed.core import inputs
 
 # A structure of tensors holding one batch of central examples, or `None` for a
 # data-free regularizer.
@@ -92,7 +93,10 @@ def central_data_objective(
       and `'y'` (the structure of the model's `input_spec`) of numpy arrays
       sharing their first dimension; or, for central sets too large to travel
       inside a computation, an `example_store.ExampleStore` whose batches (after
-      its `map_fn`) have that structure.
+      its `map_fn`) have that structure; or a finite `tf.data.Dataset` of
+      such `(x, y)` / `{'x': ..., 'y': ...}` elements, single examples or
+      batches, read once here into numpy arrays (`inputs.central_data`
+      says how).
     loss_fn: Optional `loss_fn(model_weights, batch) -> scalar`. `None` (the
       default) uses the model's own `predict_on_batch` and `loss`.
     name: Name used in metrics and error messages.
@@ -101,13 +105,17 @@ def central_data_objective(
     A `CentralObjective`.
 
   Raises:
-    TypeError: If `data` is not a structure of numpy arrays or `loss_fn` is not
+    TypeError: If `data` is not a structure of numpy arrays, an
+      `ExampleStore` or a dataset of dense tensors, or `loss_fn` is not
       callable.
-    ValueError: If `data` is empty or its arrays disagree on their length.
+    ValueError: If `data` is empty or infinite, or its arrays disagree on
+      their length.
   """
   if data is None:
-    raise TypeError('`data` must be a structure of numpy arrays, got None; use '
+    raise TypeError('`data` must be a structure of numpy arrays, an '
+                    '`ExampleStore` or a `tf.data.Dataset`, got None; use '
                     '`central_regularizer` for a data-free central loss.')
+  data = inputs.central_data(data)
   if loss_fn is not None and not callable(loss_fn):
     raise TypeError(f'`loss_fn` must be callable, got {type(loss_fn).__name__}.')
   if isinstance(data, example_store_lib.ExampleStore):
@@ -117,7 +125,8 @@ def central_data_objective(
     raise ValueError('`data` has no arrays.')
   for leaf in leaves:
     if not isinstance(leaf, np.ndarray):
-      raise TypeError('`data` must hold numpy arrays, found '
+      raise TypeError('`data` must hold numpy arrays (or be an '
+                      '`ExampleStore` or a `tf.data.Dataset`), found '
                       f'{type(leaf).__name__}.')
   lengths = {leaf.shape[0] if leaf.ndim else None for leaf in leaves}
   if len(lengths) != 1 or None in lengths:
