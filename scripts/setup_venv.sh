@@ -4,7 +4,7 @@
 # `pip install tensorflow-federated==0.87.0` cannot work as is: TFF 0.87 pins
 # jaxlib==0.4.14, which is no longer on PyPI. We install TFF's declared
 # dependencies ourselves (requirements.txt, with jaxlib 0.4.13) and then TFF
-# without dependencies. A stamp file keyed on requirements.txt makes reruns
+# without dependencies, with uv (installed into the venv by pip). A stamp file keyed on requirements.txt makes reruns
 # instant.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,9 +20,13 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$PYTHON" -m venv "$VENV"
 fi
 echo "[setup] installing dependencies (first run takes a few minutes)" >&2
-"$VENV/bin/python" -m pip install -q --upgrade pip >&2
-"$VENV/bin/python" -m pip install -q -r requirements.txt >&2
-"$VENV/bin/python" -m pip install -q --no-deps tensorflow-federated==0.87.0 >&2
+# uv installs what pip would, downloading in parallel, and keeps a cache
+# (~/.cache/uv) that scripts/check_wheel_install.sh's fresh virtualenv then
+# installs from without downloading TensorFlow again.
+"$VENV/bin/python" -m pip install -q uv >&2
+UV=("$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --compile-bytecode)
+"${UV[@]}" -r requirements.txt >&2
+"${UV[@]}" --no-deps tensorflow-federated==0.87.0 >&2
 # Make the repository importable from the venv without a build step (offline).
 site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 echo "$PWD" > "$site/tff_mixed_repo.pth"
