@@ -122,6 +122,8 @@ def broken_references(names: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+  # This checkout's package, not one an environment's .pth points at.
+  sys.path.insert(0, str(_REPO))
   output = pathlib.Path(argv[1] if len(argv) > 1 else 'build/api')
   # pylint: disable=g-import-not-at-top
   import pdoc
