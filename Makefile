@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv demo results results-celeba results-celeba-bgd results-movielens results-lm results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-celeba benchmark-movielens clean
+.PHONY: venv docs wheel-check demo results results-celeba results-celeba-bgd results-movielens results-lm results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -110,7 +110,7 @@ results-celeba-bgd: venv $(CELEBA_SQLITE)
 # (measured at S = 100 on MovieLens 100K: the mixed algorithms 1.1-1.3
 # s/round; the baseline, whose every client computes the spreadout
 # regularizer over the whole table, 2.8 s/round with three other runs
-# beside it), so it is made to span sessions: run some scenarios at a time
+# beside it), so it resumes after an interruption: run some scenarios at a time
 # (SCENARIOS=baseline, or
 # SCENARIOS=parallel_training,one_way_gt,two_way_gt); each finished scenario
 # leaves a small record (metrics CSV and JSON summary: no checkpoint, no
@@ -146,11 +146,11 @@ results-movielens: venv
 # RESULTS.md: converts the real beer.stackexchange Posts.xml (LM_POSTS) once
 # into outputs/lm/stackoverflow, then runs each scenario of SCENARIOS that has
 # no record yet in docs/results/stackoverflow_wikipedia/ (a metrics CSV and a
-# JSON summary per scenario, committed: outputs/ does not outlive a session),
+# JSON summary per scenario, committed: outputs/ may not outlive the machine),
 # plus table 4's K = 1 runs of the mixed algorithms, and rebuilds the
 # stackoverflow_wikipedia_reproduction section and the plot
 # docs/results/stackoverflow_wikipedia_accuracy.png from every record. Run it
-# one scenario at a time across sessions, e.g. make results-lm
+# one scenario at a time if need be, e.g. make results-lm
 # SCENARIOS=fl_only; an interrupted scenario resumes from its checkpoints
 # under outputs/lm while they last. Central corpus: WikiText-2 (there is no
 # wiki.train.tokens here: wiki.valid.tokens trains, wiki.test.tokens
@@ -227,7 +227,7 @@ results-advice: venv
 # point by point; gaps_main then writes the section hybrid_async_gaps, the
 # measurement behind each kind of difference, from the kept runs. Data: the 5,000 real CIFAR-10 test images of CIFAR10_NPZ at
 # 16x16, 150 clients, 5 a round, 70 rounds: the scale at which the whole
-# grids and both tables fit in about a session on this 2-core machine
+# grids and both tables take a few hours on this 2-core machine
 # (measured on 2026-11-26 with up to five runs side by side: the whole
 # search, 90 points, about 40 minutes; a final run 10-30 s, Feddle and HFCL
 # 1-2 minutes, the out-of-domain methods about 2; each table about an
@@ -342,8 +342,8 @@ results-hybrid-diagnostics: venv cifar10-data
 # is small JSON kept in the repository (the search's points under
 # docs/results/hybrid_tuning/, the final runs under --runs_dir), so the
 # work, days of it on this 2-core machine (a 200-round FedAvg run takes
-# about 5-15 minutes depending on the load), spans sessions: each command
-# resumes where the last one stopped. The search is made once, from
+# about 5-15 minutes depending on the load), resumes after an interruption:
+# each command resumes where the last one stopped. The search is made once, from
 # scratch, and its values serve both starts, as the paper tunes once.
 HYBRID_FULL = --cifar10_dir=$(CIFAR10_DIR) --image_size=32 --num_clients=500 \
   --clients_per_round=10 --rounds=200 --server_size=1000 \
@@ -429,6 +429,17 @@ test: venv
 # Installs Bazel (Debian's bazel-bootstrap) if missing; runs offline.
 bazel-test: venv
 	@$(RUN) bash scripts/bazel_test.sh test //... $(ARGS)
+
+# The API reference, from the docstrings (pdoc), into build/api; fails on a
+# pdoc warning or a broken reference (scripts/build_api_docs.py).
+docs: venv
+	@$(RUN) $(PY) scripts/build_api_docs.py build/api
+
+# The wheel, installed with the README's command into a fresh virtualenv
+# outside the repository, and the README's quickstart run there (needs PyPI
+# or a warm uv cache; a few minutes).
+wheel-check:
+	@bash scripts/check_wheel_install.sh
 
 benchmark: venv
 	@$(RUN) $(PY) -m benchmarks.round_time $(ARGS)

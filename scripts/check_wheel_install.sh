@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds tff_mixed's wheel and installs it, with README.md's install command
-# (uv and overrides.txt), into a fresh virtualenv outside the repository, then
-# runs scripts/wheel_smoke_check.py with it from a directory outside the
-# repository: the import has no side effects, the package is tff_mixed alone,
-# and two rounds train. Everything lives in a temporary directory, removed at
-# the end (KEEP=1 keeps it); the repository is not written to.
+# (uv and overrides.txt; the wheel in place of its `.`), into a fresh
+# virtualenv outside the repository, then, from a directory outside the
+# repository, runs scripts/wheel_smoke_check.py with it (the import has no
+# side effects, the package is tff_mixed alone) and README.md's quickstart as
+# written (scripts/readme_blocks.py reads both out of the README). Everything
+# lives in a temporary directory, removed at the end (KEEP=1 keeps it); the
+# repository is not written to. `make wheel-check` runs it.
 #
 #   scripts/check_wheel_install.sh            # python3 for the new venv
 #   PYTHON=python3.10 scripts/check_wheel_install.sh
@@ -28,6 +30,14 @@ if [[ -z "$UV" ]]; then
   "$WORK/tools/bin/python" -m pip install -q uv >&2
   UV="$WORK/tools/bin/uv"
 fi
+# The README's command calls `uv` by name.
+PATH="$(dirname "$UV"):$PATH"
+BLOCKS="$REPO/scripts/readme_blocks.py"
+install="$("$PYTHON" "$BLOCKS" "$REPO/README.md" install)"
+if [[ "$install" != *" ." ]]; then
+  say "FAIL: README.md's install command does not end in ' .': $install"
+  exit 1
+fi
 
 # The source tree as a clone would have it (tracked and new, unignored
 # files), so the build writes nothing into the repository.
@@ -50,13 +60,15 @@ fi
 
 say "creating a fresh virtualenv at $WORK/venv"
 "$UV" venv -q --python "$PYTHON" "$WORK/venv" >&2
-# README.md's command, as a user types it in the clone with the venv active.
-say "installing: uv pip install --override overrides.txt dist/$(basename "$wheel")"
+# README.md's command, as a user types it in the clone with the venv active,
+# installing the wheel just built.
+install="${install% .} dist/$(basename "$wheel")"
+say "installing: $install"
 (
   cd "$WORK/src"
   # shellcheck disable=SC1091
   source "$WORK/venv/bin/activate"
-  "$UV" pip install -q --override overrides.txt "dist/$(basename "$wheel")" >&2
+  eval "$install" >&2
 )
 
 say "checking the installed package from $WORK/elsewhere"
@@ -70,4 +82,15 @@ if [[ $status -ne 0 ]]; then
   say "FAIL (status $status)"
   exit $status
 fi
-say "ok: the wheel installs with the documented command and runs"
+
+say "running README.md's quickstart from $WORK/elsewhere"
+"$PYTHON" "$BLOCKS" "$REPO/README.md" quickstart > quickstart.py
+env -u PYTHONPATH "$REPO/scripts/with_worker_cleanup.sh" \
+  "$WORK/venv/bin/python" quickstart.py 2> "$WORK/quickstart.stderr" \
+  || status=$?
+if [[ $status -ne 0 ]]; then
+  tail -20 "$WORK/quickstart.stderr" >&2
+  say "FAIL: the quickstart (status $status)"
+  exit $status
+fi
+say "ok: the wheel installs with the documented command, and the quickstart runs"

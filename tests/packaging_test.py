@@ -16,8 +16,9 @@
 Builds the wheel offline (`pip wheel --no-build-isolation --no-index`, with
 the test interpreter's setuptools) from a copy of the files a build reads,
 so the repository gets no `build/` or `.egg-info`. Installing it into a
-fresh virtualenv with README.md's command is scripts/check_wheel_install.sh
-(it downloads TensorFlow, so it is not a unit test).
+fresh virtualenv with README.md's command, and running the README's
+quickstart there, is scripts/check_wheel_install.sh (`make wheel-check`; it
+downloads TensorFlow, so it is not a unit test).
 """
 
 import ast

@@ -11,9 +11,9 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""README's "Paper vs this implementation" table against the code: the
-asynchronous baselines' and Feddle's deliberate deviations each have a row
-(what, the paper, here, why), and the defaults those rows state hold."""
+"""docs/ALGORITHMS.md's "Paper vs this implementation" table against the code:
+the asynchronous baselines' and Feddle's deliberate deviations each have a
+row (what, the paper, here, why), and the defaults those rows state hold."""
 
 import os
 
@@ -23,14 +23,14 @@ import numpy as np
 from tff_mixed.asynchronous import feddle_atlas
 from tff_mixed.asynchronous import server_strategies
 
-_README = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'README.md')
+_ALGORITHMS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'docs', 'ALGORITHMS.md')
 _SECTION = '## Paper vs this implementation'
 
 
 def _deviation_rows() -> dict[str, list[str]]:
-  """{what: [the paper, here, why]} of README's deviation table."""
-  with open(_README) as f:
+  """{what: [the paper, here, why]} of the deviation table."""
+  with open(_ALGORITHMS) as f:
     text = f.read()
   section = text.split(_SECTION, 1)[1].split('\n## ', 1)[0]
   rows = {}
@@ -61,7 +61,7 @@ class PaperDeviationsTest(absltest.TestCase):
 
   def test_no_row_claims_the_baselines_follow_their_papers_whole(self):
     # FedBuff's default leaves out its paper's staleness weights.
-    with open(_README) as f:
+    with open(_ALGORITHMS) as f:
       self.assertNotIn('as in their papers', f.read())
 
   def test_the_defaults_the_rows_state(self):

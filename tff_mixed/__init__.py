@@ -15,8 +15,8 @@
 
 Mixed FL trains one model on a federated loss f_f, computed only on clients,
 and a central loss f_c, computed at the server (Augenstein et al.,
-arXiv:2205.13655). This facade is the public API, kept small (README.md,
-"Public API"):
+arXiv:2205.13655). This facade is the public API, kept small
+(`docs/LIBRARY.md`):
 
 *   the algorithms' builders (FedAvg among them), their state and their
     central objective; `functional_model`, which turns TFF's model inputs

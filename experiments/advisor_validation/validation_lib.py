@@ -21,7 +21,7 @@ Parallel Training, 1-way and 2-way GT that first reaches a target of the
 task's evaluation metric in full-length runs at the same settings.
 
 A task's validation is one small JSON record (committed under
-`docs/results/advice/`, since a session's `outputs/` does not outlive it):
+`docs/results/advice/`, since `outputs/` may not outlive the machine):
 the advice as `advice.json` holds it, the target, and for each algorithm
 the first evaluated round reaching the target in each measured curve (one
 curve per seed). The RESULTS.md section is rebuilt from every record.

@@ -1138,7 +1138,7 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
       the config's for its runs only.
     runs_dir: Where the finished runs are kept (small JSON files); default
       `output_dir/runs`. A directory in the repository (docs/results/...)
-      keeps them across sessions on fresh machines.
+      keeps them beyond the machine, so a run resumes anywhere.
     report_only: Run nothing: report the kept runs only (a run not kept is
       left out, and the table says how many seeds each cell has).
 

@@ -233,7 +233,7 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/hybrid_async',
 _RUNS_DIR = flags.DEFINE_string(
     'runs_dir', '', 'Where finished runs are kept (small JSON files; '
     'default --output_dir/runs): a directory in the repository keeps them '
-    'across sessions, e.g. docs/results/hybrid_async_tuned/runs.')
+    'beyond the machine, e.g. docs/results/hybrid_async_tuned/runs.')
 _REPORT_ONLY = flags.DEFINE_bool(
     'report_only', False, 'Run nothing: build the table, files and RESULTS '
     'section from the runs kept in --runs_dir (a run not kept is left out; '

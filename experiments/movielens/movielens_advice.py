@@ -69,7 +69,7 @@ def run_advice(ratings_file: str, *, rounds: int,
     progress: Progress bars (None: on terminals).
     records_dir: If set, advice.json and advice.md are also written to
       `<records_dir>/advice/` (committed, so the advice outlives the
-      session).
+      run's outputs).
     command: The command line, for the probe's config.json.
 
   Returns:

@@ -105,7 +105,7 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/movielens',
                                   'Directory for the outputs.')
 _RESULTS = results_lib.define_results_flags(movielens_lib.RESULTS_SECTION)
 
-# A long horizon over several sessions (`make results-movielens`).
+# A long horizon, resumable after an interruption (`make results-movielens`).
 _BASELINE_ROUNDS = flags.DEFINE_integer(
     'baseline_rounds', None, 'Rounds of the baseline scenario (each of its '
     'rounds costs ~15 mixed ones at S = 100); unset: --rounds.',
@@ -211,7 +211,7 @@ def _advise(config: movielens_lib.Config, records_dir, module: str) -> bool:
 def _report(records_dir: str, horizon: int,
             result: movielens_lib.ExperimentResult, module: str) -> None:
   """Plot and section of every record in `records_dir` (this run's and
-  earlier sessions'), the latter into --results_markdown."""
+  earlier runs'), the latter into --results_markdown."""
   records = movielens_records.read_records(records_dir,
                                            movielens_lib.SCENARIOS)
   diagnostics = movielens_records.read_records(

@@ -14,17 +14,17 @@
 """One finished MovieLens scenario as a small record, meant to be committed.
 
 The paper's horizon (arXiv:2205.13655, section 4.3: 2,000 rounds at S = 100)
-costs about 12.7 hours on 2 cores here, most of it the baseline, and a
-working session lasts a few hours on a fresh machine whose `outputs/` (and
-so the checkpoints) are lost. Each scenario therefore leaves, when it
-finishes, a record in a directory of its own (`docs/results/movielens/` for
-`make results-movielens`): its evaluation rows (`<scenario>_metrics.csv`:
-round, recall@10, hinge loss) and a JSON summary (`<scenario>.json`: the
-settings it ran with, its measured costs, wall time, machine, date and
-command). No checkpoint and nothing of the ratings is in it. A later
-session on another machine adds the missing scenarios, reads the finished
-ones back instead of training them again, and `movielens_report` builds the
-RESULTS.md section from all of them.
+costs hours on 2 cores here, and a run that is interrupted, or continued on
+another machine, may have lost its `outputs/` (and so the checkpoints).
+Each scenario therefore leaves, when it finishes, a record in a directory
+of its own (`docs/results/movielens/` for `make results-movielens`): its
+evaluation rows (`<scenario>_metrics.csv`: round, recall@10, hinge loss)
+and a JSON summary (`<scenario>.json`: the settings it ran with, its
+measured costs, wall time, machine, date and command). No checkpoint and
+nothing of the ratings is in it. A later run, on this machine or another,
+adds the missing scenarios, reads the finished ones back instead of
+training them again, and `movielens_report` builds the RESULTS.md section
+from all of them.
 """
 
 import math

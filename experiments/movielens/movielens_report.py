@@ -17,8 +17,8 @@ Augenstein et al., "Mixed Federated Learning: Joint Decentralized and
 Centralized Learning" (arXiv:2205.13655), section 4.3, figures 3 and 6,
 table 2 and appendix B.3 (table 11), at tables 9-10's settings. The section
 is assembled from the scenarios' `movielens_records` (each may come from
-another session, machine and date, and may be shorter than the horizon;
-the section says so), and puts the paper's numbers beside ours:
+another run, machine and date, and may be shorter than the horizon; the
+section says so), and puts the paper's numbers beside ours:
 
 *   recall@10 and the test hinge loss per scenario, final and over the last
     evaluations, with each scenario's rounds, wall time and machine;
@@ -456,7 +456,7 @@ def results_markdown(records: Sequence[Record], *,
       'section 4.3, tables 2, 9-10)', '',
       f'Generated on {date} by `{command}` from the per-scenario records in '
       f'[`{records_link}`]({records_link}) (each scenario may come from '
-      'another session; its own rounds, date, machine and wall time are '
+      'another run; its own rounds, date, machine and wall time are '
       f'below). Wall time: {at_least}{total:.2f} h over the '
       f'{len(records)} scenarios.', '',
       f'* Data: {s["data"]}. The paper uses MovieLens 1M (3,952 movies, '

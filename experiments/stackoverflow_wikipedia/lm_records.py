@@ -14,13 +14,14 @@
 """Per-scenario records of the LM reproduction, small enough to commit.
 
 A run of every scenario of arXiv:2205.13655's language model (section 4.2,
-figure 13, table 4) at tables 7-8 does not fit one session on a small
-machine, and its outputs (checkpoints, the converted posts) are not kept.
-So each finished scenario leaves a record: its evaluations (a CSV, one row
-per evaluated round) and a JSON summary (settings, data, machine, date,
-wall time, and for a diagnostics run table 4's maxima). `lm_report` builds
-the RESULTS.md section from whatever records exist, so later sessions add the
-missing scenarios one invocation at a time. No weights, no text.
+figure 13, table 4) at tables 7-8 takes hours on a small machine, and its
+outputs (checkpoints, the converted posts) are not kept. So each finished
+scenario leaves a record: its evaluations (a CSV, one row per evaluated
+round) and a JSON summary (settings, data, machine, date, wall time, and
+for a diagnostics run table 4's maxima). `lm_report` builds the RESULTS.md
+section from whatever records exist, so later runs add the missing
+scenarios one invocation at a time, and the experiment resumes after an
+interruption. No weights, no text.
 """
 
 import json

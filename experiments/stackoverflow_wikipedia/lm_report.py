@@ -20,7 +20,7 @@ LM (section 4.2, figures 1b, 2b and 13, table 4, appendix B.4.5, tables
 *   per scenario: rounds, final accuracy on the mixed, Stack Overflow and
     central evaluation sets, the mean mixed accuracy over the last quarter
     of the rounds, wall time, machine and date (each record has its own:
-    scenarios may come from different sessions);
+    scenarios may come from different runs);
 *   the transfer baselines' accuracy on the corpus they learned first, at
     the switch and at the end (figure 13's forgetting);
 *   table 4's max G~_t^2 and B~_t^2 of the K = 1 diagnostics runs;
@@ -401,7 +401,7 @@ def results_markdown(records: Mapping[str, ScenarioRecord], *,
       '(arXiv:2205.13655, section 4.2, figures 1b and 13, table 4)', '',
       f'Section generated on {date} by `{command}` from the per-scenario '
       f'records in `{records_dir}` (each scenario ran '
-      'in its own invocation, possibly another session; each row names its '
+      'in its own invocation, possibly on another machine; each row names its '
       'own machine, date and wall time).', '']
   if main:
     data = sorted({r.data for r in main})

@@ -19,8 +19,8 @@ build_weighted_fed_avg` is the reference; this builder composes the same
 algorithm from the mixed FL components (broadcast, the clients' local SGD,
 the weighted mean, SERVEROPTIMIZER) so that it also runs in the fast
 simulation mode of groups of clients (`core/client_groups.py`), which TFF's
-FedAvg has no notion of. `tests/fedavg_test.py` checks that both give the
-same model and metrics.
+FedAvg has no notion of. `tests/client_groups_test.py` checks that both give
+the same model and metrics.
 """
 
 from collections.abc import Callable

@@ -72,7 +72,7 @@ def write_advice(output_dir: str, advice: advice_lib.Advice,
   """Writes advice.json and advice.md atomically; returns their paths.
 
   With `records_dir` (an experiment's committed records, which outlive the
-  session's `outputs/`) they are also written to `<records_dir>/advice/`
+  run's `outputs/`) they are also written to `<records_dir>/advice/`
   (`records_advice_json`, `records_advice_markdown`): a subdirectory,
   since the records directory's own *.json files are scenario records.
   """

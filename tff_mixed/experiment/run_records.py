@@ -13,16 +13,17 @@
 # limitations under the License.
 """The files of a finished scenario's small committed record.
 
-A paper's horizon does not fit one working session on a small machine, and a
-session on a fresh machine loses `outputs/` (checkpoints, converted data). So
-the long experiments (`movielens_records`, `lm_records`) leave, per finished
-scenario, a record small enough to commit: its evaluations (a CSV, one row
-per evaluated round: `round`, then float columns) and a JSON summary (the
-record's other fields, and `metrics`, the CSV's name). Later sessions read
-the finished scenarios back and add the missing ones. This module holds what
-those records share: writing the two files, reading them back, listing them.
-Each experiment keeps its own record type, file names, number format and
-error messages.
+A paper's horizon takes hours to days on a small machine, and a run that is
+interrupted, or continued on another machine, may have lost `outputs/`
+(checkpoints, converted data). So the long experiments (`movielens_records`,
+`lm_records`) leave, per finished scenario, a record small enough to commit:
+its evaluations (a CSV, one row per evaluated round: `round`, then float
+columns) and a JSON summary (the record's other fields, and `metrics`, the
+CSV's name). A later run reads the finished scenarios back and adds the
+missing ones, so an experiment resumes after an interruption. This module
+holds what those records share: writing the two files, reading them back,
+listing them. Each experiment keeps its own record type, file names, number
+format and error messages.
 """
 
 import csv
