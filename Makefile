@@ -438,7 +438,7 @@ docs: venv
 # The wheel, installed with the README's command into a fresh virtualenv
 # outside the repository, and the README's quickstart run there (needs PyPI
 # or a warm uv cache; a few minutes).
-wheel-check:
+wheel-check: venv
 	@bash scripts/check_wheel_install.sh
 
 benchmark: venv

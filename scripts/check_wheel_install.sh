@@ -23,7 +23,12 @@ fi
 start=$SECONDS
 say() { echo "[wheel-check $((SECONDS - start))s] $*" >&2; }
 
-UV="$(command -v uv || true)"
+# The repository's venv has uv (scripts/setup_venv.sh installs with it), and
+# its cache makes the fresh install below quick.
+UV="${UV:-$(command -v uv || true)}"
+if [[ -z "$UV" && -x "$REPO/.venv/bin/uv" ]]; then
+  UV="$REPO/.venv/bin/uv"
+fi
 if [[ -z "$UV" ]]; then
   say "installing uv into $WORK/tools"
   "$PYTHON" -m venv "$WORK/tools"
