@@ -132,9 +132,7 @@ def _fedavg_pieces(workload: round_time.Workload):
       workload.model, with_gradient=False)
   config = client_work.ClientWorkConfig(
       weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
-      num_steps=workload.client_steps, federated_weight=1.0,
-      central_weight=0.0, use_augmenting_gradient=False,
-      transfer_batch_size=None, with_probe_gradient=False)
+      num_steps=workload.client_steps)
   optimizer = tff.learning.optimizers.build_sgdm(
       learning_rate=workload.learning_rate)
   return distributor, config, optimizer

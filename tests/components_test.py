@@ -46,9 +46,7 @@ def _fed_avg_components(model, client_lr, server_lr):
       client_work=client_work.build_client_work(
           model, distributor, client_work.ClientWorkConfig(
               weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
-              num_steps=None, federated_weight=1.0, central_weight=0.0,
-              use_augmenting_gradient=False, transfer_batch_size=None,
-              with_probe_gradient=False), tu.sgd(client_lr)),
+              num_steps=None), tu.sgd(client_lr)),
       aggregator=aggregators.build_mean_aggregator(
           tff.aggregators.MeanFactory(),
           model_types.weights_type(model).trainable),

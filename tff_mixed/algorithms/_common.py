@@ -329,9 +329,9 @@ def compose_mixed(
           client_groups=args.client_groups),
       client_config=client_work.ClientWorkConfig(
           weighting=args.client_weighting, num_steps=args.client_steps,
-          federated_weight=w_f, central_weight=w_c,
-          use_augmenting_gradient=send_central_gradient,
-          transfer_batch_size=None,
+          step_gradient=(client_work.MixedGradient(w_f, w_c)
+                         if send_central_gradient else
+                         client_work.PlainGradient()),
           with_probe_gradient=args.with_diagnostics),
       client_optimizer=args.client_optimizer,
       central=central,
@@ -373,9 +373,8 @@ def compose_federated_only(
       distribution=(distributor, aggregator),
       client_config=client_work.ClientWorkConfig(
           weighting=client_weighting, num_steps=client_steps,
-          federated_weight=1.0, central_weight=0.0,
-          use_augmenting_gradient=False,
-          transfer_batch_size=transfer_batch_size, with_probe_gradient=False),
+          local_data=(client_work.OwnData() if transfer_batch_size is None
+                      else client_work.MergedData(transfer_batch_size))),
       client_optimizer=client_optimizer,
       central=central,
       finalizer_config=finalizer.FinalizerConfig(1.0, 0.0),

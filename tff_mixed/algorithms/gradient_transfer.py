@@ -144,7 +144,8 @@ def build_one_way_gradient_transfer(
   # Server: g~_c(x^(t)) before the broadcast, no central steps.
   central = central_work.build_central_work(
       model, central_objective, None,
-      args.central_config(central_steps=0, gradient_at_x=True))
+      args.central_config(central_steps=0,
+                          augmenting_gradient=central_work.GradientAtModel()))
   return _common.compose_mixed(args, send_central_gradient=True,
                                central=central)
 
@@ -300,8 +301,11 @@ def build_two_way_gradient_transfer(
                                          model), client_steps)
   central = central_work.build_central_work(
       model, central_objective, central_optimizer, args.central_config(
-          central_steps=central_steps, augment_central_steps=True,
-          carry_central_gradient=carry, gradient_at_x=not carry))
+          central_steps=central_steps,
+          step_rule=central_work.MixedCentralSteps(args.central_weight,
+                                                   args.federated_weight),
+          augmenting_gradient=(central_work.PreviousRoundMean() if carry
+                               else central_work.GradientAtModel())))
   row_coverage = None
   if embedding_selection is not None:
     row_coverage = (embedding_selection.table_index,

@@ -174,10 +174,7 @@ def build_group_client_training(
   """
   _check_functional(model)
   config = client_work_lib.ClientWorkConfig(
-      weighting=tff.learning.ClientWeighting.NUM_EXAMPLES, num_steps=None,
-      federated_weight=1.0, central_weight=0.0,
-      use_augmenting_gradient=False, transfer_batch_size=None,
-      with_probe_gradient=False)
+      weighting=tff.learning.ClientWeighting.NUM_EXAMPLES, num_steps=None)
   client_update = client_work_lib.build_client_update_fn(model, config)
   weights_type = model_types.weights_type(model)
   trainable = model_types.trainable_specs(model)

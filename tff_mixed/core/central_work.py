@@ -48,8 +48,74 @@ from tff_mixed.core import round_estimates
 from tff_mixed.core.model_types import add, scale
 
 
+class PlainCentralSteps(NamedTuple):
+  """Central steps on f_c's own gradient g_c (Parallel Training).
+
+  A central step rule: `rule(central_gradient, federated_gradient)` gives
+  the gradient CENTRALOPTIMIZER applies; `uses_federated_gradient` says
+  whether it reads g~_f from the state (which the finalizer must recover).
+  """
+
+  uses_federated_gradient = False
+
+  def __call__(self, central_gradient, federated_gradient):
+    del federated_gradient  # Not kept.
+    return central_gradient
+
+
+class MixedCentralSteps(NamedTuple):
+  """Central steps on `w_c g_c + w_f g~_f` (2-way GT, Algorithm 1, purple)."""
+
+  central_weight: float
+  federated_weight: float
+  uses_federated_gradient = True
+
+  def __call__(self, central_gradient, federated_gradient):
+    return add(scale(self.central_weight, central_gradient),
+               scale(self.federated_weight, federated_gradient))
+
+
+class GradientAtModel(NamedTuple):
+  """g~_c sent to the clients is f_c's gradient at x^(t), before they train.
+
+  On the round's first central batch (1-way GT, Algorithm 2; 2-way GT's
+  'fresh' option); its loss is then the reported f_c(x^(t)). An augmenting
+  gradient source: `before_distribution(central, state)` runs inside the
+  process's federated `next` and returns `(g~_c@SERVER, extra@SERVER)`,
+  `extra` being what the central work's `next` gets as `gradient_at_x`.
+  """
+
+  evaluated_at_model = True
+  carried_in_state = False
+
+  def before_distribution(self, central, state):
+    at_x = tff.federated_map(central.gradient_at_x,
+                             (state.global_model_weights, state.round_num))
+    return at_x[1], at_x
+
+
+class PreviousRoundMean(NamedTuple):
+  """g~_c is the mean gradient of the previous round's K_c central steps.
+
+  2-way GT as Algorithm 1 writes it (zero at t=0): the central work returns
+  this round's mean, the finalizer keeps it in the state's
+  `central_gradient` for the next round (clipped when `clip_norm` is set;
+  without the `w_f g~_f` term).
+  """
+
+  evaluated_at_model = False
+  carried_in_state = True
+
+  def before_distribution(self, central, state):
+    del central  # Nothing to compute: it is in the state.
+    return state.central_gradient, tff.federated_value((), tff.SERVER)
+
+
 class CentralConfig(NamedTuple):
   """Static configuration of the central work.
+
+  What an algorithm does with f_c is chosen by objects, not flags: a step
+  rule and the source of the augmenting central gradient g~_c.
 
   Attributes:
     central_steps: K_c, central optimizer steps per round (0: none).
@@ -58,15 +124,13 @@ class CentralConfig(NamedTuple):
     clip_norm: If set, central gradients are clipped to this global L2 norm.
     federated_weight: w_f.
     central_weight: w_c.
-    augment_central_steps: 2-way GT: central steps use the mixed gradient
-      `w_c * g_c + w_f * g~_f`.
-    carry_central_gradient: 2-way GT as in Algorithm 1: return the mean of
-      the K_c central gradients g_c (clipped when `clip_norm` is set; without
-      the `w_f g~_f` term), the next round's g~_c.
-    gradient_at_x: Compute g~_c(x^(t)) before the broadcast (1-way GT; 2-way
-      GT's 'fresh' option); its loss is then the reported f_c(x^(t)).
+    step_rule: `PlainCentralSteps()` or `MixedCentralSteps(w_c, w_f)`.
+    augmenting_gradient: The source of the g~_c the clients use:
+      `GradientAtModel()`, `PreviousRoundMean()`, or `None` when the
+      clients get none (Parallel Training, FedAvg).
     with_diagnostics: Compute G~_t^2 and B~_t^2, and the advisor's
-      sigma^2, sigma_c^2 and beta estimates (`round_estimates`).
+      sigma^2, sigma_c^2 and beta estimates (`round_estimates`); the opt-in
+      diagnostics of every algorithm.
     variance_batches: With diagnostics, M >= 2 extra central batches whose
       gradients at x^(t) give sigma_c^2 (their sample variance) and, with
       the same batches at a nearby point, the secant estimate of beta: 2M
@@ -79,11 +143,20 @@ class CentralConfig(NamedTuple):
   clip_norm: Optional[float]
   federated_weight: float
   central_weight: float
-  augment_central_steps: bool = False
-  carry_central_gradient: bool = False
-  gradient_at_x: bool = False
+  step_rule: Any = PlainCentralSteps()
+  augmenting_gradient: Any = None
   with_diagnostics: bool = False
   variance_batches: int = 4
+
+  @property
+  def at_model(self) -> bool:
+    """Whether g~_c(x^(t)) is computed before the distribution."""
+    return getattr(self.augmenting_gradient, 'evaluated_at_model', False)
+
+  @property
+  def carried(self) -> bool:
+    """Whether g~_c is the previous round's mean, kept in the state."""
+    return getattr(self.augmenting_gradient, 'carried_in_state', False)
 
 
 class CentralOutput(NamedTuple):
@@ -93,7 +166,7 @@ class CentralOutput(NamedTuple):
     model: x_c, the trainable weights after the K_c steps, or `()`.
     state: The new CENTRALOPTIMIZER state (`()` without steps).
     gradient: g~_c^(t+1), the mean central gradient of the round, with
-      `carry_central_gradient`; else `()`.
+      `PreviousRoundMean()`; else `()`.
     metrics: `OrderedDict([bgd_G2, bgd_B2, sigma2, sigma_c2, beta,
       mixed_grad_norm2,] [loss])`, metrics['central'] (see
       `_central_metrics`).
@@ -194,9 +267,7 @@ def _central_steps(config, gradient_fn, optimizer, trainable, non_trainable,
     if step == 0:
       first = (loss, gradient)
     gradient_sum = add(gradient_sum, gradient)
-    if config.augment_central_steps:
-      gradient = add(scale(config.central_weight, gradient),
-                     scale(config.federated_weight, federated_gradient))
+    gradient = config.step_rule(gradient, federated_gradient)
     state, x_c = optimizer.next(state, x_c, gradient)
     x_c = tuple(x_c)
   mean_gradient = scale(1.0 / config.central_steps, gradient_sum)
@@ -252,7 +323,7 @@ def _central_metrics(config, gradient_fn, trainable, non_trainable, round_num,
   """
   metrics = collections.OrderedDict()
   if config.with_diagnostics:
-    if config.gradient_at_x:
+    if config.at_model:
       g_c = at_x[1]
     elif first is not None:
       g_c = first[1]  # At x^(t), on the first batch.
@@ -272,7 +343,7 @@ def _central_metrics(config, gradient_fn, trainable, non_trainable, round_num,
     metrics['mixed_grad_norm2'] = model_types.global_norm_squared(add(
         scale(config.federated_weight, mean_probe_gradient),
         scale(config.central_weight, g_c)))
-  if config.gradient_at_x:
+  if config.at_model:
     metrics['loss'] = at_x[0]
   elif first is not None:
     metrics['loss'] = first[0]
@@ -309,8 +380,8 @@ def build_central_work(
   if config.with_diagnostics and config.variance_batches < 2:
     raise ValueError('`variance_batches` must be at least 2: sigma_c^2 is '
                      f'their sample variance; got {config.variance_batches}.')
-  if config.carry_central_gradient and config.central_steps < 1:
-    raise ValueError('`carry_central_gradient` needs central steps: g~_c is '
+  if config.carried and config.central_steps < 1:
+    raise ValueError('`PreviousRoundMean()` needs central steps: g~_c is '
                      'their mean gradient.')
   gradient_fn = None
   if objective is not None:
@@ -325,7 +396,7 @@ def build_central_work(
     return optimizer.initialize(specs) if has_steps else ()
 
   gradient_at_x = None
-  if config.gradient_at_x:
+  if config.at_model:
     gradient_at_x = _build_gradient_at_x(gradient_fn, weights_type)
 
   def trainable_or_empty(present):
@@ -338,7 +409,8 @@ def build_central_work(
       weights=weights_type,
       round_num=tff.TensorType(np.int32),
       state=initialize.type_signature.result,
-      federated_gradient=trainable_or_empty(config.augment_central_steps),
+      federated_gradient=trainable_or_empty(
+          config.step_rule.uses_federated_gradient),
       gradient_at_x=(gradient_at_x.type_signature.result
                      if gradient_at_x is not None else tff.to_type(())),
       mean_probe_gradient=trainable_or_empty(config.with_diagnostics),
@@ -354,7 +426,7 @@ def build_central_work(
       x_c, state, first, mean_gradient = _central_steps(
           config, gradient_fn, optimizer, x, non_trainable,
           inputs['round_num'], state, inputs['federated_gradient'])
-      if config.carry_central_gradient:
+      if config.carried:
         # Algorithm 1: this round's central gradients become the next
         # round's g~_c, as its client deltas become g~_f (eq. 10): the
         # central side of the 'meta-SCAFFOLD' view (appendix C.3).

@@ -16,15 +16,19 @@
 Every algorithm runs the same local loop and differs only in what is added to
 plain FedAvg local SGD (arXiv:2205.13655, Algorithms 1-2 CLIENTUPDATE; and
 "Jointly Learning from Decentralized (Federated) and Centralized Data to
-Mitigate Distribution Shift", arXiv:2111.12150, Algorithms 3-4):
+Mitigate Distribution Shift", arXiv:2111.12150, Algorithms 3-4). What is
+added is chosen by two rules of `ClientWorkConfig`, each a small object:
 
-* Gradient Transfer (1-way and 2-way): every local step uses the gradient of
-  the mixed loss, `w_f * g_i + w_c * g~_c`, where `g~_c` is the central
-  gradient the distributor sent this round.
-* Example Transfer (and FedAvg with shared data): the client's own central
-  examples (`transfer_select.py`) are merged and shuffled into the local
-  examples before batching.
-* Parallel Training: plain FedAvg local training.
+* the step rule: `MixedGradient(w_f, w_c)` for Gradient Transfer (1-way and
+  2-way), every local step using the gradient of the mixed loss,
+  `w_f * g_i + w_c * g~_c`, where `g~_c` is the central gradient the
+  distributor sent this round; `PlainGradient()` otherwise;
+* the local data rule: `MergedData(batch_size)` for Example Transfer (and
+  FedAvg with shared data), the client's own central examples
+  (`transfer_select.py`) merged and shuffled into the local examples before
+  batching; `OwnData()` otherwise.
+
+Parallel Training is plain FedAvg local training: both defaults.
 
 `build_client_update_fn` is the pure-TF loop; `build_client_work` wraps it,
 behind a distributor's `receive`, in the computation the process maps over
@@ -75,30 +79,92 @@ class ClientOutput(NamedTuple):
   probe_norm_squared: Any = ()
 
 
+class PlainGradient(NamedTuple):
+  """Local steps on the client's own gradient g_i (FedAvg, Parallel Training).
+
+  A client step rule: `rule(gradient, augmenting_gradient)` gives the
+  gradient CLIENTOPTIMIZER applies; `uses_augmenting_gradient` says whether
+  the rule reads g~_c, which the distributor must then send.
+  """
+
+  uses_augmenting_gradient = False
+
+  def __call__(self, gradient, augmenting_gradient):
+    del augmenting_gradient  # Not sent.
+    return gradient
+
+
+class MixedGradient(NamedTuple):
+  """Local steps on `w_f g_i + w_c g~_c` (Gradient Transfer).
+
+  The gradient of the mixed loss with the client batch standing in for f_f
+  (arXiv:2205.13655, Algorithms 1-2, CLIENTUPDATE), g~_c being the central
+  gradient the distributor sent this round.
+  """
+
+  federated_weight: float
+  central_weight: float
+  uses_augmenting_gradient = True
+
+  def __call__(self, gradient, augmenting_gradient):
+    return tuple(self.federated_weight * g + self.central_weight * a
+                 for g, a in zip(gradient, augmenting_gradient))
+
+
+class OwnData(NamedTuple):
+  """Local steps on the client's batches as given.
+
+  A local data rule: `rule(dataset, transferred_examples, shuffle_seed)`
+  gives the batches the client trains on, before the K-step cycling.
+  """
+
+  def __call__(self, dataset, transferred_examples, shuffle_seed):
+    del transferred_examples, shuffle_seed  # None sent.
+    return dataset
+
+
+class MergedData(NamedTuple):
+  """Local data merged with the transferred central examples.
+
+  Example Transfer (arXiv:2111.12150, Algorithm 3): the client's own
+  central examples are merged and shuffled into its local examples, then
+  batched by `batch_size`, so that local batches mix both sources.
+  """
+
+  batch_size: int
+
+  def __call__(self, dataset, transferred_examples, shuffle_seed):
+    merged = dataset.unbatch().concatenate(transferred_examples)
+    return merged.shuffle(
+        buffer_size=transfer_select.SHUFFLE_BUFFER_SIZE,
+        seed=tf.cast(shuffle_seed, tf.int64),
+        reshuffle_each_iteration=False).batch(self.batch_size)
+
+
 class ClientWorkConfig(NamedTuple):
   """Static configuration of the local loop.
+
+  What an algorithm adds to FedAvg's local SGD is a rule, not a flag: a new
+  choice is a new rule object (any callable with the rule's signature).
 
   Attributes:
     weighting: The `tff.learning.ClientWeighting` of updates.
     num_steps: If set, every client takes exactly this many local steps,
       cycling through its data (the paper's fixed K); if `None`, one pass over
       the client dataset as given (TFF FedAvg semantics).
-    federated_weight: w_f, the weight of the client gradient in gradient
-      transfer.
-    central_weight: w_c, the weight of the augmenting central gradient.
-    use_augmenting_gradient: Whether local steps add `w_c * g~_c`.
-    transfer_batch_size: For Example Transfer, the local batch size used after
-      merging central examples into the (unbatched) client data; else `None`.
-    with_probe_gradient: Whether to also return g_i(x^(t)) (diagnostics).
+    step_gradient: The step rule: `PlainGradient()` or `MixedGradient(w_f,
+      w_c)`.
+    local_data: The local data rule: `OwnData()` or `MergedData(batch_size)`
+      (Example Transfer).
+    with_probe_gradient: Whether to also return g_i(x^(t)) (the opt-in
+      diagnostics, on any algorithm).
   """
 
   weighting: tff.learning.ClientWeighting
   num_steps: Optional[int]
-  federated_weight: float
-  central_weight: float
-  use_augmenting_gradient: bool
-  transfer_batch_size: Optional[int]
-  with_probe_gradient: bool
+  step_gradient: Any = PlainGradient()
+  local_data: Any = OwnData()
+  with_probe_gradient: bool = False
 
 
 def _zero_all_if_any_non_finite(structure):
@@ -132,14 +198,7 @@ def _batch_gradient(model, model_weights, batch):
 def _training_dataset(config: ClientWorkConfig, dataset, transferred_examples,
                       shuffle_seed):
   """The batches the client trains on, in order."""
-  if config.transfer_batch_size is not None:
-    # Example Transfer: merge central examples into the local data and
-    # shuffle them together, so that local batches mix both sources.
-    merged = dataset.unbatch().concatenate(transferred_examples)
-    dataset = merged.shuffle(
-        buffer_size=transfer_select.SHUFFLE_BUFFER_SIZE,
-        seed=tf.cast(shuffle_seed, tf.int64),
-        reshuffle_each_iteration=False).batch(config.transfer_batch_size)
+  dataset = config.local_data(dataset, transferred_examples, shuffle_seed)
   if config.num_steps is not None:
     dataset = dataset.repeat().take(config.num_steps)
   # tf.data would re-optimize (and autotune) this pipeline for every client
@@ -170,10 +229,7 @@ def _build_step(model, config: ClientWorkConfig, optimizer, non_trainable,
       first = tf.equal(step, 0)
       probe_gradient = tuple(
           tf.where(first, g, p) for g, p in zip(gradients, probe_gradient))
-    if config.use_augmenting_gradient:
-      gradients = tuple(
-          config.federated_weight * g + config.central_weight * a
-          for g, a in zip(gradients, augmenting_gradient))
+    gradients = config.step_gradient(gradients, augmenting_gradient)
     optimizer_state, trainable = optimizer.next(optimizer_state, trainable,
                                                 gradients)
     batch_num_examples = tf.shape(tf.nest.flatten(output)[0])[0]

@@ -176,7 +176,7 @@ def build_finalizer(
   weights_type = model_types.weights_type(model)
   specs = model_types.trainable_specs(model)
   has_steps = central.config.central_steps > 0
-  carry = central.config.carry_central_gradient
+  carry = central.config.carried
   needs_augmenting = config.recovery is not None or carry
 
   def zeros_if(present):

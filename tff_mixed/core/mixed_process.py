@@ -137,16 +137,17 @@ def _build_initialize(model, components, initial_trainable_fn):
 
 
 def _augmenting_gradient(components, state):
-  """`(g~_c@SERVER or None, f_c(x^(t)) and g~_c@SERVER or ())`."""
+  """`(g~_c@SERVER or None, f_c(x^(t)) and g~_c@SERVER or ())`.
+
+  The central work's augmenting gradient source
+  (`central_work.GradientAtModel`, `PreviousRoundMean`, or one of its own)
+  says where g~_c comes from; without one the clients get none.
+  """
   central = components.central_work
-  if central.gradient_at_x is not None:
-    at_x = tff.federated_map(central.gradient_at_x,
-                             (state.global_model_weights, state.round_num))
-    return at_x[1], at_x
-  empty = tff.federated_value((), tff.SERVER)
-  if central.config.carry_central_gradient:
-    return state.central_gradient, empty
-  return None, empty
+  source = central.config.augmenting_gradient
+  if source is None:
+    return None, tff.federated_value((), tff.SERVER)
+  return source.before_distribution(central, state)
 
 
 def _finalize(components, state, augmenting, aggregated, central):
