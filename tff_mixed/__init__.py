@@ -21,6 +21,10 @@ arXiv:2205.13655). This facade is the public API, kept small
 *   the algorithms' builders (FedAvg among them), their state and their
     central objective; `functional_model`, which turns TFF's model inputs
     (a `model_fn`, a Keras model) into the FunctionalModel they train;
+*   `components` and `compose_mixed_process`: the public components of a
+    mixed FL process (distributor, client work, aggregator, central work,
+    finalizer) and their composer, to write a new algorithm in one file
+    (docs/COMPOSING.md);
 *   `ClientGroups`, the fast simulation mode: many clients per CLIENTS
     member, trained in one computation, with the per-client results;
 *   the algorithm registry (`tff_mixed.registry`: algorithms by name);
@@ -57,6 +61,10 @@ from tff_mixed.algorithms.gradient_transfer import build_one_way_gradient_transf
 from tff_mixed.algorithms.gradient_transfer import build_two_way_gradient_transfer
 from tff_mixed.algorithms.parallel_training import build_parallel_training
 from tff_mixed.algorithms import registry
+# Writing a new one: the public components and the composer
+# (docs/COMPOSING.md, examples/custom_algorithm.py).
+from tff_mixed.algorithms import components
+from tff_mixed.algorithms.components import compose_mixed_process
 # Their state, their central loss f_c and the federated_select distributor.
 from tff_mixed.core.central_objective import central_data_objective
 from tff_mixed.core.central_objective import central_regularizer
@@ -113,6 +121,8 @@ __all__ = [
     'build_two_way_gradient_transfer',
     'central_data_objective',
     'central_regularizer',
+    'components',
+    'compose_mixed_process',
     'functional_model',
     'register_worker_cleanup',
     'registry',
