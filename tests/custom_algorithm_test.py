@@ -144,6 +144,26 @@ class ComposeChecksTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, 'augmenting_gradient'):
       tff_mixed.compose_mixed_process(model, parts)
 
+  def test_refuses_central_steps_on_g_f_that_is_not_recovered(self):
+    model = tu.linear_model()
+    components = tff_mixed.components
+    distributor = components.build_broadcast_distributor(model)
+    central = components.build_central_work(
+        model, tff_mixed.central_data_objective(tu.central_arrays()),
+        tu.sgd(0.1), central_steps=1, federated_weight=0.5,
+        central_weight=0.5,
+        step_rule=components.MixedCentralSteps(0.5, 0.5))
+    parts = components.Components(
+        distributor=distributor,
+        client_work=components.build_client_work(model, distributor,
+                                                 tu.sgd(0.1)),
+        aggregator=components.build_mean_aggregator(model),
+        central_work=central,
+        finalizer=components.build_finalizer(
+            model, central, federated_weight=0.5, central_weight=0.5))
+    with self.assertRaisesRegex(ValueError, 'Recovery'):
+      tff_mixed.compose_mixed_process(model, parts)
+
   def test_refuses_client_steps_on_g_c_that_is_not_sent(self):
     model = tu.linear_model()
     components = tff_mixed.components

@@ -281,7 +281,12 @@ def build_finalizer(
   SGD with learning rate 1.
   """
   validation.check_model(model)
-  validation.check_mixing_weights(federated_weight, central_weight)
+  validation.check_mixing_weights(
+      federated_weight, central_weight,
+      require_positive_federated=recovery is not None)
+  if recovery is not None and not isinstance(recovery, Recovery):
+    raise TypeError('`recovery` must be `components.Recovery(client_'
+                    f'learning_rate, client_steps)`, got {recovery!r}.')
   sgd = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
   server_optimizer = server_optimizer or sgd
   validation.check_optimizer('server_optimizer', server_optimizer)
@@ -307,8 +312,8 @@ def compose_mixed_process(
   distributor, `federated_map` of the client work, the aggregator (and the
   metrics aggregator, `None` meaning `tff.learning.metrics.sum_then_finalize`),
   the central work at SERVER, the finalizer. Refuses components that do not
-  fit: a distributor sending g~_c that nobody made, or client work reading a
-  g~_c that is not sent.
+  fit: a distributor sending g~_c that no central work makes (or none made
+  for it), or central steps reading a g~_f that no finalizer recovers.
   """
   validation.check_model(model)
   if not isinstance(components, Components):
@@ -327,5 +332,13 @@ def compose_mixed_process(
         'The distributor sends g~_c only if the central work makes one: '
         f'`sends_central_gradient={sends}` but the central work\'s '
         f'`augmenting_gradient` is {source!r}.')
+  uses = getattr(components.central_work.config.step_rule,
+                 'uses_federated_gradient', False)
+  parts = components.finalizer.initialize.type_signature.result
+  keeps = len(parts.federated_gradient) > 0
+  if uses and not keeps:
+    raise ValueError(
+        'The central step rule reads g~_f, which only a finalizer with '
+        '`recovery=components.Recovery(...)` keeps in the state.')
   return mixed_process.build_mixed_process(
       model, components, metrics_aggregator=metrics_aggregator)
