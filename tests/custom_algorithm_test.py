@@ -164,6 +164,23 @@ class ComposeChecksTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, 'Recovery'):
       tff_mixed.compose_mixed_process(model, parts)
 
+  def test_refuses_diagnostics_without_client_probes(self):
+    model = tu.linear_model()
+    components = tff_mixed.components
+    distributor = components.build_broadcast_distributor(model)
+    central = components.build_central_work(
+        model, tff_mixed.central_data_objective(tu.central_arrays()),
+        with_diagnostics=True)
+    parts = components.Components(
+        distributor=distributor,
+        client_work=components.build_client_work(model, distributor,
+                                                 tu.sgd(0.1)),
+        aggregator=components.build_mean_aggregator(model),
+        central_work=central,
+        finalizer=components.build_finalizer(model, central))
+    with self.assertRaisesRegex(ValueError, 'with_probe_gradient'):
+      tff_mixed.compose_mixed_process(model, parts)
+
   def test_refuses_client_steps_on_g_c_that_is_not_sent(self):
     model = tu.linear_model()
     components = tff_mixed.components

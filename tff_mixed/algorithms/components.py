@@ -164,11 +164,12 @@ def build_client_work(
   validation.check_optimizer('client_optimizer', client_optimizer)
   validation.check_positive_int('client_steps', client_steps, allow_none=True)
   validation.check_client_weighting(client_weighting)
-  for name, rule in (('step_gradient', step_gradient),
-                     ('local_data', local_data)):
+  for name, rule, example in (
+      ('step_gradient', step_gradient, 'MixedGradient(w_f, w_c)'),
+      ('local_data', local_data, 'MergedData(batch_size)')):
     if not callable(rule):
       raise TypeError(f'`{name}` must be a callable rule (e.g. '
-                      f'`components.{type(rule).__name__}`), got {rule!r}.')
+                      f'`components.{example}`), got {rule!r}.')
   uses = getattr(step_gradient, 'uses_augmenting_gradient', False)
   if uses != _sends_central_gradient(distributor):
     raise ValueError(
@@ -313,7 +314,8 @@ def compose_mixed_process(
   metrics aggregator, `None` meaning `tff.learning.metrics.sum_then_finalize`),
   the central work at SERVER, the finalizer. Refuses components that do not
   fit: a distributor sending g~_c that no central work makes (or none made
-  for it), or central steps reading a g~_f that no finalizer recovers.
+  for it), central steps reading a g~_f that no finalizer recovers, or
+  diagnostics in only one of the client and the central work.
   """
   validation.check_model(model)
   if not isinstance(components, Components):
@@ -332,6 +334,11 @@ def compose_mixed_process(
         'The distributor sends g~_c only if the central work makes one: '
         f'`sends_central_gradient={sends}` but the central work\'s '
         f'`augmenting_gradient` is {source!r}.')
+  probes = components.client_work.type_signature.result.probe_gradient
+  if components.central_work.config.with_diagnostics != (len(probes) > 0):
+    raise ValueError(
+        'Diagnostics need both halves: `with_diagnostics=True` in the '
+        'central work and `with_probe_gradient=True` in the client work.')
   uses = getattr(components.central_work.config.step_rule,
                  'uses_federated_gradient', False)
   parts = components.finalizer.initialize.type_signature.result
