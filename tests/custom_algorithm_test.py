@@ -126,68 +126,56 @@ class CustomAlgorithmProcessTest(absltest.TestCase):
 
 
 class ComposeChecksTest(absltest.TestCase):
+  """The composer refuses components that do not fit together."""
 
-  def test_refuses_g_c_that_no_central_work_makes(self):
-    model = tu.linear_model()
+  def setUp(self):
+    super().setUp()
+    self.model = tu.linear_model()
+    self.objective = tff_mixed.central_data_objective(tu.central_arrays())
+
+  def _compose(self, central, *, sends=False, step_gradient=None,
+               weights=None):
+    """Composes `central` with the other four components, plain."""
     components = tff_mixed.components
     distributor = components.build_broadcast_distributor(
-        model, sends_central_gradient=True)
-    central = components.build_central_work(model)
-    parts = components.Components(
+        self.model, sends_central_gradient=sends)
+    rules = {'step_gradient': step_gradient} if step_gradient else {}
+    return tff_mixed.compose_mixed_process(self.model, components.Components(
         distributor=distributor,
         client_work=components.build_client_work(
-            model, distributor, tu.sgd(0.1),
-            step_gradient=components.MixedGradient(0.5, 0.5)),
-        aggregator=components.build_mean_aggregator(model),
+            self.model, distributor, tu.sgd(0.1), **rules),
+        aggregator=components.build_mean_aggregator(self.model),
         central_work=central,
-        finalizer=components.build_finalizer(model, central))
+        finalizer=components.build_finalizer(self.model, central,
+                                             **(weights or {}))))
+
+  def test_refuses_g_c_that_no_central_work_makes(self):
     with self.assertRaisesRegex(ValueError, 'augmenting_gradient'):
-      tff_mixed.compose_mixed_process(model, parts)
+      self._compose(tff_mixed.components.build_central_work(self.model),
+                    sends=True,
+                    step_gradient=tff_mixed.components.MixedGradient(0.5, 0.5))
 
   def test_refuses_central_steps_on_g_f_that_is_not_recovered(self):
-    model = tu.linear_model()
-    components = tff_mixed.components
-    distributor = components.build_broadcast_distributor(model)
-    central = components.build_central_work(
-        model, tff_mixed.central_data_objective(tu.central_arrays()),
-        tu.sgd(0.1), central_steps=1, federated_weight=0.5,
-        central_weight=0.5,
-        step_rule=components.MixedCentralSteps(0.5, 0.5))
-    parts = components.Components(
-        distributor=distributor,
-        client_work=components.build_client_work(model, distributor,
-                                                 tu.sgd(0.1)),
-        aggregator=components.build_mean_aggregator(model),
-        central_work=central,
-        finalizer=components.build_finalizer(
-            model, central, federated_weight=0.5, central_weight=0.5))
+    weights = dict(federated_weight=0.5, central_weight=0.5)
+    central = tff_mixed.components.build_central_work(
+        self.model, self.objective, tu.sgd(0.1), central_steps=1,
+        step_rule=tff_mixed.components.MixedCentralSteps(0.5, 0.5),
+        **weights)
     with self.assertRaisesRegex(ValueError, 'Recovery'):
-      tff_mixed.compose_mixed_process(model, parts)
+      self._compose(central, weights=weights)
 
   def test_refuses_diagnostics_without_client_probes(self):
-    model = tu.linear_model()
-    components = tff_mixed.components
-    distributor = components.build_broadcast_distributor(model)
-    central = components.build_central_work(
-        model, tff_mixed.central_data_objective(tu.central_arrays()),
-        with_diagnostics=True)
-    parts = components.Components(
-        distributor=distributor,
-        client_work=components.build_client_work(model, distributor,
-                                                 tu.sgd(0.1)),
-        aggregator=components.build_mean_aggregator(model),
-        central_work=central,
-        finalizer=components.build_finalizer(model, central))
+    central = tff_mixed.components.build_central_work(
+        self.model, self.objective, with_diagnostics=True)
     with self.assertRaisesRegex(ValueError, 'with_probe_gradient'):
-      tff_mixed.compose_mixed_process(model, parts)
+      self._compose(central)
 
   def test_refuses_client_steps_on_g_c_that_is_not_sent(self):
-    model = tu.linear_model()
     components = tff_mixed.components
     with self.assertRaisesRegex(ValueError, 'sends_central_gradient'):
       components.build_client_work(
-          model, components.build_broadcast_distributor(model), tu.sgd(0.1),
-          step_gradient=components.MixedGradient(0.5, 0.5))
+          self.model, components.build_broadcast_distributor(self.model),
+          tu.sgd(0.1), step_gradient=components.MixedGradient(0.5, 0.5))
 
 
 if __name__ == '__main__':
