@@ -213,7 +213,7 @@ results-advice: venv
 # The hybrid-data table (guided model merging, Zhu et al., tables 1 and 7)
 # at the paper's protocol (issue 19, item 1), recorded in RESULTS.md: clients
 # train epochs with Adam, FedAvg is weighted, and tune_main first searches the
-# grids of the paper's appendix D (tff_mixed/asynchronous/tuning.py) on a
+# grids of the paper's appendix D (experiments/hybrid_async/tuning.py) on a
 # validation split of 250 held-out images apart from the test set: the
 # clients' lr and epochs on FedAvg (a grid of our choice: the paper lists
 # none), then each method's own grid with them, all on one setting, Dir(0.1)

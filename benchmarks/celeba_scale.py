@@ -46,7 +46,7 @@ import time
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 import numpy as np
@@ -55,11 +55,11 @@ import tensorflow as tf
 from benchmarks import compute_floor
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import raw_celeba_lib
+from experiments.common import comparison
+from experiments.common import grouping
+from experiments.common import results as results_lib
+from experiments.common import scenarios as scenarios_lib
 import tff_mixed
-from tff_mixed.experiment import comparison
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import results as results_lib
-from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import dense
 from tff_mixed.tasks import celeba_smile
 from tff_mixed.training import reports

@@ -68,7 +68,7 @@ from typing import Any, Callable
 # pylint: disable=g-bad-import-order
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 from experiments import tf_log_level  # pylint: disable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 import numpy as np
@@ -80,11 +80,11 @@ import tensorflow_federated as tff
 from benchmarks import compute_floor
 from benchmarks import round_profile
 from benchmarks import round_time
+from experiments.common import results as results_lib
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import client_work
 from tff_mixed.core import distributors
 from tff_mixed.core import model_types
-from tff_mixed.experiment import results as results_lib
 # pylint: enable=g-bad-import-order
 
 _Probe = round_profile._Probe  # pylint: disable=protected-access

@@ -42,17 +42,17 @@ import time
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
-from tff_mixed.experiment import grouping
+from experiments.common import cli
+from experiments.common import grouping
 from absl import app
 from absl import flags
 import numpy as np
 import tensorflow_federated as tff
 
+from experiments.common import results as results_lib
 from experiments.movielens import movielens_lib
 import tff_mixed
 from tff_mixed.core import communication
-from tff_mixed.experiment import results as results_lib
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports
 

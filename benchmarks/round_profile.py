@@ -70,7 +70,7 @@ from typing import Any, Callable, NamedTuple
 # pylint: disable=g-bad-import-order
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 from experiments import tf_log_level  # pylint: disable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 import numpy as np
@@ -81,8 +81,8 @@ from tensorflow_federated.python.core.impl.executors import value_serialization
 # Defines the workload flags (--clients_per_round, --warmup_rounds,
 # --timed_rounds, --input_dim, ...) that this binary shares with round_time.
 from benchmarks import round_time
+from experiments.common import results as results_lib
 from tff_mixed import runtime
-from tff_mixed.experiment import results as results_lib
 from tff_mixed.training import reports as reports_lib
 # pylint: enable=g-bad-import-order
 

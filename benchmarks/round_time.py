@@ -81,7 +81,7 @@ from typing import Any, NamedTuple, Optional
 # compilation, also in TFF's worker, would bury the progress output) before
 # TensorFlow loads; see experiments/tf_log_level.py.
 from experiments import tf_log_level  # pylint: disable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 import numpy as np
@@ -95,7 +95,7 @@ from benchmarks import compute_floor
 from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import example_store
-from tff_mixed.experiment import grouping
+from experiments.common import grouping
 from tff_mixed.models import dense
 from tff_mixed import runtime
 from tff_mixed.training import reports as reports_lib

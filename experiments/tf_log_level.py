@@ -14,21 +14,22 @@
 """Sets TensorFlow's C++ log level from the command line, before it loads.
 
 Every binary imports this module first, before anything that loads
-TensorFlow, then ends with `tff_mixed.experiment.cli.run(main)`. TensorFlow
+TensorFlow, then ends with `experiments.common.cli.run(main)`. TensorFlow
 reads `TF_CPP_MIN_LOG_LEVEL` once, when it loads, and importing any module of
-`tff_mixed` (the entry point `tff_mixed.experiment.cli` included) loads it
-through the package's facade: so this one step cannot live in the library.
+`tff_mixed` loads it through the package's facade; so does the rest of the
+entry point, `experiments.common.cli`, which imports `tff_mixed.runtime`. So
+this one step is a module of its own, imported before them.
 
 TensorFlow's C++ log lines (oneDNN, CUDA, grappler) are then off, also in
 TFF's worker process, which inherits the environment; `--verbose` (the flag
-`tff_mixed.experiment.cli` defines) brings them back, as does setting
+`experiments.common.cli` defines) brings them back, as does setting
 `TF_CPP_MIN_LOG_LEVEL` yourself.
 """
 
 import os
 import sys
 
-# The name of `tff_mixed.experiment.cli.VERBOSE`, read here before absl
+# The name of `experiments.common.cli.VERBOSE`, read here before absl
 # parses the flags.
 _VERBOSE = 'verbose'
 

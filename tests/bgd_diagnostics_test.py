@@ -19,7 +19,7 @@ import tempfile
 
 from absl.testing import absltest
 
-from tff_mixed.experiment import bgd_diagnostics
+from experiments.common import bgd_diagnostics
 from tff_mixed.training import runner
 
 

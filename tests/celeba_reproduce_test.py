@@ -36,8 +36,8 @@ from experiments.celeba_smile import reproduce_report as report
 from tests import binary_runs
 from tests import celeba_testing
 from tests import temp_dirs
-from tff_mixed.experiment import records
-from tff_mixed.experiment import tables
+from experiments.common import records
+from experiments.common import tables
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TINY = dict(client_batch_size=2, client_lr=0.05, hidden_units=(4,),

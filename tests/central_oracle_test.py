@@ -50,9 +50,9 @@ import tensorflow_federated as tff
 from absl.testing import absltest
 
 from tests import testing_utils as tu
+from experiments.common import scenarios as scenarios_lib
 import tff_mixed
 from tff_mixed.core import central_objective as central_lib
-from tff_mixed.experiment import scenarios as scenarios_lib
 
 ATOL = 1e-6
 ROUNDS = 2

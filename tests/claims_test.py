@@ -11,11 +11,11 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for tff_mixed.experiment.claims."""
+"""Tests for experiments.common.claims."""
 
 from absl.testing import absltest
 
-from tff_mixed.experiment import claims
+from experiments.common import claims
 
 
 class SpreadTest(absltest.TestCase):

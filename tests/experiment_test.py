@@ -17,9 +17,9 @@ import math
 
 from absl.testing import absltest
 
-from tff_mixed.experiment import records
-from tff_mixed.experiment import scenarios as scenarios_lib
-from tff_mixed.experiment import tables
+from experiments.common import records
+from experiments.common import scenarios as scenarios_lib
+from experiments.common import tables
 from tff_mixed.models import dense
 
 

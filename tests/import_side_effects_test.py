@@ -88,7 +88,7 @@ _CALLER_SCRIPT = textwrap.dedent("""
     import tff_mixed
     from tensorflow_federated.python.core.impl.executor_stacks import (
         executor_factory)
-    from tff_mixed.experiment import cli
+    from experiments.common import cli
     from tff_mixed.training import runner
 
     hooks = atexit._ncallbacks()

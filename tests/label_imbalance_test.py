@@ -27,14 +27,14 @@ import numpy as np
 from sklearn import datasets as sk_datasets
 import tensorflow_federated as tff
 
+from experiments.common import advising
+from experiments.common import comparison
+from experiments.common import scenarios as scenarios_lib
+from experiments.common import tables
 from experiments.label_imbalance import label_imbalance_lib
 from experiments.label_imbalance import label_imbalance_main
 from experiments.label_imbalance import train_lib
 from tff_mixed.algorithms import registry
-from tff_mixed.experiment import advising
-from tff_mixed.experiment import comparison
-from tff_mixed.experiment import scenarios as scenarios_lib
-from tff_mixed.experiment import tables
 from tff_mixed.models import dense
 from tff_mixed.tasks import digits_label_imbalance as task_lib
 from tests import temp_dirs

@@ -31,9 +31,9 @@ from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from tests import binary_runs
 from tests import temp_dirs
+from experiments.common import advising
 from tff_mixed.advisor import estimates
 from tff_mixed.algorithms import registry
-from tff_mixed.experiment import advising
 from tff_mixed.training import reports
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

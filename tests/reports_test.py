@@ -18,7 +18,7 @@ import tempfile
 
 from absl.testing import absltest
 
-from tff_mixed.experiment import results as results_lib
+from experiments.common import results as results_lib
 from tff_mixed.training import reports
 
 

@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 
 from absl.testing import absltest
 
+from experiments.common import run_records
 from experiments.movielens import movielens_records
 from experiments.stackoverflow_wikipedia import lm_records
-from tff_mixed.experiment import run_records
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LM_RECORDS = os.path.join(_REPO, 'docs', 'results', 'stackoverflow_wikipedia')

@@ -74,7 +74,7 @@ _INTERRUPTED_BINARY = textwrap.dedent("""
     from experiments import tf_log_level
     from experiments.label_imbalance import train_lib
     from experiments.label_imbalance import train_main
-    from tff_mixed.experiment import cli
+    from experiments.common import cli
 
     last_round = int(sys.argv[1])
 

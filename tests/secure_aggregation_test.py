@@ -41,8 +41,8 @@ from absl.testing import parameterized
 
 from tests import privacy_test
 from tests import testing_utils as tu
+from experiments.common import scenarios as scenarios_lib
 import tff_mixed
-from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import dual_encoder
 
 # The secure sum clips each weighted value to +-B (B starts at 2 * 50) and

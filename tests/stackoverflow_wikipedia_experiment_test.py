@@ -35,8 +35,8 @@ from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
 from tests import temp_dirs
+from experiments.common import advising
 from tff_mixed.algorithms import registry
-from tff_mixed.experiment import advising
 from tff_mixed.tasks import text_corpus
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

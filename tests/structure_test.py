@@ -15,8 +15,9 @@
 
 Reads the sources of tff_mixed/ (nothing is imported or run) and checks the
 rules a new module must follow: the layers import only downwards, modules and
-functions stay short, every package says what it holds, and comments cite
-papers rather than project notes.
+functions stay short, every package says what it holds, comments cite
+papers rather than project notes, and the library imports nothing of the
+experiments, benchmarks, examples or tests that sit on top of it.
 """
 
 import ast
@@ -46,9 +47,11 @@ LAYERS = {
     'tff_mixed.asynchronous': 3,
     # Reading runs: the algorithm advisor (imports the registry's names).
     'tff_mixed.advisor': 4,
-    'tff_mixed.experiment': 5,
-    'tff_mixed': 6,  # The facade, tff_mixed/__init__.py.
+    'tff_mixed': 5,  # The facade, tff_mixed/__init__.py.
 }
+# The trees on top of the library, which it never imports: the binaries and
+# what they share (experiments/), benchmarks/, examples/ and tests/.
+OUTSIDE_LIBRARY = ('experiments', 'benchmarks', 'examples', 'tests')
 MAX_MODULE_LINES = 500
 # Lines from `def` to the function's end, its docstring not counted.
 MAX_FUNCTION_LINES = 80
@@ -95,6 +98,17 @@ def _imported_units(tree):
   return units
 
 
+def _imported_outside(tree):
+  """The modules of OUTSIDE_LIBRARY that a module's imports name."""
+  names = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names.update(alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      names.add(node.module)
+  return {name for name in names if name.split('.')[0] in OUTSIDE_LIBRARY}
+
+
 def _function_lengths(tree):
   """Yields (name, first line, lines without the docstring)."""
   for node in ast.walk(tree):
@@ -121,6 +135,11 @@ class StructureTest(absltest.TestCase):
         if target != unit and LAYERS.get(target, 99) >= LAYERS[unit]:
           upward.append(f'{path} imports {target}')
     self.assertEmpty(upward)
+
+  def test_library_imports_nothing_on_top_of_it(self):
+    outside = [f'{path} imports {name}' for _, path, text in _sources()
+               for name in sorted(_imported_outside(ast.parse(text)))]
+    self.assertEmpty(outside)
 
   def test_modules_are_short(self):
     long_modules = [
@@ -151,10 +170,15 @@ class StructureTest(absltest.TestCase):
     self.assertEmpty(hits)
 
   def test_the_checks_can_fail(self):
-    # An upward import and a long function, as the checks above see them.
-    tree = ast.parse('from tff_mixed import experiment\n'
+    # An import of another unit, imports of the trees on top of the library
+    # and a long function, as the checks above see them.
+    tree = ast.parse('from tff_mixed import advisor\n'
+                     'from experiments.common import cli\n'
+                     'import benchmarks.round_time, numpy\n'
                      'def f():\n  """Doc."""\n' + '  x = 1\n' * 81)
-    self.assertEqual(_imported_units(tree), {'tff_mixed.experiment'})
+    self.assertEqual(_imported_units(tree), {'tff_mixed.advisor'})
+    self.assertEqual(_imported_outside(tree),
+                     {'experiments.common', 'benchmarks.round_time'})
     self.assertEqual([length for _, _, length in _function_lengths(tree)],
                      [82])
 

@@ -11,11 +11,11 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for the paper's hyperparameter grids (`asynchronous.tuning`)."""
+"""Tests for the paper's hyperparameter grids (experiments/hybrid_async)."""
 
 from absl.testing import absltest
 
-from tff_mixed.asynchronous import tuning
+from experiments.hybrid_async import tuning
 
 
 class GridTest(absltest.TestCase):

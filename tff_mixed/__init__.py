@@ -45,9 +45,10 @@ arXiv:2205.13655). This facade is the public API, kept small
     computations in a loop of its own makes it once before the first.
 
 Everything else stays importable from its module, e.g.
-`from tff_mixed.models import dense`, `from tff_mixed.tasks import movielens`,
-`from tff_mixed.experiment import comparison`; docs/ARCHITECTURE.md maps the
-packages.
+`from tff_mixed.models import dense`, `from tff_mixed.tasks import movielens`;
+docs/ARCHITECTURE.md maps the packages. The experiments that reproduce the
+papers, and what they share, live beside the library in `experiments/`,
+outside the installed package.
 """
 
 # The package's version, in this one place (pyproject.toml reads it).

@@ -25,9 +25,10 @@ nothing else on the machine.
 Importing `tff_mixed` does none of this: a library import leaves the
 interpreter's exit hooks and TFF's modules alone. The call is explicit, and
 made by those that own the process: `tff_mixed.training.runner.run_training`,
-`tff_mixed.asynchronous.simulation.run_async` and every binary (through
-`tff_mixed.experiment.cli.run`). A program that runs TFF computations in its
-own loop calls it once, before its first computation.
+`tff_mixed.asynchronous.simulation.run_async` and every binary of the
+repository's `experiments/` (their shared entry point makes it). A program
+that runs TFF computations in its own loop calls it once, before its first
+computation.
 
 An exit hook cannot run when the process is killed (`kill -9`, the OOM
 killer), and the worker, adopted by init, would keep running (~170 MB). So on

@@ -35,13 +35,13 @@ from collections.abc import Sequence
 import json
 
 from experiments import tf_log_level  # pylint: disable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 from absl import logging
 
 from experiments.advisor_validation import validation_lib
-from tff_mixed.experiment import results as results_lib
+from experiments.common import results as results_lib
 
 _TASK = flags.DEFINE_string(
     'task', None, 'The task\'s short name (its record is <task>.json).')

@@ -38,7 +38,7 @@ import os
 import statistics
 from typing import Any
 
-from tff_mixed.experiment import bgd_diagnostics
+from experiments.common import bgd_diagnostics
 from tff_mixed.training import reports as reports_lib
 
 DEFAULT = 'default'

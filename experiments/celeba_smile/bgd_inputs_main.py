@@ -36,7 +36,7 @@ import time
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 from absl import logging
@@ -45,7 +45,7 @@ from experiments.celeba_smile import bgd_inputs_lib
 from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import reproduce_lib
-from tff_mixed.experiment import results as results_lib
+from experiments.common import results as results_lib
 
 _SEEDS = flags.DEFINE_list('seeds', ['0'], 'Comma-separated seeds.')
 _INPUTS = flags.DEFINE_list(

@@ -20,7 +20,7 @@ same name in another module raises DuplicateFlagError.
 from absl import flags
 
 from experiments.celeba_smile import celeba_smile_lib
-from tff_mixed.experiment import grouping
+from experiments.common import grouping
 
 CACHE_DIR = flags.DEFINE_string(
     'cache_dir', None, "Directory of TFF's celeba.sqlite (default: ~/.tff). "

@@ -16,7 +16,7 @@
 Federated clients hold only smiling faces, the datacenter only non-smiling
 ones (`tff_mixed.tasks.celeba_smile`); the scenarios, the comparison loop, CSV,
 plot and table are those of the digits label-imbalance job
-(`tff_mixed.experiment.comparison`), run on CelebA with the paper's model
+(`experiments.common.comparison`), run on CelebA with the paper's model
 and hyperparameters (appendix B.2.1, tables 5-6):
 
 *   a fully connected network, one hidden layer of 64 ReLU units, binary
@@ -40,16 +40,16 @@ from typing import Any, NamedTuple, Optional
 from absl import logging
 import numpy as np
 
+from experiments.common import advising
+from experiments.common import bgd_diagnostics
+from experiments.common import comparison as comparison_lib
+from experiments.common import grouping
+from experiments.common import plots
+from experiments.common import records as records_lib
+from experiments.common import results as results_lib
+from experiments.common import scenarios as scenarios_lib
+from experiments.common import tables
 import tff_mixed
-from tff_mixed.experiment import advising
-from tff_mixed.experiment import bgd_diagnostics
-from tff_mixed.experiment import comparison as comparison_lib
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import plots
-from tff_mixed.experiment import records as records_lib
-from tff_mixed.experiment import results as results_lib
-from tff_mixed.experiment import scenarios as scenarios_lib
-from tff_mixed.experiment import tables
 from tff_mixed.models import dense
 from tff_mixed.tasks import celeba_smile as celeba
 from tff_mixed.training import reports as reports_lib

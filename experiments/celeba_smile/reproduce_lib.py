@@ -33,9 +33,9 @@ from typing import Any, NamedTuple, Optional
 from absl import logging
 
 from experiments.celeba_smile import celeba_smile_lib
-from tff_mixed.experiment import records as records_lib
-from tff_mixed.experiment import scenarios as scenarios_lib
-from tff_mixed.experiment import tables
+from experiments.common import records as records_lib
+from experiments.common import scenarios as scenarios_lib
+from experiments.common import tables
 from tff_mixed.tasks import celeba_smile as celeba
 from tff_mixed.training import reports as reports_lib
 

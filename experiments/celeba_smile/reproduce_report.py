@@ -35,11 +35,11 @@ import numpy as np
 from experiments.celeba_smile import bgd_inputs_lib
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import reproduce_lib
-from tff_mixed.experiment import claims as claims_lib
-from tff_mixed.experiment import plots
-from tff_mixed.experiment import records as records_lib
-from tff_mixed.experiment import scenarios as scenarios_lib
-from tff_mixed.experiment import tables
+from experiments.common import claims as claims_lib
+from experiments.common import plots
+from experiments.common import records as records_lib
+from experiments.common import scenarios as scenarios_lib
+from experiments.common import tables
 
 PT = reproduce_lib.PT
 ONE_WAY_GT = reproduce_lib.ONE_WAY_GT

@@ -35,13 +35,13 @@ import sys
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 
 from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import celeba_smile_lib
-from tff_mixed.experiment import results as results_lib
+from experiments.common import results as results_lib
 
 _SWEEP = flags.DEFINE_enum('sweep', 'central_batch_size',
                            ['central_batch_size', 'lr_steps'],

@@ -45,11 +45,11 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from experiments.common import tables
 import tff_mixed
 from experiments.hybrid_async import hybrid_async_lib as lib
 from tff_mixed.asynchronous import feddf
 from tff_mixed.asynchronous import schedule as schedule_lib
-from tff_mixed.experiment import tables
 from tff_mixed.training import reports as reports_lib
 
 # The configuration of RESULTS.md's `hybrid_async` table (its command line),

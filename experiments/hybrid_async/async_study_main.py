@@ -32,13 +32,13 @@ import functools
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 
+from experiments.common import results as results_lib
 from experiments.hybrid_async import async_study_lib as study
 from experiments.hybrid_async import hybrid_async_lib as lib
-from tff_mixed.experiment import results as results_lib
 from tff_mixed.tasks import hybrid_images
 
 _CIFAR10_NPZ = flags.DEFINE_string(

@@ -34,14 +34,14 @@ from collections.abc import Sequence
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 
+from experiments.common import results as results_lib
 from experiments.hybrid_async import feddle_span_lib as span
 from experiments.hybrid_async import hybrid_async_main
 from experiments.hybrid_async import tune_lib
-from tff_mixed.experiment import results as results_lib
 
 _PROBE_EVERY = flags.DEFINE_integer(
     'probe_every', 3, 'Probe every this many merges.', lower_bound=1)

@@ -22,13 +22,13 @@ CelebA); runs nothing.
 
 from collections.abc import Sequence
 
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 
+from experiments.common import results as results_lib
 from experiments.hybrid_async import gaps_lib
 from experiments.hybrid_async import paper_tables
-from tff_mixed.experiment import results as results_lib
 
 _SMALL = flags.DEFINE_string(
     'small_tuning', 'docs/results/hybrid_tuning/cifar10_16',

@@ -64,6 +64,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.common import plots
 from experiments.hybrid_async import paper_comparison
 from experiments.hybrid_async import paper_tables
 import tff_mixed
@@ -77,7 +78,6 @@ from tff_mixed.asynchronous import server_sgd
 from tff_mixed.asynchronous import simulation
 from tff_mixed.asynchronous import staleness
 from tff_mixed.core import client_groups
-from tff_mixed.experiment import plots
 from tff_mixed.models import cnn
 from tff_mixed.tasks import client_streams
 from tff_mixed.tasks import hybrid_images

@@ -57,15 +57,15 @@ import functools
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 
+from experiments.common import grouping
+from experiments.common import results as results_lib
 from experiments.hybrid_async import hybrid_async_lib
 from experiments.hybrid_async import pretrain_lib
 from experiments.hybrid_async import tune_lib
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import results as results_lib
 from tff_mixed.tasks import celeba_hybrid
 from tff_mixed.tasks import cifar10_pngs
 from tff_mixed.tasks import hybrid_images

@@ -15,7 +15,7 @@
 
 The guided-model-merging paper (Zhu et al., appendix D) tunes the clients'
 Adam learning rate and epochs with FedAvg, applies them to every method,
-and searches each method's own grid (`tff_mixed.asynchronous.tuning`). Here
+and searches each method's own grid (`tuning`). Here
 every grid point is scored on a validation split held apart from the test
 set (`hybrid_images.HybridSplit.for_validation`): the run's final metric
 (best of the last 5 evaluations, as the paper reports), averaged over the
@@ -41,8 +41,8 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import tuning
 from tff_mixed.asynchronous import simulation
-from tff_mixed.asynchronous import tuning
 from tff_mixed.training import reports as reports_lib
 
 SELECTED_FILE = 'selected.json'

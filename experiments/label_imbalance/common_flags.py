@@ -21,7 +21,7 @@ import math
 
 from absl import flags
 
-from tff_mixed.experiment import grouping
+from experiments.common import grouping
 
 CLIENTS_PER_ROUND = flags.DEFINE_integer(
     'clients_per_round', 10, 'S: clients sampled per round (the same clients '

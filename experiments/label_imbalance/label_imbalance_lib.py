@@ -17,7 +17,7 @@ The federated clients hold only positive digits and the datacenter only
 negative ones (`tff_mixed.tasks.digits_label_imbalance`), as in the smile
 classifier of Augenstein et al., arXiv:2205.13655, section 4.1. The scenarios
 (FL only, the mixed FL algorithms, Example Transfer, the oracle) and the
-comparison loop are the library's (`tff_mixed.experiment`); this module holds
+comparison loop are the library's (`experiments.common`); this module holds
 what is specific to the digits: the task as a `ComparisonTask`, its model,
 `run_comparison` and its section of RESULTS.md.
 """
@@ -28,12 +28,12 @@ from typing import Optional
 import numpy as np
 import tensorflow_federated as tff
 
+from experiments.common import advising
+from experiments.common import comparison
+from experiments.common import grouping
+from experiments.common import results
+from experiments.common import scenarios as scenarios_lib
 import tff_mixed
-from tff_mixed.experiment import advising
-from tff_mixed.experiment import comparison
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import results
-from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import dense
 from tff_mixed.tasks import digits_label_imbalance
 

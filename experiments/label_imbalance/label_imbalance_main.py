@@ -14,7 +14,7 @@
 r"""Runs the digits label-imbalance comparison of mixed FL algorithms.
 
 Federated clients hold only positive digits (0-4), the datacenter only
-negative ones (5-9); see `tff_mixed.experiment.scenarios` for the scenarios.
+negative ones (5-9); see `experiments.common.scenarios` for the scenarios.
 Uses scikit-learn's bundled digits, so nothing is downloaded.
 
 Full run (about two minutes on a 2-core laptop, TFF tracing included):
@@ -36,15 +36,15 @@ import sys
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 from absl import logging
 
+from experiments.common import advising
+from experiments.common import scenarios as scenarios_lib
 from experiments.label_imbalance import common_flags
 from experiments.label_imbalance import label_imbalance_lib
-from tff_mixed.experiment import advising
-from tff_mixed.experiment import scenarios as scenarios_lib
 
 # `--quick` replaces these defaults, unless the flag is given explicitly.
 _QUICK_OVERRIDES = {

@@ -29,11 +29,11 @@ from typing import Optional, Sequence
 from absl import logging
 import tensorflow_federated as tff
 
+from experiments.common import comparison
+from experiments.common import grouping
+from experiments.common import scenarios as scenarios_lib
 from experiments.label_imbalance import label_imbalance_lib
 import tff_mixed
-from tff_mixed.experiment import comparison
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import dense
 from tff_mixed import remote as remote_lib
 from tff_mixed.tasks import digits_label_imbalance
@@ -98,7 +98,7 @@ def train(
   processes' central sampling (keyed on the round in their state).
 
   Args:
-    scenario: One of `scenarios.SCENARIOS` (`tff_mixed.experiment`).
+    scenario: One of `scenarios.SCENARIOS` (`experiments.common`).
     root_output_dir: Root of checkpoints/, results/ and logdir/.
     experiment_name: The run's name under those directories.
     total_rounds: Rounds to reach.

@@ -27,14 +27,14 @@ from collections.abc import Sequence
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 from absl import logging
 
+from experiments.common import scenarios as scenarios_lib
 from experiments.label_imbalance import common_flags
 from experiments.label_imbalance import train_lib
-from tff_mixed.experiment import scenarios as scenarios_lib
 
 # Run and output flags.
 _EXPERIMENT_NAME = flags.DEFINE_string(

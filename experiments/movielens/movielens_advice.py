@@ -35,10 +35,10 @@ Parallel Training or 1-way GT, never 2-way GT.
 import os
 from typing import Optional
 
+from experiments.common import advising
 from experiments.movielens import movielens_lib
 from tff_mixed.advisor import advice as advice_lib
 from tff_mixed.algorithms import registry
-from tff_mixed.experiment import advising
 from tff_mixed.training import runner as runner_lib
 
 PROBE_SCENARIO = movielens_lib.PARALLEL_TRAINING

@@ -57,15 +57,15 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.common import bgd_diagnostics
+from experiments.common import grouping
+from experiments.common import plots
+from experiments.common import results as results_lib
 from experiments.movielens import movielens_records as records_lib
 import tff_mixed
 from tff_mixed.algorithms import registry
 from tff_mixed.core import communication as communication_lib
 from tff_mixed.core import flops as flops_lib
-from tff_mixed.experiment import bgd_diagnostics
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import plots
-from tff_mixed.experiment import results as results_lib
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
@@ -108,7 +108,7 @@ class Config(NamedTuple):
   eval_every: int = 10
   max_eval_examples: Optional[int] = None
   seed: int = 0
-  # Clients per CLIENTS member (`tff_mixed.experiment.grouping`): 0 = one
+  # Clients per CLIENTS member (`experiments.common.grouping`): 0 = one
   # group per core, 1 = the per-client path; the same results either way.
   clients_per_group: int = grouping.AUTO
 

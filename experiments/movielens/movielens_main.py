@@ -46,18 +46,18 @@ import os
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 from absl import logging
 
+from experiments.common import advising
+from experiments.common import grouping
+from experiments.common import results as results_lib
 from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from experiments.movielens import movielens_report
-from tff_mixed.experiment import advising
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import results as results_lib
 from tff_mixed.training import reports as reports_lib
 
 _DEFAULTS = movielens_lib.Config()

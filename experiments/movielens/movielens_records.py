@@ -31,7 +31,7 @@ import math
 import os
 from typing import Any, NamedTuple, Optional
 
-from tff_mixed.experiment import run_records
+from experiments.common import run_records
 
 METRICS_SUFFIX = '_metrics.csv'
 METRICS_COLUMNS = ('round', 'recall_at_10', 'hinge_loss')

@@ -33,12 +33,12 @@ from typing import Optional
 
 import numpy as np
 
+from experiments.common import bgd_diagnostics
+from experiments.common import claims as claims_lib
+from experiments.common import run_records
+from experiments.common import tables
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
-from tff_mixed.experiment import bgd_diagnostics
-from tff_mixed.experiment import claims as claims_lib
-from tff_mixed.experiment import run_records
-from tff_mixed.experiment import tables
 
 BASELINE = movielens_lib.BASELINE
 PT = movielens_lib.PARALLEL_TRAINING

@@ -18,7 +18,7 @@ The probe is the LM's own Parallel Training at the run's settings (K, S,
 path of the `--diagnostic_rounds` runs (`Config.with_diagnostics`,
 `run_experiment`), but at the run's own K, for `rounds` rounds under
 `<output_dir>/advice/`, resumable like every scenario. The advice reads its
-runner metrics CSV (`tff_mixed.experiment.advising`).
+runner metrics CSV (`experiments.common.advising`).
 
 What the advisor is told is what the processes use
 (`stackoverflow_wikipedia_lib.build_process`): eta = eta_c = `client_lr`
@@ -31,9 +31,9 @@ at `two_way_client_lr`, which the advisor's single eta does not model.
 import os
 from typing import Optional
 
+from experiments.common import advising
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tff_mixed.advisor import advice as advice_lib
-from tff_mixed.experiment import advising
 from tff_mixed.training import reports as reports_lib
 
 _LIB = stackoverflow_wikipedia_lib

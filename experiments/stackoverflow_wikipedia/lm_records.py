@@ -27,7 +27,7 @@ interruption. No weights, no text.
 import json
 from typing import Any, NamedTuple, Optional
 
-from tff_mixed.experiment import run_records
+from experiments.common import run_records
 
 # The evaluated quantities of a row, after `round`.
 METRICS = tuple(f'{s}_{m}' for s in ('mixed', 'federated', 'central')

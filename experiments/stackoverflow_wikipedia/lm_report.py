@@ -34,11 +34,11 @@ from typing import Optional
 import numpy as np
 
 from experiments.celeba_smile import reproduce_report
+from experiments.common import claims as claims_lib
+from experiments.common import scenarios as scenarios_lib
+from experiments.common import tables
 from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
-from tff_mixed.experiment import claims as claims_lib
-from tff_mixed.experiment import scenarios as scenarios_lib
-from tff_mixed.experiment import tables
 
 _LIB = stackoverflow_wikipedia_lib
 Claim = claims_lib.Claim

@@ -73,11 +73,11 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow_federated as tff
 
+from experiments.common import grouping
+from experiments.common import plots
+from experiments.common import scenarios as scenarios_lib
 from experiments.stackoverflow_wikipedia import central_training
 import tff_mixed
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import plots
-from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.models import char_lm
 from tff_mixed.tasks import char_sequences
 from tff_mixed.tasks import stackoverflow_wikipedia
@@ -130,7 +130,7 @@ class Config(NamedTuple):
   switch_round: Optional[int] = None  # Transfer: rounds // 2 by default.
   eval_every: int = 10
   seed: int = 0
-  # Clients per CLIENTS member (`tff_mixed.experiment.grouping`): 0 = one
+  # Clients per CLIENTS member (`experiments.common.grouping`): 0 = one
   # group per core, 1 = the per-client path; the same results either way.
   clients_per_group: int = grouping.AUTO
   # The mixed algorithms also report G~_t^2 and B~_t^2 (table 4).

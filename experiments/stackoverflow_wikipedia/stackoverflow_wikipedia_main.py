@@ -61,19 +61,19 @@ import os
 # pylint: disable=g-bad-import-order,unused-import
 from experiments import tf_log_level
 # pylint: enable=unused-import
-from tff_mixed.experiment import cli
+from experiments.common import cli
 from absl import app
 from absl import flags
 from absl import logging
 
+from experiments.common import advising
+from experiments.common import bgd_diagnostics
+from experiments.common import grouping
+from experiments.common import results as results_lib
 from experiments.stackoverflow_wikipedia import lm_advice
 from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import lm_report
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
-from tff_mixed.experiment import advising
-from tff_mixed.experiment import bgd_diagnostics
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import results as results_lib
 from tff_mixed.tasks import text_corpus
 from tff_mixed.training import reports as reports_lib
 

@@ -28,6 +28,7 @@ Feddle in `feddle` (the server round and its server method), `feddle_atlas`
 and the coefficient gradient), `coefficient_search` (eqs. 5, 10),
 `ood_surrogate` (eqs. 8-9) and `server_data` (checking and batching the
 server's data); the hybrid baselines in `hybrid_baselines` (Center, Fed+FT,
-HFCL, FedDF as server methods), `server_sgd`, `hfcl` and `feddf`; the
-paper's hyperparameter grids (appendix D) in `tuning`.
+HFCL, FedDF as server methods), `server_sgd`, `hfcl` and `feddf`. The
+paper's hyperparameter grids (appendix D) serve its experiment only and live
+with it (`experiments/hybrid_async/tuning.py`).
 """

@@ -74,7 +74,7 @@ class DivergenceError(RuntimeError):
 class RunInterrupted(KeyboardInterrupt):
   """Ctrl-C (SIGINT) stopped `run_training`; its last checkpoint is intact.
 
-  Its message is the one line a binary prints (`tff_mixed.experiment.cli`):
+  Its message is the one line a binary prints instead of a traceback:
   which round the run got to and that the same command resumes it.
   """
 

@@ -22,10 +22,9 @@ grid; the one here is our choice and is marked so (`Axis.source`), in code
 and in every report built from it.
 
 An axis names the field of the hybrid experiment's configuration
-(`experiments/hybrid_async/hybrid_async_lib.Config`) it sets, so a grid
-point is a `Config._replace` argument. Server "epochs" are passes over the
-server data (`server_epochs`, `feddle_search_epochs`; the experiment turns
-them into batches). Feddle's "server learning rate" is the coefficient
+(`hybrid_async_lib.Config`) it sets, so a grid point is a `Config._replace`
+argument. Server "epochs" are passes over the server data (`server_epochs`,
+`feddle_search_epochs`; the experiment turns them into batches). Feddle's "server learning rate" is the coefficient
 search's (eta_c), not FedBuff's fallback eta_g. HFCL has no grid (the paper:
 its server trains as the clients do), nor has LoAdaBoost (not in the paper).
 

@@ -20,8 +20,8 @@ import matplotlib
 matplotlib.use('Agg')  # Headless: no display on CI machines or laptops' ssh.
 from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 
-from tff_mixed.experiment import records
-from tff_mixed.experiment import scenarios as scenarios_lib
+from experiments.common import records
+from experiments.common import scenarios as scenarios_lib
 from tff_mixed.training import reports
 
 

@@ -17,7 +17,7 @@ import csv
 from collections.abc import Sequence
 import io
 
-from tff_mixed.experiment import records
+from experiments.common import records
 from tff_mixed.training import reports
 
 CSV_COLUMNS = records.MetricsRow._fields

@@ -34,13 +34,13 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.common import grouping
+from experiments.common import plots
+from experiments.common import records
+from experiments.common import scenarios as scenarios_lib
+from experiments.common import tables
 from tff_mixed.core import central_objective as central_objective_lib
 from tff_mixed.core import client_groups as client_groups_lib
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import plots
-from tff_mixed.experiment import records
-from tff_mixed.experiment import scenarios as scenarios_lib
-from tff_mixed.experiment import tables
 from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import runner as runner_lib
 

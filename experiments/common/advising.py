@@ -32,10 +32,10 @@ from typing import NamedTuple, Optional
 from absl import flags
 from absl import logging
 
+from experiments.common import comparison
+from experiments.common import grouping
+from experiments.common import scenarios as scenarios_lib
 from tff_mixed.advisor import advice as advice_lib
-from tff_mixed.experiment import comparison
-from tff_mixed.experiment import grouping
-from tff_mixed.experiment import scenarios as scenarios_lib
 from tff_mixed.training import reports as reports_lib
 
 CONTINUE = 'continue'

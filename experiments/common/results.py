@@ -31,7 +31,7 @@ from absl import logging
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_mixed.experiment import scenarios as scenarios_lib
+from experiments.common import scenarios as scenarios_lib
 from tff_mixed.training import reports as reports_lib
 
 

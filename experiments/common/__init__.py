@@ -1,0 +1,24 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""What the experiment binaries share, kept out of the `tff_mixed` library.
+
+Comparisons of scenarios (`scenarios`, `comparison`, `records`, `grouping`),
+their tables and plots (`tables`, `plots`), the RESULTS.md bookkeeping
+(`results`: generated sections; `claims`: a paper's claims beside our
+numbers; `run_records`: a finished scenario's committed record), the
+advisor's probe run (`advising`), table 4's (G, B)-BGD estimates read back
+from a run (`bgd_diagnostics`) and the binaries' entry point (`cli`).
+Nothing in `tff_mixed` imports this package; what serves one study only stays
+with that study in `experiments/<task>/`.
+"""
