@@ -57,6 +57,7 @@ from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import raw_celeba_lib
 from experiments.common import comparison
 from experiments.common import grouping
+from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.common import scenarios as scenarios_lib
 import tff_mixed
@@ -365,9 +366,9 @@ def main(argv: Sequence[str]) -> None:
       f'{verdict} the goal of {_FLOOR_GOAL.value:g}x the floor.',
   ]
   markdown = '\n'.join(lines)
-  reports.write_markdown_section(_resolve(_OUTPUT_MARKDOWN.value),
-                                 'celeba_scale', markdown,
-                                 title='Benchmarks')
+  markdown_sections.write_section(_resolve(_OUTPUT_MARKDOWN.value),
+                                  'celeba_scale', markdown,
+                                  title='Benchmarks')
   print(markdown, flush=True)
 
 

@@ -49,6 +49,7 @@ from absl import flags
 import numpy as np
 import tensorflow_federated as tff
 
+from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.movielens import movielens_lib
 import tff_mixed
@@ -222,9 +223,9 @@ def main(argv: Sequence[str]) -> None:
               f'{min(speedups):.1f}x-{max(speedups):.1f}x, the same bytes per '
               'client.']
   markdown = '\n'.join(lines)
-  reports.write_markdown_section(_resolve(_OUTPUT_MARKDOWN.value),
-                                 'movielens_select', markdown,
-                                 title='Benchmarks')
+  markdown_sections.write_section(_resolve(_OUTPUT_MARKDOWN.value),
+                                  'movielens_select', markdown,
+                                  title='Benchmarks')
   print(markdown, flush=True)
 
 

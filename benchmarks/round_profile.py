@@ -81,6 +81,7 @@ from tensorflow_federated.python.core.impl.executors import value_serialization
 # Defines the workload flags (--clients_per_round, --warmup_rounds,
 # --timed_rounds, --input_dim, ...) that this binary shares with round_time.
 from benchmarks import round_time
+from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from tff_mixed import runtime
 from tff_mixed.training import reports as reports_lib
@@ -482,8 +483,8 @@ def write_report(report: dict[str, Any], section: str,
   json_path = _resolve(flag_values.output_json)
   reports_lib.atomic_write_text(json_path, json.dumps(report, indent=2) + '\n')
   markdown = render(report)
-  reports_lib.write_markdown_section(_resolve(flag_values.output_markdown),
-                                     section, markdown, title='Benchmarks')
+  markdown_sections.write_section(_resolve(flag_values.output_markdown),
+                                  section, markdown, title='Benchmarks')
   print(markdown, flush=True)
   print(f'[{section} {time.strftime("%H:%M:%S")}] wrote '
         f'{flag_values.output_markdown} and {json_path} in '

@@ -96,6 +96,7 @@ from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import example_store
 from experiments.common import grouping
+from experiments.common import markdown_sections
 from tff_mixed.models import dense
 from tff_mixed import runtime
 from tff_mixed.training import reports as reports_lib
@@ -1072,8 +1073,8 @@ def main(argv: list[str]) -> None:
   reports_lib.atomic_write_text(json_path, json.dumps(report, indent=2) + '\n')
   markdown = render_markdown(report)
   # Its own section of BENCHMARKS.md: other benchmarks keep theirs.
-  reports_lib.write_markdown_section(markdown_path, 'round_time', markdown,
-                                     title='Benchmarks')
+  markdown_sections.write_section(markdown_path, 'round_time', markdown,
+                                  title='Benchmarks')
   print(markdown, flush=True)
   _progress(f'wrote {markdown_path} and {json_path} in '
             f'{report["total_s"]:.0f}s')

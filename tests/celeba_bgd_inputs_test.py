@@ -21,8 +21,8 @@ import tensorflow as tf
 
 from experiments.celeba_smile import bgd_inputs_lib
 from experiments.celeba_smile import celeba_smile_lib
-from tests import temp_dirs
 from experiments.common import bgd_diagnostics
+from tests import temp_dirs
 from tff_mixed.core import central_work
 from tff_mixed.models import dense
 from tff_mixed.training import runner

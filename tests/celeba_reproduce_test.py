@@ -33,11 +33,11 @@ import numpy as np
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import reproduce_lib
 from experiments.celeba_smile import reproduce_report as report
+from experiments.common import records
+from experiments.common import tables
 from tests import binary_runs
 from tests import celeba_testing
 from tests import temp_dirs
-from experiments.common import records
-from experiments.common import tables
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TINY = dict(client_batch_size=2, client_lr=0.05, hidden_units=(4,),

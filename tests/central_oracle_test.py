@@ -49,8 +49,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 from absl.testing import absltest
 
-from tests import testing_utils as tu
 from experiments.common import scenarios as scenarios_lib
+from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed.core import central_objective as central_lib
 

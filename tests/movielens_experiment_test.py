@@ -26,15 +26,15 @@ from absl import logging
 from absl.testing import absltest
 import numpy as np
 
+from experiments.common import advising
+from experiments.common import markdown_sections
 from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from tests import binary_runs
 from tests import temp_dirs
-from experiments.common import advising
 from tff_mixed.advisor import estimates
 from tff_mixed.algorithms import registry
-from tff_mixed.training import reports
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -285,7 +285,7 @@ class MovieLensBinaryTest(absltest.TestCase):
     plot = os.path.join(directory, 'docs', 'movielens.png')
     results = os.path.join(directory, 'RESULTS.md')
     for name in ('other', 'movielens', 'movielens_two_way_gt'):
-      reports.write_markdown_section(results, name, f'## {name}\nold')
+      markdown_sections.write_section(results, name, f'## {name}\nold')
 
     def run(scenarios, output_dir, *extra):
       return _run(*extra, f'--ratings_file={ratings}', '--rounds=2',

@@ -18,8 +18,8 @@ import tempfile
 
 from absl.testing import absltest
 
+from experiments.common import markdown_sections
 from experiments.common import results as results_lib
-from tff_mixed.training import reports
 
 
 def _sections(text):
@@ -39,9 +39,9 @@ class MarkdownSectionTest(absltest.TestCase):
       return f.read()
 
   def test_creates_appends_and_replaces_in_place(self):
-    reports.write_markdown_section(self.path, 'a', '## A\none')
-    reports.write_markdown_section(self.path, 'b', '## B\ntwo')
-    reports.write_markdown_section(self.path, 'a', '## A\nthree')
+    markdown_sections.write_section(self.path, 'a', '## A\none')
+    markdown_sections.write_section(self.path, 'b', '## B\ntwo')
+    markdown_sections.write_section(self.path, 'a', '## A\nthree')
     text = self._read()
     self.assertTrue(text.startswith('# Results\n'))
     self.assertEqual(_sections(text), ['a', 'b'])
@@ -50,22 +50,22 @@ class MarkdownSectionTest(absltest.TestCase):
 
   def test_a_new_section_goes_after_the_named_one(self):
     for name in ('a', 'b', 'c'):
-      reports.write_markdown_section(self.path, name, f'## {name}')
-    reports.write_markdown_section(self.path, 'a_rerun', '## a again',
-                                   after='a')
+      markdown_sections.write_section(self.path, name, f'## {name}')
+    markdown_sections.write_section(self.path, 'a_rerun', '## a again',
+                                    after='a')
     self.assertEqual(_sections(self._read()), ['a', 'a_rerun', 'b', 'c'])
     # Rewriting it keeps its place; a missing `after` appends.
-    reports.write_markdown_section(self.path, 'a_rerun', '## a, third',
-                                   after='a')
-    reports.write_markdown_section(self.path, 'z', '## z', after='missing')
+    markdown_sections.write_section(self.path, 'a_rerun', '## a, third',
+                                    after='a')
+    markdown_sections.write_section(self.path, 'z', '## z', after='missing')
     text = self._read()
     self.assertEqual(_sections(text), ['a', 'a_rerun', 'b', 'c', 'z'])
     self.assertIn('## a, third', text)
     self.assertNotIn('## a again', text)
 
   def test_after_the_last_section(self):
-    reports.write_markdown_section(self.path, 'a', '## A')
-    reports.write_markdown_section(self.path, 'b', '## B', after='a')
+    markdown_sections.write_section(self.path, 'a', '## A')
+    markdown_sections.write_section(self.path, 'b', '## B', after='a')
     text = self._read()
     self.assertEqual(_sections(text), ['a', 'b'])
     self.assertTrue(text.endswith('<!-- END b -->\n'))
@@ -80,9 +80,9 @@ class MarkdownSectionTest(absltest.TestCase):
 
   def test_remove_drops_one_section_and_keeps_the_rest(self):
     for name in ('a', 'b', 'c'):
-      reports.write_markdown_section(self.path, name, f'## {name}\nbody')
+      markdown_sections.write_section(self.path, name, f'## {name}\nbody')
     before = self._read()
-    self.assertTrue(reports.remove_markdown_section(self.path, 'b'))
+    self.assertTrue(markdown_sections.remove_section(self.path, 'b'))
     text = self._read()
     self.assertEqual(_sections(text), ['a', 'c'])
     self.assertNotIn('## b', text)
@@ -91,16 +91,16 @@ class MarkdownSectionTest(absltest.TestCase):
     self.assertIn('<!-- END a -->\n\n<!-- BEGIN c -->', text)
     self.assertTrue(text.startswith(before.split('<!-- BEGIN a -->')[0]))
     # The last section, then a missing one and a missing file: no-ops.
-    self.assertTrue(reports.remove_markdown_section(self.path, 'c'))
+    self.assertTrue(markdown_sections.remove_section(self.path, 'c'))
     self.assertTrue(self._read().endswith('<!-- END a -->\n'))
-    self.assertFalse(reports.remove_markdown_section(self.path, 'c'))
-    self.assertFalse(reports.remove_markdown_section(
+    self.assertFalse(markdown_sections.remove_section(self.path, 'c'))
+    self.assertFalse(markdown_sections.remove_section(
         os.path.join(os.path.dirname(self.path), 'none.md'), 'a'))
 
   def test_remove_leaves_a_lone_begin_marker_alone(self):
     with open(self.path, 'w') as f:
       f.write('# Results\n\n<!-- BEGIN a -->\nunfinished\n')
-    self.assertFalse(reports.remove_markdown_section(self.path, 'a'))
+    self.assertFalse(markdown_sections.remove_section(self.path, 'a'))
     self.assertIn('unfinished', self._read())
 
 

@@ -39,9 +39,9 @@ import tensorflow_federated as tff
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from experiments.common import scenarios as scenarios_lib
 from tests import privacy_test
 from tests import testing_utils as tu
-from experiments.common import scenarios as scenarios_lib
 import tff_mixed
 from tff_mixed.models import dual_encoder
 

@@ -28,6 +28,7 @@ from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
 
+from experiments.common import advising
 from experiments.stackoverflow_wikipedia import central_training
 from experiments.stackoverflow_wikipedia import lm_advice
 from experiments.stackoverflow_wikipedia import lm_records
@@ -35,7 +36,6 @@ from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
 from tests import temp_dirs
-from experiments.common import advising
 from tff_mixed.algorithms import registry
 from tff_mixed.tasks import text_corpus
 

@@ -31,8 +31,8 @@ from absl import logging
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.common import markdown_sections
 from experiments.common import scenarios as scenarios_lib
-from tff_mixed.training import reports as reports_lib
 
 
 def machine_description() -> str:
@@ -74,8 +74,8 @@ def write_results_section(path: str, section: str, markdown: str,
   if note:
     heading, _, rest = markdown.partition('\n')
     markdown = f'{heading}\n\n{note.strip()}\n{rest}'
-  reports_lib.write_markdown_section(path, section, markdown, title='Results',
-                                     after=after)
+  markdown_sections.write_section(path, section, markdown, title='Results',
+                                  after=after)
 
 
 def command_line(module: str) -> str:

@@ -53,6 +53,7 @@ from absl import logging
 
 from experiments.common import advising
 from experiments.common import grouping
+from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
@@ -193,7 +194,7 @@ def main(argv: Sequence[str]) -> None:
           command=results_lib.command_line(module), with_diagnostics=True)
     _report(records_dir, config.rounds, result, module)
   for section in _DROP_SECTIONS.value:
-    if reports_lib.remove_markdown_section(_RESULTS.markdown.value, section):
+    if markdown_sections.remove_section(_RESULTS.markdown.value, section):
       logging.info('Removed the superseded section %s of %s', section,
                    _RESULTS.markdown.value)
 

@@ -69,6 +69,7 @@ from absl import logging
 from experiments.common import advising
 from experiments.common import bgd_diagnostics
 from experiments.common import grouping
+from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.stackoverflow_wikipedia import lm_advice
 from experiments.stackoverflow_wikipedia import lm_records
@@ -289,7 +290,7 @@ def _publish_reproduction(records_dir: str) -> None:
               os.path.abspath(markdown_path))),
           why_settings=_WHY_SETTINGS.value), after=RESULTS_SECTION)
   for stale in lm_report.STALE_SECTIONS:
-    reports_lib.remove_markdown_section(markdown_path, stale)
+    markdown_sections.remove_section(markdown_path, stale)
   logging.info('Wrote the %s section of %s and %s', lm_report.RESULTS_SECTION,
                markdown_path, plot)
 
