@@ -88,8 +88,6 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-# Imported for its side effect too: it kills, at exit, the TFF worker process
-# that this process starts (see tff_mixed/runtime.py).
 import tff_mixed
 from benchmarks import compute_floor
 from tff_mixed.algorithms import registry
