@@ -28,6 +28,7 @@ from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import simulation
+from tff_mixed.asynchronous import strategy
 from tff_mixed.models import dense
 from tff_mixed.training import checkpoints
 
@@ -66,12 +67,14 @@ class RecordingDatasets:
 
 
 
-def _eight_delayed_rounds(model, method, evaluate_fn=_loss):
+def _eight_delayed_rounds(model, method, evaluate_fn=_loss, observer=None):
   """8 rounds of 2 clients a round, delays sigma 1, evaluated at the end."""
   return simulation.run_async(
       method, schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 1.0, 8, seed=2),
       client_training.build_client_training(model, _sgd(0.05)), _dataset,
-      model.initial_weights[0], evaluate_fn=evaluate_fn, eval_every=8)
+      model.initial_weights[0], evaluate_fn=evaluate_fn, eval_every=8,
+      observer=observer)
+
 
 class RunAsyncTest(absltest.TestCase):
 
@@ -259,7 +262,9 @@ class RunAsyncTest(absltest.TestCase):
                                  search_steps=3, search_lr=0.01)
     seen = []
 
-    def probe(weights, atlas, diagnostics, batch):
+    def probe(event):
+      weights, batch = event.before, event.updates
+      atlas, diagnostics = event.diagnostics
       # The merge is x + sum_m c-hat_m abar_m over the atlas it searched.
       normalized = feddle.normalize_anchors(atlas.anchors).anchors
       merged = feddle.merge_anchors(weights, normalized,
@@ -267,10 +272,10 @@ class RunAsyncTest(absltest.TestCase):
       seen.append((merged, len(batch), len(atlas.anchors)))
 
     runs = []
-    for probe_fn in (None, probe):
+    for observer in (None, strategy.AsyncObserver(on_merge=probe)):
       method = feddle.FeddleMethod(model, config, (server_x, server_y),
-                                   buffer_size=2, probe_fn=probe_fn)
-      runs.append(_eight_delayed_rounds(model, method))
+                                   buffer_size=2)
+      runs.append(_eight_delayed_rounds(model, method, observer=observer))
     for got, want in zip(runs[1].weights, runs[0].weights):
       np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     self.assertNotEmpty(seen)

@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tff_mixed.asynchronous import server_strategies
+from tff_mixed.asynchronous import strategy
 
 
 class DeadlineFedAvgState(NamedTuple):
@@ -86,9 +87,10 @@ class DeadlineFedAvg(server_strategies.AsyncStrategy):
     return DeadlineFedAvgState(num_updates=0, num_discarded=0)
 
   def apply(self, state: DeadlineFedAvgState, weights: server_strategies.Weights,
-            updates: Sequence[server_strategies.ClientUpdate]
+            updates: Sequence[server_strategies.ClientUpdate],
+            on_merge: strategy.OnMerge = None
             ) -> tuple[DeadlineFedAvgState, list[np.ndarray]]:
-    """See `AsyncStrategy.apply`."""
+    """See `AsyncStrategy.apply`; a round's merge is its on-time updates."""
     on_time = [u for u in updates
                if not isinstance(u, server_strategies.ClientUpdate)
                or u.staleness <= self.deadline]
@@ -101,6 +103,8 @@ class DeadlineFedAvg(server_strategies.AsyncStrategy):
     merge = server_strategies.FedBuff(self.learning_rate, len(on_time),
                                       weighting=self.weighting)
     _, new_weights = merge.apply(merge.initial_state(), weights, on_time)
+    strategy.report_merge(on_merge, state.num_updates, weights, new_weights,
+                          on_time)
     return DeadlineFedAvgState(num_updates=state.num_updates + 1,
                                num_discarded=state.num_discarded + discarded
                                ), new_weights

@@ -20,7 +20,8 @@ section 4.1 and Algorithm 1) keeps the most useful recent updates as
 to choose merging coefficients instead of FedBuff's uniform average. This
 module is the Feddle server round (`feddle_step`: UpdateAtlas +
 GlobalModelUpdate) and `FeddleMethod`, Feddle behind a FedBuff-style buffer
-as a server method of `simulation.run_async`. Its parts, one concept a module:
+as an asynchronous strategy (`strategy.AsyncStrategy`). Its parts, one
+concept a module:
 
   * `feddle_atlas`: the atlas (sec. 4.1.1), anchor normalization (eq. 4) and
     FedBuff's fallback coefficients (sec. 4.1.3);
@@ -53,6 +54,7 @@ from tff_mixed.asynchronous import feddle_atlas
 from tff_mixed.asynchronous import ood_surrogate
 from tff_mixed.asynchronous import server_data as server_data_lib
 from tff_mixed.asynchronous import server_strategies
+from tff_mixed.asynchronous import strategy
 from tff_mixed.core import central_objective
 from tff_mixed.core import model_ops
 from tff_mixed.core import validation
@@ -385,7 +387,7 @@ def _out_of_domain_merge(model, weights, anchors, c_prior, server_data,
 
 
 # ----------------------------------------------------------------------------
-# Feddle as a server method of `simulation.run_async`.
+# Feddle as an asynchronous strategy (`simulation.run_async`).
 
 
 class FeddleState(NamedTuple):
@@ -396,30 +398,38 @@ class FeddleState(NamedTuple):
   num_merges: int
 
 
-class FeddleMethod:
-  """Feddle (Zhu et al., Algorithm 1) as a server method of `run_async`.
+class FeddleMerge(NamedTuple):
+  """What a Feddle merge reports (`strategy.MergeEvent.diagnostics`).
+
+  Attributes:
+    atlas: The atlas the search ran on (this merge's updates added, the
+      scores set to |c-hat|).
+    diagnostics: The merge's `FeddleDiagnostics` (FedBuff's c', the
+      searched c-hat, the share of negative coefficients, ...).
+  """
+
+  atlas: feddle_atlas.Atlas
+  diagnostics: FeddleDiagnostics
+
+
+class FeddleMethod(strategy.AsyncStrategy):
+  """Feddle (Zhu et al., Algorithm 1) as an asynchronous strategy.
 
   Arrived updates are buffered; every `buffer_size` of them trigger one
   `feddle.feddle_step` (atlas update, coefficient search on the server data
-  from FedBuff's coefficients). `last_diagnostics` keeps the diagnostics of
-  the latest merge (share of negative coefficients, coefficient gradients;
-  out-of-domain with an `id_probe`, the in-domain/out-of-domain gradient
-  cosine similarities).
-
-  `probe_fn`, if given, is called after every merge as
-  `probe_fn(weights, atlas, diagnostics, batch)`: the global model before
-  the merge, the atlas the search ran on, the merge's `FeddleDiagnostics`
-  (FedBuff's c' and the searched c-hat) and the merged `ClientUpdate`s, e.g.
-  to measure what else the atlas's span holds
-  (experiments/hybrid_async/feddle_span_lib.py). It cannot change the merge.
+  from FedBuff's coefficients). Each merge's `FeddleMerge` (the atlas and
+  the `FeddleDiagnostics`: share of negative coefficients, coefficient
+  gradients; out-of-domain with an `id_probe`, the in-domain/out-of-domain
+  gradient cosine similarities) goes to `apply`'s `on_merge`, e.g. to
+  measure what else the atlas's span holds
+  (experiments/hybrid_async/feddle_span_lib.py).
   """
 
   def __init__(self, model: tff.learning.models.FunctionalModel,
                config: FeddleConfig, server_data: Any,
                buffer_size: int,
                features_fn: Optional[Callable[..., Any]] = None,
-               id_probe: Any = None,
-               probe_fn: Optional[Callable[..., None]] = None):
+               id_probe: Any = None):
     validate_config(config)
     if isinstance(buffer_size, bool) or not isinstance(
         buffer_size, int) or buffer_size < 1:
@@ -442,28 +452,29 @@ class FeddleMethod:
                          'data already.')
       server_data_lib.check_server_data(id_probe, model.input_spec)
     self._id_probe = id_probe
-    self._probe_fn = probe_fn
-    self.last_diagnostics: Optional[FeddleDiagnostics] = None
 
   def initial_state(self) -> FeddleState:
     return FeddleState(feddle_atlas.empty_atlas(), (), 0)
 
   def apply(self, state: FeddleState, weights: Weights,
-            updates: Sequence[server_strategies.ClientUpdate]
+            updates: Sequence[server_strategies.ClientUpdate],
+            on_merge: strategy.OnMerge = None
            ) -> tuple[FeddleState, list[np.ndarray]]:
+    """See `AsyncStrategy.apply`."""
     buffer = list(state.buffer) + list(updates)
     atlas, merges = state.atlas, state.num_merges
     weights = [np.asarray(w) for w in weights]
     while len(buffer) >= self._buffer_size:
       batch, buffer = (buffer[:self._buffer_size],
                        buffer[self._buffer_size:])
-      new_weights, atlas, self.last_diagnostics = feddle_step(
+      new_weights, atlas, diagnostics = feddle_step(
           self._model, weights, atlas, [u.delta for u in batch],
           self._server_data, self._config, features_fn=self._features_fn,
           id_probe=self._id_probe)
-      if self._probe_fn is not None:
-        self._probe_fn(weights, atlas, self.last_diagnostics, batch)
-      weights = [np.asarray(w, dtype=old.dtype)
-                 for w, old in zip(new_weights, weights)]
+      new_weights = [np.asarray(w, dtype=old.dtype)
+                     for w, old in zip(new_weights, weights)]
+      strategy.report_merge(on_merge, merges, weights, new_weights, batch,
+                            FeddleMerge(atlas, diagnostics))
+      weights = new_weights
       merges += 1
     return FeddleState(atlas, tuple(buffer), merges), weights

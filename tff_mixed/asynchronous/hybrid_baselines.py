@@ -16,11 +16,11 @@
 The guided-model-merging paper (Feddle, "Guided Model Merging for Hybrid
 Data Learning", Zhu et al., section 5 and appendix D) compares Feddle with
 four ways of using the server's own data D_S next to the clients' updates.
-Each is a server method here (`initial_state()`, `apply(state, weights,
-updates) -> (state, weights)`, see `simulation.py`):
+Each is an asynchronous strategy here (`strategy.AsyncStrategy`), and
+reports its merges to `apply`'s `on_merge`:
 
 * `CenterMethod`: the server trains on its data alone, ignoring the clients
-  (`server_sgd.center_round`); no client trains.
+  (`server_sgd.center_round`), once; no client trains.
 * `FineTuneMethod` (Fed+FT): after FedBuff's merge, the server fine-tunes the
   merged model on its data (`server_sgd.fine_tune`).
 * `HFCLMethod` (Elbir et al. 2021): the server trains a copy on its data and
@@ -37,7 +37,7 @@ Every server training round k of a method draws its minibatch order from
 `round_seed(seed, k)`.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -46,6 +46,7 @@ from tff_mixed.asynchronous import feddf
 from tff_mixed.asynchronous import hfcl
 from tff_mixed.asynchronous import server_sgd as server_sgd_lib
 from tff_mixed.asynchronous import server_strategies
+from tff_mixed.asynchronous import strategy
 
 # The baselines' functions, importable from here as before the split.
 # pylint: disable=g-bad-import-order,unused-import
@@ -86,39 +87,36 @@ def round_seed(seed: int, round_index: int) -> int:
   return seed * 100003 + round_index
 
 
-def _flushed(before, after, updates: Sequence[ClientUpdate]) -> bool:
-  """Whether a FedBuff-style state merged its buffer in this call."""
-  return len(after.buffer) < len(before.buffer) + len(updates)
-
-
-class CenterMethod:
+class CenterMethod(strategy.AsyncStrategy):
   """Center: server data only.
 
   The paper's Center (Zhu et al., appendix D: server epochs M in {10, 20,
-  50}) is one model trained on the server's data: with `once`, it trains
-  its `training.steps` at the first round and then holds them, so M epochs
-  are M epochs in all. `once=False` trains `training.steps` every round
-  (M epochs a round, an earlier reading kept to reproduce older tables).
+  50}) is one model trained on the server's data: it trains its
+  `training.steps` at the first round (its one merge) and then holds them,
+  so M epochs are M epochs in all. The state counts rounds.
   """
 
   # No client trains for Center (`run_async` skips their training).
   uses_client_updates = False
 
   def __init__(self, model: Any, server_x: Any, server_y: Any,
-               training: ServerTraining, seed: int, once: bool = False):
+               training: ServerTraining, seed: int):
     self._args = (model, server_x, server_y)
     self._training = training
     self._seed = seed
-    self._once = once
 
   def initial_state(self) -> int:
     return 0
 
-  def apply(self, state: int, weights, updates):
-    del updates  # None arrive: Center trains no client.
-    if self._once and state > 0:
+  def apply(self, state: int, weights, updates,
+            on_merge: strategy.OnMerge = None):
+    """See `AsyncStrategy.apply`; `updates` are ignored (none arrive)."""
+    del updates  # Center trains no client.
+    if state > 0:
       return state + 1, [np.asarray(w) for w in weights]
-    return state + 1, self.train(weights, state)
+    trained = self.train(weights, state)
+    strategy.report_merge(on_merge, 0, weights, trained, ())
+    return state + 1, trained
 
   def train(self, weights, step: int) -> list[np.ndarray]:
     """One round of server SGD from `weights`, with batch seed of `step`."""
@@ -145,7 +143,20 @@ class MergeState(NamedTuple):
   teachers: tuple[Any, ...] = ()
 
 
-class FineTuneMethod:
+class PostMerge(NamedTuple):
+  """What Fed+FT and FedDF report of a merge (`MergeEvent.diagnostics`).
+
+  Attributes:
+    merged: FedBuff's merge, before the fine-tuning or distillation (the
+      event's `after`).
+    teachers: FedDF only: the client models (`base + delta`) distilled.
+  """
+
+  merged: list[np.ndarray]
+  teachers: tuple[Any, ...] = ()
+
+
+class FineTuneMethod(strategy.AsyncStrategy):
   """Fed+FT: FedBuff's merge, then fine-tuning on the server data."""
 
   def __init__(self, fedbuff: server_strategies.FedBuff,
@@ -156,17 +167,24 @@ class FineTuneMethod:
   def initial_state(self) -> MergeState:
     return MergeState(self._fedbuff.initial_state())
 
-  def apply(self, state: MergeState, weights, updates):
-    fedbuff_state, weights = self._fedbuff.apply(state.fedbuff, weights,
-                                                  updates)
-    merges = state.merges
-    if _flushed(state.fedbuff, fedbuff_state, updates):
-      weights = self._center.train(weights, merges)
+  def apply(self, state: MergeState, weights, updates,
+            on_merge: strategy.OnMerge = None):
+    """See `AsyncStrategy.apply`: FedBuff's merges of the round, then one
+    fine-tuning; one merge event for both."""
+    flushes = []
+    fedbuff_state, merged = self._fedbuff.apply(state.fedbuff, weights,
+                                                updates, flushes.append)
+    merges, weights = state.merges, merged
+    if flushes:
+      weights = self._center.train(merged, merges)
+      strategy.report_merge(
+          on_merge, merges, flushes[0].before, weights,
+          [u for f in flushes for u in f.updates], PostMerge(merged))
       merges += 1
     return MergeState(fedbuff_state, merges), weights
 
 
-class HFCLMethod:
+class HFCLMethod(strategy.AsyncStrategy):
   """HFCL: the server trains a copy on its data and joins each merge as one
   more participant weighted by its data size.
 
@@ -198,16 +216,21 @@ class HFCLMethod:
   def initial_state(self) -> int:
     return 0
 
-  def apply(self, state: int, weights, updates):
+  def apply(self, state: int, weights, updates,
+            on_merge: strategy.OnMerge = None):
+    """See `AsyncStrategy.apply`: one merge a round with arrivals; the
+    state counts merges."""
     if not updates:
       return state, weights
     model, x, y = self._args
     t = self._training
-    return state + 1, hfcl.hfcl_round(
+    merged = hfcl.hfcl_round(
         model, weights, [u.delta for u in updates],
         [self.client_weight(u) for u in updates], x, y, steps=t.steps,
         batch_size=t.batch_size, learning_rate=t.learning_rate,
         seed=round_seed(self._seed, state), optimizer=t.optimizer)
+    strategy.report_merge(on_merge, state, weights, merged, updates)
+    return state + 1, merged
 
 
 def _until_each_merge(buffered: int, buffer_size: int,
@@ -229,7 +252,7 @@ def _until_each_merge(buffered: int, buffer_size: int,
   return parts
 
 
-class FedDFMethod:
+class FedDFMethod(strategy.AsyncStrategy):
   """FedDF: each FedBuff merge, then distillation of the merged buffer's
   client models (each `base + delta`) into it on the server inputs (labels
   unused).
@@ -242,17 +265,15 @@ class FedDFMethod:
   its buffer into the first's distilled model (one merge at a time, as if
   the updates had arrived in separate rounds).
 
-  `probe_fn`, if given, is called after every distillation as
-  `probe_fn(merged, distilled, teachers)` (FedBuff's merge, the distilled
-  weights and the teacher models), e.g. to measure what distillation does
-  to the merge (experiments/hybrid_async/async_study_lib.py).
+  Each distillation is a merge: `on_merge` gets FedBuff's merge and the
+  teacher models as a `PostMerge` and the distilled weights as `after`,
+  e.g. to measure what distillation does to the merge
+  (experiments/hybrid_async/async_study_lib.py).
   """
 
   def __init__(self, fedbuff: server_strategies.FedBuff, model: Any,
                server_x: Any, training: ServerTraining, seed: int,
-               temperature: float = 1.0,
-               probe_fn: Optional[Callable[..., None]] = None):
-    self._probe_fn = probe_fn
+               temperature: float = 1.0):
     self._fedbuff = fedbuff
     self._model = model
     self._x = server_x
@@ -263,7 +284,9 @@ class FedDFMethod:
   def initial_state(self) -> MergeState:
     return MergeState(self._fedbuff.initial_state())
 
-  def apply(self, state: MergeState, weights, updates):
+  def apply(self, state: MergeState, weights, updates,
+            on_merge: strategy.OnMerge = None):
+    """See `AsyncStrategy.apply`."""
     fedbuff_state, merges, teachers = state
     weights = [np.asarray(w) for w in weights]
     for part in _until_each_merge(len(fedbuff_state.buffer),
@@ -271,10 +294,15 @@ class FedDFMethod:
       teachers += tuple(
           [np.asarray(b) + np.asarray(d) for b, d in zip(u.base, u.delta)]
           for u in part)
-      before = fedbuff_state
-      fedbuff_state, weights = self._fedbuff.apply(before, weights, part)
-      if _flushed(before, fedbuff_state, part):
-        weights = self._distill(weights, list(teachers), merges)
+      flushes, start = [], weights
+      fedbuff_state, weights = self._fedbuff.apply(fedbuff_state, weights,
+                                                   part, flushes.append)
+      if flushes:
+        merged = weights
+        weights = self._distill(merged, list(teachers), merges)
+        strategy.report_merge(on_merge, merges, start, weights,
+                              flushes[0].updates,
+                              PostMerge(merged, teachers))
         teachers = ()
         merges += 1
     return MergeState(fedbuff_state, merges, teachers), weights
@@ -282,11 +310,8 @@ class FedDFMethod:
   def _distill(self, merged, teachers, merges: int):
     """The `merges`-th distillation of `teachers` into FedBuff's merge."""
     t = self._training
-    distilled = feddf.feddf_distill(
+    return feddf.feddf_distill(
         self._model, merged, teachers, self._x, steps=t.steps,
         batch_size=t.batch_size, learning_rate=t.learning_rate,
         temperature=self._temperature, seed=round_seed(self._seed, merges),
         optimizer=t.optimizer)
-    if self._probe_fn is not None:
-      self._probe_fn(merged, distilled, teachers)
-    return distilled

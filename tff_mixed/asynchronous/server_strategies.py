@@ -22,7 +22,9 @@ a driver trains clients with a TFF computation, learns from
 
     state, weights = strategy.apply(state, weights, updates)
 
-with the round's arrived `ClientUpdate`s in order of arrival (possibly none).
+with the round's arrived `ClientUpdate`s in order of arrival (possibly none):
+the `strategy.AsyncStrategy` interface, whose optional `on_merge` sees each
+merge (each FedAsync mixing, each full FedBuff or CA2FL buffer).
 `apply` never modifies its arguments and returns the weights as a new list of
 numpy arrays with the dtypes of the input weights (arithmetic is done in
 float64).
@@ -84,7 +86,6 @@ In FedBuff and CA2FL several flushes can happen in one `apply` (if more than
 M updates arrive), and the leftovers stay buffered across rounds.
 """
 
-import abc
 from collections.abc import Mapping, Sequence
 import numbers
 from typing import Any, NamedTuple, Optional
@@ -92,9 +93,12 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from tff_mixed.asynchronous import staleness as staleness_lib
+from tff_mixed.asynchronous import strategy
 
-# Model weights: one array per variable, in a fixed order.
-Weights = Sequence[Any]
+# The interface and its update, importable from here as before.
+AsyncStrategy = strategy.AsyncStrategy
+ClientUpdate = strategy.ClientUpdate
+Weights = strategy.Weights
 
 # How FedBuff averages a full buffer: the plain mean (FedBuff's paper) or
 # weighted by the clients' example counts (FedAvg's weighting).
@@ -105,25 +109,6 @@ WEIGHTINGS = (WEIGHTING_UNIFORM, WEIGHTING_NUM_EXAMPLES)
 CACHE_AVERAGE_ALL_CLIENTS = 'all_clients'
 CACHE_AVERAGE_CACHED_CLIENTS = 'cached_clients'
 _CACHE_AVERAGES = (CACHE_AVERAGE_ALL_CLIENTS, CACHE_AVERAGE_CACHED_CLIENTS)
-
-
-class ClientUpdate(NamedTuple):
-  """One client update as it reaches the server.
-
-  Attributes:
-    client: The client id (>= 0).
-    delta: Client model minus `base`, one array per weight.
-    staleness: Rounds between the broadcast the client trained from and the
-      arrival (>= 0).
-    base: The model the client started from; required by FedAsync only.
-    num_examples: The examples the client trained on (its update's weight
-      in weighted aggregation); required by `weighting='num_examples'`.
-  """
-  client: int
-  delta: Weights
-  staleness: int
-  base: Optional[Weights] = None
-  num_examples: Optional[float] = None
 
 
 class BufferedUpdate(NamedTuple):
@@ -242,35 +227,23 @@ def _update_weight(update: ClientUpdate, position: int) -> float:
   return float(n)
 
 
+def _merged(state: Any, updates: Sequence[ClientUpdate], position: int,
+            size: int) -> list[Any]:
+  """The `size` updates of a buffer that fills at `updates[position]`.
+
+  Each flush takes the last `size` updates received, so this holds for
+  every flush of one `apply`. Updates buffered in an earlier round are
+  given as the buffer kept them (float64 deltas, no `base`).
+  """
+  earlier = [ClientUpdate(e.client, e.delta, e.staleness,
+                          num_examples=e.num_examples) for e in state.buffer]
+  return (earlier + list(updates[:position + 1]))[-size:]
+
+
 def _cast_like(values: Sequence[np.ndarray], like: Weights) -> list[np.ndarray]:
   """Returns `values` with the dtypes of the caller's weights."""
   return [np.asarray(v).astype(np.asarray(w).dtype, copy=False)
           for v, w in zip(values, like)]
-
-
-class AsyncStrategy(abc.ABC):
-  """Common interface: `initial_state()` and `apply(state, weights, ...)`."""
-
-  @abc.abstractmethod
-  def initial_state(self) -> Any:
-    """The server state before any update arrived."""
-
-  @abc.abstractmethod
-  def apply(self, state: Any, weights: Weights,
-            updates: Sequence[ClientUpdate]) -> tuple[Any, list[np.ndarray]]:
-    """Applies the updates that arrived this round, in order of arrival.
-
-    Args:
-      state: The strategy's state.
-      weights: The current server model.
-      updates: The arrived `ClientUpdate`s (possibly none).
-
-    Returns:
-      (new state, new weights as a list of numpy arrays).
-
-    Raises:
-      ValueError: If an update is malformed or does not match the weights.
-    """
 
 
 class FedAsync(AsyncStrategy):
@@ -312,7 +285,8 @@ class FedAsync(AsyncStrategy):
     return FedAsyncState(num_updates=0)
 
   def apply(self, state: FedAsyncState, weights: Weights,
-            updates: Sequence[ClientUpdate]
+            updates: Sequence[ClientUpdate],
+            on_merge: strategy.OnMerge = None
             ) -> tuple[FedAsyncState, list[np.ndarray]]:
     """See `AsyncStrategy.apply`; every update needs its `base`."""
     x = _as_float64(weights, 'weights')
@@ -327,8 +301,13 @@ class FedAsync(AsyncStrategy):
       alpha_t = self.mixing_weight(staleness_lib.staleness_in(
           self.staleness_unit, state.round_starts, state.num_updates,
           update.staleness, i))
+      before = x
       x = tuple((1.0 - alpha_t) * xi + alpha_t * (bi + di)
                 for xi, bi, di in zip(x, base, delta))
+      if on_merge is not None:
+        strategy.report_merge(on_merge, state.num_updates + i,
+                              _cast_like(before, weights),
+                              _cast_like(x, weights), [update])
     new_state = FedAsyncState(
         num_updates=state.num_updates + len(updates),
         round_starts=state.round_starts + (state.num_updates,))
@@ -377,7 +356,8 @@ class FedBuff(AsyncStrategy):
     return FedBuffState(buffer=(), num_updates=0)
 
   def apply(self, state: FedBuffState, weights: Weights,
-            updates: Sequence[ClientUpdate]
+            updates: Sequence[ClientUpdate],
+            on_merge: strategy.OnMerge = None
             ) -> tuple[FedBuffState, list[np.ndarray]]:
     """See `AsyncStrategy.apply`."""
     x = _as_float64(weights, 'weights')
@@ -398,8 +378,14 @@ class FedBuff(AsyncStrategy):
             s += scale * d
         # Uniform weights are all 1, so the total is M: the plain mean.
         total = sum(entry.num_examples for entry in buffer)
+        before = x
         x = tuple(xi + self.learning_rate * s / total
                   for xi, s in zip(x, step))
+        if on_merge is not None:
+          strategy.report_merge(on_merge, num_updates,
+                                _cast_like(before, weights),
+                                _cast_like(x, weights),
+                                _merged(state, updates, i, len(buffer)))
         buffer = []
         num_updates += 1
     return (FedBuffState(buffer=tuple(buffer), num_updates=num_updates),
@@ -467,7 +453,8 @@ class CA2FL(AsyncStrategy):
     return tuple(t / count for t in total)
 
   def apply(self, state: CA2FLState, weights: Weights,
-            updates: Sequence[ClientUpdate]
+            updates: Sequence[ClientUpdate],
+            on_merge: strategy.OnMerge = None
             ) -> tuple[CA2FLState, list[np.ndarray]]:
     """See `AsyncStrategy.apply`."""
     x = _as_float64(weights, 'weights')
@@ -488,7 +475,13 @@ class CA2FL(AsyncStrategy):
         for j, d in enumerate(entry.delta):
           correction = d if old is None else d - old[j]
           v[j] = v[j] + correction / self.buffer_size
+      before = x
       x = tuple(xi + self.learning_rate * vi for xi, vi in zip(x, v))
+      if on_merge is not None:
+        strategy.report_merge(on_merge, num_updates,
+                              _cast_like(before, weights),
+                              _cast_like(x, weights),
+                              _merged(state, updates, i, len(buffer)))
       cache = dict(cache)
       for entry in buffer:
         cache[entry.client] = entry.delta

@@ -24,13 +24,17 @@ Zhu et al., "Guided Model Merging for Hybrid Data Learning", appendix):
 3.  each update is held in Python until its arrival round;
 4.  the server method applies the updates that arrive in round k.
 
-A server method is any object with `initial_state()` and
-`apply(state, weights, updates) -> (state, weights)`, where `updates` are
-`server_strategies.ClientUpdate`s in arrival order (none, and no client
+The server method is a `strategy.AsyncStrategy` (`initial_state()`,
+`apply(state, weights, updates, on_merge) -> (state, weights)`, where
+`updates` are `strategy.ClientUpdate`s in arrival order; none, and no client
 trains, if it sets `uses_client_updates = False`): FedAsync, FedBuff and
-CA2FL (`server_strategies`), `feddle.FeddleMethod` (Feddle behind a
-FedBuff-style buffer, so that zero search steps give FedBuff) and the hybrid
-baselines of `hybrid_baselines`.
+CA2FL (`server_strategies`), `deadline_fedavg.DeadlineFedAvg`,
+`feddle.FeddleMethod` (Feddle behind a FedBuff-style buffer, so that zero
+search steps give FedBuff) and the hybrid baselines of `hybrid_baselines`;
+`tff_mixed.registry.build` makes each by name. Any object with
+`initial_state()` and `apply(state, weights, updates)` also runs, without
+merge events. An `observer` (`strategy.AsyncObserver`) sees every merge,
+with its round, and the end of every round.
 
 `AsyncProcess` is one round as `initialize()` / `next(state, round_num)`,
 like a `tff.templates.IterativeProcess`; `run_async` drives it with the round
@@ -60,6 +64,7 @@ from tff_mixed import runtime
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
+from tff_mixed.asynchronous import strategy as strategy_lib
 from tff_mixed.core import client_groups
 from tff_mixed.training import checkpoints
 from tff_mixed.training import reports
@@ -102,8 +107,15 @@ class AsyncProcess:
                dataset_fn: Callable[[int, int], tf.data.Dataset],
                initial_weights: Weights,
                group_training: Optional[Callable[..., Any]] = None,
-               clients_per_group: int = AUTO):
+               clients_per_group: int = AUTO,
+               observer: Optional[strategy_lib.AsyncObserver] = None):
     """See `run_async` for the arguments; `schedule` must be fresh."""
+    if observer is not None and not isinstance(method,
+                                               strategy_lib.AsyncStrategy):
+      raise TypeError(
+          'An observer needs a method that reports its merges, a '
+          f'strategy.AsyncStrategy; got {type(method).__name__}.')
+    self._observer = observer
     self._method = method
     self._schedule = schedule
     self._client_training = client_training
@@ -144,6 +156,25 @@ class AsyncProcess:
                 for n in np.asarray(stacked)]
     return updates, counts, float(result['loss'])
 
+  def _apply(self, state: AsyncState, updates: list[Any], round_num: int
+             ) -> tuple[Any, list[np.ndarray]]:
+    """The method's `apply`, its merges and the round shown the observer."""
+    observer = self._observer
+    if observer is None:
+      return self._method.apply(state.method_state, state.weights, updates)
+    merges = []
+
+    def on_merge(event):
+      merges.append(event.merge_index)
+      observer.on_merge(event._replace(round_num=round_num))
+
+    method_state, weights = self._method.apply(
+        state.method_state, state.weights, updates, on_merge=on_merge)
+    observer.on_round(strategy_lib.RoundEvent(
+        round_num, [np.asarray(w) for w in weights], len(updates),
+        len(merges), method_state))
+    return method_state, weights
+
   def initialize(self) -> AsyncState:
     return AsyncState([np.asarray(w) for w in self._initial_weights],
                       self._method.initial_state(), {}, float('nan'), 0, 0, 0)
@@ -174,8 +205,7 @@ class AsyncProcess:
       updates.append(server_strategies.ClientUpdate(
           arrival.client, delta, arrival.staleness, base=base,
           num_examples=count))
-    method_state, weights = self._method.apply(state.method_state,
-                                               state.weights, updates)
+    method_state, weights = self._apply(state, updates, round_num)
     return AsyncState([np.asarray(w) for w in weights], method_state, pending,
                       train_loss, trained, state.num_applied + len(updates),
                       dropped)
@@ -257,11 +287,13 @@ def run_async(
     checkpoint_path: Optional[str] = None,
     group_training: Optional[Callable[..., Any]] = None,
     clients_per_group: int = AUTO,
+    observer: Optional[strategy_lib.AsyncObserver] = None,
 ) -> AsyncRunResult:
   """Runs `schedule.num_rounds` asynchronous rounds.
 
   Args:
-    method: The server method (`initial_state`, `apply`).
+    method: The server method, a `strategy.AsyncStrategy` (e.g.
+      `tff_mixed.registry.build('fedbuff', model, buffer_size=10)`).
     schedule: A fresh `AsyncSchedule` (it is advanced here).
     client_training: From `client_training.build_client_training` (or a
       `loadaboost.LoAdaBoostTraining`).
@@ -291,6 +323,9 @@ def run_async(
     clients_per_group: With `group_training`, the group size: 0 (default)
       one group per core, 1 the per-client path (`client_training` and
       `dataset_fn`).
+    observer: Optional `strategy.AsyncObserver`: `on_merge` after each of
+      the method's merges, `on_round` after each round (on resumption, for
+      the rounds run after the checkpoint only). It cannot change the run.
 
   Returns:
     An `AsyncRunResult`.
@@ -298,6 +333,7 @@ def run_async(
   Raises:
     ValueError: For a bad `eval_every` or `clients_per_group`, or (from the
       schedule) a round with too few idle clients.
+    TypeError: For an `observer` with a method that is no `AsyncStrategy`.
     CheckpointMismatchError: If `checkpoint_path` holds another run.
   """
   # The TFF workers this run starts end with this process (an explicit call:
@@ -307,7 +343,8 @@ def run_async(
       eval_every, int) or eval_every < 1:
     raise ValueError(f'`eval_every` must be an int >= 1, got {eval_every!r}.')
   process = AsyncProcess(method, schedule, client_training, dataset_fn,
-                         initial_weights, group_training, clients_per_group)
+                         initial_weights, group_training, clients_per_group,
+                         observer)
   fingerprint = _fingerprint(method, schedule, initial_weights, eval_every)
   saved = _load_checkpoint(checkpoint_path, fingerprint)
   if saved is None:
