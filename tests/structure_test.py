@@ -41,13 +41,14 @@ LAYERS = {
     'tff_mixed.models': 2,
     # Running processes: the loop, checkpoints, reports.
     'tff_mixed.training': 2,
-    # What users build and run.
+    # What users build and run; the registry names the asynchronous
+    # algorithms too, so `algorithms` sits above `asynchronous`.
     'tff_mixed.tasks': 3,
-    'tff_mixed.algorithms': 3,
     'tff_mixed.asynchronous': 3,
+    'tff_mixed.algorithms': 4,
     # Reading runs: the algorithm advisor (imports the registry's names).
-    'tff_mixed.advisor': 4,
-    'tff_mixed': 5,  # The facade, tff_mixed/__init__.py.
+    'tff_mixed.advisor': 5,
+    'tff_mixed': 6,  # The facade, tff_mixed/__init__.py.
 }
 # The trees on top of the library, which it never imports: the binaries and
 # what they share (experiments/), benchmarks/, examples/ and tests/.

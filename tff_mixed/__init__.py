@@ -37,7 +37,9 @@ arXiv:2205.13655). This facade is the public API, kept small
 *   the algorithm advisor (`advise`, `Advice`): PT, 1-way or 2-way GT from
     a run's first rounds with diagnostics;
 *   asynchronous FL on hybrid data (guided model merging, Zhu et al.): its
-    server strategies, Feddle, the arrival schedule and `run_async`;
+    server strategies (all `AsyncStrategy`s, also built by name through the
+    registry), Feddle, the arrival schedule, `run_async` and the
+    `AsyncObserver` that sees a run's merges and rounds;
 *   `register_worker_cleanup`, which makes the TFF worker processes this
     process starts end with it. Importing `tff_mixed` has no side effects
     (no exit hook, TFF's modules untouched); `run_training`, `run_async`
@@ -87,6 +89,8 @@ from tff_mixed.asynchronous.server_strategies import CA2FL
 from tff_mixed.asynchronous.server_strategies import FedAsync
 from tff_mixed.asynchronous.server_strategies import FedBuff
 from tff_mixed.asynchronous.simulation import run_async
+from tff_mixed.asynchronous.strategy import AsyncObserver
+from tff_mixed.asynchronous.strategy import AsyncStrategy
 # The runner: rounds, evaluation, checkpoints, metrics.
 from tff_mixed.training.array_data_source import ArrayDataSource
 from tff_mixed.training.checkpoints import CheckpointMismatchError
@@ -100,7 +104,9 @@ from tff_mixed.runtime import register_worker_cleanup
 __all__ = [
     'Advice',
     'ArrayDataSource',
+    'AsyncObserver',
     'AsyncSchedule',
+    'AsyncStrategy',
     'CA2FL',
     'CentralObjective',
     'CheckpointMismatchError',

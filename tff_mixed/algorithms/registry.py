@@ -14,8 +14,11 @@
 """The algorithms by name: which builder, with which hyperparameters.
 
 Experiments and benchmarks pick algorithms by name (`--scenarios`,
-`--algorithms`); this is the one place that turns a name into a
-`tff.learning.templates.LearningProcess`. Every algorithm runs SGD with the
+`--algorithms`, `--methods`); this is the one place that turns a name into
+an algorithm, synchronous or asynchronous (`Algorithm.asynchronous`).
+
+Synchronous (`SYNCHRONOUS_NAMES`): `build` returns a
+`tff.learning.templates.LearningProcess`. Every one runs SGD with the
 paper's learning-rate convention (Augenstein et al., arXiv:2205.13655,
 section 4 and appendix B): the client learning rate eta also serves the
 central steps (eta_c = eta), and the server and merge steps use eta_s =
@@ -32,9 +35,49 @@ eta_m = 1 unless a server optimizer is given (e.g. FedAdam's).
 *   `parallel_training`, `one_way_gt`, `two_way_gt`: the mixed FL algorithms
     of arXiv:2205.13655, Algorithm 1.
 *   `example_transfer`: central examples sent to the clients (section 3).
+
+Asynchronous (`ASYNCHRONOUS_NAMES`; the guided-model-merging paper, Zhu et
+al., "Guided Model Merging for Hybrid Data Learning"): `build` returns the
+server side, a `tff_mixed.asynchronous.strategy.AsyncStrategy` (numpy, no
+TFF); the clients train in a TFF computation of their own, and
+`tff_mixed.run_async` runs both on an arrival schedule:
+
+    strategy = registry.build('feddle', model, (server_x, server_y),
+                              buffer_size=10, search_steps=10)
+    training = client_training.build_client_training(model, optimizer)
+    schedule = tff_mixed.AsyncSchedule(num_clients, 10, delay_std=5.0,
+                                       num_rounds=200, seed=0)
+    result = tff_mixed.run_async(strategy, schedule, training, dataset_fn,
+                                 model.initial_weights[0],
+                                 evaluate_fn=evaluate, observer=observer)
+
+(`client_training` is `tff_mixed.asynchronous.client_training`;
+`dataset_fn(client, round_num)` gives a client's data; an optional
+`tff_mixed.AsyncObserver` sees every merge and round.) The model is the
+clients' `tff.learning.models.FunctionalModel`. `central_objective` is the
+central data the paper calls server data, for `center`, `fed_ft`, `hfcl`,
+`feddf` and `feddle`: `central_data_objective((x, y))` or arrays `(x, y)`
+(Feddle also takes a `tf.data.Dataset` of batches; FedDF uses x only, and
+the out-of-domain Feddle and FedDF take labels of their own). The server's
+training on it takes `central_steps` a round, batches of
+`central_batch_size`, step `central_lr` (default `client_lr`: eta_c =
+eta) with `central_optimizer` 'sgd' or 'adam'; merges step with
+`server_lr` (eta_g, default 1) over `buffer_size` updates.
+`server_optimizer` is for the synchronous algorithms only.
+
+*   `fedasync`, `fedbuff`, `ca2fl`: the asynchronous baselines
+    (`server_strategies`); `fedbuff` with `weighting='num_examples'` and a
+    buffer of a round's clients is weighted FedAvg.
+*   `deadline_fedavg`: synchronous FedAvg that drops late updates.
+*   `center`, `fed_ft`, `hfcl`, `feddf`: the hybrid baselines
+    (`hybrid_baselines`): central data only (trained once), FedBuff then
+    fine-tuning, the server as one more client, FedBuff then distillation.
+*   `feddle`: guided model merging (`feddle.FeddleMethod`), in domain or,
+    with `out_of_domain=True`, out of domain.
 """
 
 from collections.abc import Callable, Mapping
+import inspect
 from typing import Any, NamedTuple, Optional
 
 import tensorflow_federated as tff
@@ -43,7 +86,7 @@ from tff_mixed.algorithms import example_transfer
 from tff_mixed.algorithms import fedavg
 from tff_mixed.algorithms import gradient_transfer
 from tff_mixed.algorithms import parallel_training
-from tff_mixed.core import central_objective as central_lib
+from tff_mixed.asynchronous import builders as async_builders
 from tff_mixed.core import inputs
 
 FEDAVG = 'fedavg'
@@ -51,11 +94,27 @@ PARALLEL_TRAINING = 'parallel_training'
 ONE_WAY_GT = 'one_way_gt'
 TWO_WAY_GT = 'two_way_gt'
 EXAMPLE_TRANSFER = 'example_transfer'
+FEDASYNC = 'fedasync'
+FEDBUFF = 'fedbuff'
+CA2FL = 'ca2fl'
+DEADLINE_FEDAVG = 'deadline_fedavg'
+CENTER = 'center'
+FED_FT = 'fed_ft'
+HFCL = 'hfcl'
+FEDDF = 'feddf'
+FEDDLE = 'feddle'
 
 # What every mixed FL algorithm of Algorithm 1 takes besides its optimizers.
 _MIXING = ('client_steps', 'central_batch_size', 'federated_weight',
            'central_weight', 'model_aggregator', 'central_clip_norm', 'seed',
            'with_diagnostics', 'embedding_selection', 'client_groups')
+
+
+def _keywords(builder: Callable[..., Any]) -> tuple[str, ...]:
+  """The keyword-only arguments of an asynchronous builder."""
+  return tuple(
+      p.name for p in inspect.signature(builder).parameters.values()
+      if p.kind == inspect.Parameter.KEYWORD_ONLY)
 
 
 class Algorithm(NamedTuple):
@@ -72,14 +131,17 @@ class Algorithm(NamedTuple):
       own (CENTRALOPTIMIZER, and MERGEOPTIMIZER to merge them).
     hyperparameters: The keyword arguments of `build` it takes besides the
       learning rate and the server optimizer.
+    asynchronous: Whether it is an asynchronous algorithm: its builder
+      returns a `strategy.AsyncStrategy` for `run_async`.
   """
 
   name: str
   label: str
-  builder: Callable[..., tff.learning.templates.LearningProcess]
+  builder: Callable[..., Any]
   takes_central_objective: bool
   takes_central_optimizer: bool
   hyperparameters: tuple[str, ...]
+  asynchronous: bool = False
 
 
 ALGORITHMS: Mapping[str, Algorithm] = {a.name: a for a in (
@@ -107,8 +169,26 @@ ALGORITHMS: Mapping[str, Algorithm] = {a.name: a for a in (
               hyperparameters=('examples_per_client', 'client_batch_size',
                                'client_steps', 'model_aggregator', 'seed',
                                'client_groups')),
+    *(Algorithm(name, label, builder,
+                takes_central_objective=central,
+                takes_central_optimizer=False,
+                hyperparameters=_keywords(builder), asynchronous=True)
+      for name, label, builder, central in (
+          (FEDASYNC, 'FedAsync', async_builders.build_fedasync, False),
+          (FEDBUFF, 'FedBuff', async_builders.build_fedbuff, False),
+          (CA2FL, 'CA2FL', async_builders.build_ca2fl, False),
+          (DEADLINE_FEDAVG, 'FedAvg (deadline)',
+           async_builders.build_deadline_fedavg, False),
+          (CENTER, 'Center', async_builders.build_center, True),
+          (FED_FT, 'Fed+FT', async_builders.build_fed_ft, True),
+          (HFCL, 'HFCL', async_builders.build_hfcl, True),
+          (FEDDF, 'FedDF', async_builders.build_feddf, True),
+          (FEDDLE, 'Feddle', async_builders.build_feddle, True))),
 )}
 NAMES = tuple(ALGORITHMS)
+SYNCHRONOUS_NAMES = tuple(n for n, a in ALGORITHMS.items()
+                          if not a.asynchronous)
+ASYNCHRONOUS_NAMES = tuple(n for n, a in ALGORITHMS.items() if a.asynchronous)
 HYPERPARAMETERS = frozenset(
     h for a in ALGORITHMS.values() for h in a.hyperparameters)
 
@@ -132,48 +212,65 @@ def _sgd(learning_rate: float) -> tff.learning.optimizers.Optimizer:
 def build(
     name: str,
     model: inputs.ModelInput,
-    central_objective: Optional[central_lib.CentralObjective] = None,
+    central_objective: Optional[Any] = None,
     *,
-    client_lr: float,
+    client_lr: Optional[float] = None,
     server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
     **hyperparameters: Any,
-) -> tff.learning.templates.LearningProcess:
-  """Builds the learning process of algorithm `name`.
+) -> Any:
+  """Builds algorithm `name`: a learning process, or an async strategy.
 
   One call serves every algorithm: a hyperparameter the algorithm does not
   take (see `Algorithm.hyperparameters`; e.g. `central_batch_size` for
-  FedAvg) is not passed to its builder, and one left out keeps the builder's
-  default.
+  FedAvg, `buffer_size` for Parallel Training) is not passed to its
+  builder, and one left out keeps the builder's default.
 
   Args:
     name: One of `NAMES`.
     model: The model to train: a `tff.learning.models.FunctionalModel` or a
-      `model_fn` (see `tff_mixed.functional_model`); every algorithm, TFF's
-      FedAvg included, gets its FunctionalModel.
-    central_objective: The central loss f_c; required by every algorithm
-      but `fedavg`, which ignores it.
+      `model_fn` (see `tff_mixed.functional_model`); every synchronous
+      algorithm, TFF's FedAvg included, gets its FunctionalModel. The
+      asynchronous ones take the clients' FunctionalModel as it is.
+    central_objective: The central loss f_c, or for the asynchronous
+      algorithms the central data (module docstring); required by every
+      algorithm with `takes_central_objective`, ignored by the others.
     client_lr: eta, the SGD learning rate of the clients and, for the mixed
-      algorithms, of the central steps (eta_c = eta).
-    server_optimizer: SERVEROPTIMIZER; `None` means SGD with learning rate 1.
+      algorithms, of the central steps (eta_c = eta); required by the
+      synchronous algorithms. The asynchronous ones' clients train in a
+      computation of their own; their server training on central data
+      takes it as `central_lr` unless that is given.
+    server_optimizer: SERVEROPTIMIZER of the synchronous algorithms; `None`
+      means SGD with learning rate 1.
     **hyperparameters: Keyword arguments of the builders, from
       `HYPERPARAMETERS`.
 
   Returns:
-    A `tff.learning.templates.LearningProcess`.
+    A `tff.learning.templates.LearningProcess` (synchronous) or a
+    `tff_mixed.asynchronous.strategy.AsyncStrategy` (asynchronous).
 
   Raises:
-    ValueError: If `name` is unknown or a mixed algorithm has no
-      `central_objective`.
-    TypeError: If a hyperparameter is unknown to every algorithm.
+    ValueError: If `name` is unknown, an algorithm lacks its
+      `central_objective` or `client_lr`, or an asynchronous one is given
+      a `server_optimizer`.
+    TypeError: If a hyperparameter is unknown to every algorithm, or one an
+      asynchronous algorithm needs is missing.
   """
   algorithm = get(name)
-  model = inputs.functional_model(model)
   unknown = sorted(set(hyperparameters) - HYPERPARAMETERS)
   if unknown:
     raise TypeError(f'Unknown hyperparameters {unknown}; the algorithms take '
                     f'{sorted(HYPERPARAMETERS)}.')
   kwargs = {k: v for k, v in hyperparameters.items()
             if k in algorithm.hyperparameters}
+  if algorithm.takes_central_objective and central_objective is None:
+    raise ValueError(f'{name!r} needs a `central_objective`.')
+  if algorithm.asynchronous:
+    return _build_asynchronous(algorithm, model, central_objective,
+                               client_lr, server_optimizer, kwargs)
+  if client_lr is None:
+    raise ValueError(f'{name!r} needs `client_lr`, the clients\' learning '
+                     'rate.')
+  model = inputs.functional_model(model)
   if not algorithm.takes_central_objective:
     server = _sgd(1.0) if server_optimizer is None else server_optimizer
     if (kwargs.get('client_groups') is not None
@@ -190,11 +287,23 @@ def build(
       builder = tff.learning.algorithms.build_unweighted_fed_avg
     return builder(model, client_optimizer_fn=_sgd(client_lr),
                    server_optimizer_fn=server, **kwargs)
-  if central_objective is None:
-    raise ValueError(f'{name!r} needs a `central_objective`.')
   if algorithm.takes_central_optimizer:
     # MERGEOPTIMIZER is left to the builder's default, SGD at eta_m = 1.
     kwargs['central_optimizer'] = _sgd(client_lr)
   return algorithm.builder(model, central_objective,
                            client_optimizer=_sgd(client_lr),
                            server_optimizer=server_optimizer, **kwargs)
+
+
+def _build_asynchronous(algorithm: Algorithm, model: Any,
+                        central_objective: Any, client_lr: Optional[float],
+                        server_optimizer: Any, kwargs: dict[str, Any]) -> Any:
+  """An asynchronous algorithm's strategy (`build`)."""
+  if server_optimizer is not None:
+    raise ValueError(
+        f'{algorithm.name!r} is asynchronous: its server steps with '
+        '`server_lr`, not a `server_optimizer`.')
+  if ('central_lr' in algorithm.hyperparameters
+      and kwargs.get('central_lr') is None and client_lr is not None):
+    kwargs['central_lr'] = client_lr  # eta_c = eta, as in mixed FL.
+  return algorithm.builder(model, central_objective, **kwargs)
