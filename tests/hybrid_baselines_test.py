@@ -26,6 +26,7 @@ from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
 
+from experiments.hybrid_async import hybrid_async_lib
 from tff_mixed.asynchronous import hybrid_baselines as hb
 from tff_mixed.models import dense
 
@@ -53,6 +54,12 @@ def _logistic(bias=0.0, kernel=(0.0, 0.0)):
   """Logistic regression weights (one logit) for 2 inputs."""
   return [np.array(kernel, np.float32).reshape([2, 1]),
           np.array([bias], np.float32)]
+
+
+def _distillations(seen):
+  """An `on_merge` that appends FedDF's (merged, distilled, teachers)."""
+  return lambda e: seen.append((e.diagnostics.merged, e.after,
+                                e.diagnostics.teachers))
 
 
 def _binary_kl(p, q):
@@ -158,8 +165,9 @@ class ServerSgdTest(absltest.TestCase):
     training = hb.ServerTraining(steps=2, batch_size=1, learning_rate=0.1)
     trained = hb.server_sgd(model, weights, x, y, steps=2, batch_size=1,
                             learning_rate=0.1, seed=hb.round_seed(5, 0))
-    once = hb.CenterMethod(model, x, y, training, 5, once=True)
-    every = hb.CenterMethod(model, x, y, training, 5)
+    once = hb.CenterMethod(model, x, y, training, 5)
+    every = hybrid_async_lib.EveryRoundCenter(
+        hb.CenterMethod(model, x, y, training, 5))
     state, first = once.apply(once.initial_state(), weights, [])
     for got, want in zip(first, trained):
       np.testing.assert_allclose(got, want, atol=1e-7)
@@ -358,8 +366,8 @@ class FedDfTest(absltest.TestCase):
     training = hb.ServerTraining(steps=2, batch_size=2, learning_rate=0.5,
                                  optimizer=hb.SGD)
     seen = []
-    method = hb.FedDFMethod(fedbuff, model, self.x, training, seed=3,
-                            probe_fn=lambda *a: seen.append(a))
+    method = hb.FedDFMethod(fedbuff, model, self.x, training, seed=3)
+    probe = _distillations(seen)
     start = _logistic(0.0)
     updates = [
         hb.server_strategies.ClientUpdate(
@@ -368,9 +376,10 @@ class FedDfTest(absltest.TestCase):
         hb.server_strategies.ClientUpdate(
             1, [np.full([2, 1], -0.2, np.float32),
                 np.array([-0.5], np.float32)], staleness=1, base=start)]
-    state, got = method.apply(method.initial_state(), start, updates[:1])
+    state, got = method.apply(method.initial_state(), start, updates[:1],
+                              probe)
     self.assertEqual(seen, [])  # The buffer (M = 2) is not full yet.
-    state, got = method.apply(state, got, updates[1:])
+    state, got = method.apply(state, got, updates[1:], probe)
     self.assertLen(seen, 1)
     merged, distilled, teachers = seen[0]
     # FedBuff's half mean step, then FedDF's distillation of it (towards
@@ -391,8 +400,8 @@ class FedDfTest(absltest.TestCase):
     training = hb.ServerTraining(steps=2, batch_size=2, learning_rate=0.5,
                                  optimizer=hb.SGD)
     seen = []
-    method = hb.FedDFMethod(fedbuff, model, self.x, training, seed=3,
-                            probe_fn=lambda *a: seen.append(a))
+    method = hb.FedDFMethod(fedbuff, model, self.x, training, seed=3)
+    probe = _distillations(seen)
     rng = np.random.default_rng(0)
     updates = [hb.server_strategies.ClientUpdate(
         i, [rng.normal(size=[2, 1]).astype(np.float32),
@@ -400,9 +409,10 @@ class FedDfTest(absltest.TestCase):
         base=_logistic(float(i) / 10, (0.1 * i, -0.05 * i)))
                for i in range(22)]
     start = _logistic(0.2)
-    state, got = method.apply(method.initial_state(), start, updates[:7])
+    state, got = method.apply(method.initial_state(), start, updates[:7],
+                              probe)
     self.assertEqual(seen, [])
-    state, got = method.apply(state, got, updates[7:])
+    state, got = method.apply(state, got, updates[7:], probe)
 
     def client_model(u):
       return [b + d for b, d in zip(u.base, u.delta)]

@@ -46,8 +46,9 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from experiments.common import tables
-import tff_mixed
 from experiments.hybrid_async import hybrid_async_lib as lib
+import tff_mixed
+from tff_mixed import registry
 from tff_mixed.asynchronous import feddf
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.training import reports as reports_lib
@@ -227,26 +228,35 @@ def _eval_accuracy(model, x, y, weights) -> float:
   return float(np.mean(np.argmax(probs, axis=-1) == y))
 
 
-def _server_fn(variant: Variant, config: lib.Config, data: lib.Data,
-               seed: int, probes: list):
+def _server_fn(variant: Variant, config: lib.Config):
   """`run_method`'s server override for the variant, or None."""
   c = config
   if variant.server == DEADLINE:
-    return lambda model: tff_mixed.DeadlineFedAvg()
+    return lambda model: registry.build(registry.DEADLINE_FEDAVG, model)
   if variant.server in (FEDBUFF_WEIGHTED, FEDBUFF_STALENESS):
     weighted = variant.server == FEDBUFF_WEIGHTED
-    return lambda model: tff_mixed.FedBuff(
-        c.server_lr, c.buffer_size,
+    return lambda model: registry.build(
+        registry.FEDBUFF, model, server_lr=c.server_lr,
+        buffer_size=c.buffer_size,
         staleness_exponent=0.0 if weighted else 0.5,
         weighting='num_examples' if weighted else 'uniform')
-  if variant.method != lib.FEDDF_ID:
+  return None
+
+
+def _observer_fn(variant: Variant, data: lib.Data, probes: list):
+  """`run_method`'s observer of FedDF's distillations, or None."""
+  if variant.method != lib.FEDDF_ID or variant.server:
     return None
   split = data.split
 
-  def build(model):
+  def observer(model):
     merges = [0]
 
-    def probe(merged, distilled, teachers):
+    def probe(event):
+      # FedBuff's merge, the distilled model and the teachers of a FedDF
+      # distillation.
+      merged, teachers = event.diagnostics
+      distilled = event.after
       merges[0] += 1
       teacher = feddf.teacher_probs(model, teachers, split.eval_x)
       probes.append([merges[0], *(
@@ -254,10 +264,9 @@ def _server_fn(variant: Variant, config: lib.Config, data: lib.Data,
           for w in (merged, distilled)),
                      float(np.mean(np.argmax(teacher, -1) == split.eval_y))])
 
-    return lib.build_method(lib.FEDDF_ID, model, data, c, seed,
-                            probe_fn=probe)
+    return tff_mixed.AsyncObserver(on_merge=probe)
 
-  return build
+  return observer
 
 
 def run_variant(variant: Variant, data: lib.Data, base: lib.Config,
@@ -268,7 +277,8 @@ def run_variant(variant: Variant, data: lib.Data, base: lib.Config,
   run = lib.run_method(
       variant.method, data, config, seed, cache,
       delay_std=setting.delay_std if variant.delayed else 0.0,
-      server_fn=_server_fn(variant, config, data, seed, probes))
+      server_fn=_server_fn(variant, config),
+      observer_fn=_observer_fn(variant, data, probes))
   return RunRecord(
       variant.name, setting.alpha, setting.delay_std, seed,
       lib.config_record(config, variant.method),

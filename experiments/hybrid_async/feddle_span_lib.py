@@ -18,7 +18,7 @@ fine-tuning the same merge on the same server images (Fed+FT) gains 13-23
 points. Feddle (Zhu et al., eqs. 4-6) can only move the model inside the
 span of its normalized anchors abar_m: x + sum_m c_m abar_m. This study
 runs in-domain Feddle at the tuned values and, at every `probe_every`-th
-merge, with the atlas that merge searched (`FeddleMethod(probe_fn=...)`),
+merge, with the atlas that merge searched (an observer of the run's merges),
 measures from FedBuff's coefficients c' (Feddle's start):
 
 *   `fedbuff`: the merge at c' (FedBuff's merge);
@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from experiments.hybrid_async import hybrid_async_lib as lib
+import tff_mixed
 from tff_mixed.asynchronous import coefficient_search
 from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous import feddle_atlas
@@ -185,7 +186,7 @@ def run_probed(data: lib.Data, config: lib.Config, finetune_config:
   f = finetune_config
   probes, merges = [], [0]
 
-  def build(model):
+  def observer(model):
     def finetune(weights):
       return server_sgd.server_sgd(
           model, weights, split.server_x, split.server_y,
@@ -193,7 +194,11 @@ def run_probed(data: lib.Data, config: lib.Config, finetune_config:
           batch_size=f.server_batch_size, learning_rate=f.server_sgd_lr,
           seed=seed, optimizer=f.server_optimizer)
 
-    def probe(weights, atlas, diagnostics, batch):
+    def probe(event):
+      # Feddle's merge: the model before it, the atlas it searched, its
+      # diagnostics (c' and c-hat) and the merged updates.
+      weights, batch = event.before, event.updates
+      atlas, diagnostics = event.diagnostics
       merges[0] += 1
       if merges[0] % probe_every:
         return
@@ -213,11 +218,10 @@ def run_probed(data: lib.Data, config: lib.Config, finetune_config:
             f'{100 * probes[-1]["oracle"]["evaluation"]:.1f}%, fine-tuned '
             f'{100 * probes[-1]["finetune"]["evaluation"]:.1f}%', flush=True)
 
-    return lib.build_method(lib.FEDDLE_ID, model, data, config, seed,
-                            probe_fn=probe)
+    return tff_mixed.AsyncObserver(on_merge=probe)
 
   run = lib.run_method(lib.FEDDLE_ID, data, config, seed, cache,
-                       delay_std=setting.delay_std, server_fn=build)
+                       delay_std=setting.delay_std, observer_fn=observer)
   return RunRecord(setting.alpha, setting.delay_std, seed,
                    lib.config_record(config, lib.FEDDLE_ID),
                    probes, float(lib.final_metric(run.rows)),

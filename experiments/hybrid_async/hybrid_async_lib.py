@@ -68,15 +68,16 @@ from experiments.common import plots
 from experiments.hybrid_async import paper_comparison
 from experiments.hybrid_async import paper_tables
 import tff_mixed
+from tff_mixed import registry
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import schedule as schedule_lib
-from tff_mixed.asynchronous import server_data as server_data_lib
 from tff_mixed.asynchronous import server_sgd
 from tff_mixed.asynchronous import simulation
 from tff_mixed.asynchronous import staleness
+from tff_mixed.asynchronous import strategy
 from tff_mixed.core import client_groups
 from tff_mixed.models import cnn
 from tff_mixed.tasks import client_streams
@@ -279,86 +280,105 @@ def hfcl_training(config: Config, num_examples: int
       learning_rate=c.client_lr, optimizer=c.client_optimizer)
 
 
-def build_method(method: str, model, data: Data, config: Config, seed: int,
-                 probe_fn: Optional[Callable[..., None]] = None):
-  """The server method object of `method` for `run_async`.
+class EveryRoundCenter(tff_mixed.AsyncStrategy):
+  """Center training its server epochs every round (`center_once=False`).
 
-  `probe_fn`: FedDF's or Feddle's `probe_fn`
-  (`hybrid_baselines.FedDFMethod`, `feddle.FeddleMethod`).
+  The library's Center (`registry.build('center', ...)`) trains once, the
+  paper's one centrally trained model; tables made before 2026-11-26 read
+  the server epochs as a round's, and this keeps them reproducible.
   """
+
+  uses_client_updates = False  # No client trains for Center.
+
+  def __init__(self, center: 'hybrid_baselines.CenterMethod'):
+    self._center = center
+
+  def initial_state(self) -> int:
+    return 0
+
+  def apply(self, state: int, weights, updates, on_merge=None):
+    del updates  # Center trains no client.
+    trained = self._center.train(weights, state)
+    strategy.report_merge(on_merge, state, weights, trained, ())
+    return state + 1, trained
+
+
+def _registry_call(method: str, data: Data, config: Config, seed: int
+                   ) -> tuple[str, Any, dict[str, Any]]:
+  """`method`'s registry name, central data and hyperparameters."""
   c = config
   split = data.split
-  fedbuff = tff_mixed.FedBuff(learning_rate=c.server_lr,
-                              buffer_size=c.buffer_size,
-                              staleness_exponent=c.fedbuff_staleness_exponent)
-  server_x = data.ood_x if method in OOD_METHODS else split.server_x
+  fedbuff = dict(server_lr=c.server_lr, buffer_size=c.buffer_size,
+                 staleness_exponent=c.fedbuff_staleness_exponent)
   if method in (FEDAVG, FEDAVG_DELAYED, LOADABOOST):
     # Weighted FedAvg: the round's clients' updates, weighted by the
     # examples each trained on (McMahan et al. 2017).
-    return tff_mixed.FedBuff(learning_rate=1.0,
-                             buffer_size=c.clients_per_round,
-                             weighting='num_examples')
+    return registry.FEDBUFF, None, dict(
+        server_lr=1.0, buffer_size=c.clients_per_round,
+        weighting='num_examples')
   if method == FEDASYNC:
-    return tff_mixed.FedAsync(
+    return registry.FEDASYNC, None, dict(
         alpha=c.fedasync_alpha,
         staleness_fn=staleness.polynomial_staleness(c.fedasync_a),
         staleness_unit=c.fedasync_staleness_unit)
   if method == FEDBUFF:
-    return fedbuff
+    return registry.FEDBUFF, None, fedbuff
   if method == CA2FL:
-    return tff_mixed.CA2FL(learning_rate=c.server_lr,
-                           buffer_size=c.buffer_size,
-                           num_clients=c.num_clients)
-  training = hybrid_baselines.ServerTraining(
-      steps=server_steps(c, len(server_x)), batch_size=c.server_batch_size,
-      learning_rate=c.server_sgd_lr, optimizer=c.server_optimizer)
-  # Fed+FT calls only its `train`, so `once` matters to Center alone.
-  center = hybrid_baselines.CenterMethod(model, split.server_x,
-                                         split.server_y, training, seed,
-                                         once=c.center_once)
+    return registry.CA2FL, None, dict(
+        server_lr=c.server_lr, buffer_size=c.buffer_size,
+        num_clients=c.num_clients)
+  ood = method in OOD_METHODS
+  central = (data.ood_x, data.ood_y) if ood else (split.server_x,
+                                                  split.server_y)
+  training = dict(central_steps=server_steps(c, len(central[0])),
+                  central_batch_size=c.server_batch_size,
+                  central_lr=c.server_sgd_lr,
+                  central_optimizer=c.server_optimizer, seed=seed)
   if method == CENTER:
-    return center
+    return registry.CENTER, central, training
   if method == FED_FT:
-    return hybrid_baselines.FineTuneMethod(fedbuff, center)
+    return registry.FED_FT, central, {**fedbuff, **training}
   if method == HFCL:
-    sizes = [len(i) for i in split.client_indices]
-    return hybrid_baselines.HFCLMethod(model, split.server_x, split.server_y,
-                                       hfcl_training(c, len(split.server_y)),
-                                       seed, float(np.mean(sizes)),
-                                       client_epochs(method, c))
+    t = hfcl_training(c, len(split.server_y))
+    return registry.HFCL, central, dict(
+        central_steps=t.steps, central_batch_size=t.batch_size,
+        central_lr=t.learning_rate, central_optimizer=t.optimizer,
+        seed=seed, client_epochs=client_epochs(method, c),
+        client_examples=float(np.mean(
+            [len(i) for i in split.client_indices])))
   if method in (FEDDF_ID, FEDDF_OOD):
-    x = split.server_x if method == FEDDF_ID else data.ood_x
-    return hybrid_baselines.FedDFMethod(fedbuff, model, x, training, seed,
-                                        temperature=c.distill_temperature,
-                                        probe_fn=probe_fn)
+    return registry.FEDDF, central, dict(
+        **fedbuff, **training, temperature=c.distill_temperature)
   if method in FEDDLE_METHODS:
-    ood = method == FEDDLE_OOD
-    config = feddle.FeddleConfig(
-        max_anchors=c.feddle_atlas_size or 2 * c.clients_per_round,
-        server_lr=c.server_lr,
-        search_lr=c.feddle_search_lr,
-        search_steps=server_steps(c, len(server_x), feddle_search=True),
-        optimizer=c.feddle_search_optimizer,
+    max_anchors = c.feddle_atlas_size or 2 * c.clients_per_round
+    return registry.FEDDLE, central, dict(
+        max_anchors=max_anchors, buffer_size=min(c.buffer_size, max_anchors),
+        server_lr=c.server_lr, search_lr=c.feddle_search_lr,
+        search_steps=server_steps(c, len(central[0]), feddle_search=True),
+        search_optimizer=c.feddle_search_optimizer,
         fallback_lambda=c.feddle_ood_lambda if ood else 0.0,
         out_of_domain=ood, head_size=cnn.HEAD_SIZE,
-        num_ood_classes=int(data.ood_y.max()) + 1 if ood else 2)
-    if ood:
-      server_data = server_data_lib.shuffled_batches(
-          data.ood_x, data.ood_y, c.server_batch_size, seed)
-      # The in-domain probe only measures the alignment of the surrogate's
-      # coefficient gradient with the task's (paper, eq. 7 and Fig. 9).
-      probe = (split.server_x[:c.id_probe_size],
-               split.server_y[:c.id_probe_size])
-    else:
-      server_data = server_data_lib.shuffled_batches(
-          split.server_x, split.server_y, c.server_batch_size, seed)
-      probe = None
-    return tff_mixed.FeddleMethod(
-        model, config, server_data, buffer_size=min(c.buffer_size,
-                                                    config.max_anchors),
-        features_fn=cnn.features if ood else None, id_probe=probe,
-        probe_fn=probe_fn)
+        num_ood_classes=int(data.ood_y.max()) + 1 if ood else 2,
+        features_fn=cnn.features if ood else None,
+        # The in-domain probe only measures the alignment of the
+        # surrogate's coefficient gradient with the task's (paper, eq. 7
+        # and Fig. 9).
+        id_probe=(split.server_x[:c.id_probe_size],
+                  split.server_y[:c.id_probe_size]) if ood else None,
+        central_batch_size=c.server_batch_size, seed=seed)
   raise ValueError(f'`method` must be one of {METHODS}, got {method!r}.')
+
+
+def build_method(method: str, model, data: Data, config: Config, seed: int
+                 ) -> tff_mixed.AsyncStrategy:
+  """The server method of `method` for `run_async`: `registry.build` with
+  the configuration's values (the registry is the one name-to-algorithm
+  table; `method` names the experiment's variants of its algorithms)."""
+  name, central, hyperparameters = _registry_call(method, data, config, seed)
+  built = registry.build(name, model, central, **hyperparameters)
+  if method == CENTER and not config.center_once:
+    return EveryRoundCenter(built)
+  return built
 
 
 @tf.function(reduce_retracing=True)
@@ -516,11 +536,44 @@ def _group_training(method: str, model, data: Data, config: Config,
   return cache[key][1]
 
 
+class FeddleDiagnostics(tff_mixed.AsyncObserver):
+  """Feddle's diagnostics a round (`MethodRun.diagnostics`), and another
+  observer's events passed on.
+
+  A round with Feddle merges gives one row, of its last merge: the share
+  of negative coefficients and, out of domain, the gradient cosines.
+  """
+
+  def __init__(self, then: Optional[tff_mixed.AsyncObserver] = None):
+    super().__init__()
+    self.rows = []
+    self._then = then
+    self._last = None
+
+  def on_merge(self, event) -> None:
+    if isinstance(event.diagnostics, feddle.FeddleMerge):
+      self._last = event.diagnostics.diagnostics
+    if self._then is not None:
+      self._then.on_merge(event)
+
+  def on_round(self, event) -> None:
+    last, self._last = self._last, None
+    if last is not None:
+      self.rows.append(dict(
+          round=event.round_num, negative_share=float(last.negative_share),
+          id_ood_cosine=float(last.id_ood_cosine),
+          id_ood_cosine_at_zero=float(last.id_ood_cosine_at_zero)))
+    if self._then is not None:
+      self._then.on_round(event)
+
+
 def run_method(method: str, data: Data, config: Config, seed: int,
                cache: Optional[dict] = None,
                clients_per_group: int = simulation.AUTO,
                delay_std: Optional[float] = None,
-               server_fn: Optional[Callable[[Any], Any]] = None) -> MethodRun:
+               server_fn: Optional[Callable[[Any], Any]] = None,
+               observer_fn: Optional[Callable[[Any], Any]] = None
+               ) -> MethodRun:
   """One method, one seed, the setting in `config`: `run_async`.
 
   `clients_per_group`: 0 (default) trains a round's clients in one group
@@ -529,7 +582,9 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   delay level (`delay_of`), and `server_fn(model)` its server method
   (`build_method`): the clients' data and training stay `method`'s, e.g.
   FedAvg's clients under the setting's delays
-  (experiments/hybrid_async/async_study_lib.py).
+  (experiments/hybrid_async/async_study_lib.py). `observer_fn(model)`
+  gives a `tff_mixed.AsyncObserver` that sees the run's merges and rounds
+  too (a study's probes); it cannot change the run.
   """
   c = config
   cache = {} if cache is None else cache
@@ -558,24 +613,14 @@ def run_method(method: str, data: Data, config: Config, seed: int,
         split, client, c.client_batch_size, None if epochs else steps,
         seed=seed * 1000003 + round_num, epochs=epochs)
 
-  diagnostics = []
-
-  def round_end(round_num, weights):
-    del weights
-    last = getattr(server_method, 'last_diagnostics', None)
-    if last is not None:
-      diagnostics.append(dict(
-          round=round_num, negative_share=float(last.negative_share),
-          id_ood_cosine=float(last.id_ood_cosine),
-          id_ood_cosine_at_zero=float(last.id_ood_cosine_at_zero)))
-      server_method.last_diagnostics = None
-
+  observer = FeddleDiagnostics(
+      None if observer_fn is None else observer_fn(model))
   result = tff_mixed.run_async(
       server_method, schedule, training, dataset_fn,
       model.initial_weights[0],
       evaluate_fn=evaluate_fn(split.eval_x, split.eval_y),
-      eval_every=c.eval_every, round_end_fn=round_end,
-      group_training=group_training, clients_per_group=clients_per_group)
+      eval_every=c.eval_every, group_training=group_training,
+      clients_per_group=clients_per_group, observer=observer)
   notes = {}
   if method == LOADABOOST:
     notes['mean_client_epochs'] = training.mean_epochs
@@ -584,7 +629,7 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   rows = [RunRow(method, alpha, float(delay_std), seed,
                  int(r['round']), r['accuracy'], r['loss'], r['seconds'])
           for r in result.rows]
-  return MethodRun(rows, diagnostics, notes)
+  return MethodRun(rows, observer.rows, notes)
 
 
 # Fields of a run's record that say how a method behaves, each added when
