@@ -269,9 +269,11 @@ class AsyncRegistryTest(parameterized.TestCase):
       return built.apply(built.initial_state(), x, [])[1]
 
     want = center(_central_data(), central_lr=0.1)
-    # eta_c = eta, and f_c's data as a CentralObjective.
+    # eta_c = eta, and the data as a CentralObjective or a dataset.
     for got in (center(_central_data(), client_lr=0.1),
                 center(tff_mixed.central_data_objective(_central_data()),
+                       central_lr=0.1),
+                center(tf.data.Dataset.from_tensor_slices(_central_data()),
                        central_lr=0.1)):
       for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)

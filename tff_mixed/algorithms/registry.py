@@ -56,9 +56,10 @@ TFF); the clients train in a TFF computation of their own, and
 `tff_mixed.AsyncObserver` sees every merge and round.) The model is the
 clients' `tff.learning.models.FunctionalModel`. `central_objective` is the
 central data the paper calls server data, for `center`, `fed_ft`, `hfcl`,
-`feddf` and `feddle`: `central_data_objective((x, y))` or arrays `(x, y)`
-(Feddle also takes a `tf.data.Dataset` of batches; FedDF uses x only, and
-the out-of-domain Feddle and FedDF take labels of their own). The server's
+`feddf` and `feddle`: `central_data_objective((x, y))`, arrays `(x, y)` or
+a finite `tf.data.Dataset` of examples (Feddle's is one of batches, used as
+it is; FedDF uses x only, and the out-of-domain Feddle and FedDF take labels
+of their own). The server's
 training on it takes `central_steps` a round, batches of
 `central_batch_size`, step `central_lr` (default `client_lr`: eta_c =
 eta) with `central_optimizer` 'sgd' or 'adam'; merges step with

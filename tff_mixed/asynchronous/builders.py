@@ -25,8 +25,10 @@ on the central data, the paper's "server data": batches a round, examples a
 batch, step size, optimizer, batch order).
 
 The central data is what `central_arrays` accepts: a `CentralObjective`
-from `central_data_objective` (the model's own loss), or `(x, y)` arrays; Feddle
-also takes its server batches as a `tf.data.Dataset` or a list of batches.
+from `central_data_objective` (the model's own loss), `(x, y)` arrays or a
+finite `tf.data.Dataset` of examples (read into arrays once,
+`inputs.central_data`); Feddle takes a `tf.data.Dataset` or a list as its
+server batches as they are.
 """
 
 from collections.abc import Callable, Mapping
@@ -43,6 +45,7 @@ from tff_mixed.asynchronous import server_sgd
 from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import staleness as staleness_lib
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import inputs
 
 # The server's training of Center, Fed+FT, HFCL and FedDF.
 CENTRAL_TRAINING = ('central_steps', 'central_batch_size', 'central_lr',
@@ -59,9 +62,9 @@ def central_arrays(name: str, central_data: Any) -> tuple[Any, Any]:
     ValueError: If there are none, or a `CentralObjective` has a loss of its
       own (the baselines train on the model's loss).
     TypeError: If `central_data` is not arrays `(x, y)`, a mapping with
-      'x' and 'y', or a `CentralObjective` holding them.
+      'x' and 'y', a dataset of them or a `CentralObjective` holding them.
   """
-  data = central_data
+  data = inputs.central_data(central_data)
   if isinstance(central_data, central_lib.CentralObjective):
     if central_data.loss_fn is not None:
       raise ValueError(f'{name!r} trains on the model\'s own loss; its '
