@@ -286,6 +286,8 @@ class AsyncRegistryTest(parameterized.TestCase):
                      server_optimizer=tu.sgd(1.0))
     with self.assertRaisesRegex(TypeError, 'bufer_size'):
       registry.build(registry.FEDBUFF, model, bufer_size=2)
+    with self.assertRaisesRegex(TypeError, 'buffer_size'):
+      registry.build(registry.FEDBUFF, model)
     with self.assertRaisesRegex(ValueError, 'client_lr'):
       registry.build(registry.FEDAVG, tu.linear_model())
 

@@ -59,12 +59,13 @@ central data the paper calls server data, for `center`, `fed_ft`, `hfcl`,
 `feddf` and `feddle`: `central_data_objective((x, y))`, arrays `(x, y)` or
 a finite `tf.data.Dataset` of examples (Feddle's is one of batches, used as
 it is; FedDF uses x only, and the out-of-domain Feddle and FedDF take labels
-of their own). The server's
-training on it takes `central_steps` a round, batches of
-`central_batch_size`, step `central_lr` (default `client_lr`: eta_c =
-eta) with `central_optimizer` 'sgd' or 'adam'; merges step with
+of their own). The server's training on it takes `central_steps` a round,
+batches of `central_batch_size`, step `central_lr` (default `client_lr`:
+eta_c = eta) with `central_optimizer` 'sgd' or 'adam'; merges step with
 `server_lr` (eta_g, default 1) over `buffer_size` updates.
-`server_optimizer` is for the synchronous algorithms only.
+`server_optimizer` is for the synchronous algorithms only. A hyperparameter
+no algorithm takes is a `TypeError`, one a named algorithm needs and lacks
+(e.g. `buffer_size` for `fedbuff`) a `TypeError` naming it.
 
 *   `fedasync`, `fedbuff`, `ca2fl`: the asynchronous baselines
     (`server_strategies`); `fedbuff` with `weighting='num_examples'` and a
