@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv docs wheel-check demo results results-celeba results-celeba-bgd results-movielens results-lm results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-celeba benchmark-movielens clean
+.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-lm results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -429,6 +429,12 @@ test: venv
 # Installs Bazel (Debian's bazel-bootstrap) if missing; runs offline.
 bazel-test: venv
 	@$(RUN) bash scripts/bazel_test.sh test //... $(ARGS)
+
+# What CI runs through Bazel after the pytest run: every target built, every
+# target's deps checked against its imports, and the tests only a Bazel run
+# can check (scripts/bazel_test.sh check).
+bazel-check: venv
+	@$(RUN) bash scripts/bazel_test.sh check $(ARGS)
 
 # The API reference, from the docstrings (pdoc), into build/api; fails on a
 # pdoc warning or a broken reference (scripts/build_api_docs.py).

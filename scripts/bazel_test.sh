@@ -3,6 +3,15 @@
 # with the project's virtualenv python. Installs Bazel if it is missing:
 # Debian's bazel-bootstrap (Bazel 4.2.3) works with no network beyond the
 # package registry, thanks to the stubs in third_party/bazel_offline/.
+#
+#   scripts/bazel_test.sh [BAZEL COMMAND...]   # default: test //...
+#   scripts/bazel_test.sh check [TEST FLAGS...]
+#
+# `check` is what CI runs (the pytest run has already run every test once):
+# it builds every target, checks that each target's deps provide every
+# first-party module its sources import (scripts/check_bazel_deps.py, on the
+# graph Bazel resolved), and runs under Bazel the tests only a run can
+# check: those that read files through `data`, and those tagged `ci_bazel`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_venv.sh
@@ -17,8 +26,20 @@ export BAZEL_PYTHON="$PWD/.venv/bin/python"
 if [[ $# -eq 0 ]]; then
   set -- test //...
 fi
+check() {
+  bazel build //... &&
+    "$BAZEL_PYTHON" scripts/check_bazel_deps.py &&
+    # An empty `data` reads "[]" to attr(): a non-empty one has a label.
+    bazel test "$@" $(bazel query \
+      'attr(data, "\[.+\]", kind(py_test, //...)) + attr(tags, "ci_bazel", //...)')
+}
 status=0
-bazel "$@" || status=$?
+if [[ "$1" == "check" ]]; then
+  shift
+  check "$@" || status=$?
+else
+  bazel "$@" || status=$?
+fi
 # The Bazel server is a daemon: stop it so nothing outlives this script.
 bazel shutdown >/dev/null 2>&1 || true
 exit $status

@@ -19,9 +19,11 @@ does a BUILD entry naming a file that does not exist.
 """
 
 import ast
+import importlib.util
 import os
 import re
 import tempfile
+import textwrap
 
 from absl.testing import absltest
 
@@ -58,7 +60,97 @@ def missing_targets(root: str) -> tuple[list[str], list[str]]:
   return untargeted, dangling
 
 
+def _check_bazel_deps():
+  """scripts/check_bazel_deps.py, which CI runs on Bazel's own graph."""
+  spec = importlib.util.spec_from_file_location(
+      'check_bazel_deps', os.path.join(_ROOT, 'scripts',
+                                       'check_bazel_deps.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+# `bazel query --output=xml`'s shape: a test on a library that imports
+# another library, and a filegroup of data.
+_QUERY = """<?xml version="1.1" encoding="UTF-8" standalone="no"?>
+<query version="2">
+  <rule class="py_test" name="//tests:a_test">
+    <list name="srcs"><label value="//tests:a_test.py"/></list>
+    <list name="deps"><label value="//tff_mixed/core:a"/></list>
+    <list name="data"><label value="//:docs"/></list>
+  </rule>
+  <rule class="py_library" name="//tff_mixed/core:a">
+    <list name="srcs"><label value="//tff_mixed/core:a.py"/></list>
+    <list name="deps"><label value="//tff_mixed/core:b"/></list>
+  </rule>
+  <rule class="py_library" name="//tff_mixed/core:b">
+    <list name="srcs"><label value="//tff_mixed/core:b.py"/></list>
+  </rule>
+  <rule class="filegroup" name="//:docs">
+    <list name="srcs"><label value="//:notes.py"/></list>
+  </rule>
+</query>"""
+
+_SOURCES = {
+    # check_bazel_deps: not run (the sources of the graph above).
+    'tests/a_test.py': textwrap.dedent('''
+        import numpy
+        from tff_mixed.core import a
+
+        def later():
+          del numpy
+          from tff_mixed.core import b  # Only when it runs.
+
+        SCRIPT = """
+            import json
+            import importlib
+            importlib.import_module('tff_mixed.core.b')
+        """
+        '''),
+    'tff_mixed/core/a.py': 'from tff_mixed.core import b\n',
+    'tff_mixed/core/b.py': 'import json\n',
+    'tff_mixed/core/__init__.py': '',
+    'notes.py': 'import tff_mixed.core.a\n',
+}
+
+
 class BazelTargetsTest(absltest.TestCase):
+
+  def test_deps_check_passes_a_complete_graph(self):
+    check = _check_bazel_deps()
+    rules = check.parse_query(_QUERY)
+    self.assertEqual(rules['//tests:a_test'].deps,
+                     ('//tff_mixed/core:a', '//:docs'))
+    self.assertEqual(
+        check.runfiles(rules, '//tests:a_test'),
+        {'tests/a_test.py', 'tff_mixed/core/a.py', 'tff_mixed/core/b.py',
+         'notes.py'})
+    self.assertEqual(
+        check.imported_modules(_SOURCES['tests/a_test.py'],
+                               _SOURCES.__contains__),
+        {'tff_mixed.core.a', 'tff_mixed.core.b'})
+    self.assertEqual(
+        check.missing_deps(rules, _SOURCES.get, _SOURCES.__contains__), [])
+
+  def test_deps_check_finds_imports_in_functions_and_scripts(self):
+    check = _check_bazel_deps()
+    # The test's library no longer depends on b: a's import, the test
+    # function's and its script's import_module all miss it.
+    query = _QUERY.replace(
+        '<list name="deps"><label value="//tff_mixed/core:b"/></list>', '')
+    tests_source = _SOURCES['tests/a_test.py']
+    for cut in ('', 'from tff_mixed.core import b', "import_module('"):
+      sources = dict(_SOURCES)
+      if cut:  # Only the script's, then only the function's import left.
+        sources['tests/a_test.py'] = '\n'.join(
+            line for line in tests_source.splitlines() if cut not in line)
+      problems = check.missing_deps(check.parse_query(query), sources.get,
+                                    sources.__contains__)
+      self.assertEqual(problems, [
+          '//tests:a_test: tests/a_test.py imports tff_mixed.core.b, which '
+          'none of its deps provide',
+          '//tff_mixed/core:a: tff_mixed/core/a.py imports tff_mixed.core.b, '
+          'which none of its deps provide'], cut)
 
   def test_every_python_file_has_a_target(self):
     untargeted, dangling = missing_targets(_ROOT)

@@ -173,6 +173,7 @@ class StructureTest(absltest.TestCase):
   def test_the_checks_can_fail(self):
     # An import of another unit, imports of the trees on top of the library
     # and a long function, as the checks above see them.
+    # check_bazel_deps: not run (a fixture for the parsers here).
     tree = ast.parse('from tff_mixed import advisor\n'
                      'from experiments.common import cli\n'
                      'import benchmarks.round_time, numpy\n'
