@@ -14,19 +14,26 @@
 """Every binary fails on a bad input with one `error: ...` line, status 1.
 
 One table of bad inputs, each row `(binary, args, setup, expected text)`, run
-as a new user would: the real binary in a subprocess. The checks: exit status
-1, the last stderr line is the only one starting with `error:` and contains
-the expected text, and stderr holds no traceback. Rows fail before any
-training where the input can be checked up front (each subprocess costs
-TensorFlow's import, seconds); a few faults (a worker killed mid-run, a
-database damaged past the up-front check) can only show up later.
+as a new user would: the real binary in a process of its own, as `python -m`
+runs it. The checks: exit status 1, the last stderr line is the only one
+starting with `error:` and contains the expected text, and stderr holds no
+traceback. Rows fail before any training where the input can be checked up
+front; a few faults (a worker killed mid-run, a database damaged past the
+up-front check) can only show up later.
+
+The rows' processes fork from one interpreter that has imported TensorFlow
+and TFF once (`tests/preloaded_python.py`): a new interpreter would spend
+most of each row on that import. The tests after the table start new
+interpreters (`sys.executable -m`).
 """
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from absl.testing import absltest
@@ -37,6 +44,7 @@ from experiments.label_imbalance import train_lib
 from tests import binary_runs
 from tests import celeba_testing
 from tests import cifar10_testing
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed import remote
 from tff_mixed.tasks import celeba_smile
@@ -362,19 +370,14 @@ _BAD_INPUTS = (
 )
 
 
-def _run(binary: str, args: list[str], directory: str,
-         **kwargs) -> tuple[int, str]:
+def _run(python: preloaded_python.PreloadedPython, binary: str,
+         args: list[str], directory: str) -> tuple[int, str]:
   """Runs `python -m binary args`; returns (exit status, stderr)."""
   # Output to files, not pipes: a TFF worker left behind would hold a pipe.
   stderr_path = os.path.join(directory, 'stderr.txt')
-  with open(stderr_path, 'w') as err:
-    completed = subprocess.run(
-        [sys.executable, '-m', binary, *args], cwd=_REPO,
-        env=dict(os.environ, PYTHONPATH=_REPO), stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=err, timeout=300, check=False,
-        **kwargs)
+  returncode = python.run(binary, args, cwd=_REPO, stderr_path=stderr_path)
   with open(stderr_path) as f:
-    return completed.returncode, f.read()
+    return returncode, f.read()
 
 
 def _tree(root: str) -> dict[str, tuple[int, int]]:
@@ -389,6 +392,21 @@ def _tree(root: str) -> dict[str, tuple[int, int]]:
 
 @binary_runs.runs_binaries
 class BadInputsTest(parameterized.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # One TensorFlow import for the table's rows: each row is a process
+    # forked from it (tests/preloaded_python.py), not a new interpreter.
+    cls.log_dir = tempfile.mkdtemp()
+    cls.python = preloaded_python.PreloadedPython(
+        os.path.join(cls.log_dir, 'preloaded.txt'))
+
+  @classmethod
+  def tearDownClass(cls):
+    cls.python.close()
+    shutil.rmtree(cls.log_dir, ignore_errors=True)
+    super().tearDownClass()
 
   def assert_one_error_line(self, returncode: int, stderr: str,
                             expected: str) -> None:
@@ -406,7 +424,8 @@ class BadInputsTest(parameterized.TestCase):
                                           expected):
     d = temp_dirs.temp_dir(self)
     values = dict(d=d, file=_write(os.path.join(d, 'a_file.txt')), **setup(d))
-    returncode, stderr = _run(binary, [a.format(**values) for a in args], d)
+    returncode, stderr = _run(self.python, binary,
+                              [a.format(**values) for a in args], d)
     self.assert_one_error_line(returncode, stderr, expected)
 
   def test_second_run_of_a_running_experiment_writes_nothing(self):
