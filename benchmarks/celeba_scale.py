@@ -86,6 +86,8 @@ _ROUNDS = flags.DEFINE_integer(
 _SCENARIOS = flags.DEFINE_list(
     'scenarios', list(celeba_smile_lib.SCENARIOS), 'Scenarios to time.')
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _FLOOR_GOAL = flags.DEFINE_float(
     'floor_goal', 2.0, 'The fastest process should take at most this times '
     'the compute floor.', lower_bound=1e-9)

@@ -70,6 +70,8 @@ _OUTPUT_MARKDOWN = flags.DEFINE_string('output_markdown', 'BENCHMARKS.md',
 _OUTPUT_JSON = flags.DEFINE_string(
     'output_json', 'benchmarks/results/movielens_select.json', 'Raw numbers.')
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 
 
 def _resolve(path: str) -> str:

@@ -28,7 +28,10 @@ measures:
   machine hits them alike;
 * CPU seconds per round: of this process plus TFF's `worker_binary` child,
   where TFF's local runtime executes computations. CPU time is much less
-  sensitive than wall time to other load on a shared machine;
+  sensitive than wall time to other load on a shared machine. On workers of
+  `--worker_addresses` (recorded in the JSON's config), whose CPU time is
+  not counted, wall time is the measure, and `--measure_memory`'s
+  subprocesses still run on the local runtime;
 * peak memory: peak RSS never decreases within a process, so one process
   cannot attribute it to interleaved algorithms. Each (algorithm, cohort
   size) therefore runs once more in a fresh subprocess (`--algorithm`), which
@@ -128,6 +131,8 @@ _MODELS = flags.DEFINE_list(
     'Models to benchmark, in this order: small (--input_dim, '
     '--hidden_units) and celeba (84x84x3 = 21168 inputs -> 64 -> 1).')
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _ALGORITHMS = flags.DEFINE_list(
     'algorithms', _ALL_ALGORITHMS,
     f'Algorithms to benchmark, a subset of {_ALL_ALGORITHMS}, each per-client '
@@ -1006,6 +1011,7 @@ def _config() -> dict[str, Any]:
       measure_memory=_MEASURE_MEMORY.value,
       memory_rounds=_MEMORY_ROUNDS.value,
       output_json=_OUTPUT_JSON.value,
+      worker_addresses=list(_WORKER_ADDRESSES.value),
   )
 
 

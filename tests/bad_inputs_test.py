@@ -27,6 +27,9 @@ most of each row on that import. The tests after the table start new
 interpreters (`sys.executable -m`).
 """
 
+import ast
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -36,10 +39,13 @@ import sys
 import tempfile
 import time
 
+from absl import flags
 from absl.testing import absltest
+from absl.testing import flagsaver
 from absl.testing import parameterized
 import portpicker
 
+from experiments.common import cli
 from experiments.label_imbalance import train_lib
 from tests import binary_runs
 from tests import celeba_testing
@@ -55,6 +61,7 @@ _LABEL = 'experiments.label_imbalance.label_imbalance_main'
 _TRAIN = 'experiments.label_imbalance.train_main'
 _CELEBA = 'experiments.celeba_smile.celeba_smile_main'
 _SWEEP = 'experiments.celeba_smile.sweep_main'
+_REPRODUCE = 'experiments.celeba_smile.reproduce_main'
 _BGD_INPUTS = 'experiments.celeba_smile.bgd_inputs_main'
 _CONVERT_CELEBA = 'experiments.celeba_smile.convert_raw_celeba_main'
 _MOVIELENS = 'experiments.movielens.movielens_main'
@@ -229,6 +236,9 @@ _BAD_INPUTS = (
      _celeba_database_is_a_directory, 'is a directory'),
     ('celeba_eval_set_of_one_class', _CELEBA,
      [*_CELEBA_ARGS, '--max_eval_examples=1'], _celeba, 'one class'),
+    ('celeba_malformed_worker_address', _CELEBA,
+     ['--worker_addresses=nohost'], _no_setup,
+     'worker_addresses[0]'),
     # sweep_main, convert_raw_celeba_main.
     ('sweep_bad_batch_size', _SWEEP, ['--central_batch_sizes=0'], _no_setup,
      '--central_batch_sizes'),
@@ -327,6 +337,9 @@ _BAD_INPUTS = (
      ['--data=digits', '--cifar10_npz=', '--seeds=0', '--alphas=0.1',
       '--delay_stds=5', '--validation_size=100', '--report_only',
       '--span_records_dir={d}/rec'], _no_setup, 'No span record'),
+    ('hybrid_malformed_worker_address', _HYBRID,
+     ['--worker_addresses=127.0.0.1:1,127.0.0.1:1'], _no_setup,
+     'lists \'127.0.0.1:1\' twice'),
     ('hybrid_celeba_missing_database', _HYBRID,
      ['--data=celeba', '--celeba_cache_dir={d}/none', '--seeds=0',
       '--delay_stds=5'], _no_setup, 'does not exist'),
@@ -498,6 +511,82 @@ class BadInputsTest(parameterized.TestCase):
     with open(stderr_path) as f:
       self.assert_one_error_line(returncode, f.read(),
                                  'No TFF worker answered')
+
+
+# Every binary that runs TFF computations, which all take --worker_addresses
+# from the one definition (`cli.define_worker_addresses_flag`; `cli.run`
+# then runs main on those workers). A subprocess row per binary would cost a
+# TensorFlow import each, for the same lines of `cli`: `_BAD_INPUTS` runs a
+# malformed address through train_main, celeba_smile_main and
+# hybrid_async_main, and a worker that is down through train_main; here every
+# binary is checked to take the flag from there, and the error in-process.
+# Not listed (they run no TFF computation): advice_validation_main and
+# gaps_main (they read records), convert_raw_celeba_main and
+# convert_posts_main (data converters).
+_WORKER_BINARIES = (_LABEL, _TRAIN, _CELEBA, _SWEEP, _REPRODUCE, _BGD_INPUTS,
+                    _MOVIELENS, _LM, _HYBRID, _TUNE, _STUDY, _SPAN, _ROUND_TIME,
+                    _CELEBA_SCALE, _MOVIELENS_SELECT)
+
+
+def _module_calls(binary: str) -> set[str]:
+  """The dotted names called in `binary`'s module-level statements."""
+  with open(os.path.join(_REPO, *binary.split('.')) + '.py') as f:
+    tree = ast.parse(f.read())
+  calls = set()
+  for statement in tree.body:
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+      continue
+    for node in ast.walk(statement):
+      if isinstance(node, ast.Call):
+        calls.add(ast.unparse(node.func))
+  return calls
+
+
+# What `cli.run` parses the command line with.
+_parse_flags = cli._parse_flags  # pylint: disable=protected-access
+
+
+class WorkerAddressesTest(parameterized.TestCase):
+
+  @parameterized.parameters(*_WORKER_BINARIES)
+  def test_binary_takes_the_shared_flag(self, binary):
+    calls = _module_calls(binary)
+    self.assertIn('cli.define_worker_addresses_flag', calls)
+    self.assertIn('cli.run', calls)  # Which connects before main.
+
+  def test_the_flag_has_one_definition(self):
+    defined_in = []
+    for directory in ('experiments', 'benchmarks'):
+      for root, _, files in os.walk(os.path.join(_REPO, directory)):
+        for name in sorted(f for f in files if f.endswith('.py')):
+          with open(os.path.join(root, name)) as f:
+            tree = ast.parse(f.read())
+          defined_in += [
+              name for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and 'DEFINE' in ast.unparse(
+                  node.func) and node.args and isinstance(
+                      node.args[0], ast.Constant)
+              and node.args[0].value == 'worker_addresses']
+    self.assertEqual(defined_in, ['cli.py'])
+
+  @flagsaver.flagsaver
+  def test_malformed_address_gives_one_error_line_as_flags_parse(self):
+    cli.define_worker_addresses_flag()
+    for value, expected in (
+        ('nohost', r"`worker_addresses[0]` is not a valid"),
+        ('a:1,b:70000', r"`worker_addresses[1]` is not a valid"),
+        ('a:1,a:1', "lists 'a:1' twice")):
+      with self.subTest(value):
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+          with self.assertRaises(SystemExit) as exit_:
+            _parse_flags(['binary', f'--worker_addresses={value}'])
+        self.assertEqual(exit_.exception.code, 1)
+        self.assertStartsWith(stderr.getvalue(), 'error: ')
+        self.assertIn(expected, stderr.getvalue())
+        self.assertLen(stderr.getvalue().splitlines(), 1)
+    _parse_flags(['binary', '--worker_addresses=a:1,[::1]:2'])
+    self.assertEqual(flags.FLAGS.worker_addresses, ['a:1', '[::1]:2'])
 
 
 if __name__ == '__main__':

@@ -16,7 +16,9 @@
 Two `worker_binary` processes are started on 127.0.0.1; rounds of 2-way
 gradient transfer and of TFF's FedAvg run with the clients split across both
 workers (and on one worker), then on TFF's local runtime, and must give the
-same weights and metrics. Bad addresses and unreachable workers must fail
+same weights and metrics; so must the CelebA experiment's entry point (what
+its binary runs with `--worker_addresses`), its client groups split across
+the two workers. Bad addresses and unreachable workers must fail
 clearly and fast, and every worker started here must be gone afterwards.
 """
 
@@ -29,9 +31,12 @@ import portpicker
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.celeba_smile import celeba_smile_lib
 import tff_mixed
 from tff_mixed import remote
 from tff_mixed import runtime
+from tests import celeba_testing
+from tests import temp_dirs
 from tests import testing_utils as tu
 
 _ROUNDS = 3
@@ -60,6 +65,11 @@ def _run(process, rounds=_ROUNDS):
     output = process.next(state, datasets)
     state, metrics = output.state, output.metrics
   return tu.trainable(process, state), metrics
+
+
+def _connections():
+  """The connections to the workers of the installed remote context."""
+  return remote._active_connections  # pylint: disable=protected-access
 
 
 class RemoteExecutionTest(absltest.TestCase):
@@ -135,6 +145,47 @@ class RemoteExecutionTest(absltest.TestCase):
         self.run_remotely('fed_avg', self.addresses, num_subrounds=3),
         self.local_run('fed_avg'))
 
+  def test_celeba_groups_on_two_workers_equal_the_local_runtime(self):
+    # Four clients a round in groups of two: one group per worker.
+    cache_dir = celeba_testing.make_fake_celeba_cache(
+        temp_dirs.temp_dir(self), num_train_clients=12, num_test_clients=2,
+        images_per_client=6, seed=5)
+
+    def run():
+      return celeba_smile_lib.run_experiment(
+          cache_dir=cache_dir, scenarios=['two_way_gt'], rounds=2,
+          clients_per_round=4, clients_per_group=2, client_batch_size=2,
+          client_lr=0.05, hidden_units=(4,), eval_every=1, progress=False,
+          output_dir=temp_dirs.temp_dir(self))
+
+    with remote.remote_execution(self.addresses):
+      connections = _connections()
+      on_workers = run()
+    for connection in connections:
+      self.assertIn(1, connection.clients_per_executor)  # One group each.
+    local = run()
+    self.assertEqual([r.round for r in on_workers.comparison.rows], [0, 1, 2])
+    for want, got in zip(local.comparison.rows, on_workers.comparison.rows,
+                         strict=True):
+      self.assertEqual(got[:2], want[:2])
+      np.testing.assert_allclose(
+          got[2:-1], want[2:-1], rtol=1e-5, atol=1e-6,
+          err_msg=f'{want.scenario} round {want.round}')
+
+  def test_remote_execution_restores_the_context_however_it_ends(self):
+    before = tff.framework.get_context_stack().current
+    with remote.remote_execution([]):  # No workers: nothing changes.
+      self.assertIs(tff.framework.get_context_stack().current, before)
+    with self.assertRaisesRegex(RuntimeError, 'inside'):
+      with remote.remote_execution(self.addresses[:1]):
+        inside = tff.framework.get_context_stack().current
+        self.assertIsNot(inside, before)
+        self.assertLen(_connections(), 1)
+        raise RuntimeError('inside')
+    # TFF's local runtime is back, the worker's channel closed.
+    self.assertIsNot(tff.framework.get_context_stack().current, inside)
+    self.assertEmpty(_connections())
+
   def test_bad_addresses_raise_naming_the_argument(self):
     good = self.addresses[0]
     cases = {
@@ -153,6 +204,12 @@ class RemoteExecutionTest(absltest.TestCase):
       with self.subTest(name):
         with self.assertRaisesRegex(ValueError, 'worker_addresses'):
           remote.set_remote_execution_context(addresses)
+        with self.assertRaisesRegex(ValueError, 'worker_addresses'):
+          remote.check_worker_addresses(addresses)  # Connects to nothing.
+        if name != 'empty':
+          with self.assertRaisesRegex(ValueError, 'worker_addresses'):
+            with remote.remote_execution(addresses):
+              self.fail('ran the block')
     for name, kwargs in {
         'default_num_clients': dict(default_num_clients=-1),
         'num_subrounds': dict(num_subrounds=0),

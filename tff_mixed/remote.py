@@ -31,6 +31,9 @@ This module builds the same context for workers at addresses we are given:
   merged with the aggregation's own merge function.
 
 `restore_local_execution_context` puts TFF's local runtime back.
+`remote_execution` installs the workers' context for a `with` block and puts
+the local runtime back after it (what a binary's `--worker_addresses` does);
+`check_worker_addresses` checks the addresses' form without connecting.
 `start_local_workers` / `local_workers` (from `worker_processes`, importable
 here as well) start `worker_binary --port=P` processes on 127.0.0.1 for tests
 and demos.
@@ -49,7 +52,8 @@ dies while a computation is running is retried by TFF; the readiness check
 below turns that into a `ConnectionError` after `connect_timeout_s`.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+import contextlib
 import re
 import threading
 import time
@@ -90,8 +94,21 @@ _DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # ---------------------------------------------------------------------------
 
 
-def _validate_addresses(worker_addresses: Sequence[str]) -> list[str]:
-  """Returns the addresses as a list; raises ValueError naming the argument."""
+def check_worker_addresses(worker_addresses: Sequence[str]) -> list[str]:
+  """Checks the form of `worker_addresses` without connecting to anything.
+
+  The check `set_remote_execution_context` makes first; a program can make it
+  before loading data (a flag validator, say) so a typo fails in seconds.
+
+  Args:
+    worker_addresses: Non-empty sequence of distinct `"host:port"` strings.
+
+  Returns:
+    The addresses as a list.
+
+  Raises:
+    ValueError: Naming the malformed argument or element.
+  """
   if isinstance(worker_addresses, (str, bytes)):
     raise ValueError(
         '`worker_addresses` must be a sequence of "host:port" strings, not a '
@@ -305,7 +322,7 @@ def set_remote_execution_context(
     ValueError: If an argument is malformed (the message names it).
     ConnectionError: If a worker does not answer within `connect_timeout_s`.
   """
-  addresses = _validate_addresses(worker_addresses)
+  addresses = check_worker_addresses(worker_addresses)
   _check_non_negative_int(default_num_clients, 'default_num_clients')
   if num_subrounds is not None and (
       isinstance(num_subrounds, bool) or not isinstance(num_subrounds, int)
@@ -346,3 +363,31 @@ def restore_local_execution_context() -> None:
   """
   tff.backends.native.set_sync_local_cpp_execution_context()
   _replace_active_connections([])
+
+
+@contextlib.contextmanager
+def remote_execution(worker_addresses: Sequence[str],
+                     **kwargs) -> Iterator[None]:
+  """Runs the block's TFF computations on the workers at `worker_addresses`.
+
+  `set_remote_execution_context(worker_addresses, **kwargs)` on entry and
+  `restore_local_execution_context()` on exit, however the block ends. With
+  no addresses it changes nothing: the block runs on the current context.
+  This is what a binary's `--worker_addresses` does around its `main`.
+
+  Args:
+    worker_addresses: A sequence of `"host:port"` strings, or empty.
+    **kwargs: `set_remote_execution_context`'s keyword arguments.
+
+  Raises:
+    ValueError: If an argument is malformed (before anything is installed).
+    ConnectionError: If a worker does not answer.
+  """
+  if isinstance(worker_addresses, (str, bytes)) or worker_addresses:
+    set_remote_execution_context(worker_addresses, **kwargs)
+    try:
+      yield
+    finally:
+      restore_local_execution_context()
+  else:
+    yield

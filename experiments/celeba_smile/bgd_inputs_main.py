@@ -62,6 +62,9 @@ _REPORT_ONLY = flags.DEFINE_bool(
 _DATA_NOTE = flags.DEFINE_string(
     'data_note', '', 'Where the database came from, kept in the records.')
 
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
+
 flags.set_default(celeba_flags.OUTPUT_DIR, 'outputs/celeba_bgd_inputs')
 
 

@@ -55,6 +55,8 @@ _WITH_DIAGNOSTICS = flags.DEFINE_bool(
     'with_diagnostics', False, 'Report the (G, B)-BGD estimates G~^2, B~^2 '
     '(eq. 7) of PT and GT; costs an extra client upload per round.')
 _ADVISE = advising.define_advise_flags()
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 
 
 def main(argv: Sequence[str]) -> None:

@@ -63,6 +63,9 @@ _DATA_NOTE = flags.DEFINE_string(
     'data_note', '', 'Where the database came from, for the RESULTS.md '
     'section (e.g. the raw copy and the conversion flags).')
 
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
+
 # This binary's horizon is 1,000 rounds (the single-run binary keeps 100);
 # the table's gain of the last quarter's AUC shows whether it has plateaued.
 flags.set_default(celeba_flags.ROUNDS, 1000)

@@ -53,6 +53,9 @@ _LR_STEPS = flags.DEFINE_list(
     'lr_steps', ['0.02:1', '0.01:2', '0.005:4', '0.0025:8'],
     'eta:K pairs of the learning rate vs local steps sweep.')
 
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
+
 
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:

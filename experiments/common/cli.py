@@ -31,7 +31,13 @@ That gives every binary the same console behaviour:
   (`tff_mixed.training.runner.RunInterrupted`), its last checkpoint left
   intact; elsewhere `interrupted`. `--verbose` also prints the traceback.
 * Workers. The TFF worker processes the binary starts end with it, at exit
-  or when it is killed (`tff_mixed.runtime.register_worker_cleanup`).
+  or when it is killed (`tff_mixed.runtime.register_worker_cleanup`). A
+  binary that runs TFF computations calls `define_worker_addresses_flag()`:
+  with `--worker_addresses=host:port,...` its `main` runs on those running
+  TFF workers instead of the local runtime, a round's clients (or client
+  groups) split across them. A malformed address fails as the flags are
+  parsed, a worker that does not answer before `main` starts: each before
+  any data is loaded.
 * Quiet logs. TensorFlow's C++ log lines are off (`experiments.tf_log_level`);
   so are the INFO lines of TensorFlow's and TFF's Python code (checkpoint
   writes). This program's own log lines stay, without absl's prefix for INFO,
@@ -54,11 +60,15 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tff_mixed import remote
 from tff_mixed import runtime
 
 VERBOSE = flags.DEFINE_bool(
     'verbose', False, "Also print TensorFlow's and TFF's own log lines (C++ "
     'logs, grappler, checkpoint writes) and the traceback of an error.')
+
+# `--worker_addresses`, once a binary defines it.
+_worker_addresses: flags.FlagHolder | None = None
 
 # This repository's packages: their INFO lines are shown by default.
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -185,10 +195,49 @@ def _interrupted(error: KeyboardInterrupt) -> None:
   sys.exit(INTERRUPTED_STATUS)
 
 
+def define_worker_addresses_flag() -> flags.FlagHolder:
+  """Defines `--worker_addresses`: `run` runs `main` on those TFF workers.
+
+  The one definition of the flag: a binary whose `main` runs TFF
+  computations calls it at import (a second call returns the same holder).
+  The addresses' form is checked as the flags are parsed
+  (`tff_mixed.remote.check_worker_addresses`); `run` then connects to every
+  worker before `main` and runs `main` inside
+  `tff_mixed.remote.remote_execution`, so every TFF computation of the
+  binary runs there. Empty (the default): TFF's local runtime.
+
+  Returns:
+    The flag's holder (a list of "host:port" strings).
+  """
+  global _worker_addresses
+  if _worker_addresses is not None:
+    # Binaries that import one another's flags (and tests importing several
+    # binaries) share the one definition.
+    return _worker_addresses
+  _worker_addresses = flags.DEFINE_list(
+      'worker_addresses', [], 'Comma-separated host:port of running TFF '
+      'workers (tensorflow_federated/data/worker_binary --port=P); each '
+      "round's clients (or client groups) are split across them. Empty: the "
+      'local runtime.')
+  flags.register_validator('worker_addresses', _check_worker_addresses)
+  return _worker_addresses
+
+
+def _check_worker_addresses(addresses: list[str]) -> bool:
+  if addresses:
+    try:
+      remote.check_worker_addresses(addresses)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from None
+  return True
+
+
 def _run_main(main: Callable[[list[str]], Any], argv: list[str]) -> Any:
   _configure_python_logs(VERBOSE.value)
+  addresses = [] if _worker_addresses is None else _worker_addresses.value
   try:
-    return main(argv)
+    with remote.remote_execution(addresses):
+      return main(argv)
   except KeyboardInterrupt as e:
     if VERBOSE.value:
       traceback.print_exc()
@@ -206,6 +255,9 @@ def run(main: Callable[[list[str]], Any]) -> None:
 
   It first makes the TFF workers that the binary starts end with it
   (`tff_mixed.register_worker_cleanup`): importing `tff_mixed` does not.
+  If the binary defined `--worker_addresses` (`define_worker_addresses_flag`)
+  and it is set, `main` runs on those TFF workers; a worker that does not
+  answer fails as one `error: ...` line before `main` starts.
 
   Args:
     main: The binary's `main(argv)`; it may raise `app.UsageError`,

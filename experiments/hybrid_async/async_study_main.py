@@ -58,6 +58,8 @@ _RECORDS_DIR = flags.DEFINE_string(
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rebuild the '
                                  'section from the records.')
 _RESULTS = results_lib.define_results_flags('hybrid_async_study')
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _MODULE = 'experiments.hybrid_async.async_study_main'
 
 

@@ -50,6 +50,9 @@ _SPAN_RECORDS_DIR = flags.DEFINE_string(
 _MODULE = 'experiments.hybrid_async.feddle_span_main'
 SECTION = 'hybrid_async_feddle_span'
 
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
+
 flags.FLAGS.set_default('results_section', SECTION)
 flags.FLAGS.set_default('methods', [span.lib.FEDDLE_ID])
 

@@ -240,6 +240,8 @@ _REPORT_ONLY = flags.DEFINE_bool(
     'the table says how many seeds each cell has).')
 _RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 
 
 @functools.lru_cache(maxsize=None)

@@ -55,6 +55,9 @@ _ONLY = flags.DEFINE_multi_string(
     '--only=center:server_epochs=10,20; repeat for more axes.')
 
 
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
+
 # Apart from the final runs' outputs.
 flags.FLAGS.set_default('output_dir', 'outputs/hybrid_async/tuning')
 

@@ -78,6 +78,8 @@ _RESULTS_MARKDOWN = flags.DEFINE_string(
     'results_markdown', '', 'If set, also write a Markdown report of the run '
     '(table, data, machine, date) to this path, e.g. RESULTS.md.')
 _ADVISE = advising.define_advise_flags()
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _QUICK = flags.DEFINE_bool(
     'quick', False, 'Smoke run: '
     + ', '.join(f'--{k}={v}' for k, v in _QUICK_OVERRIDES.items())

@@ -157,10 +157,8 @@ def train(
   # Before the process is built (and traced): a bad output directory, a
   # refused resume or an unreachable worker fails in seconds.
   runner_lib.prepare_run(root_output_dir, experiment_name, hparams)
-  if worker_addresses:
-    # Fails fast, naming the address, if a worker is malformed or down.
-    remote_lib.set_remote_execution_context(list(worker_addresses))
-  try:
+  # Fails fast, naming the address, if a worker is malformed or down.
+  with remote_lib.remote_execution(worker_addresses):
     model = dense.build_binary_classifier(
         task_lib.NUM_FEATURES, hidden_units=label_imbalance_lib.HIDDEN_UNITS,
         seed=seed)
@@ -193,9 +191,6 @@ def train(
         evaluation_fn=evaluation_fn,
         rounds_per_evaluation=rounds_per_evaluation, progress=progress,
         round_end_fn=round_end_fn)
-  finally:
-    if worker_addresses:
-      remote_lib.restore_local_execution_context()
 
 
 def _hparams(task, *, scenario: str, clients_per_round: int,

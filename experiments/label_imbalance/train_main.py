@@ -64,11 +64,8 @@ _DP_CLIP_NORM = flags.DEFINE_float(
     'dp_clip_norm', 0.0, 'Fixed L2 clip of client updates under DP; 0 uses '
     'adaptive clipping.', lower_bound=0.0)
 
-# Scale-out on TFF's own runtime.
-_WORKER_ADDRESSES = flags.DEFINE_list(
-    'worker_addresses', [], 'Comma-separated host:port of running TFF '
-    'workers (tensorflow_federated/data/worker_binary --port=P); each '
-    "round's clients are split across them. Empty: the local runtime.")
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 
 flags.register_multi_flags_validator(
     ['dp_noise_multiplier', 'dp_clip_norm'],
@@ -88,7 +85,6 @@ def main(argv: Sequence[str]) -> None:
       rounds_per_evaluation=_ROUNDS_PER_EVALUATION.value,
       dp_noise_multiplier=_DP_NOISE_MULTIPLIER.value,
       dp_clip_norm=_DP_CLIP_NORM.value,
-      worker_addresses=_WORKER_ADDRESSES.value,
       **common_flags.values(),
   )
   last = result.history[-1] if result.history else {}

@@ -102,6 +102,8 @@ _MAX_EVAL_EXAMPLES = flags.DEFINE_integer(
     'test examples; unset: all.', lower_bound=1)
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/movielens',
                                   'Directory for the outputs.')
 _RESULTS = results_lib.define_results_flags(movielens_lib.RESULTS_SECTION)

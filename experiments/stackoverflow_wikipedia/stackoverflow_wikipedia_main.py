@@ -156,6 +156,8 @@ _SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
 # With --adaptive_clipping (the default) rounds run per client: clipping
 # acts on each client's update (see stackoverflow_wikipedia_lib).
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+# Runs main on these TFF workers (cli.run); empty: the local runtime.
+_WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _OUTPUT_DIR = flags.DEFINE_string('output_dir',
                                   'outputs/stackoverflow_wikipedia',
                                   'Where to write the outputs.')
