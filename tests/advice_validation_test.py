@@ -23,8 +23,6 @@ tests/bad_inputs_test.py).
 
 import json
 import os
-import subprocess
-import sys
 
 from absl.testing import absltest
 import numpy as np
@@ -32,9 +30,8 @@ import numpy as np
 import tff_mixed
 from experiments.advisor_validation import validation_lib
 from tests import binary_runs
+from tests import preloaded_python
 from tests import temp_dirs
-
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _advice_json(directory):
@@ -193,15 +190,10 @@ class AdviceValidationMainTest(absltest.TestCase):
   def _run(self, *args):
     # Output to files, not pipes, as every binary test here.
     directory = temp_dirs.temp_dir(self)
-    with open(os.path.join(directory, 'stderr.txt'), 'w+') as err:
-      run = subprocess.run(
-          [sys.executable, '-m',
-           'experiments.advisor_validation.advice_validation_main', *args],
-          cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
-          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-          timeout=300, check=False)
-      err.seek(0)
-      return run.returncode, err.read()
+    run = preloaded_python.run_module(
+        'experiments.advisor_validation.advice_validation_main', *args,
+        timeout=300)
+    return run.returncode, run.stderr
 
   def test_writes_record_and_section(self):
     directory = temp_dirs.temp_dir(self)

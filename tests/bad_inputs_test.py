@@ -32,11 +32,9 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 from absl import flags
@@ -387,12 +385,12 @@ _WORKER_BINARIES = (_LABEL, _TRAIN, _CELEBA, _SWEEP, _REPRODUCE, _BGD_INPUTS,
                     _CELEBA_SCALE, _MOVIELENS_SELECT)
 
 
-def _run(python: preloaded_python.PreloadedPython, binary: str,
-         args: list[str], directory: str) -> tuple[int, str]:
+def _run(binary: str, args: list[str], directory: str) -> tuple[int, str]:
   """Runs `python -m binary args`; returns (exit status, stderr)."""
   # Output to files, not pipes: a TFF worker left behind would hold a pipe.
   stderr_path = os.path.join(directory, 'stderr.txt')
-  returncode = python.run(binary, args, cwd=_REPO, stderr_path=stderr_path)
+  returncode = preloaded_python.shared().run(binary, args, cwd=_REPO,
+                                             stderr_path=stderr_path)
   with open(stderr_path) as f:
     return returncode, f.read()
 
@@ -410,21 +408,6 @@ def _tree(root: str) -> dict[str, tuple[int, int]]:
 @binary_runs.runs_binaries
 class BadInputsTest(parameterized.TestCase):
 
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    # One TensorFlow import for the table's rows: each row is a process
-    # forked from it (tests/preloaded_python.py), not a new interpreter.
-    cls.log_dir = tempfile.mkdtemp()
-    cls.python = preloaded_python.PreloadedPython(
-        os.path.join(cls.log_dir, 'preloaded.txt'))
-
-  @classmethod
-  def tearDownClass(cls):
-    cls.python.close()
-    shutil.rmtree(cls.log_dir, ignore_errors=True)
-    super().tearDownClass()
-
   def assert_one_error_line(self, returncode: int, stderr: str,
                             expected: str) -> None:
     tail = stderr[-3000:]
@@ -441,15 +424,13 @@ class BadInputsTest(parameterized.TestCase):
                                           expected):
     d = temp_dirs.temp_dir(self)
     values = dict(d=d, file=_write(os.path.join(d, 'a_file.txt')), **setup(d))
-    returncode, stderr = _run(self.python, binary,
-                              [a.format(**values) for a in args], d)
+    returncode, stderr = _run(binary, [a.format(**values) for a in args], d)
     self.assert_one_error_line(returncode, stderr, expected)
 
   @parameterized.parameters(*_WORKER_BINARIES)
   def test_malformed_worker_address_gives_one_error_line(self, binary):
     d = temp_dirs.temp_dir(self)
-    returncode, stderr = _run(self.python, binary,
-                              ['--worker_addresses=nohost'], d)
+    returncode, stderr = _run(binary, ['--worker_addresses=nohost'], d)
     self.assert_one_error_line(returncode, stderr,
                                '`worker_addresses[0]` is not a valid')
 

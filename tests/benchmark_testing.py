@@ -14,21 +14,20 @@
 """Runs a benchmark binary end to end for its test.
 
 The binary runs as a user runs it, `python -m benchmarks.<name>` in a
-subprocess from the repository root: it sets TFF's execution context (and
-runs TFF workers) that the test process keeps out of. This module imports
-neither TensorFlow nor TFF for that reason.
+process of its own from the repository root (`preloaded_python.run_module`):
+it sets TFF's execution context (and runs TFF workers) that the test process
+keeps out of. This module imports neither TensorFlow nor TFF for that
+reason.
 """
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 from absl.testing import absltest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import preloaded_python
 
 
 def run_benchmark(test_case: absltest.TestCase, name: str,
@@ -52,12 +51,9 @@ def run_benchmark(test_case: absltest.TestCase, name: str,
   test_case.addCleanup(shutil.rmtree, d, ignore_errors=True)
   markdown = os.path.join(d, 'BENCHMARKS.md')
   raw = os.path.join(d, f'{name}.json')
-  completed = subprocess.run(
-      [sys.executable, '-m', f'benchmarks.{name}', *args,
-       f'--output_markdown={markdown}', f'--output_json={raw}'],
-      cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
-      stdin=subprocess.DEVNULL, capture_output=True, text=True,
-      timeout=300, check=False)
+  completed = preloaded_python.run_module(
+      f'benchmarks.{name}', *args, f'--output_markdown={markdown}',
+      f'--output_json={raw}', timeout=300)
   test_case.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
   with open(raw) as f:
     report = json.load(f)

@@ -20,8 +20,6 @@ back through TFF's own CelebA loader for the expected faces and labels.
 import csv
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 from absl.testing import absltest
@@ -30,6 +28,7 @@ import numpy as np
 from experiments.hybrid_async import hybrid_async_lib
 from tests import binary_runs
 from tests import celeba_testing
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.tasks import celeba_database
 from tff_mixed.tasks import celeba_hybrid
@@ -196,12 +195,9 @@ def _run(*args):
   directory = tempfile.mkdtemp()
   try:
     paths = [os.path.join(directory, n) for n in ('out.txt', 'err.txt')]
-    with open(paths[0], 'w') as out, open(paths[1], 'w') as err:
-      returncode = subprocess.run(
-          [sys.executable, '-m', 'experiments.hybrid_async.hybrid_async_main',
-           *args], cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
-          stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=900,
-          check=False).returncode
+    returncode = preloaded_python.shared().run(
+        'experiments.hybrid_async.hybrid_async_main', args, cwd=_REPO,
+        stdout_path=paths[0], stderr_path=paths[1], timeout=900)
     texts = []
     for path in paths:
       with open(path) as f:

@@ -22,8 +22,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import types
 
@@ -37,9 +35,9 @@ from experiments.common import records
 from experiments.common import tables
 from tests import binary_runs
 from tests import celeba_testing
+from tests import preloaded_python
 from tests import temp_dirs
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TINY = dict(client_batch_size=2, client_lr=0.05, hidden_units=(4,),
              eval_every=1, progress=False)
 
@@ -309,10 +307,8 @@ class ReproduceRunTest(absltest.TestCase):
 
 
 def _run_binary(*args, timeout=600):
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.celeba_smile.reproduce_main',
-       *args], cwd=_REPO, capture_output=True, text=True, timeout=timeout,
-      check=False)
+  return preloaded_python.run_module(
+      'experiments.celeba_smile.reproduce_main', *args, timeout=timeout)
 
 
 @binary_runs.runs_binaries

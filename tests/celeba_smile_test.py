@@ -21,8 +21,6 @@ import csv
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 import tempfile
 
 from absl.testing import absltest
@@ -33,12 +31,11 @@ import tensorflow_federated as tff
 from experiments.celeba_smile import celeba_smile_lib
 from tests import binary_runs
 from tests import celeba_testing
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.models import dense
 from tff_mixed.tasks import celeba_smile as celeba
 from tff_mixed.tasks import digits_label_imbalance
-
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _rows(images) -> list[bytes]:
@@ -273,9 +270,7 @@ class ClientGroupsTest(absltest.TestCase):
 
 
 def _run_binary(module, *args, timeout=600):
-  return subprocess.run(
-      [sys.executable, '-m', module, *args], cwd=_REPO, capture_output=True,
-      text=True, timeout=timeout, check=False)
+  return preloaded_python.run_module(module, *args, timeout=timeout)
 
 
 class AdviceTest(absltest.TestCase):

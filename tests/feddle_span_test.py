@@ -17,8 +17,6 @@ runs' records and the report, on tiny real digits."""
 
 import json
 import os
-import subprocess
-import sys
 
 from absl.testing import absltest
 import numpy as np
@@ -26,6 +24,7 @@ import numpy as np
 from experiments.hybrid_async import feddle_span_lib as span
 from experiments.hybrid_async import hybrid_async_lib as lib
 from tests import binary_runs
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.asynchronous import coefficient_search
 from tff_mixed.asynchronous import feddle
@@ -196,9 +195,6 @@ class RunStudyTest(absltest.TestCase):
       self.assertEqual(json.load(f)['seed'], 0)
 
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 @binary_runs.runs_binaries
 class BinaryTest(absltest.TestCase):
 
@@ -222,10 +218,8 @@ class BinaryTest(absltest.TestCase):
             f'--span_records_dir={d}/rec', f'--results_markdown={d}/R.md']
 
     def run(*extra):
-      return subprocess.run(
-          [sys.executable, '-m', 'experiments.hybrid_async.feddle_span_main',
-           *args, *extra], cwd=_REPO, capture_output=True, text=True,
-          timeout=900, check=False)
+      return preloaded_python.run_module(
+          'experiments.hybrid_async.feddle_span_main', *args, *extra)
 
     done = run()
     self.assertEqual(done.returncode, 0, done.stderr[-3000:])

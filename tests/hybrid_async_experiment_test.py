@@ -22,8 +22,6 @@ import csv
 import json
 import os
 import shutil
-import subprocess
-import sys
 from unittest import mock
 
 from absl.testing import absltest
@@ -33,6 +31,7 @@ from experiments.hybrid_async import hybrid_async_lib
 from experiments.hybrid_async import paper_tables
 from tests import binary_runs
 from tests import cifar10_testing
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.tasks import hybrid_images
@@ -41,10 +40,8 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(*args, timeout=900):
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.hybrid_async.hybrid_async_main',
-       *args], cwd=_REPO, capture_output=True, text=True, timeout=timeout,
-      check=False)
+  return preloaded_python.run_module(
+      'experiments.hybrid_async.hybrid_async_main', *args, timeout=timeout)
 
 
 _SMALL = ('--rounds=2', '--num_clients=12', '--clients_per_round=2',

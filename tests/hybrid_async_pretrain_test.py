@@ -20,8 +20,6 @@ files (tests/cifar10_testing.py), never on the real data.
 import json
 import os
 import shutil
-import subprocess
-import sys
 from unittest import mock
 
 from absl.testing import absltest
@@ -31,11 +29,11 @@ from experiments.hybrid_async import hybrid_async_lib
 from experiments.hybrid_async import pretrain_lib
 from tests import binary_runs
 from tests import cifar10_testing
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.models import cnn
 from tff_mixed.tasks import hybrid_images
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MODEL = dict(conv_filters=(2, 4, 4), dense_units=8, num_classes=3)
 
 
@@ -160,10 +158,8 @@ class PretrainTest(absltest.TestCase):
 
 
 def _run(*args):
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.hybrid_async.hybrid_async_main',
-       *args], cwd=_REPO, capture_output=True, text=True, timeout=900,
-      check=False)
+  return preloaded_python.run_module(
+      'experiments.hybrid_async.hybrid_async_main', *args)
 
 
 @binary_runs.runs_binaries

@@ -21,8 +21,6 @@ binaries run once end to end on a tiny real run.
 import json
 import math
 import os
-import subprocess
-import sys
 from unittest import mock
 
 from absl.testing import absltest
@@ -31,10 +29,9 @@ import numpy as np
 from experiments.hybrid_async import hybrid_async_lib as lib
 from experiments.hybrid_async import tune_lib
 from tests import binary_runs
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.tasks import hybrid_images
-
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _accuracy(method: str, c: lib.Config) -> float:
@@ -166,9 +163,7 @@ class TuneTest(absltest.TestCase):
 
 
 def _run(module, *args, timeout=900):
-  return subprocess.run([sys.executable, '-m', module, *args], cwd=_REPO,
-                        capture_output=True, text=True, timeout=timeout,
-                        check=False)
+  return preloaded_python.run_module(module, *args, timeout=timeout)
 
 
 _TINY = ('--data=digits', '--cifar10_npz=', '--image_size=8', '--rounds=2',

@@ -19,8 +19,6 @@ On small generated ratings files (MovieLens files may not be shipped).
 import csv
 import json
 import os
-import subprocess
-import sys
 
 from absl import logging
 from absl.testing import absltest
@@ -32,11 +30,10 @@ from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from tests import binary_runs
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.advisor import estimates
 from tff_mixed.algorithms import registry
-
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _write_ratings(path: str, num_users=70, num_movies=40, seed=0,
@@ -61,10 +58,8 @@ def _write_ratings(path: str, num_users=70, num_movies=40, seed=0,
 
 
 def _run(*args, timeout=600):
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.movielens.movielens_main', *args],
-      cwd=_REPO, capture_output=True, text=True, timeout=timeout,
-      check=False)
+  return preloaded_python.run_module('experiments.movielens.movielens_main',
+                                     *args, timeout=timeout)
 
 
 def _training_metrics(output_dir: str, scenario: str) -> list[dict]:

@@ -21,7 +21,6 @@ runs no TFF computation, so no TFF worker process is started.
 import datetime
 import os
 import subprocess
-import sys
 from typing import NamedTuple, Optional
 from unittest import mock
 from xml.sax import saxutils
@@ -33,9 +32,9 @@ import tensorflow_federated as tff
 
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from tests import binary_runs
+from tests import preloaded_python
 from tests import temp_dirs
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CUTOFF = '2016-01-01'
 
 
@@ -475,11 +474,9 @@ class ConvertPostsTest(absltest.TestCase):
 class ConvertPostsMainTest(absltest.TestCase):
 
   def _run(self, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-    return subprocess.run(
-        [sys.executable, '-m',
-         'experiments.stackoverflow_wikipedia.convert_posts_main', *args],
-        cwd=_REPO_ROOT, capture_output=True, text=True, timeout=300, env=env)
+    return preloaded_python.run_module(
+        'experiments.stackoverflow_wikipedia.convert_posts_main', *args,
+        timeout=300)
 
   def test_converts_and_prints_summary(self):
     directory = temp_dirs.temp_dir(self)

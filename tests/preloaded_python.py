@@ -32,19 +32,23 @@ What differs from a new interpreter, and how it is made not to matter:
     TFF's import does.
 """
 
+import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from typing import Optional
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The interpreter's loop: one JSON request per stdin line, `{"module",
-# "args", "cwd", "stderr"}`; for each it answers the child's pid, then its
-# exit status, one line each.
+# "args", "cwd", "stdout", "stderr", "env"}` (stdout may be null: /dev/null;
+# env is added to the environment); for each it answers the child's pid,
+# then its exit status, one line each.
 _SERVER = r'''
 import atexit, json, os, runpy, signal, sys, traceback
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
@@ -54,11 +58,13 @@ import tensorflow_federated as tff
 
 def run(request):
   os.chdir(request['cwd'])
-  with open(os.devnull, 'rb') as null_in, open(os.devnull, 'wb') as null_out:
+  with open(os.devnull, 'rb') as null_in:
     os.dup2(null_in.fileno(), 0)
-    os.dup2(null_out.fileno(), 1)
+  with open(request['stdout'] or os.devnull, 'wb') as out:
+    os.dup2(out.fileno(), 1)
   with open(request['stderr'], 'wb') as err:
     os.dup2(err.fileno(), 2)
+  os.environ.update(request['env'])
   tff.backends.native.set_sync_local_cpp_execution_context()
   sys.argv = [request['module'], *request['args']]
   try:
@@ -98,8 +104,9 @@ class PreloadedPython:
   """One interpreter with TensorFlow and TFF loaded that runs binaries.
 
   `run(module, args, cwd, stderr_path)` is `python -m module args` with
-  stdin and stdout on /dev/null and stderr into `stderr_path`, in a process
-  forked for it; `close()` ends the interpreter.
+  stdin on /dev/null, stdout into `stdout_path` (or /dev/null) and stderr
+  into `stderr_path`, in a process forked for it; `close()` ends the
+  interpreter.
   """
 
   def __init__(self, log_path: str):
@@ -115,15 +122,26 @@ class PreloadedPython:
     return self._process.stdout.readline().strip() if ready else None
 
   def run(self, module: str, args: list[str], cwd: str, stderr_path: str,
-          timeout: float = 300) -> int:
+          stdout_path: Optional[str] = None,
+          env: Optional[dict[str, str]] = None, timeout: float = 300) -> int:
     """Runs `module` as `__main__` with `args`; returns its exit status.
+
+    Args:
+      module: The module, as `python -m` takes it.
+      args: Its command line arguments.
+      cwd: The directory it runs in.
+      stderr_path: The file its stderr goes to.
+      stdout_path: The file its stdout goes to, or `None`: /dev/null.
+      env: Variables set in its environment, over this process's.
+      timeout: Seconds after which the run is killed.
 
     Raises:
       TimeoutError: If the run takes longer than `timeout` seconds (it is
         killed) or the interpreter does not answer.
     """
     self._process.stdin.write(json.dumps(dict(
-        module=module, args=args, cwd=cwd, stderr=stderr_path)) + '\n')
+        module=module, args=list(args), cwd=cwd, stdout=stdout_path,
+        stderr=stderr_path, env=env or {})) + '\n')
     self._process.stdin.flush()
     pid = self._answer(timeout)  # The first start includes TF's import.
     if not pid:
@@ -143,3 +161,39 @@ class PreloadedPython:
       self._process.kill()
       self._process.wait()
     self._process.stdout.close()
+
+
+_shared = None
+
+
+def shared() -> PreloadedPython:
+  """This process's `PreloadedPython`, started at the first call.
+
+  It ends when this process does (stdin's end stops its loop).
+  """
+  global _shared
+  if _shared is None:
+    log_dir = tempfile.mkdtemp()
+    _shared = PreloadedPython(os.path.join(log_dir, 'preloaded.txt'))
+    atexit.register(_shared.close)
+    atexit.register(shutil.rmtree, log_dir, ignore_errors=True)
+  return _shared
+
+
+def run_module(module: str, *args: str, timeout: float = 900,
+               env: Optional[dict[str, str]] = None
+              ) -> subprocess.CompletedProcess:
+  """`subprocess.run([python, '-m', module, *args], capture_output=True)`.
+
+  The same result (exit status, stdout and stderr as text), from the
+  repository root, by `shared()`'s forked process; the output goes through
+  files, so a TFF worker left behind cannot hold a pipe open.
+  """
+  with tempfile.TemporaryDirectory() as d:
+    out, err = os.path.join(d, 'stdout.txt'), os.path.join(d, 'stderr.txt')
+    returncode = shared().run(module, list(args), cwd=_REPO, stderr_path=err,
+                              stdout_path=out, env=env, timeout=timeout)
+    with open(out) as stdout, open(err) as stderr:
+      return subprocess.CompletedProcess(
+          [sys.executable, '-m', module, *args], returncode, stdout.read(),
+          stderr.read())

@@ -23,8 +23,6 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 import tempfile
 from unittest import mock
 
@@ -37,9 +35,9 @@ import tensorflow_federated as tff
 from experiments.celeba_smile import raw_celeba_lib
 from tests import binary_runs
 from tests import celeba_testing
+from tests import preloaded_python
 from tests import temp_dirs
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Line 2 of CelebA's list_attr_celeba.txt.
 _CELEBA_HEADER = (
     '5_o_Clock_Shadow Arched_Eyebrows Attractive Bags_Under_Eyes Bald Bangs '
@@ -659,12 +657,9 @@ class AtomicityTest(absltest.TestCase):
 class BinaryTest(absltest.TestCase):
 
   def _run(self, *args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-    return subprocess.run(
-        [sys.executable, '-m',
-         'experiments.celeba_smile.convert_raw_celeba_main', *args],
-        cwd=_REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
-        check=False)
+    return preloaded_python.run_module(
+        'experiments.celeba_smile.convert_raw_celeba_main', *args,
+        timeout=120)
 
   def test_success_and_missing_file(self):
     raw = temp_dirs.temp_dir(self)

@@ -21,8 +21,6 @@ central corpus. The binary runs in a subprocess (absl flags are global).
 import csv
 import json
 import os
-import subprocess
-import sys
 
 from absl.testing import absltest
 import numpy as np
@@ -35,11 +33,11 @@ from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
+from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.algorithms import registry
 from tff_mixed.tasks import text_corpus
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WORDS = ('hops malt yeast lager stout ale brew barrel cask foam glass pint '
           'bitter sweet sour dark pale').split()
 
@@ -78,11 +76,9 @@ def _write_wikitext(path: str, seed: int) -> str:
 
 
 def _run(*args, timeout=900):
-  return subprocess.run(
-      [sys.executable, '-m',
-       'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main',
-       *args], cwd=_REPO, capture_output=True, text=True, timeout=timeout,
-      check=False)
+  return preloaded_python.run_module(
+      'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main',
+      *args, timeout=timeout)
 
 
 def _convert_posts(directory: str) -> str:
