@@ -35,8 +35,12 @@ The group returns what aggregation needs (`GroupOutput`):
 
 The TFF processes stay the semantics: a group simulates its members; what a
 deployment sends and uploads is the per-client process's. Aggregation that
-acts on each client's update (clipping, noise, secure sums) cannot be
-reproduced by a group's mean, and the builders refuse it
+acts on each client's update runs in the group when it is a sum of
+per-member records (`group_aggregation.py`: DP, TFF's adaptive clipping and
+zeroing of `tff.learning.robust_aggregator`): the server sends the group the
+norm it would send each client, and the group uploads the sum of its
+members' records (`GroupOutput.records`). Noise added or secure sums on
+each client cannot be reproduced by a group, and the builders refuse them
 (`validation.check_group_aggregation`).
 """
 
