@@ -51,6 +51,7 @@ with an error naming it.
 
 import collections
 from collections.abc import Callable
+import functools
 import inspect
 import math
 from typing import Any, NamedTuple, Optional
@@ -155,11 +156,16 @@ def _plain_mean_division(factory: Any) -> Optional[bool]:
   except (TypeError, ValueError):
     return None
   for no_nan in (False, True):
-    reference = tff.aggregators.MeanFactory(no_nan_division=no_nan).create(
-        _PROBE_TYPE, tff.TensorType(np.float32))
-    if built == reference.next:
+    if built == _reference_mean_next(no_nan):
       return no_nan
   return None
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_mean_next(no_nan: bool) -> tff.Computation:
+  # Built once: each builder asks whether its aggregator is a plain mean.
+  return tff.aggregators.MeanFactory(no_nan_division=no_nan).create(
+      _PROBE_TYPE, tff.TensorType(np.float32)).next
 
 
 def is_plain_mean(factory: Any) -> bool:
@@ -198,9 +204,10 @@ def check_groupable(factory: Any) -> None:
     return
   parts = _robust_parts(factory)
   if parts is None:
-    raise _refuse(factory, 'it acts on each client\'s own upload in a way '
-                  'no group of clients reproduces (e.g. noise added on each '
-                  'client, as distributed DP does, or secure sums)')
+    raise _refuse(factory, 'it is not an aggregation a group of clients '
+                  'can reproduce from sums over its members (e.g. noise '
+                  'added on each client, as distributed DP does, secure '
+                  'sums, or an unweighted mean)')
   if parts.count_process.next != tff.aggregators.SumFactory().create(
       tff.TensorType(np.int32)).next:
     raise _refuse(factory, 'it counts clipped or zeroed updates with a sum '
