@@ -18,7 +18,9 @@ For every algorithm, the same process is built twice, per client and with
 split into uneven groups; the model, the training metrics and the central
 metrics must agree to float32 rounding after every round. FedAvg's composed
 builder is also checked against TFF's `build_weighted_fed_avg`. Aggregation
-a group cannot reproduce must be refused.
+a group cannot reproduce (noise or secure sums on each client) must be
+refused; adaptive clipping and zeroing (`tff.learning.robust_aggregator`)
+and DP run in groups.
 """
 
 import collections
@@ -30,6 +32,7 @@ from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
+import tensorflow_privacy as tfp
 
 import tff_mixed
 from tff_mixed.algorithms import fedavg
@@ -86,6 +89,24 @@ def _dp_adaptive():
       noise_multiplier=0.0, clients_per_round=len(_SIZES),
       initial_l2_norm_clip=0.3, target_unclipped_quantile=0.5,
       learning_rate=0.2)
+
+
+def _adaptive_clipping(initial=0.05):
+  # TFF's no-noise adaptive clipping (as in `tff.learning.robust_aggregator`)
+  # from a norm below the updates', so that clipping binds and the norm moves.
+  return tff.aggregators.clipping_factory(
+      tff.aggregators.PrivateQuantileEstimationProcess.no_noise(
+          initial_estimate=initial, target_quantile=0.5, learning_rate=0.5),
+      tff.aggregators.MeanFactory())
+
+
+def _adaptive_zeroing(inner):
+  # TFF's default zeroing (an affine map of the quantile estimate, the
+  # infinity norm) with an estimate that zeroes some updates.
+  return tff.aggregators.zeroing_factory(
+      tff.aggregators.PrivateQuantileEstimationProcess.no_noise(
+          initial_estimate=0.3, target_quantile=0.5, learning_rate=0.5,
+          multiplier=2.0, increment=0.01), inner)
 
 
 def _linear_process(name, groups, **kwargs):
@@ -181,6 +202,19 @@ class GroupedEqualsPerClientTest(parameterized.TestCase):
        dict(model_aggregator=_dp_adaptive())),
       ('dp_fixed_clipping_fedavg', 'fedavg',
        dict(model_aggregator=_dp_fixed())),
+      ('robust_clipping_fedavg', 'fedavg', dict(
+          model_aggregator=tff.learning.robust_aggregator(zeroing=False))),
+      ('robust_zeroing_clipping_fedavg', 'fedavg',
+       dict(model_aggregator=tff.learning.robust_aggregator())),
+      ('adaptive_clipping_two_way_gt', registry.TWO_WAY_GT,
+       dict(model_aggregator=_adaptive_clipping())),
+      ('adaptive_clipping_example_transfer', 'example_transfer',
+       dict(model_aggregator=_adaptive_clipping())),
+      ('adaptive_zeroing_clipping_parallel_training',
+       registry.PARALLEL_TRAINING,
+       dict(model_aggregator=_adaptive_zeroing(_adaptive_clipping()))),
+      ('dp_aggregator_no_noise', registry.ONE_WAY_GT,
+       dict(model_aggregator=tff.learning.dp_aggregator(0.0, len(_SIZES)))),
   )
   def test_dense_algorithms(self, name, kwargs):
     groups = _linear_clients()
@@ -231,6 +265,37 @@ class DifferentialPrivacyTest(absltest.TestCase):
                                  tu.trainable(process, noised[1])[0]))
 
 
+class AdaptiveClippingTest(absltest.TestCase):
+
+  def test_clipping_and_zeroing_bind_and_states_match(self):
+    groups = _linear_clients()
+    build = lambda g: _linear_process(
+        registry.PARALLEL_TRAINING, g,
+        model_aggregator=_adaptive_zeroing(_adaptive_clipping()))
+    per_client, grouped = build(None), build(groups)
+    self.assertEqual(per_client.initialize.type_signature,
+                     grouped.initialize.type_signature)
+    self.assertEqual(per_client.next.type_signature.result,
+                     grouped.next.type_signature.result)
+    s1, s2 = per_client.initialize(), grouped.initialize()
+    ids = [np.asarray(g, np.int32) for g in _GROUPS]
+    data = [groups.dataset_fn(i) for g in _GROUPS for i in g]
+    norms = []
+    for _ in range(3):
+      o1, o2 = per_client.next(s1, data), grouped.next(s2, ids)
+      s1, s2 = o1.state, o2.state
+      m = _flat(o1.metrics['aggregator'])
+      # Some updates zeroed, some clipped, some neither (5 clients).
+      self.assertBetween(m['zeroed_count'], 1, 4)
+      self.assertBetween(m['zeroing/clipped_count'], 1, 4)
+      norms.append(m['zeroing/clipping_norm'])
+    # The estimators' states (the norms' next estimates) agree, and moved.
+    for x, y in zip(tf.nest.flatten(s1.aggregator),
+                    tf.nest.flatten(s2.aggregator)):
+      np.testing.assert_allclose(x, y, rtol=1e-6)
+    self.assertNotAlmostEqual(norms[0], norms[-1])
+
+
 class FedAvgTest(absltest.TestCase):
 
   def test_composed_fedavg_equals_tff_fedavg(self):
@@ -273,15 +338,23 @@ class FedAvgTest(absltest.TestCase):
 class RefusedTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
-      ('dp_with_zeroing', lambda: tff.learning.dp_aggregator(0.0, 5)),
-      ('clipping', lambda: tff.aggregators.clipping_factory(
-          1.0, tff.aggregators.MeanFactory())),
-      ('secure', lambda: tff.learning.secure_aggregator()),
+      ('noise_on_each_client', lambda: tff.learning.ddp_secure_aggregator(
+          noise_multiplier=0.5, expected_clients_per_round=100,
+          zeroing=False), 'noise added on each client'),
+      ('secure_count', lambda: tff.learning.ddp_secure_aggregator(
+          noise_multiplier=0.5, expected_clients_per_round=100),
+       'other than a plain one'),
+      ('secure', tff.learning.secure_aggregator, 'secure sum'),
       ('secure_mean', lambda: tff.aggregators.MeanFactory(
-          tff.aggregators.SecureSumFactory(100.0))),
+          tff.aggregators.SecureSumFactory(100.0)), 'secure sums'),
+      ('arithmetic_estimator', lambda: tff.aggregators.clipping_factory(
+          tff.aggregators.PrivateQuantileEstimationProcess(
+              tfp.NoPrivacyQuantileEstimatorQuery(1.0, 0.5, 0.2, False)),
+          tff.aggregators.MeanFactory()), 'no-noise quantile estimator'),
   )
-  def test_per_client_aggregation_is_refused(self, factory):
-    with self.assertRaisesRegex(ValueError, 'each client.s own update'):
+  def test_per_client_aggregation_is_refused(self, factory, why):
+    with self.assertRaisesRegex(ValueError,
+                                f'cannot run in client groups.*{why}'):
       _linear_process(registry.ONE_WAY_GT, _linear_clients(),
                       model_aggregator=factory())
 

@@ -301,31 +301,22 @@ class RunComparisonTest(parameterized.TestCase):
           got[2:-1], want[2:-1], rtol=1e-4, atol=1e-6,
           err_msg=f'{want.scenario} round {want.round}')
 
-  def test_adaptive_dp_trains_per_client_and_fixed_dp_in_groups(self):
-    # tff.learning.dp_aggregator (adaptive) also zeroes large updates per
-    # client, which a group cannot reproduce: the trainer falls back to one
-    # client per member. A fixed clip runs in groups.
+  def test_adaptive_and_fixed_dp_train_in_groups(self):
+    # tff.learning.dp_aggregator (adaptive clipping, zeroing of large
+    # updates) and a fixed clip both run in groups: each group clips and
+    # zeroes its members' updates (tff_mixed.core.group_aggregation).
     common = dict(scenario=scenarios_lib.TWO_WAY_GT, total_rounds=1,
                   clients_per_round=4, client_steps=1, num_clients=6,
                   dp_noise_multiplier=0.1, clients_per_group=2,
                   progress=False)
-    def logged_fallback(info):
-      # The log line, whatever the verbosity other tests left set.
-      return any('training per client' in str(call)
-                 for call in info.call_args_list)
-
-    with mock.patch.object(train_lib.logging, 'info') as info:
-      result = train_lib.train(root_output_dir=temp_dirs.temp_dir(self),
-                               experiment_name='adaptive', dp_clip_norm=0.0,
-                               **common)
-    self.assertTrue(logged_fallback(info))
-    self.assertEqual([h['round_num'] for h in result.history], [1])
-    with mock.patch.object(train_lib.logging, 'info') as info:
-      result = train_lib.train(root_output_dir=temp_dirs.temp_dir(self),
-                               experiment_name='fixed', dp_clip_norm=1.0,
-                               **common)
-    self.assertFalse(logged_fallback(info))
-    self.assertEqual([h['round_num'] for h in result.history], [1])
+    for name, clip in (('adaptive', 0.0), ('fixed', 1.0)):
+      with mock.patch.object(train_lib.comparison, 'scenario_process',
+                             wraps=comparison.scenario_process) as built:
+        result = train_lib.train(root_output_dir=temp_dirs.temp_dir(self),
+                                 experiment_name=name, dp_clip_norm=clip,
+                                 **common)
+      self.assertEqual(built.call_args.kwargs['clients_per_group'], 2, name)
+      self.assertEqual([h['round_num'] for h in result.history], [1])
     self.assertEqual(
         train_lib.run_hparams(scenario=scenarios_lib.TWO_WAY_GT,
                               clients_per_group=2)['clients_per_group'], 2)

@@ -120,8 +120,9 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
 
   def test_scenarios_run_in_groups_with_the_per_client_numbers(self):
     # The experiment's wiring of groups (its dataset_fn, the central data,
-    # the phase switch of the transfer baselines); every algorithm's
-    # grouped == per-client is proven in client_groups_test.
+    # the phase switch of the transfer baselines, adaptive clipping in the
+    # groups); every algorithm's grouped == per-client, clipping included,
+    # is proven in client_groups_test.
     lib = stackoverflow_wikipedia_lib
     directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
@@ -129,7 +130,10 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
         rounds=2, switch_round=1, clients_per_round=5, client_steps=2,
         client_batch_size=2, central_batch_size=4,
         one_way_central_batch_size=8, embedding_dim=4, gru_units=8,
-        sequence_length=20, eval_every=1, adaptive_clipping=False)
+        sequence_length=20, eval_every=1)
+    self.assertTrue(config.adaptive_clipping)  # The paper's, the default.
+    self.assertIsNotNone(lib.client_groups_for(
+        lib.FL_ONLY, data, config._replace(clients_per_group=2)))
     results = {}
     # 5 clients in groups of 2: uneven groups (3 + 2, `split_cohort`).
     for clients_per_group in (1, 2):
@@ -145,22 +149,6 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
           np.testing.assert_allclose(row_a[key], row_b[key], rtol=1e-4,
                                      err_msg=f'{a.scenario} {key}')
       self.assertNotEqual(a.rows[0]['mixed_loss'], a.rows[-1]['mixed_loss'])
-
-  def test_adaptive_clipping_runs_per_client(self):
-    directory = temp_dirs.temp_dir(self)
-    data = _load_tiny(directory)
-    config = stackoverflow_wikipedia_lib.Config(clients_per_round=5)
-    # The default group size falls back to one client per member ...
-    self.assertIsNone(stackoverflow_wikipedia_lib.client_groups_for(
-        stackoverflow_wikipedia_lib.FL_ONLY, data, config))
-    self.assertIsNotNone(stackoverflow_wikipedia_lib.client_groups_for(
-        stackoverflow_wikipedia_lib.FL_ONLY, data,
-        config._replace(adaptive_clipping=False, clients_per_group=2)))
-    # ... and an explicit one is refused before anything runs.
-    with self.assertRaisesRegex(ValueError, 'adaptive clipping'):
-      stackoverflow_wikipedia_lib.run_experiment(
-          data, config._replace(clients_per_group=2),
-          output_dir=os.path.join(directory, 'out'))
 
 
 _TINY = stackoverflow_wikipedia_lib.Config(

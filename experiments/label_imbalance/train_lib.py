@@ -19,14 +19,12 @@ checkpoints and automatic resume, CSV and TensorBoard metrics, periodic
 evaluation, divergence detection, an optional differentially private
 aggregator, and optional execution on remote TFF workers. By default the
 cohort trains in client groups (`--clients_per_group`), with the same
-results; DP with a fixed clip runs in groups too (each group clips its
-members' updates), adaptive DP (`tff.learning.dp_aggregator`, which also
-zeroes large updates per client) trains per client.
+results; DP runs in groups too (each group clips, and with
+`tff.learning.dp_aggregator` zeroes, its members' updates).
 """
 
 from typing import Optional, Sequence
 
-from absl import logging
 import tensorflow_federated as tff
 
 from experiments.common import comparison
@@ -163,16 +161,6 @@ def train(
         task_lib.NUM_FEATURES, hidden_units=label_imbalance_lib.HIDDEN_UNITS,
         seed=seed)
     comparison_task = label_imbalance_lib.digits_comparison_task(task, model)
-    if not isinstance(aggregator, (
-        type(None), tff.aggregators.DifferentiallyPrivateFactory)) and (
-            comparison.uses_groups(comparison_task, clients_per_group,
-                                   clients_per_round)):
-      # Fixed clipping runs in groups (each group clips its members);
-      # tff.learning.dp_aggregator also zeroes large updates per client.
-      logging.info('Adaptive DP aggregation zeroes large client updates, '
-                   'which a client group cannot reproduce: training per '
-                   'client.')
-      clients_per_group = 1
     process = comparison.scenario_process(
         scenario, comparison_task, model, client_steps=client_steps,
         seed=seed, clients_per_group=clients_per_group,

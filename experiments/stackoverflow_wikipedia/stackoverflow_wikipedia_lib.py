@@ -51,10 +51,10 @@ Rounds can run in the fast simulation mode (`clients_per_group`,
 `tff_mixed.core.client_groups`): groups of clients, each trained in one TF
 computation that reads its members' posts from their ids
 (`stackoverflow_wikipedia.client_dataset_fn`, the function the per-client
-path traces), with the same results. Adaptive clipping acts on each
-client's update, which a group cannot reproduce: with it (the default) the
-default `clients_per_group=0` runs one client per CLIENTS member and says
-so, and an explicit group size is an error.
+path traces), with the same results; adaptive clipping too: each group
+clips its members' updates with the norm the server broadcasts and returns
+what the norm's quantile estimate needs
+(`tff_mixed.core.group_aggregation`).
 """
 
 import collections
@@ -282,12 +282,6 @@ def client_groups_for(scenario: str, data: Data, config: Config
   """The scenario's `ClientGroups`, or `None` for one client per member."""
   if not grouping.is_grouped(config.clients_per_group,
                              cohort_size(data, config)):
-    return None
-  if config.adaptive_clipping:
-    # `run_experiment` refuses an explicit group size with it.
-    logging.info('%s: adaptive clipping acts on each client\'s update, '
-                 'which a group of clients cannot reproduce: running one '
-                 'client per CLIENTS member.', scenario)
     return None
   return tff_mixed.ClientGroups(_dataset_fn(scenario, data, config), np.str_)
 
@@ -571,11 +565,6 @@ def run_experiment(data: Data, config: Config, *,
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
   grouping.check(config.clients_per_group)
-  if config.adaptive_clipping and config.clients_per_group > 1:
-    raise ValueError(
-        f'`clients_per_group` {config.clients_per_group} needs adaptive '
-        'clipping off: it clips each client\'s update, which a group of '
-        'clients cannot reproduce; use 1 or 0 (per client) with it.')
   for name in ('client_lr', 'two_way_client_lr', 'central_clip_norm'):
     value = getattr(config, name)
     if not np.isfinite(value):

@@ -47,10 +47,9 @@ writes advice.json and advice.md to `--output_dir` (and to `--records_dir`,
 if given), then goes on with the scenarios or, with `--advise_then=stop`,
 stops (`lm_advice`).
 
-With `--noadaptive_clipping` rounds run
-in groups of clients (`--clients_per_group`, default one group per core; 1:
-one client per CLIENTS member, the same results, slower); adaptive clipping
-acts on each client's update, so with it rounds run per client.
+Rounds run in groups of clients (`--clients_per_group`, default one group
+per core; 1: one client per CLIENTS member, the same results, slower),
+adaptive clipping included: each group clips its members' updates.
 """
 
 from collections.abc import Sequence
@@ -153,8 +152,6 @@ _EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
                                    'Evaluate every this many rounds.',
                                    lower_bound=1)
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
-# With --adaptive_clipping (the default) rounds run per client: clipping
-# acts on each client's update (see stackoverflow_wikipedia_lib).
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()

@@ -36,6 +36,7 @@ from tff_mixed.core import client_work
 from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
+from tff_mixed.core import group_aggregation
 from tff_mixed.core import mixed_process
 from tff_mixed.core import model_types
 from tff_mixed.core import validation
@@ -86,11 +87,12 @@ def check_process_args(
     validation.check_group_aggregation(model_aggregator, metrics_aggregator)
   if model_aggregator is None:
     model_aggregator = tff.aggregators.MeanFactory()
-  if not (client_groups is not None and isinstance(
-      model_aggregator, tff.aggregators.DifferentiallyPrivateFactory)):
-    # A DP factory in groups stays as it is: its groups clip per member
-    # (aggregators.build_group_dp_aggregator).
+  if client_groups is None or group_aggregation.is_plain_mean(
+      model_aggregator):
     model_aggregator = validation.weighted_aggregator(model_aggregator)
+  # Otherwise, in groups, the factory stays as it is: its groups run its
+  # per-client step on each member (group_aggregation.build_group_aggregator),
+  # with the members' weights if it is weighted.
   if metrics_aggregator is not None and not callable(metrics_aggregator):
     raise TypeError('`metrics_aggregator` must be callable (e.g. '
                     '`tff.learning.metrics.sum_then_finalize`), got '
@@ -156,22 +158,23 @@ def model_distribution(
     *,
     client_steps: Optional[int],
     with_gradient: bool,
-    client_groups: Optional[client_groups_lib.ClientGroups] = None,
+    client_groups: Optional[client_groups_lib.ClientGroups],
 ) -> tuple[distributors.Distributor, aggregators.Aggregator]:
   """The distributor of x^(t) (and g~_c) and the matching aggregator.
 
   `embedding_selection=None`: broadcast, and `model_aggregator`'s weighted
   mean. Otherwise the table (and g~_c's table part) by `federated_select`,
   and the scatter-back; with `client_groups`, their versions for groups of
-  clients (`client_groups.py`).
+  clients (`client_groups.py`). `client_groups` has no default: with groups,
+  an aggregator that acts on each client's update must run in the groups
+  (`group_aggregation.build_group_aggregator`), not on their means.
   """
   trainable_type = model_types.weights_type(model).trainable
   if selection is None:
-    if isinstance(model_aggregator,
-                  tff.aggregators.DifferentiallyPrivateFactory):
-      # Only with client groups (`check_process_args` keeps it unwrapped).
-      aggregator = aggregators.build_group_dp_aggregator(model_aggregator,
-                                                         trainable_type)
+    if client_groups is not None and not group_aggregation.is_plain_mean(
+        model_aggregator):
+      aggregator = group_aggregation.build_group_aggregator(model_aggregator,
+                                                            trainable_type)
     else:
       aggregator = aggregators.build_mean_aggregator(model_aggregator,
                                                      trainable_type)

@@ -72,7 +72,7 @@ def _build_transfer_process(
                              seed=seed)
   broadcast, aggregator = _common.model_distribution(
       model, None, aggregator_factory, client_steps=client_steps,
-      with_gradient=False)
+      with_gradient=False, client_groups=client_groups)
   transfer = transfer_select.build_transfer_computations(
       central_objective, model_types.data_type(model),
       examples_per_client=examples_per_client, seed=seed,

@@ -91,7 +91,7 @@ def build_fedavg(
       client_groups=client_groups)
   distributor, aggregator = _common.model_distribution(
       model, None, aggregator_factory, client_steps=client_steps,
-      with_gradient=False)
+      with_gradient=False, client_groups=client_groups)
   return _common.compose_federated_only(
       model, distributor, aggregator, client_steps=client_steps,
       client_weighting=client_weighting, transfer_batch_size=None,

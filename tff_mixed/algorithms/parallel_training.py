@@ -123,10 +123,12 @@ def build_parallel_training(
       mode, in which each CLIENTS member of `next` is a group of client ids
       whose members train one after another in one computation
       (`core/client_groups.py`); results equal the per-client process's to
-      float32 rounding. `None`: one client per member. With a
-      `tff.aggregators.DifferentiallyPrivateFactory` the groups clip each
-      member's update; other aggregators that act per client (clipping or
-      zeroing factories, secure sums) are refused.
+      float32 rounding. `None`: one client per member. With DP
+      (`tff.aggregators.DifferentiallyPrivateFactory`,
+      `tff.learning.dp_aggregator`) or adaptive clipping and zeroing
+      (`tff.learning.robust_aggregator`) the groups clip each member's
+      update (`core/group_aggregation.py`); aggregators that add noise or
+      secure sums on each client are refused.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.

@@ -32,14 +32,12 @@ aggregators, both Python functions of federated values (intrinsics only):
 *   `build_group_scatter_back_aggregator`: the same mean and row weight
     shares from groups of clients (`client_groups.py`), each of which has
     already scattered its members' rows into the table's shape.
-*   `build_group_dp_aggregator`: a `tff.aggregators.
-    DifferentiallyPrivateFactory` (fixed or adaptive clipping, Gaussian noise
-    on the sum) for groups of clients: each member's update is clipped in
-    its group by the DP query's `preprocess_record`, the groups' sums are
-    added, and the server noises the total, as the per-client process does.
+
+Aggregators that act on each client's update (DP, clipping, zeroing) run in
+groups of clients through `MemberRecords`
+(`group_aggregation.build_group_aggregator`).
 """
 
-import collections
 from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
@@ -67,20 +65,24 @@ class AggregatorOutput(NamedTuple):
 
 
 class MemberRecords(NamedTuple):
-  """What a group of clients computes per member for a DP aggregator.
+  """What a group of clients computes per member for the aggregator.
+
+  For aggregators that act on each client's update
+  (`group_aggregation.build_group_aggregator`).
 
   Attributes:
     parameters: `(state@SERVER -> P@SERVER)`, a Python function of federated
-      values: the parameters the process broadcasts to the groups (the DP
-      query's sample parameters, e.g. the clipping norm).
+      values: the parameters the process broadcasts to the groups (e.g. the
+      clipping norm, the DP query's sample parameters).
     parameters_type: The TFF type `P`.
-    preprocess: `preprocess(parameters, update) -> record`, pure TF, run on
-      each member's update (clipping); the group uploads the sum.
+    preprocess: `preprocess(parameters, update, weight) -> record`, pure TF,
+      run on each member's update and weight (clipping, weighting); the
+      group uploads the sum of its members' records.
   """
 
   parameters: Callable[[Any], Any]
   parameters_type: tff.Type
-  preprocess: Callable[[Any, Any], Any]
+  preprocess: Callable[[Any, Any, Any], Any]
 
 
 class Aggregator(NamedTuple):
@@ -91,8 +93,9 @@ class Aggregator(NamedTuple):
       call inside the process's federated `initialize`.
     aggregate: `(state@SERVER, ClientOutput@CLIENTS, keys@CLIENTS or None)
       -> AggregatorOutput`.
-    member_records: For groups of clients with a DP aggregator
-      (`build_group_dp_aggregator`), what each member computes; else `None`.
+    member_records: For groups of clients with an aggregator that acts on
+      each client's update (`group_aggregation.build_group_aggregator`),
+      what each member computes; else `None`.
   """
 
   initialize: Callable[[], Any]
@@ -161,65 +164,3 @@ def build_group_scatter_back_aggregator(
 
   return Aggregator(initialize, aggregate)
 
-
-def dp_query(factory: tff.aggregators.DifferentiallyPrivateFactory):
-  """The `DPQuery` of a `DifferentiallyPrivateFactory`.
-
-  TFF keeps it private; `tests/client_groups_test.py` fails here first if a
-  TFF release renames it.
-  """
-  return factory._query  # pylint: disable=protected-access
-
-
-def build_group_dp_aggregator(
-    factory: tff.aggregators.DifferentiallyPrivateFactory,
-    trainable_type: tff.Type) -> Aggregator:
-  """`factory`'s DP mean, for groups of clients (`client_groups.py`).
-
-  The steps of TFF's `DifferentiallyPrivateFactory` process with the
-  per-client record moved into the groups: the server derives the query's
-  sample parameters (the clipping norm) and broadcasts them; each group
-  uploads the sum of `preprocess_record` over its members (their clipped
-  updates, and for adaptive clipping whether each was below the norm); the
-  server adds the groups' sums and calls `get_noised_result`. Its state and
-  measurements have the per-client process's types, and with the same noise
-  its results are the per-client process's.
-  """
-  query = dp_query(factory)
-  process = factory.create(trainable_type)
-  query_state_type = process.initialize.type_signature.result.member[0]
-  derive_parameters = tff.tensorflow.computation(query.derive_sample_params,
-                                                 query_state_type)
-  parameters_type = derive_parameters.type_signature.result
-  record_type = tff.tensorflow.computation(
-      query.preprocess_record, parameters_type,
-      trainable_type).type_signature.result
-
-  @tff.tensorflow.computation(record_type, query_state_type)
-  def noised_result(total, query_state):
-    result, new_query_state, event = query.get_noised_result(total,
-                                                             query_state)
-    return result, new_query_state, event.to_named_tuple()
-
-  derive_metrics = tff.tensorflow.computation(query.derive_metrics,
-                                              query_state_type)
-
-  def parameters(state):
-    return tff.federated_map(derive_parameters, state.query_state)
-
-  def aggregate(state, group_outputs, keys):
-    del keys  # Dense updates.
-    result, new_query_state, dp_event = tff.federated_map(
-        noised_result,
-        (tff.federated_sum(group_outputs.records), state.query_state))
-    new_state = tff.federated_zip(collections.OrderedDict(
-        query_state=new_query_state, agg_state=state.agg_state,
-        dp_event=dp_event,
-        is_init_state=tff.federated_value(False, tff.SERVER)))
-    measurements = tff.federated_zip(collections.OrderedDict(
-        dp_query_metrics=tff.federated_map(derive_metrics, new_query_state),
-        dp=tff.federated_value((), tff.SERVER)))
-    return AggregatorOutput(new_state, result, measurements)
-
-  return Aggregator(process.initialize, aggregate, MemberRecords(
-      parameters, parameters_type, query.preprocess_record))

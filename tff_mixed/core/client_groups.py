@@ -35,8 +35,12 @@ The group returns what aggregation needs (`GroupOutput`):
 
 The TFF processes stay the semantics: a group simulates its members; what a
 deployment sends and uploads is the per-client process's. Aggregation that
-acts on each client's update (clipping, noise, secure sums) cannot be
-reproduced by a group's mean, and the builders refuse it
+acts on each client's update runs in the group when it is a sum of
+per-member records (`group_aggregation.py`: DP, TFF's adaptive clipping and
+zeroing of `tff.learning.robust_aggregator`): the server sends the group the
+norm it would send each client, and the group uploads the sum of its
+members' records (`GroupOutput.records`). Noise added or secure sums on
+each client cannot be reproduced by a group, and the builders refuse them
 (`validation.check_group_aggregation`).
 """
 
@@ -211,8 +215,9 @@ class GroupOutput(NamedTuple):
       `probe_gradient` and `probe_norm_squared` in the means over groups.
     row_weights: With `federated_select`, float32 `[num_rows]`, per table row
       the members' weight that trained it; else `()`.
-    records: With a DP aggregator, the sum of the members' DP records
-      (`aggregators.MemberRecords`: their clipped updates); else `()`.
+    records: With an aggregator that acts on each client's update, the sum
+      of the members' records (`aggregators.MemberRecords`: e.g. their
+      clipped updates); else `()`.
     probe_norm_squared: With probe gradients, the mean over the members of
       each one's own |g_i|^2 (not the norm of their mean: the server's
       sigma^2 estimate needs the spread between members too), else `()`.
@@ -288,8 +293,10 @@ def build_group_work(
   every member); for each member id, `client_groups.dataset_fn` gives its
   dataset, `distributor.receive` its inputs and the per-client loop of
   `client_work.build_client_update_fn` its `ClientOutput`. With
-  `member_records` (a DP aggregator), `P` are the DP query's parameters and
-  each member's update also becomes a record (clipped) the group sums.
+  `member_records` (an aggregator that acts on each client's update,
+  `group_aggregation.build_group_aggregator`), `P` are what the server sends
+  for it (e.g. the clipping norm) and each member's update and weight also
+  become a record (e.g. the clipped, weighted update) the group sums.
 
   Args:
     model: The global model.
@@ -299,7 +306,7 @@ def build_group_work(
     config: A `client_work.ClientWorkConfig`.
     optimizer: CLIENTOPTIMIZER.
     client_groups: The `ClientGroups`.
-    member_records: The DP aggregator's `aggregators.MemberRecords`, or
+    member_records: The aggregator's `aggregators.MemberRecords`, or
       `None`.
   """
   client_update = client_work_lib.build_client_update_fn(
@@ -314,10 +321,10 @@ def build_group_work(
   def group_work(inputs):
     received, ids = inputs[:num_received], inputs[len(inputs) - 1]
 
-    def record(update):
+    def record(update, weight):
       if member_records is None:
         return None
-      return member_records.preprocess(inputs[num_received], update)
+      return member_records.preprocess(inputs[num_received], update, weight)
 
     def body(i, sums):
       # Two copies: keys (or transferred examples) are chosen from the
@@ -330,11 +337,11 @@ def build_group_work(
                              member.augmenting_gradient, member.examples,
                              member.shuffle_seed)
       return i + 1, _add_member(sums, output, member.keys, selection,
-                                record(output.update))
+                                record(output.update, output.update_weight))
 
     zero_record = (None if member_records is None else record(tuple(
         tf.zeros(s.shape, s.dtype)
-        for s in model_types.trainable_specs(model))))
+        for s in model_types.trainable_specs(model)), tf.constant(0.0)))
     _, sums = tf.while_loop(
         lambda i, _: i < tf.size(ids), body,
         (tf.constant(0), _zero_sums(model, config, selection, zero_record)))

@@ -200,8 +200,9 @@ def _build_next(model, components, metrics_aggregation_fn, state_type):
         message, state.round_num, client_data)
     records = components.aggregator.member_records
     if records is not None:
-      # Groups of clients clip their members' updates themselves, with the
-      # DP query's parameters (aggregators.build_group_dp_aggregator).
+      # Groups of clients run the aggregator's per-client step (clipping,
+      # weighting) on their members themselves, with what the server sends
+      # (group_aggregation.build_group_aggregator).
       distribution = distribution._replace(values=(
           *distribution.values,
           tff.federated_broadcast(records.parameters(state.aggregator))))

@@ -25,6 +25,7 @@ from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
 from tff_mixed.core import embedding_select
 from tff_mixed.core import example_store as example_store_lib
+from tff_mixed.core import group_aggregation
 
 
 def check_model(model: Any) -> None:
@@ -235,14 +236,13 @@ def check_group_aggregation(model_aggregator: Any,
                             metrics_aggregator: Any) -> None:
   """Refuses aggregation a group of clients cannot reproduce.
 
-  A group (`client_groups.py`) uploads its members' weighted mean update and
-  the sum of their metrics, so only a plain weighted mean of the updates and
-  summed metrics (`tff.learning.metrics.sum_then_finalize`) give the
-  per-client result, and a `tff.aggregators.DifferentiallyPrivateFactory`
-  (fixed or adaptive clipping, noise on the sum), whose per-client records
-  the groups compute for their members. Other clipping or zeroing factories
-  (e.g. `tff.learning.dp_aggregator`, which zeroes large updates), and
-  secure sums, act on each client's own update, which a group never uploads.
+  A group (`client_groups.py`) uploads sums over its members: their weighted
+  mean update, the sum of their metrics, and the sum of their records for an
+  aggregator that acts on each client's update. So only summed metrics
+  (`tff.learning.metrics.sum_then_finalize`) give the per-client result, and
+  only the model aggregators `group_aggregation.check_groupable` recognizes
+  (a plain weighted mean, DP, TFF's adaptive clipping and zeroing); secure
+  sums and noise added on each client are refused.
 
   Args:
     model_aggregator: The requested model aggregation factory (`None`: the
@@ -253,32 +253,14 @@ def check_group_aggregation(model_aggregator: Any,
   Raises:
     ValueError: For any other aggregator, naming it.
   """
-  if model_aggregator is not None and not (
-      _is_plain_mean(model_aggregator) or isinstance(
-          model_aggregator, tff.aggregators.DifferentiallyPrivateFactory)):
-    raise ValueError(
-        'Client groups (`client_groups`) simulate many clients in one '
-        'computation that uploads their mean update; `model_aggregator` '
-        f'{type(model_aggregator).__name__} acts on each client\'s own update '
-        '(clipping, zeroing or secure sums), which a group cannot reproduce '
-        'exactly. Use `client_groups=None` (one client per member) with it, '
-        'or for DP a `tff.aggregators.DifferentiallyPrivateFactory` '
-        '(`gaussian_fixed` or `gaussian_adaptive`), which groups support.')
+  if model_aggregator is not None:
+    group_aggregation.check_groupable(model_aggregator)
   if metrics_aggregator not in (None, tff.learning.metrics.sum_then_finalize):
     raise ValueError(
         'Client groups (`client_groups`) sum their members\' metrics, which '
         'only `tff.learning.metrics.sum_then_finalize` (the default) '
         'finalizes exactly; use `client_groups=None` with metrics aggregator '
         f'{getattr(metrics_aggregator, "__name__", metrics_aggregator)!r}.')
-
-
-def _is_plain_mean(factory: Any) -> bool:
-  """A `MeanFactory` whose sums are plain `SumFactory` sums."""
-  # MeanFactory keeps its inner factories private; a plain mean is the
-  # default construction, which these attributes identify.
-  return (type(factory) is tff.aggregators.MeanFactory and all(
-      type(getattr(factory, name, None)) is tff.aggregators.SumFactory
-      for name in ('_value_sum_factory', '_weight_sum_factory')))
 
 
 def check_client_weighting(client_weighting: Any) -> None:
