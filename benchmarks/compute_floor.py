@@ -277,9 +277,10 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
       if part.augmenting_gradient == PREVIOUS_ROUND_MEAN:
         central_gradient = mean_central
     if part.federated_gradient:
-      # Eq. 10: the mean step was `w_f g~_f + w_c g~_c`, over eta K steps.
-      steps = learning_rate * tf.cast(tf.shape(x)[1], tf.float32)
-      mean_step = tuple(u / steps for u in mean_update)
+      # Eq. 10: K SGD steps at eta moved the clients by eta K times their
+      # mean step gradient `w_f g~_f + w_c g~_c`.
+      eta_k = learning_rate * tf.cast(tf.shape(x)[1], tf.float32)
+      mean_step = tuple(u / eta_k for u in mean_update)
       if augmenting is not None:
         mean_step = tuple(m - w_c * a for m, a in zip(mean_step, augmenting))
       federated_gradient = tuple(m / w_f for m in mean_step)
