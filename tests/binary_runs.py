@@ -26,7 +26,18 @@ import unittest
 
 SKIP_ENV = 'TFF_MIXED_SKIP_BINARY_RUNS'
 
-runs_binaries = unittest.skipIf(
+_skip_under_bazel = unittest.skipIf(
     os.environ.get(SKIP_ENV) == '1',
     f'{SKIP_ENV}=1: this test runs binaries from the source tree with '
     '`python -m`, which the pytest run covers.')
+
+
+def runs_binaries(test):
+  """Marks a test class or method that runs binaries (see above).
+
+  It also gets the attribute `runs_binaries`, by which `tests/conftest.py`
+  hands these tests out first: they are the longest units pytest-xdist
+  schedules, and one left for last keeps a worker busy while the other idles.
+  """
+  test.runs_binaries = True
+  return _skip_under_bazel(test)

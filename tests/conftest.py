@@ -11,16 +11,32 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""pytest's hooks for the tests: the TFF workers of a test process end with it.
+"""pytest's hooks for the tests.
 
-Importing `tff_mixed` no longer registers the clean-up of TFF's worker
-processes (tff_mixed/runtime.py); programs call
-`tff_mixed.register_worker_cleanup()`. A pytest process (and each of
-pytest-xdist's) makes that call once its test files are imported, if they
-loaded TFF, so the workers its tests start end with it, as in a binary.
+*   The TFF workers of a test process end with it. Importing `tff_mixed` no
+    longer registers the clean-up of TFF's worker processes
+    (tff_mixed/runtime.py); programs call
+    `tff_mixed.register_worker_cleanup()`. A pytest process (and each of
+    pytest-xdist's) makes that call once its test files are imported, if
+    they loaded TFF, so the workers its tests start end with it, as in a
+    binary.
+*   The tests that run binaries (`binary_runs.runs_binaries`) run first:
+    pytest-xdist's `--dist loadscope` hands out whole classes in collection
+    order, and these, the longest, left for last kept one worker busy for
+    minutes while the other waited.
 """
 
 import sys
+
+
+def _runs_binaries(item) -> bool:
+  return bool(getattr(getattr(item, 'cls', None), 'runs_binaries', False) or
+              getattr(getattr(item, 'obj', None), 'runs_binaries', False))
+
+
+def pytest_collection_modifyitems(session, config, items):
+  del session, config  # Unused.
+  items.sort(key=lambda item: not _runs_binaries(item))  # Stable.
 
 
 def pytest_collection_finish(session):
