@@ -24,9 +24,9 @@ and TFF workers.
 What differs from a new interpreter, and how it is made not to matter:
 
 *   TensorFlow has loaded before the binary's `experiments.tf_log_level`
-    runs, so its C++ log level is the one that module sets by default
-    (`TF_CPP_MIN_LOG_LEVEL=3`, set before the import here); `--verbose`
-    cannot turn it on in such a run.
+    runs, so its C++ log level is the one that module sets by default (it
+    runs here first, without `--verbose`); `--verbose` cannot turn it on in
+    such a run.
 *   TFF's import starts its execution context on a thread of its own, which a
     fork does not copy: each run installs a new default context first, as
     TFF's import does.
@@ -51,7 +51,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # then its exit status, one line each.
 _SERVER = r'''
 import atexit, json, os, runpy, signal, sys, traceback
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+from experiments import tf_log_level  # The binaries' default, before TF.
 import tensorflow
 import tensorflow_federated as tff
 
