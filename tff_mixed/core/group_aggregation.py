@@ -178,17 +178,31 @@ def _estimator_query(parts: _RobustParts, factory: Any):
   state = parts.norm_process.state_type.member
   if isinstance(state, tff.StructType) and not state:
     return None  # A fixed norm: no state, nothing to update.
-  # The estimator's hyperparameters (quantile, learning rate, estimate) are
-  # in its state, so any no-noise geometric estimator's `next` is this one's.
-  query = tfp.NoPrivacyQuantileEstimatorQuery(
-      initial_estimate=1.0, target_quantile=0.5, learning_rate=1.0,
-      geometric_update=True)
-  reference = tff.aggregators.PrivateQuantileEstimationProcess(
-      query, tff.aggregators.SumFactory())
-  if parts.norm_process.next != reference.next:
+  if parts.norm_process.next != _reference_estimator_next():
     raise _refuse(factory, 'its norm is estimated by a process other than '
                   'TFF\'s no-noise quantile estimator with plain sums')
-  return query
+  return _quantile_query()
+
+
+def _quantile_query() -> tfp.NoPrivacyQuantileEstimatorQuery:
+  # The estimator's hyperparameters (quantile, learning rate, estimate) are
+  # in its state, so any no-noise geometric estimator's `next` is this one's.
+  return tfp.NoPrivacyQuantileEstimatorQuery(
+      initial_estimate=1.0, target_quantile=0.5, learning_rate=1.0,
+      geometric_update=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_estimator_next() -> tff.Computation:
+  # Built once, as `_reference_mean_next`.
+  return tff.aggregators.PrivateQuantileEstimationProcess(
+      _quantile_query(), tff.aggregators.SumFactory()).next
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_count_next() -> tff.Computation:
+  # Built once, as `_reference_mean_next`.
+  return tff.aggregators.SumFactory().create(tff.TensorType(np.int32)).next
 
 
 def check_groupable(factory: Any) -> None:
@@ -208,8 +222,7 @@ def check_groupable(factory: Any) -> None:
                   'can reproduce from sums over its members (e.g. noise '
                   'added on each client, as distributed DP does, secure '
                   'sums, or an unweighted mean)')
-  if parts.count_process.next != tff.aggregators.SumFactory().create(
-      tff.TensorType(np.int32)).next:
+  if parts.count_process.next != _reference_count_next():
     raise _refuse(factory, 'it counts clipped or zeroed updates with a sum '
                   'other than a plain one (e.g. a secure sum)')
   _estimator_query(parts, factory)
