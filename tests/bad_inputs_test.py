@@ -29,6 +29,7 @@ interpreters (`sys.executable -m`).
 
 import ast
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -156,6 +157,16 @@ def _ratings(d: str) -> dict[str, str]:
   return {'ratings': _write(os.path.join(d, 'u.data'), '\n'.join(lines))}
 
 
+def _truncated_gzip_ratings(d: str) -> dict[str, str]:
+  """The ratings of `_ratings`, gzipped and cut in the middle."""
+  with open(_ratings(d)['ratings'], 'rb') as f:
+    compressed = gzip.compress(f.read())
+  path = os.path.join(d, 'ratings.dat.gz')
+  with open(path, 'wb') as f:
+    f.write(compressed[:len(compressed) // 2])
+  return {'ratings': path}
+
+
 def _damaged_movielens_record(d: str) -> dict[str, str]:
   """Ratings, and a records directory whose baseline record is cut short."""
   os.makedirs(os.path.join(d, 'records'))
@@ -245,6 +256,9 @@ _BAD_INPUTS = (
     # movielens_main.
     ('movielens_ratings_file_is_a_directory', _MOVIELENS,
      ['--ratings_file={d}'], _no_setup, 'is a directory'),
+    ('movielens_corrupt_gzip_ratings', _MOVIELENS,
+     ['--ratings_file={ratings}', '--output_dir={d}/out'],
+     _truncated_gzip_ratings, 'ratings.dat.gz: corrupt gzip file'),
     ('movielens_output_dir_under_a_file', _MOVIELENS,
      ['--ratings_file={ratings}', '--clients_per_round=2',
       '--output_dir={file}/out'], _ratings, 'is a file'),

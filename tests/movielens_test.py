@@ -14,11 +14,12 @@
 """Tests of the MovieLens next-movie data layer.
 
 All ratings files are small ones generated here (MovieLens files must not be
-shipped); the real ML-100K `u.data`, when present next to the repository,
-is read as a sanity check.
+shipped); the real ML-100K `u.data` and ML-1M's users 1-2999, when present
+next to the repository, are read as a sanity check.
 """
 
 import collections
+import gzip
 import os
 import time
 
@@ -34,6 +35,9 @@ from tests import temp_dirs
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ML_100K = os.path.join(_REPO_ROOT, '..', 'shared', 'data', 'movielens_100k',
                         'u.data')
+_ML_1M_PARTIAL = os.path.join(_REPO_ROOT, '..', 'shared', 'data',
+                              'movielens_1m_partial',
+                              'ratings_users1-2999.dat.gz')
 
 # (user, movie, rating, timestamp), in file order. User 7 has timestamp ties
 # (100: movies 20 then 60; 200: movies 30 then 40), user 3 is out of order,
@@ -70,6 +74,14 @@ def _write(test: absltest.TestCase, lines, name: str = 'ratings',
 def _write_ratings(test, rows, file_format: str, **kwargs) -> str:
   return _write(test, [_format_rating(r, file_format) for r in rows],
                 **kwargs)
+
+
+def _gzip_copy(path: str, name: str) -> str:
+  """`path` gzipped into `name` beside it."""
+  target = os.path.join(os.path.dirname(path), name)
+  with open(path, 'rb') as f, gzip.open(target, 'wb') as g:
+    g.write(f.read())
+  return target
 
 
 def _ratings_of(rows) -> movielens.Ratings:
@@ -212,6 +224,42 @@ class ReadRatingsTest(parameterized.TestCase):
     self.assertLen(logs.output, 1)
     self.assertIn('Skipped 3 malformed', logs.output[0])
     self.assertIn('line 2', logs.output[0])  # The first bad line.
+
+  def test_gzipped_file_reads_as_the_uncompressed_one(self):
+    rows = _random_rows(30, seed=4)
+    for file_format in ('ml-1m', 'ml-100k'):
+      plain = _write_ratings(self, rows, file_format, newline='\r\n')
+      expected = movielens.read_ratings(plain)
+      # Recognized by the name, and by the magic bytes without it.
+      for name in ('ratings.dat.gz', 'ratings_gzipped'):
+        with self.subTest(file_format=file_format, name=name):
+          path = _gzip_copy(plain, name)
+          self.assert_ratings_equal(movielens.read_ratings(path), expected)
+          self.assert_ratings_equal(movielens.read_ratings(
+              path, file_format=file_format), expected)
+
+  def test_corrupt_gzip_is_one_line_naming_the_file(self):
+    plain = _write_ratings(self, _random_rows(30, seed=5), 'ml-1m')
+    with open(_gzip_copy(plain, 'whole.gz'), 'rb') as f:
+      whole = f.read()
+    damaged = bytearray(whole)
+    damaged[len(whole) // 2] ^= 0xff
+    cases = (('truncated.dat.gz', whole[:len(whole) // 2], 'corrupt gzip'),
+             ('flipped.dat.gz', bytes(damaged), 'corrupt gzip'),
+             ('magic_only', whole[:2], 'corrupt gzip'),
+             ('text.dat.gz', b'1::2::3::4\n', 'not gzip-compressed'))
+    for name, content, reason in cases:
+      path = os.path.join(os.path.dirname(plain), name)
+      with open(path, 'wb') as f:
+        f.write(content)
+      with self.subTest(name=name):
+        with self.assertRaisesRegex(ValueError, reason) as cm:
+          movielens.read_ratings(path)
+        message = str(cm.exception)
+        self.assertIn(path, message)
+        self.assertNotIn('\n', message)
+        with self.assertRaisesRegex(ValueError, reason):
+          movielens.load_movielens(path)
 
   def test_missing_file(self):
     path = os.path.join(temp_dirs.temp_dir(self), 'nope', 'ratings.dat')
@@ -428,7 +476,7 @@ class LoadMovieLensTest(absltest.TestCase):
     with self.assertLogs('absl', level='INFO') as logs:
       data = movielens.load_movielens(path, context_length=4, seed=3)
     self.assertTrue(any('50 users' in line for line in logs.output))
-    self.assertEqual(data.num_movies, max(r[1] for r in rows))
+    self.assertEqual(data.num_movies, len({r[1] for r in rows}))
     self.assertEqual(data.context_length, 4)
     self.assertEqual(data.num_ratings, len(rows))
     self.assertEqual(data.num_skipped, 0)
@@ -448,6 +496,41 @@ class LoadMovieLensTest(absltest.TestCase):
       element = next(iter(client_data.create_tf_dataset_for_client(
           client_data.client_ids[0])))
       self.assertEqual(element['context'].shape, [4])
+
+
+  def test_partial_copy_with_gaps_in_the_ids(self):
+    # A subset of a larger file's users (sparse user ids) whose movies
+    # leave gaps in the movie ids (as ML-1M users 1-2999 rate 3,615 movies
+    # with ids up to 3,952), gzipped.
+    rng = np.random.RandomState(6)
+    ids = np.array([2, 3, 17, 18, 40, 41, 99, 250, 3900, 3952])
+    rows = [(user, int(rng.choice(ids)), 4.0, int(rng.randint(0, 10**9)))
+            for user in range(3, 123, 2) for _ in range(rng.randint(2, 9))]
+    path = _gzip_copy(_write_ratings(self, rows, 'ml-1m'),
+                      'ratings_subset.dat.gz')
+    data = movielens.load_movielens(path, context_length=3)
+    used = np.unique([r[1] for r in rows])
+    self.assertEqual(data.num_movies, len(used))
+    np.testing.assert_array_equal(data.movie_ids, used)
+    # Every example is the file's, its ids renumbered 1..num_movies in the
+    # order of the file's ids; padding stays 0.
+    raw = movielens.timeline_examples(movielens.read_ratings(path), 3)
+    self.assertEqual(data.examples.keys(), raw.keys())
+    original = np.concatenate([[movielens.PADDING_ID], data.movie_ids])
+    for user, (contexts, labels) in data.examples.items():
+      self.assertBetween(labels.min(), 1, data.num_movies)
+      np.testing.assert_array_equal(original[contexts], raw[user][0])
+      np.testing.assert_array_equal(original[labels], raw[user][1])
+    users = np.unique([r[0] for r in rows])
+    np.testing.assert_array_equal(np.sort(np.concatenate([
+        data.datacenter_user_ids, data.train_user_ids,
+        data.validation_user_ids, data.test_user_ids])), users)
+    self.assertEqual(data.num_ratings, len(rows))
+    # The federated datasets read the renumbered ids.
+    user = data.train.client_ids[0]
+    labels = [int(x['label']) for x in
+              data.train.create_tf_dataset_for_client(user)]
+    self.assertEqual(labels, data.examples[int(user)][1].tolist())
 
 
 class ClientMovieKeysTest(absltest.TestCase):
@@ -528,6 +611,25 @@ class RealMovieLens100kTest(absltest.TestCase):
          len(data.validation_user_ids), len(data.test_user_ids)],
         [189, 604, 75, 75])
     self.assertLen(data.train.client_ids, 604)
+
+
+class RealMovieLens1mPartialTest(absltest.TestCase):
+
+  def test_counts(self):
+    if not os.path.exists(_ML_1M_PARTIAL):
+      self.skipTest(f'{_ML_1M_PARTIAL} is absent')
+    data = movielens.load_movielens(_ML_1M_PARTIAL)
+    # Its PROVENANCE.md: 487,650 ratings of users 1-2999, 3,615 movies with
+    # ids up to 3,952.
+    self.assertEqual(data.num_ratings, 487_650)
+    self.assertEqual(data.num_movies, 3615)
+    self.assertEqual(data.movie_ids[-1], 3952)
+    self.assertEqual(
+        [len(data.datacenter_user_ids), len(data.train_user_ids),
+         len(data.validation_user_ids), len(data.test_user_ids)],
+        [600, 1919, 240, 240])
+    self.assertEqual(sum(len(l) for _, l in data.examples.values()),
+                     487_650 - 2999)
 
 
 if __name__ == '__main__':

@@ -19,8 +19,9 @@ embedding rows (arXiv:2205.13655, section 4.3; see `movielens_lib`).
 
 Data: a MovieLens ratings file, `ratings.dat` of MovieLens 1M
 (`UserID::MovieID::Rating::Timestamp`) or `u.data` of MovieLens 100K
-(tab-separated), from https://grouplens.org/datasets/movielens/ (their
-licence forbids redistribution, so none ships here):
+(tab-separated), or a subset of either's users, possibly gzipped, from
+https://grouplens.org/datasets/movielens/ (their licence forbids
+redistribution, so none ships here):
 
   python -m experiments.movielens.movielens_main --ratings_file=ml-1m/ratings.dat
 
@@ -64,7 +65,8 @@ from tff_mixed.training import reports as reports_lib
 _DEFAULTS = movielens_lib.Config()
 
 _RATINGS_FILE = flags.DEFINE_string(
-    'ratings_file', None, 'MovieLens ratings.dat (1M) or u.data (100K).')
+    'ratings_file', None, 'MovieLens ratings.dat (1M) or u.data (100K), or '
+    'a subset of either; gzipped ones (e.g. ratings.dat.gz) are read too.')
 _SKIP_MALFORMED = flags.DEFINE_bool(
     'skip_malformed', False, 'Skip malformed rating lines (counted) instead '
     'of stopping at the first one.')

@@ -61,8 +61,11 @@ class MovieLensData(NamedTuple):
   """The MovieLens next-movie task data (see `load_movielens`).
 
   Attributes:
-    num_movies: The largest movie id; an embedding table has `num_movies + 1`
-      rows, row 0 being the padding id.
+    num_movies: The number of distinct movies rated; an embedding table has
+      `num_movies + 1` rows, row 0 being the padding id. Movies are
+      renumbered densely (`movie_ids`), so a file whose ids have gaps (ML-1M
+      rates 3,706 of ids 1-3,952; a subset of its users fewer still) has no
+      row that no rating can train.
     context_length: The number of context movies of an example.
     train: Federated training clients, or None if no train user has examples.
     validation: Federated validation clients, or None if none has examples.
@@ -76,6 +79,10 @@ class MovieLensData(NamedTuple):
       returned by `timeline_examples`.
     num_ratings: The number of ratings read.
     num_skipped: The number of malformed lines skipped.
+    movie_ids: int64[num_movies], sorted: the file's id of each movie, row r
+      of the table (and id r in `examples`) being movie `movie_ids[r - 1]`.
+      The identity where the file's ids are 1 to `num_movies` without gaps
+      (ML-100K).
   """
   num_movies: int
   context_length: int
@@ -89,6 +96,7 @@ class MovieLensData(NamedTuple):
   examples: dict[int, tuple[np.ndarray, np.ndarray]]
   num_ratings: int
   num_skipped: int
+  movie_ids: np.ndarray
 
 
 def load_movielens(path: str,
@@ -102,13 +110,16 @@ def load_movielens(path: str,
                    seed: int = 0) -> MovieLensData:
   """Reads a MovieLens file and builds the federated next-movie data.
 
-  Reads the ratings (`read_ratings`), makes each user's examples
-  (`timeline_examples`), splits all users who rated something
-  (`split_users`, so ML-1M's 6,040 users split as in the paper) and builds
-  one `ClientData` per federated group (`build_client_data`).
+  Reads the ratings (`read_ratings`), renumbers the movies densely (1 to
+  the number of distinct movies, in the order of their ids), makes each
+  user's examples (`timeline_examples`), splits all users who rated
+  something (`split_users`, so ML-1M's 6,040 users split as in the paper,
+  and a subset of them in the same proportions) and builds one `ClientData`
+  per federated group (`build_client_data`).
 
   Args:
-    path: The ratings file (ML-1M `ratings.dat` or ML-100K `u.data`).
+    path: The ratings file (ML-1M `ratings.dat` or ML-100K `u.data`, or a
+      subset of either, possibly gzipped).
     context_length: The number of context movies, >= 1.
     file_format: `'auto'`, `'ml-1m'` or `'ml-100k'` (see `read_ratings`).
     skip_malformed: Whether to skip malformed lines (see `read_ratings`).
@@ -130,6 +141,9 @@ def load_movielens(path: str,
                                                         context_length)
   ratings = movielens_ratings.read_ratings(path, file_format=file_format,
                                            skip_malformed=skip_malformed)
+  # Dense ids: a table row per rated movie, none for the ids a file skips.
+  movie_ids, dense = np.unique(ratings.movie_ids, return_inverse=True)
+  ratings = ratings._replace(movie_ids=dense.astype(np.int64) + 1)
   examples = movielens_examples.timeline_examples(ratings, context_length)
   groups = movielens_examples.split_users(
       ratings.user_ids, datacenter_fraction=datacenter_fraction,
@@ -142,7 +156,7 @@ def load_movielens(path: str,
     return movielens_examples.build_client_data(examples, users)
 
   data = MovieLensData(
-      num_movies=int(ratings.movie_ids.max()),
+      num_movies=len(movie_ids),
       context_length=context_length,
       train=client_data(groups['train']),
       validation=client_data(groups['validation']),
@@ -153,12 +167,13 @@ def load_movielens(path: str,
       datacenter_user_ids=groups['datacenter'],
       examples=examples,
       num_ratings=len(ratings.user_ids),
-      num_skipped=ratings.num_skipped)
+      num_skipped=ratings.num_skipped,
+      movie_ids=movie_ids)
   logging.info(
-      'MovieLens %s: %d ratings (%d skipped), %d users, %d movies, %d '
-      'examples; users: %d datacenter, %d train, %d validation, %d test; '
-      'context_length=%d', path, data.num_ratings, data.num_skipped,
-      sum(len(g) for g in groups.values()), data.num_movies,
+      'MovieLens %s: %d ratings (%d skipped), %d users, %d movies (ids up '
+      'to %d), %d examples; users: %d datacenter, %d train, %d validation, '
+      '%d test; context_length=%d', path, data.num_ratings, data.num_skipped,
+      sum(len(g) for g in groups.values()), data.num_movies, movie_ids[-1],
       sum(len(l) for _, l in examples.values()),
       len(data.datacenter_user_ids), len(data.train_user_ids),
       len(data.validation_user_ids), len(data.test_user_ids), context_length)

@@ -26,16 +26,21 @@ shipped with this project (their licence forbids redistribution).
     `196<TAB>242<TAB>3<TAB>881250949`.
 
 Both are read as latin-1 text with universal newlines (`\\n` or `\\r\\n`);
-blank lines are ignored. User and movie ids are integers >= 1 (movie id 0 is
-reserved for padding), timestamps are integers (Unix seconds), ratings are
-finite numbers.
+blank lines are ignored. User and movie ids are integers >= 1 (movie id 0
+is reserved for padding), timestamps are integers (Unix seconds), ratings
+are finite numbers. Either file may be gzipped (e.g. `ratings.dat.gz`): one
+that starts with gzip's magic bytes, or whose name ends in `.gz`, is
+decompressed as it is read; one that cannot be is a one-line error naming
+the file.
 """
 
 from collections.abc import Sequence
+import gzip
 import math
 import os
 import re
 from typing import NamedTuple, Optional
+import zlib
 
 from absl import logging
 import numpy as np
@@ -49,6 +54,8 @@ _NUM_FIELDS = 4
 # A decimal integer with an optional sign and surrounding blanks. Python's
 # `int` also accepts underscores (`1_000`); such fields are rejected here.
 _INTEGER_RE = re.compile(r'\s*[+-]?[0-9]+\s*\Z')
+# The first two bytes of every gzip file (RFC 1952, section 2.3.1).
+_GZIP_MAGIC = b'\x1f\x8b'
 
 
 class Ratings(NamedTuple):
@@ -133,7 +140,8 @@ def read_ratings(path: str,
   """Reads a MovieLens ratings file.
 
   Args:
-    path: The file: ML-1M `ratings.dat` or ML-100K `u.data`.
+    path: The file: ML-1M `ratings.dat` or ML-100K `u.data`, either of them
+      possibly gzipped (detected by gzip's magic bytes or a `.gz` name).
     file_format: `'ml-1m'` (`UserID::MovieID::Rating::Timestamp`), `'ml-100k'`
       (four tab-separated fields) or `'auto'`: decided from the first
       non-blank line (`'::'` means ml-1m, a tab means ml-100k).
@@ -153,8 +161,9 @@ def read_ratings(path: str,
       rating, an id < 1, a movie id > `max_movie_id`) unless `skip_malformed`;
       with `'auto'`, also (even with `skip_malformed`) when the first
       non-blank line is in neither format.
-    ValueError: If `file_format` or `max_movie_id` is invalid, or the file
-      holds no valid rating.
+    ValueError: If `file_format` or `max_movie_id` is invalid, the file
+      holds no valid rating, or it is gzipped (or named `.gz`) but cannot be
+      decompressed.
   """
   if file_format not in _FORMATS:
     raise ValueError(
@@ -174,8 +183,7 @@ def read_ratings(path: str,
   # Universal newlines turn '\r\n' and '\r' into '\n', so splitting at '\n'
   # numbers the lines like iterating over the file. (`str.splitlines` would
   # also split at latin-1 characters such as '\x85'.)
-  with open(path, 'r', encoding='latin-1') as f:
-    text = f.read()
+  text = _read_text(path)
   # Python's `int` and `float` accept '1_000'; only look for it if needed.
   check_underscores = '_' in text
   for line_number, line in enumerate(text.split('\n'), start=1):
@@ -223,13 +231,36 @@ def read_ratings(path: str,
   return _to_ratings(path, users, movies, values, times, num_skipped)
 
 
+def _read_text(path: str) -> str:
+  """The file's text (latin-1, universal newlines), gunzipped if it is
+  gzip (magic bytes) or named `.gz`; raises `ValueError` naming the file if
+  that decompression fails."""
+  with open(path, 'rb') as f:
+    compressed = f.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
+  if not compressed and not path.endswith('.gz'):
+    with open(path, 'r', encoding='latin-1') as f:
+      return f.read()
+  if not compressed:
+    raise ValueError(f'{path}: named .gz but not gzip-compressed (it does '
+                     'not start with the gzip magic bytes 1f 8b); '
+                     'decompress or rename it')
+  try:
+    # Text mode of gzip.open: the same universal newlines as open().
+    with gzip.open(path, 'rt', encoding='latin-1') as f:
+      return f.read()
+  except (OSError, EOFError, zlib.error) as e:
+    raise ValueError(f'{path}: corrupt gzip file ({e or type(e).__name__}); '
+                     'download it again or pass the uncompressed ratings '
+                     'file') from None
+
+
 def _check_ratings_file(path) -> str:
   """`path` as a string; raises if it is missing or a directory."""
   path = os.fspath(path)
   if not os.path.exists(path):
     raise FileNotFoundError(f'MovieLens ratings file not found: {path}')
   if os.path.isdir(path):
-    inside = [n for n in ('ratings.dat', 'u.data')
+    inside = [n for n in ('ratings.dat', 'ratings.dat.gz', 'u.data')
               if os.path.isfile(os.path.join(path, n))]
     raise IsADirectoryError(
         f'The MovieLens ratings file {path} is a directory; pass the ratings '
