@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests of the MovieLens records and report, and `make results-movielens`.
+"""Tests of the MovieLens records and report, and its two make targets.
 
 No training: records are made up, so that every claim's verdict is known.
 """
@@ -221,6 +221,40 @@ class ClaimsTest(absltest.TestCase):
     # The paper's own formulas with N = 1682, n = 40: 1 - 3n / 2N.
     self.assertIn(f'{1 - 3 * 40 / (2 * 1682):.2%}', claim.measured)
 
+  def test_communication_claim_says_when_the_table_is_too_small(self):
+    def measured(rows):
+      records = _paper_set(**{s: dict(costs=_costs(s, 22_700, 12_000,
+                                                   rows=rows))
+                              for s in report.MIXED})
+      return {c.claim: c for c in report.claims(records)}[
+          'Mixed FL removes more than 93.9% of communication'].measured
+    # 3n / 2N: 7.1% of N = 1682 at n = 80, 3.6% at n = 40.
+    self.assertIn('too small for the paper', measured(80.0))
+    self.assertNotIn('too small', measured(40.0))
+
+  def test_formulas_at_the_papers_n_give_its_savings(self):
+    # Appendix B.3 at MovieLens 1M's N = 3,952, |B_i| = d = 16: 99.98% of
+    # a client's computation saved, about 0.025 Mflop a step left (table 2).
+    settings = dict(_SETTINGS, client_batch_size=16, embedding_dim=16)
+    mixed = report.step_flops_formula(settings, 3952, baseline=False)
+    base = report.step_flops_formula(settings, 3952, baseline=True)
+    self.assertAlmostEqual(1 - mixed / base, 0.9998, places=4)
+    self.assertAlmostEqual(mixed / 1e6, 0.025, places=3)
+    self.assertAlmostEqual(base / 1e6, 125.16, delta=0.2)
+    # N read back from the records' table 11 terms, baseline's or mixed.
+    records = _paper_set()
+    self.assertEqual([report.num_movies(r) for r in records], [1682] * 4)
+    table = report.formula_table(records)
+    self.assertIn(f'| N = 1682 | {2 * 1682 * _D * 4 / 1e3:.1f} |', table)
+    # 2-w GT: 3nd of 2Nd, n = 40; table 2's 30 KB of 494 KB.
+    self.assertIn(f'| 2-w GT | 40.0 | {3 * 40 * _D * 4 / 1e3:.1f} | '
+                  f'{1 - 3 * 40 / (2 * 1682):.2%} | {1 - 30 / 494:.2%} |',
+                  table)
+    settings = records[0].settings
+    saving = 1 - (report.step_flops_formula(settings, 1682, False)
+                  / report.step_flops_formula(settings, 1682, True))
+    self.assertIn(f'| {saving:.3%} | 99.98% |', table)
+
   def test_g2_claim(self):
     self.assertEqual(report.g2_claim([]), [])
     small = [_diagnostics_record(s, 0.01 * (i + 1), 2.0)
@@ -262,6 +296,20 @@ class MarkdownTest(absltest.TestCase):
                   'communication', text)
     self.assertIn('4.00 h over the 4 scenarios', text)
     self.assertIn('* Machine: CPU X, 2 cores.', text)
+
+  def test_section_names_its_data(self):
+    text = self._markdown(_paper_set())
+    self.assertStartsWith(text, "## MovieLens dual encoder at the paper's "
+                          'horizon (arXiv:2205.13655,')
+    self.assertIn('3,865 train users).', text)
+    self.assertIn('appendix B.3, table 11', text)
+    text = report.results_markdown(
+        _paper_set(), horizon=2000, plot_link='p.png', records_link='r',
+        command='make x', date='2026-01-02 00:00 UTC',
+        data_name='MovieLens 1M, users 1-2999', data_note='its first half.')
+    self.assertStartsWith(text, "## MovieLens dual encoder at the paper's "
+                          'horizon (MovieLens 1M, users 1-2999; arXiv:')
+    self.assertIn('3,865 train users); its first half.', text)
 
   def test_section_has_table_4_when_measured(self):
     self.assertIn('not measured (no diagnostics record',
@@ -318,46 +366,68 @@ def _make_recipe_args(target: str) -> list[str]:
   return [a for a in shlex.split(command) if a.startswith('--')]
 
 
-# Parses flags as movielens_main does, in a process of its own: its flags
-# share names with other binaries that tests import.
+# Parses flags as movielens_main does, in a process of its own (its flags
+# share names with other binaries that tests import): each argument list of
+# stdin's JSON `argvs` in turn, printing the values of its `names`.
 _PARSE_FLAGS = """
 import json, sys
 from absl import flags
 from experiments.movielens import movielens_main
-flags.FLAGS(sys.argv)
-print(json.dumps({name: flags.FLAGS[name].value for name in sys.stdin.read(
-    ).split()}))
+request = json.loads(sys.stdin.read())
+values = []
+for argv in request['argvs']:
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(['movielens_main', *argv])
+  values.append({name: flags.FLAGS[name].value for name in request['names']})
+print(json.dumps(values))
 """
+
+_TARGET_FLAGS = (
+    'scenarios', 'rounds', 'baseline_rounds', 'clients_per_round',
+    'client_batch_size', 'client_steps', 'client_lr', 'eval_every',
+    'records_dir', 'plot', 'results_section', 'drop_sections',
+    'ratings_file', 'results_markdown', 'diagnostic_rounds', 'output_dir',
+    'data_name', 'data_note')
 
 
 @binary_runs.runs_binaries
 class MakeTargetTest(absltest.TestCase):
 
-  def test_results_movielens_flags_parse_at_the_papers_settings(self):
-    args = _make_recipe_args('results-movielens')
-    names = ('scenarios', 'rounds', 'baseline_rounds', 'clients_per_round',
-             'client_batch_size', 'client_steps', 'client_lr', 'eval_every',
-             'records_dir', 'plot', 'results_section', 'drop_sections',
-             'ratings_file', 'results_markdown', 'diagnostic_rounds')
+  def test_movielens_targets_parse_at_the_papers_settings(self):
+    targets = ('results-movielens', 'results-movielens-1m')
     run = subprocess.run(
-        [sys.executable, '-c', _PARSE_FLAGS, 'movielens_main', *args],
-        cwd=_REPO, input=' '.join(names), capture_output=True, text=True,
-        timeout=300, check=False)
+        [sys.executable, '-c', _PARSE_FLAGS], cwd=_REPO,
+        input=json.dumps(dict(names=_TARGET_FLAGS, argvs=[
+            _make_recipe_args(t) for t in targets])),
+        capture_output=True, text=True, timeout=300, check=False)
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
-    values = json.loads(run.stdout.strip().splitlines()[-1])
-    self.assertEqual(values['scenarios'], list(report.PAPER_SCENARIOS))
-    # Tables 9-10 and the paper's horizon.
-    self.assertEqual([values[n] for n in names[1:8]],
-                     [2000, 2000, 100, 16, 10, 0.5, 20])
-    self.assertEqual(values['diagnostic_rounds'], 100)  # Table 4's window.
-    self.assertEqual(values['records_dir'], 'docs/results/movielens')
-    self.assertEqual(values['plot'], 'docs/results/movielens.png')
-    self.assertEqual(values['results_section'], report.RESULTS_SECTION)
-    self.assertEqual(values['drop_sections'],
+    ml_100k, ml_1m = json.loads(run.stdout.strip().splitlines()[-1])
+    for values in (ml_100k, ml_1m):
+      self.assertEqual(values['scenarios'], list(report.PAPER_SCENARIOS))
+      # Tables 9-10 and the paper's horizon.
+      self.assertEqual([values[n] for n in _TARGET_FLAGS[1:8]],
+                       [2000, 2000, 100, 16, 10, 0.5, 20])
+      self.assertEqual(values['diagnostic_rounds'], 100)  # Table 4's window.
+      self.assertEqual(values['results_markdown'], 'RESULTS.md')
+    self.assertEqual(ml_100k['records_dir'], 'docs/results/movielens')
+    self.assertEqual(ml_100k['plot'], 'docs/results/movielens.png')
+    self.assertEqual(ml_100k['results_section'], report.RESULTS_SECTION)
+    self.assertEqual(ml_100k['drop_sections'],
                      ['movielens', 'movielens_two_way_gt'])
-    self.assertEqual(values['results_markdown'], 'RESULTS.md')
-    self.assertTrue(values['ratings_file'].endswith('movielens_100k/u.data'))
-    # The paper's settings the target leaves to the binary's defaults.
+    self.assertTrue(ml_100k['ratings_file'].endswith('movielens_100k/u.data'))
+    self.assertIn('100K', ml_100k['data_note'])
+    # MovieLens 1M: records, plot, checkpoints and section of its own; the
+    # 100K section stays.
+    self.assertEqual(ml_1m['records_dir'], 'docs/results/movielens_1m')
+    self.assertEqual(ml_1m['plot'], 'docs/results/movielens_1m.png')
+    self.assertEqual(ml_1m['results_section'], 'movielens_1m_reproduction')
+    self.assertNotEqual(ml_1m['output_dir'], ml_100k['output_dir'])
+    self.assertEqual(ml_1m['drop_sections'], [])
+    self.assertTrue(ml_1m['ratings_file'].endswith(
+        'movielens_1m_partial/ratings_users1-2999.dat.gz'))
+    self.assertEqual(ml_1m['data_name'], 'MovieLens 1M, users 1-2999')
+    self.assertIn('487,650', ml_1m['data_note'])
+    # The paper's settings the targets leave to the binary's defaults.
     config = movielens_lib.Config()
     self.assertEqual((config.federated_weight, config.central_weight,
                       config.embedding_dim), (0.5, 0.5, 16))

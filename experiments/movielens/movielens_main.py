@@ -132,6 +132,13 @@ _DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
     'report the estimates). Records in <records_dir>/diagnostics. 0: none.',
     lower_bound=0)
 _ADVISE = advising.define_advise_flags()
+_DATA_NAME = flags.DEFINE_string(
+    'data_name', '', 'With --records_dir: a short name of the data for the '
+    "section's heading (e.g. 'MovieLens 1M, users 1-2999'), so that "
+    'sections of several data sets differ.')
+_DATA_NOTE = flags.DEFINE_string(
+    'data_note', '', 'With --records_dir: a sentence on the data beside the '
+    "paper's MovieLens 1M (e.g. which part of it this is), for the section.")
 _DROP_SECTIONS = flags.DEFINE_list(
     'drop_sections', [], 'Sections of --results_markdown that the written '
     'one supersedes: removed once it is written.')
@@ -234,10 +241,15 @@ def _report(records_dir: str, horizon: int,
         plot_link=os.path.relpath(os.path.abspath(plot), base),
         records_link=os.path.relpath(os.path.abspath(records_dir), base),
         command=results_lib.command_line(module),
-        date=results_lib.utc_now())
+        date=results_lib.utc_now(), data_name=_DATA_NAME.value,
+        data_note=_DATA_NOTE.value)
+    # A new section of other data goes after the paper-horizon one.
+    after = (movielens_lib.RESULTS_SECTION
+             if _RESULTS.section.value == movielens_report.RESULTS_SECTION
+             else movielens_report.RESULTS_SECTION)
     results_lib.write_results_section(
         markdown, _RESULTS.section.value, section,
-        note=_RESULTS.note.value, after=movielens_lib.RESULTS_SECTION)
+        note=_RESULTS.note.value, after=after)
     logging.info('Wrote %s', markdown)
   logging.info('Wrote the plot %s and the records in %s', plot, records_dir)
 

@@ -31,6 +31,8 @@ section says so), and puts the paper's numbers beside ours:
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
+import math
+
 import numpy as np
 
 from experiments.common import bgd_diagnostics
@@ -72,6 +74,8 @@ PT_CATCH_UP_ROUND = 1500
 # Section 4.3's savings of the mixed algorithms over the baseline.
 PAPER_COMPUTATION_SAVING = 0.999
 PAPER_COMMUNICATION_SAVING = 0.939
+# Appendix B.3's per-client computation saving of mixed FL at the paper's N.
+PAPER_FORMULA_COMPUTATION_SAVING = 0.9998
 # Table 2, per client: (computation Mflop, communication KB). Its Mflop are
 # one local step's (N^2 d / 2 for the baseline's spreadout, N = 3,952
 # movies, d = 16, is 124.9 Mflop); ours are K steps, so compare savings.
@@ -143,6 +147,52 @@ def _comm(costs: Mapping[str, float]) -> float:
   return costs['down_bytes'] + costs['up_bytes']
 
 
+def num_movies(record: Record) -> int:
+  """The data's N, read back from the record's table 11 computation term
+  (K N^2 d / 2 for the baseline, N^2 d / 2 for mixed FL)."""
+  s = record.settings
+  steps = s['client_steps'] if record.scenario == BASELINE else 1
+  return round(math.sqrt(2 * record.costs['paper_flops']
+                         / (s['embedding_dim'] * steps)))
+
+
+def step_flops_formula(settings: Mapping[str, object], movies: int,
+                       baseline: bool) -> float:
+  """Appendix B.3's FLOPs of one client step: B d + 3 B d^2 + 3 B^2 d +
+  2 B for the network, hinge and their gradients, plus 0.5 N^2 d + N d
+  for the spreadout and its gradient on the baseline's clients."""
+  b, d = settings['client_batch_size'], settings['embedding_dim']
+  network = b * d + 3 * b * d**2 + 3 * b**2 * d + 2 * b
+  return network + (0.5 * movies**2 * d + movies * d if baseline else 0.0)
+
+
+def formula_table(records: Sequence[Record]) -> str:
+  """Per client and round, appendix B.3's formulas (table 11) at this
+  data's N and each scenario's n, with the savings they imply (Markdown)."""
+  s = records[0].settings
+  movies = num_movies(records[0])
+  base_flops = step_flops_formula(s, movies, baseline=True)
+  base_comm = 2 * movies * s['embedding_dim'] * 4
+  paper_base = PAPER_TABLE_2[BASELINE]
+  rows = []
+  for r in records:
+    mixed = r.scenario != BASELINE
+    flops = step_flops_formula(s, movies, baseline=not mixed)
+    comm = r.costs['paper_comm_bytes']
+    paper = PAPER_TABLE_2.get(r.scenario)
+    rows.append((
+        _label(r.scenario), f'{r.mean_keys:.1f}' if mixed else f'N = {movies}',
+        f'{comm / 1e3:.1f}', f'{_saving(comm, base_comm):.2%}' if mixed
+        else '-', f'{_saving(paper[1], paper_base[1]):.2%}'
+        if mixed and paper else '-', f'{flops / 1e6:.4f}',
+        f'{_saving(flops, base_flops):.3%}' if mixed else '-',
+        f'{PAPER_FORMULA_COMPUTATION_SAVING:.2%}' if mixed else '-'))
+  return '\n'.join(tables.markdown_table(
+      ('scenario', 'n (rows per client)', 'comm. KB (2Nd / 2nd / 3nd)',
+       'comm. saving', 'paper (table 2)', 'client Mflop per step (B.3)',
+       'comp. saving', 'paper (B.3)'), rows))
+
+
 def _recall_claims(by_name: Mapping[str, Record]) -> list[Claim]:
   found = []
   present = [by_name[s] for s in PAPER_SCENARIOS if s in by_name]
@@ -155,7 +205,7 @@ def _recall_claims(by_name: Mapping[str, Record]) -> list[Claim]:
         f'within {RECALL_NEAR:g} of 0.1): ' + ', '.join(
             f'{_label(s)} {t:.4f} after {by_name[s].rounds} rounds'
             for s, t in tails.items())
-        + f'; on {present[0].settings.get("data", "?")}, not MovieLens 1M'))
+        + f'; on {present[0].settings.get("data", "?")}'))
   mixed = [by_name[s] for s in MIXED if s in by_name]
   if BASELINE in by_name and mixed:
     baseline = by_name[BASELINE]
@@ -185,7 +235,8 @@ def _cost_claims(by_name: Mapping[str, Record]) -> list[Claim]:
   formula = {r.scenario: _saving(r.costs['paper_comm_bytes'],
                                  base['paper_comm_bytes']) for r in mixed}
   settings = mixed[0].settings
-  movies = base['paper_comm_bytes'] / (8 * settings['embedding_dim'])
+  movies = num_movies(by_name[BASELINE])
+  short = any(v < PAPER_COMMUNICATION_SAVING for v in formula.values())
   return [
       Claim('Mixed FL removes more than 99.9% of client computation',
             PAPER['computation'],
@@ -201,16 +252,17 @@ def _cost_claims(by_name: Mapping[str, Record]) -> list[Claim]:
             f'baseline ({_comm(base) / 1e3:.1f} KB; rule: >= '
             f'{PAPER_COMMUNICATION_SAVING:.1%}): ' + ', '.join(
                 f'{_label(s)} {v:.2%}' for s, v in comm.items())
-            + f'. Two causes: the table is small (N = {movies:.0f} movies '
-            'here, 3,952 in MovieLens 1M), so the paper\'s own formulas '
-            '(appendix B.3: 2Nd baseline, 2nd PT, 3nd GT) with this data\'s '
-            f'N and n = {mixed[0].mean_keys:.1f} (the mean distinct movies a '
-            'client trains on) give ' + ', '.join(
+            + '. The paper\'s own formulas (appendix B.3: 2Nd baseline, 2nd '
+            f'PT, 3nd GT) with this data\'s N = {movies} movies (3,952 in '
+            f'MovieLens 1M) and n = {mixed[0].mean_keys:.1f} (the mean '
+            'distinct movies a client trains on) give ' + ', '.join(
                 f'{_label(s)} {v:.2%}' for s, v in formula.items())
-            + f'; and each client receives a fixed budget of '
-            f'{settings["keys_per_client"]} rows, not its n '
-            '(federated_select takes one static key count; unused keys are '
-            'padding), and sends its training metrics')]
+            + (' (the table is too small for the paper\'s saving)'
+               if short else '')
+            + '; the measured bytes differ from them because each client '
+            f'receives a fixed budget of {settings["keys_per_client"]} rows, '
+            'not its n (federated_select takes one static key count; unused '
+            'keys are padding), and sends its training metrics')]
 
 
 def _convergence_claims(by_name: Mapping[str, Record]) -> list[Claim]:
@@ -429,7 +481,8 @@ def plot(path: str, records: Sequence[Record]) -> None:
 def results_markdown(records: Sequence[Record], *,
                      diagnostics: Sequence[Record] = (), horizon: int,
                      plot_link: str, records_link: str, command: str,
-                     date: str) -> str:
+                     date: str, data_name: str = '',
+                     data_note: str = '') -> str:
   """The RESULTS.md section: runs, tables beside the paper's, claims.
 
   Args:
@@ -440,6 +493,10 @@ def results_markdown(records: Sequence[Record], *,
     records_link: The records' directory, relative to the Markdown file.
     command: The command that wrote the section.
     date: `results.utc_now()`.
+    data_name: A short name of the data for the heading (e.g. 'MovieLens
+      1M, users 1-2999'), so that sections of several data sets differ.
+    data_note: A sentence on the data beside the paper's MovieLens 1M (e.g.
+      which part of it this is), after the records' own description.
 
   Raises:
     ValueError: Without records, or with records of different settings.
@@ -452,15 +509,17 @@ def results_markdown(records: Sequence[Record], *,
   total = sum(r.seconds for r in records) / 3600
   at_least = '' if all(r.seconds_complete for r in records) else 'at least '
   lines = [
-      '## MovieLens dual encoder at the paper\'s horizon (arXiv:2205.13655, '
-      'section 4.3, tables 2, 9-10)', '',
+      '## MovieLens dual encoder at the paper\'s horizon ('
+      + (f'{data_name}; ' if data_name else '')
+      + 'arXiv:2205.13655, section 4.3, tables 2, 9-10)', '',
       f'Generated on {date} by `{command}` from the per-scenario records in '
       f'[`{records_link}`]({records_link}) (each scenario may come from '
       'another run; its own rounds, date, machine and wall time are '
       f'below). Wall time: {at_least}{total:.2f} h over the '
       f'{len(records)} scenarios.', '',
-      f'* Data: {s["data"]}. The paper uses MovieLens 1M (3,952 movies, '
-      '3,865 train users); only MovieLens 100K is available here.',
+      f'* Data: {s["data"]}. The paper uses MovieLens 1M (6,040 users, '
+      'movie ids up to 3,952, 3,865 train users)'
+      + (f'; {data_note.strip().rstrip(".")}.' if data_note else '.'),
       f'* Horizon: {horizon:,} rounds (the paper\'s), evaluation every '
       f'{s["eval_every"]} rounds on all test users\' examples'
       + (f' (a sample of {s["max_eval_examples"]})'
@@ -490,6 +549,13 @@ def results_markdown(records: Sequence[Record], *,
       'counts N^2 d / 2, so our baseline is N / (2 d) times cheaper than the '
       'paper\'s and the measured computation saving of mixed FL is smaller '
       'than table 2\'s by construction.', '',
+      'The paper\'s formulas (appendix B.3, table 11) at this data\'s N, '
+      'with each scenario\'s n (the mean distinct movies a client trains '
+      'on) and |B_i| = '
+      f'{s["client_batch_size"]}, d = {s["embedding_dim"]}: what the savings '
+      'would be if each client moved exactly its n rows and computed what '
+      'B.3 counts:', '',
+      formula_table(records), '',
       *diagnostics_lines(diagnostics), '',
       'Claims of the paper, decided by the rules of '
       '`experiments/movielens/movielens_report.claims` and `g2_claim`:', '']
