@@ -156,7 +156,13 @@ results-movielens: venv
 # Records in docs/results/movielens_1m/ (commit them), plot
 # docs/results/movielens_1m.png; resumable as results-movielens (a scenario
 # whose record is there is read back; SCENARIOS=... runs some at a time; an
-# interrupted one resumes from outputs/movielens_1m_paper). ML1M_COST_NOTE
+# interrupted one resumes from outputs/movielens_1m_paper). Cost, indicative
+# (3 rounds of each scenario at these settings, 2 cores with a load average
+# near 10): 9.1-10.7 s per round over 3 rounds, the first one's tracing
+# included; the same 3 rounds of MovieLens 100K took 3.5 (baseline) and 5.1
+# (PT) times their 2,000-round records' s/round (another 2-core machine),
+# which puts a scenario at about 2-2.6 s per round, 1.1-1.5 hours, and the
+# target at about 5 hours (22 hours at most, at the 3-round rates).
 ML1M_RATINGS ?= ../shared/data/movielens_1m_partial/ratings_users1-2999.dat.gz
 ML1M_NAME ?= MovieLens 1M, users 1-2999
 ML1M_NOTE ?= this is its users 1-2999 (their 487,650 of its 1,000,209 ratings), the only part of it available here
