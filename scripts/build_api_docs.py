@@ -135,6 +135,10 @@ def main(argv: list[str]) -> int:
   # package, not the import-time warnings of TensorFlow and its dependencies.
   for name in names:
     importlib.import_module(name)
+  # Docstrings only, no "View Source" per function: highlighting every
+  # function's source was most of the build's time, and the source is a
+  # click away in the repository.
+  pdoc.render.configure(show_source=False)
   with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always')
     pdoc.pdoc(*_specs(names), output_directory=output)

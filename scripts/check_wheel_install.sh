@@ -76,26 +76,17 @@ say "installing: $install"
   eval "$install" >&2
 )
 
-say "checking the installed package from $WORK/elsewhere"
+say "checking the installed package from $WORK/elsewhere, then running README.md's quickstart there"
 cd "$WORK/elsewhere"
+"$PYTHON" "$BLOCKS" "$REPO/README.md" quickstart > quickstart.py
+# One interpreter does both: the checks, then the quickstart as __main__.
 status=0
 env -u PYTHONPATH "$REPO/scripts/with_worker_cleanup.sh" \
   "$WORK/venv/bin/python" "$WORK/src/scripts/wheel_smoke_check.py" \
-  2> "$WORK/check.stderr" || status=$?
+  quickstart.py 2> "$WORK/check.stderr" || status=$?
 if [[ $status -ne 0 ]]; then
   tail -20 "$WORK/check.stderr" >&2
   say "FAIL (status $status)"
-  exit $status
-fi
-
-say "running README.md's quickstart from $WORK/elsewhere"
-"$PYTHON" "$BLOCKS" "$REPO/README.md" quickstart > quickstart.py
-env -u PYTHONPATH "$REPO/scripts/with_worker_cleanup.sh" \
-  "$WORK/venv/bin/python" quickstart.py 2> "$WORK/quickstart.stderr" \
-  || status=$?
-if [[ $status -ne 0 ]]; then
-  tail -20 "$WORK/quickstart.stderr" >&2
-  say "FAIL: the quickstart (status $status)"
   exit $status
 fi
 say "ok: the wheel installs with the documented command, and the quickstart runs"

@@ -16,13 +16,18 @@
 Run with the interpreter of a virtualenv where the wheel was installed, from a
 directory outside the repository. Checks that `tff_mixed` comes from that
 environment's site-packages, ships no experiments/tests/benchmarks and adds
-no exit hook at import (the README's quickstart, which the same script runs
-next, trains). Prints one line per check and exits 1 at the first failure.
+no exit hook at import; prints one line per check and exits 1 at the first
+failure. Then, given a path, runs that script (the README's quickstart) as
+`__main__` in the same interpreter, which saves a second start of
+TensorFlow and TFF:
+
+  python wheel_smoke_check.py [QUICKSTART.py]
 """
 
 import atexit
 import importlib.util
 import os
+import runpy
 import sys
 import sysconfig
 
@@ -53,3 +58,6 @@ def main():
 
 if __name__ == '__main__':
   main()
+  if len(sys.argv) > 1:
+    print(f'running {sys.argv[1]}', flush=True)
+    runpy.run_path(sys.argv[1], run_name='__main__')

@@ -21,7 +21,6 @@ and the same state and metrics after two rounds on the tiny linear model.
 """
 
 import ast
-import os
 
 import numpy as np
 import tensorflow as tf
@@ -31,8 +30,8 @@ import tff_mixed
 from examples import custom_algorithm
 from tests import testing_utils as tu
 
-_EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(__file__)),
-                        'examples', 'custom_algorithm.py')
+# The module's own source: a dep's file, so Bazel's runfiles hold it too.
+_EXAMPLE = custom_algorithm.__file__
 MAX_LINES = 150
 
 

@@ -26,7 +26,6 @@ from experiments.hybrid_async import async_study_lib as study
 from experiments.hybrid_async import hybrid_async_lib as lib
 from tff_mixed.tasks import hybrid_images
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Tiny runs: the study's variants change this as they change `BASE`.
 _BASE = study.BASE._replace(
@@ -163,32 +162,6 @@ class RunStudyTest(absltest.TestCase):
         json.dump(kept, f)
       with self.assertRaisesRegex(ValueError, 'another configuration'):
         study.run_study(None, variants, settings, [0], d, base=_BASE)
-
-
-class CommittedRecordsTest(absltest.TestCase):
-
-  def test_only_fedasync_and_feddf_records_are_outdated(self):
-    # FedAsync's staleness unit (issue 32, item 2) and FedDF's teacher set
-    # (item 1) changed their runs: their committed records, made before,
-    # are run again; every other variant's, and FedAsync's without a
-    # staleness discount (a = 0), are still read back.
-    records_dir = os.path.join(_REPO, 'docs', 'results', 'hybrid_async_study')
-    statuses = {}
-    for record in study.read_records(records_dir):
-      variant = study.VARIANTS_BY_NAME[record.variant]
-      config = study.config_of(variant, study.BASE,
-                               lib.Setting(record.alpha, record.delay_std))
-      status = lib.kept_config_status(
-          record.config, lib.config_record(config, variant.method))
-      changed = variant.method in (lib.FEDDF_ID, lib.FEDDF_OOD) or (
-          variant.method == lib.FEDASYNC and config.fedasync_a > 0)
-      self.assertEqual(status, lib.OUTDATED if changed else lib.MATCHES,
-                       record.variant)
-      statuses.setdefault(record.variant, set()).add(status)
-    self.assertEqual(statuses['fedasync'], {lib.OUTDATED})
-    self.assertEqual(statuses['fedasync_alpha0.5_a0'], {lib.MATCHES})
-    self.assertEqual(statuses['feddf_id_adam'], {lib.OUTDATED})
-    self.assertEqual(statuses['fedbuff_lr1_staleness'], {lib.MATCHES})
 
 
 if __name__ == '__main__':

@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""scripts/with_worker_cleanup.sh ends the TFF workers its command left, only.
+"""scripts/with_worker_cleanup.sh ends the TFF workers its command left, only;
+scripts/beside.py gives its command a session of its own.
 
 A stand-in worker is a shell script whose path looks like TFF's local worker
 (`.../tensorflow_federated/python/core/impl/executor_stacks/../../../../
@@ -22,6 +23,7 @@ leave alone one that an experiment in another session (started with
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -30,6 +32,7 @@ from absl.testing import absltest
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WRAPPER = os.path.join(_REPO, 'scripts', 'with_worker_cleanup.sh')
+_BESIDE = os.path.join(_REPO, 'scripts', 'beside.py')
 
 
 def _alive(pid: int) -> bool:
@@ -100,6 +103,36 @@ class WorkerCleanupTest(absltest.TestCase):
 
   def test_passes_the_commands_exit_status(self):
     run = subprocess.run(['bash', _WRAPPER, 'bash', '-c', 'exit 7'],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, timeout=60, check=False)
+    self.assertEqual(run.returncode, 7)
+
+
+# What a command started by scripts/beside.py finds: its session, nice,
+# SIGINT's action.
+_PROBE = """
+import os, signal
+print(os.getsid(0) == os.getpid(), os.nice(0),
+      signal.getsignal(signal.SIGINT) != signal.SIG_IGN)
+"""
+
+
+class BesideTest(absltest.TestCase):
+  """scripts/beside.py, which .ci/run starts the side checks with."""
+
+  def test_own_session_lowest_priority_and_sigint_restored(self):
+    # Started as `&` starts a job from a script: SIGINT ignored, in the
+    # caller's session.
+    run = subprocess.run(
+        ['python3', _BESIDE, 'python3', '-c', _PROBE],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        check=False,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    self.assertEqual(run.returncode, 0, run.stderr)
+    self.assertEqual(run.stdout.split(), ['True', '19', 'True'])
+
+  def test_passes_the_commands_exit_status(self):
+    run = subprocess.run(['python3', _BESIDE, 'bash', '-c', 'exit 7'],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, timeout=60, check=False)
     self.assertEqual(run.returncode, 7)
