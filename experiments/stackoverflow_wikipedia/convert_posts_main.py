@@ -86,7 +86,8 @@ def _tenth() -> str:
 
 def _cutoff_text(summary: posts_xml_lib.ConversionSummary) -> str:
   if not summary.test_cutoff_derived:
-    return f'test cutoff {summary.test_cutoff.isoformat(sep=" ")} (--test_cutoff)'
+    return (f'test cutoff {summary.test_cutoff.isoformat(sep=" ")} '
+            '(--test_cutoff)')
   if summary.test_cutoff is None:
     return (f"test cutoff per site (derived: the latest {_tenth()} of each "
             "site's posts are on or after its cutoff; --test_cutoff sets one "
@@ -157,7 +158,7 @@ def main(argv: Sequence[str]) -> None:
   print(_summary_text(summary))
   if _DATA_NOTE_FILE.value:
     reports_lib.atomic_write_text(_DATA_NOTE_FILE.value,
-                                      data_note(summary) + '\n')
+                                  data_note(summary) + '\n')
   print('Use it with tff.simulation.datasets.stackoverflow.load_data('
         f'cache_dir={_CACHE_DIR.value!r}).')
 

@@ -632,26 +632,27 @@ def _check_no_empty_split(source: str, per_split: dict[str, tuple[int, int]],
           'an empty split. Choose another test_cutoff or seed.')
 
 
-def _dump_paths(posts_xml: Union[str, Sequence[str]]) -> list[str]:
-  """The dumps to convert, each checked to be a file."""
+def _dumps(posts_xml: Union[str, Sequence[str]]
+           ) -> list[tuple[str, Optional[str]]]:
+  """(path, site) of each dump to convert, all checked before any is read;
+  the site is None for a single dump (its clients keep bare owner ids)."""
   paths = [posts_xml] if isinstance(posts_xml, str) else list(posts_xml)
   if not paths:
     raise ValueError('No posts file given.')
   if len(paths) == 1:
     posts_dumps.check_readable_file(paths[0])
-  else:
-    posts_dumps.dump_sites(paths)  # Checks them all before any is read.
-  return paths
+    return [(paths[0], None)]
+  return list(zip(paths, posts_dumps.dump_sites(paths)))
 
 
-def _insert_dumps(connection: sqlite3.Connection, paths: Sequence[str],
+def _insert_dumps(connection: sqlite3.Connection,
+                  dumps: Sequence[tuple[str, Optional[str]]],
                   counts: _Counts) -> list[tuple[str, Optional[str], int,
                                                  _Inserted]]:
   """Inserts every dump's posts; returns (path, site, rows, what was
-  inserted) per dump, the site None for a single dump."""
-  sites = posts_dumps.dump_sites(paths) if len(paths) > 1 else [None]
-  dumps = []
-  for path, site in zip(paths, sites):
+  inserted) per dump."""
+  inserted_dumps = []
+  for path, site in dumps:
     rows_before = counts.rows_read
     skipped_before = collections.Counter(counts.skipped)
     posts = _read_posts(path, counts, site)
@@ -667,8 +668,8 @@ def _insert_dumps(connection: sqlite3.Connection, paths: Sequence[str],
           f'{skipped["other_type"]} are other post types, '
           f'{skipped["no_owner"]} have no OwnerUserId and '
           f'{skipped["empty_body"]} an empty body.')
-    dumps.append((path, site, rows, inserted))
-  return dumps
+    inserted_dumps.append((path, site, rows, inserted))
+  return inserted_dumps
 
 
 def _merged(inserted: Sequence[_Inserted]) -> _Inserted:
@@ -678,21 +679,22 @@ def _merged(inserted: Sequence[_Inserted]) -> _Inserted:
                    (inserted[0].rowids[0], inserted[-1].rowids[1]))
 
 
-def _write_database(connection: sqlite3.Connection, paths: Sequence[str],
+def _write_database(connection: sqlite3.Connection,
+                    given: Sequence[tuple[str, Optional[str]]],
                     cutoff: Optional[datetime.datetime],
                     heldout_fraction: float, seed: int, counts: _Counts):
   """Fills the database; returns (posts per split, [(dump, cutoff)])."""
   for statement in _CREATE_STATEMENTS:
     connection.execute(statement)
-  dumps = _insert_dumps(connection, paths, counts)
+  dumps = _insert_dumps(connection, given, counts)
   inserted = _merged([d[3] for d in dumps])
   client_ids = inserted.client_ids
-  source = paths[0] if len(paths) == 1 else f'The {len(paths)} dumps'
+  source = given[0][0] if len(given) == 1 else f'The {len(given)} dumps'
   if len(client_ids) < 2:
     raise ValueError(
-        f'{source} has posts of only one owner '
-        f'({next(iter(client_ids))}); the held-out split needs one client '
-        'and train and test at least one more.')
+        f'{source}: posts of only one owner ({next(iter(client_ids))}); the '
+        'held-out split needs one client and train and test at least one '
+        'more.')
   # One cutoff for all given one; else each dump's own latest tenth.
   cutoffs = [cutoff or _derived_cutoff(connection, d[3].rowids)
              for d in dumps]
@@ -738,7 +740,7 @@ def convert_posts(
     heldout_fraction: float = DEFAULT_HELDOUT_FRACTION,
     seed: int = 0,
 ) -> ConversionSummary:
-  """Converts Stack Exchange `Posts.xml` dumps to `cache_dir/stackoverflow.sqlite`.
+  """Converts Stack Exchange `Posts.xml` dumps to TFF's stackoverflow.sqlite.
 
   Afterwards `tff.simulation.datasets.stackoverflow.load_data(
   cache_dir=cache_dir)` reads it without downloading. See the module
@@ -781,7 +783,7 @@ def convert_posts(
   cutoff = None if derived else parse_cutoff(test_cutoff)
   _check_heldout_fraction(heldout_fraction)
   _check_seed(seed)
-  paths = _dump_paths(posts_xml)
+  given = _dumps(posts_xml)
   os.makedirs(cache_dir, exist_ok=True)
   database_path = os.path.join(cache_dir, DATABASE_FILENAME)
 
@@ -794,7 +796,7 @@ def convert_posts(
       # while writing; an interrupted write just deletes it.
       connection.execute('PRAGMA journal_mode = MEMORY;')
       connection.execute('PRAGMA synchronous = OFF;')
-      per_split, dumps = _write_database(connection, paths, cutoff,
+      per_split, dumps = _write_database(connection, given, cutoff,
                                          heldout_fraction, seed, counts)
       connection.commit()
     finally:
