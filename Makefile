@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-celeba benchmark-movielens clean
+.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm results-lm-sites results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-scale benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -232,6 +232,68 @@ results-lm: venv
 	  --results_markdown=RESULTS.md --why_settings="$(LM_WHY)" \
 	  --data_note="federated: $(notdir $(LM_POSTS)) (Stack Exchange dump, March 2017, CC BY-SA 3.0) converted by convert_posts_main with its defaults; central: WikiText-2 (CC BY-SA 3.0)" \
 	  $(LM_ARGS)
+
+# The same LM comparison on eight Stack Exchange sites at the paper's S = 100
+# (arXiv:2205.13655, section 4.2, tables 7-8), recorded in RESULTS.md
+# (section stackoverflow_wikipedia_sites, after the beer one, which stays):
+# converts every dump of LM_SITES_POSTS (default: the eight Posts.xml files,
+# plain or gzipped, in ../shared/data/stackexchange_posts) once into
+# outputs/lm_sites/stackoverflow, a client being one owner on one site, and
+# writes a one-line description of the data (sites, clients, posts) beside
+# it for the section; then runs each scenario of LM_SCENARIOS (or SCENARIOS=)
+# with no record yet in docs/results/stackoverflow_wikipedia_sites/ at S =
+# 100, |B_i| = 8, K = 16, central batches 800 / 6400 (tables 7-8), for
+# LM_SITES_ROUNDS rounds (transfer switch at half), plus table 4's K = 1
+# runs of the mixed algorithms (LM_SITES_DIAGNOSTIC_ROUNDS; 0: none), and
+# rebuilds the section and docs/results/stackoverflow_wikipedia_sites_accuracy.png
+# from every record. Resumable as results-lm: a recorded scenario is not
+# rerun, an interrupted one resumes from its checkpoints under
+# outputs/lm_sites. GRU LM_SITES_GRU_UNITS (default 256, not the paper's
+# 1024) with embedding LM_SITES_EMBEDDING_DIM (default 64: the paper's
+# ratio). Cost, measured by 2-3 round runs at S = 100 on 2 cores under
+# other jobs' load (indicative; experiments/README.md): FL-only 210 s a round
+# and PT 320 with GRU 256 (110 and 140 with GRU 64; GRU 1024 about 2,400),
+# so about 9 days for 500 rounds of the seven scenarios (4 with GRU 64): run
+# a scenario at a time (SCENARIOS=). LM_SITES_ARGS adds flags.
+LM_SITES_POSTS ?= $(wildcard ../shared/data/stackexchange_posts/*Posts.xml*)
+LM_SITES_GRU_UNITS ?= 256
+LM_SITES_EMBEDDING_DIM ?= 64
+LM_SITES_ROUNDS ?= 500
+LM_SITES_EVAL_EVERY ?= 20
+LM_SITES_DIAGNOSTIC_ROUNDS ?= 100
+LM_SITES_DIR := outputs/lm_sites
+LM_SITES_RECORDS := docs/results/stackoverflow_wikipedia_sites
+LM_SITES_NOTE := $(LM_SITES_DIR)/data_note.txt
+LM_SITES_WHY := Deviations from tables 7-8: GRU $(LM_SITES_GRU_UNITS) / embedding $(LM_SITES_EMBEDDING_DIM) (not 1024 / 256): on 2 shared CPU cores at S = 100 a round of FL-only took about 210 s with GRU 256, and would take about 2,400 with GRU 1024 (extrapolated from 236 s at S = 10). Data: eight small Stack Exchange sites (five of them meta sites), not Stack Overflow's 342,477 users; WikiText-2, not Wikipedia.
+_comma := ,
+_empty :=
+_space := $(_empty) $(_empty)
+
+results-lm-sites: venv
+	@test -n "$(strip $(LM_SITES_POSTS))" || { echo "error: no Posts.xml dump in LM_SITES_POSTS (default: ../shared/data/stackexchange_posts/*Posts.xml*)" >&2; exit 1; }
+	@test -f "$(LM_WIKITEXT)/wiki.valid.tokens" -a -f "$(LM_WIKITEXT)/wiki.test.tokens" || { echo "error: no WikiText-2 wiki.valid.tokens and wiki.test.tokens in LM_WIKITEXT=$(LM_WIKITEXT)" >&2; exit 1; }
+	@if [ ! -f $(LM_SITES_DIR)/stackoverflow/stackoverflow.sqlite -o ! -f $(LM_SITES_NOTE) ]; then \
+	  $(RUN) $(PY) -m experiments.stackoverflow_wikipedia.convert_posts_main \
+	    --posts_xml=$(subst $(_space),$(_comma),$(strip $(LM_SITES_POSTS))) \
+	    --cache_dir=$(LM_SITES_DIR)/stackoverflow --data_note_file=$(LM_SITES_NOTE) || exit 1; \
+	fi
+	@$(RUN) $(PY) -m experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main \
+	  --cache_dir=$(LM_SITES_DIR)/stackoverflow \
+	  --central_train_text=$(LM_WIKITEXT)/wiki.valid.tokens \
+	  --central_eval_text=$(LM_WIKITEXT)/wiki.test.tokens \
+	  --scenarios=$(if $(filter command line environment,$(origin SCENARIOS)),$(SCENARIOS),$(LM_SCENARIOS)) \
+	  --clients_per_round=100 --client_batch_size=8 --client_steps=16 \
+	  --central_batch_size=800 --one_way_central_batch_size=6400 \
+	  --embedding_dim=$(LM_SITES_EMBEDDING_DIM) --gru_units=$(LM_SITES_GRU_UNITS) \
+	  --rounds=$(LM_SITES_ROUNDS) --eval_every=$(LM_SITES_EVAL_EVERY) \
+	  --diagnostic_rounds=$(LM_SITES_DIAGNOSTIC_ROUNDS) \
+	  --output_dir=$(LM_SITES_DIR)/runs --records_dir=$(LM_SITES_RECORDS) \
+	  --plot=docs/results/stackoverflow_wikipedia_sites_accuracy.png \
+	  --results_markdown=RESULTS.md --results_section=stackoverflow_wikipedia_sites \
+	  --results_title="Stack Overflow + Wikipedia character LM on eight Stack Exchange sites at S = 100 (arXiv:2205.13655, section 4.2, tables 7-8)" \
+	  --make_target=results-lm-sites --why_settings="$(LM_SITES_WHY)" \
+	  --data_note="federated: $$(cat $(LM_SITES_NOTE)) (Stack Exchange data dumps, CC BY-SA 3.0/4.0, converted together by convert_posts_main with its defaults); central: WikiText-2 (CC BY-SA 3.0)" \
+	  $(LM_SITES_ARGS)
 
 # The algorithm advisor against measurement (issue 20; arXiv:2205.13655,
 # section 5, table 3), recorded in RESULTS.md (section advisor_validation):
@@ -488,6 +550,16 @@ wheel-check: venv
 
 benchmark: venv
 	@$(RUN) $(PY) -m benchmarks.round_time $(ARGS)
+
+# FedAvg's round at CelebA size from 10 to 1,000 clients a round (issue 34):
+# per-client, grouped and its compute floor, with each row's peak memory,
+# into BENCHMARKS.md's round_time_scale section (the round_time one stays).
+# About 20 minutes here.
+benchmark-scale: venv
+	@$(RUN) $(PY) -m benchmarks.round_time --models=celeba \
+	  --algorithms=fedavg,floor --clients_per_round=10,100,1000 \
+	  --measure_memory --section=round_time_scale \
+	  --output_json=benchmarks/results/round_time_scale.json $(ARGS)
 
 # The movie task: federated_select vs broadcasting the table.
 benchmark-movielens: venv

@@ -161,6 +161,16 @@ class SectionTest(absltest.TestCase):
                   '|', text)
     self.assertEqual(text.count('* **reproduced**'), 7)
 
+  def test_another_data_sets_section_names_its_title_and_target(self):
+    text = lm_report.results_markdown(
+        _paper_like(), records_dir='recs', command='cmd', date='today',
+        plot_link='p.png', title='LM on eight sites',
+        make_target='results-lm-sites')
+    self.assertStartsWith(text, '## LM on eight sites\n\nSection generated')
+    self.assertIn('(not run yet; `make results-lm-sites SCENARIOS=<name>` '
+                  'adds one)', text)
+    self.assertNotIn('make results-lm ', text)
+
 
 class RecordsTest(absltest.TestCase):
 

@@ -19,6 +19,7 @@ runs no TFF computation, so no TFF worker process is started.
 """
 
 import datetime
+import gzip
 import os
 import subprocess
 from typing import NamedTuple, Optional
@@ -128,15 +129,38 @@ def _row_xml(row: _Row) -> str:
 
 
 def _write_posts(directory: str, rows=_ROWS, root: str = 'posts',
-                 name: str = 'Posts.xml') -> str:
-  """Writes a Posts.xml like the dumps': UTF-8 BOM and CRLF line ends."""
+                 name: str = 'Posts.xml', gzipped: bool = False) -> str:
+  """Writes a Posts.xml like the dumps': UTF-8 BOM and CRLF line ends;
+  gzipped (as `gzip -n`) if asked."""
   lines = ['<?xml version="1.0" encoding="utf-8"?>', f'<{root}>']
   lines += [_row_xml(r) for r in rows]
   lines.append(f'</{root}>')
+  content = b'\xef\xbb\xbf' + '\r\n'.join(lines).encode('utf-8') + b'\r\n'
   path = os.path.join(directory, name)
   with open(path, 'wb') as f:
-    f.write(b'\xef\xbb\xbf' + '\r\n'.join(lines).encode('utf-8') + b'\r\n')
+    f.write(gzip.compress(content, mtime=0) if gzipped else content)
   return path
+
+
+# A second site whose owners 3 and 7 share their ids with _ROWS' owners but
+# are other people: the conversion must keep them apart.
+_OTHER_SITE = 'history.meta.stackexchange.com'
+_OTHER_ROWS = (
+    _Row(1, '1', '2015-02-01T09:00:00', '3', '<p>Which <b>sources</b>?</p>',
+         score=2, title='Sources', tags='<sources>', tokens='Which sources?',
+         expected_tags='sources'),
+    _Row(2, '2', '2015-02-02T10:00:00', '7', '<p>Primary ones.</p>',
+         tokens='Primary ones.'),
+    _Row(3, '2', '2016-03-01T00:00:00', '3', '<p>Later answer.</p>',
+         score=1, tokens='Later answer.'),
+    _Row(4, '2', '2016-04-01T00:00:00', '99', '<p>Only here.</p>',
+         tokens='Only here.'),
+)
+
+
+def _file_bytes(path: str) -> bytes:
+  with open(path, 'rb') as f:
+    return f.read()
 
 
 def _expected_split(row: _Row, heldout: frozenset[str]) -> str:
@@ -470,6 +494,128 @@ class ConvertPostsTest(absltest.TestCase):
                           ['Posts.xml', 'stackoverflow.sqlite'])
 
 
+class SeveralDumpsTest(absltest.TestCase):
+  """Dumps of several sites at once, plain or gzipped."""
+
+  def _two_dumps(self, directory: str) -> tuple[str, str]:
+    beer = _write_posts(directory, name='beer.stackexchange.com_Posts.xml')
+    other = _write_posts(directory, _OTHER_ROWS,
+                         name=f'{_OTHER_SITE}.Posts.xml.gz', gzipped=True)
+    return beer, other
+
+  def test_same_owner_on_two_sites_is_two_clients(self):
+    directory = temp_dirs.temp_dir(self)
+    cache_dir = os.path.join(directory, 'cache')
+    summary = posts_xml_lib.convert_posts(
+        self._two_dumps(directory), cache_dir, test_cutoff=_CUTOFF, seed=2)
+    # The reference: each site's rows under `<site>:<owner>`.
+    rows = [('beer.stackexchange.com:' + r.owner, r) for r in _CONVERTED]
+    rows += [(f'{_OTHER_SITE}:{r.owner}', r) for r in _OTHER_ROWS]
+    heldout = posts_xml_lib.select_heldout_clients(
+        [client for client, _ in rows], 0.1, seed=2)
+    expected = {'train': {}, 'heldout': {}, 'test': {}}
+    for client, row in rows:
+      split = ('heldout' if client in heldout else
+               'train' if row.date < _CUTOFF else 'test')
+      expected[split].setdefault(client, []).append(_expected_example(row))
+    self.assertIn('beer.stackexchange.com:3', {c for c, _ in rows})
+    self.assertIn(f'{_OTHER_SITE}:3', {c for c, _ in rows})
+    loaded = tff.simulation.datasets.stackoverflow.load_data(
+        cache_dir=cache_dir)
+    for name, client_data in zip(('train', 'heldout', 'test'), loaded):
+      with self.subTest(split=name):
+        self.assertEqual(client_data.client_ids, sorted(expected[name]))
+        for client_id in client_data.client_ids:
+          self.assertEqual(_decoded(client_data, client_id),
+                           expected[name][client_id], client_id)
+    self.assertEqual(summary.examples_written, len(rows))
+    self.assertEqual(summary.test_cutoff, datetime.datetime(2016, 1, 1))
+    self.assertEqual(
+        [(s.site, s.rows_read, s.posts_converted, s.clients)
+         for s in summary.sites],
+        [('beer.stackexchange.com', len(_ROWS), len(_CONVERTED), 5),
+         (_OTHER_SITE, len(_OTHER_ROWS), len(_OTHER_ROWS), 3)])
+
+  def test_each_dump_gets_its_own_derived_cutoff(self):
+    directory = temp_dirs.temp_dir(self)
+    early = _dated_rows()
+    # The same posts four years later, on another site.
+    late = [r._replace(date=r.date.replace('2015-', '2019-'))
+            for r in early]
+    summary = posts_xml_lib.convert_posts(
+        [_write_posts(directory, early, name='a.stackexchange.com_Posts.xml'),
+         _write_posts(directory, late, name='b.stackexchange.com_Posts.xml')],
+        directory)
+    self.assertIsNone(summary.test_cutoff)
+    self.assertTrue(summary.test_cutoff_derived)
+    # As test_default_cutoff_is_the_latest_tenth, for each dump alone.
+    self.assertEqual(
+        [s.test_cutoff for s in summary.sites],
+        [datetime.datetime(2015, 8, 29, 12), datetime.datetime(2019, 8, 29,
+                                                               12)])
+    _, _, test = tff.simulation.datasets.stackoverflow.load_data(
+        cache_dir=directory)
+    self.assertEqual({c.split(':')[0] for c in test.client_ids},
+                     {'a.stackexchange.com', 'b.stackexchange.com'})
+
+  def test_gzipped_dump_converts_as_the_plain_one(self):
+    directory = temp_dirs.temp_dir(self)
+    plain = _write_posts(directory)
+    # Gzip is told by its magic bytes, not by the name.
+    packed = _write_posts(directory, name='Posts.bin', gzipped=True)
+    for path, name in ((plain, 'plain'), (packed, 'packed')):
+      posts_xml_lib.convert_posts(path, os.path.join(directory, name),
+                                  test_cutoff=_CUTOFF)
+    self.assertEqual(
+        _file_bytes(os.path.join(directory, 'packed', 'stackoverflow.sqlite')),
+        _file_bytes(os.path.join(directory, 'plain', 'stackoverflow.sqlite')))
+
+  def test_one_dump_in_a_list_converts_as_alone(self):
+    # A single dump keeps bare owner ids (test_round_trip_through_tff_loader
+    # checks them against _ROWS), so the database of one dump is unchanged.
+    directory = temp_dirs.temp_dir(self)
+    path = _write_posts(directory, name='beer.stackexchange.com_Posts.xml')
+    alone = posts_xml_lib.convert_posts(path, os.path.join(directory, 'a'))
+    listed = posts_xml_lib.convert_posts([path], os.path.join(directory, 'b'))
+    self.assertEqual(listed._replace(database_path=''),
+                     alone._replace(database_path=''))
+    self.assertEqual(alone.sites, ())
+    self.assertEqual(_file_bytes(listed.database_path),
+                     _file_bytes(alone.database_path))
+
+  def test_bad_dumps_are_refused_before_anything_is_written(self):
+    directory = temp_dirs.temp_dir(self)
+    cache_dir = os.path.join(directory, 'cache')
+    beer, other = self._two_dumps(directory)
+    os.mkdir(os.path.join(directory, 'beer.stackexchange.com'))
+    again = _write_posts(os.path.join(directory, 'beer.stackexchange.com'))
+    missing = os.path.join(directory, 'gone.stackexchange.com_Posts.xml')
+    unnamed = _write_posts(directory, name='dump.xml')
+    for paths, error, message in (
+        ([beer, other, again], ValueError,
+         f'{beer} and {again} are both dumps of beer.stackexchange.com'),
+        ([beer, missing], FileNotFoundError, f'{missing} does not exist'),
+        ([beer, unnamed], ValueError,
+         f'Cannot tell the site of the dump {unnamed}'),
+        ([beer, ''], ValueError, 'An empty path')):
+      with self.subTest(message=message):
+        with self.assertRaisesRegex(error, message):
+          posts_xml_lib.convert_posts(paths, cache_dir)
+        self.assertFalse(os.path.exists(cache_dir))
+
+  def test_damaged_gzip(self):
+    directory = temp_dirs.temp_dir(self)
+    beer, other = self._two_dumps(directory)
+    packed = _file_bytes(other)
+    with open(other, 'wb') as f:
+      f.write(packed[:len(packed) // 2])
+    with self.assertRaisesRegex(ValueError,
+                                f'{other}: damaged gzip file after row'):
+      posts_xml_lib.convert_posts([beer, other], directory)
+    self.assertCountEqual(os.listdir(directory), [
+        os.path.basename(beer), os.path.basename(other)])
+
+
 @binary_runs.runs_binaries
 class ConvertPostsMainTest(absltest.TestCase):
 
@@ -516,6 +662,37 @@ class ConvertPostsMainTest(absltest.TestCase):
     self.assertEqual(result.returncode, 0, result.stderr)
     self.assertIn('test cutoff 2015-03-01 00:00:00 (--test_cutoff)',
                   result.stdout)
+
+  def test_several_dumps(self):
+    directory = temp_dirs.temp_dir(self)
+    cache_dir = os.path.join(directory, 'cache')
+    note = os.path.join(directory, 'note.txt')
+    beer = _write_posts(directory, name='beer.stackexchange.com_Posts.xml')
+    other = _write_posts(directory, _OTHER_ROWS,
+                         name=f'{_OTHER_SITE}.Posts.xml.gz', gzipped=True)
+    result = self._run(f'--posts_xml={beer},{other}',
+                       f'--cache_dir={cache_dir}', f'--data_note_file={note}')
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn('2 sites (client ids <site>:<owner>):\n'
+                  '    beer.stackexchange.com: 8 posts of 5 clients (12 rows '
+                  'read), test cutoff ', result.stdout)
+    self.assertIn(f'    {_OTHER_SITE}: 4 posts of 3 clients (4 rows read)',
+                  result.stdout)
+    self.assertIn("test cutoff per site (derived: the latest 10% of each "
+                  "site's posts", result.stdout)
+    with open(note) as f:
+      self.assertStartsWith(
+          f.read(), '2 Stack Exchange sites, 8 clients (a client is one owner '
+          'on one site), 12 posts: beer.stackexchange.com 8 posts of 5 '
+          f'clients, {_OTHER_SITE} 4 posts of 3 clients; train ')
+    # A damaged gzip file is one error line, like any bad input.
+    with open(other, 'wb') as f:
+      f.write(gzip.compress(b"<posts>")[:10])
+    result = self._run(f'--posts_xml={beer},{other}',
+                       f'--cache_dir={cache_dir}')
+    self.assertEqual(result.returncode, 1)
+    self.assertIn(f'error: {other}: damaged gzip file', result.stderr)
+    self.assertNotIn('Traceback', result.stderr)
 
   def test_bad_input_is_one_error_line(self):
     directory = temp_dirs.temp_dir(self)

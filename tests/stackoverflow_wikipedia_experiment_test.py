@@ -354,6 +354,22 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
                 f'--plot={plot}')
     self.assertEqual(only.returncode, 0, only.stderr[-3000:])
     self.assertIn('Oracle (pooled, central)', only.stdout)
+    # Another data set's records get a section of their own after this one
+    # (make results-lm-sites), which stays as it was.
+    with open(results) as f:
+      before = f.read()
+    sites = _run(f'--records_dir={records_dir}', '--report_only',
+                 f'--plot={plot}', f'--results_markdown={results}',
+                 '--results_section=lm_sites', '--results_title=LM, 8 sites',
+                 '--make_target=results-lm-sites', '--results_note=Note.')
+    self.assertEqual(sites.returncode, 0, sites.stderr[-3000:])
+    with open(results) as f:
+      after = f.read()
+    end = '<!-- END stackoverflow_wikipedia_reproduction -->'
+    self.assertEqual(after.split(end)[0], before.split(end)[0])
+    new = after.split(end)[1]
+    self.assertIn('<!-- BEGIN lm_sites -->\n## LM, 8 sites\n\nNote.\n', new)
+    self.assertIn('`make results-lm-sites SCENARIOS=<name>`', new)
     bad = _run(*args[:3], '--diagnostic_rounds=2', timeout=300)
     self.assertEqual(bad.returncode, 1)
     self.assertIn('error: --diagnostic_rounds needs --records_dir',

@@ -11,10 +11,13 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-r"""Converts a Stack Exchange `Posts.xml` to TFF's `stackoverflow.sqlite`.
+r"""Converts Stack Exchange `Posts.xml` dumps to TFF's `stackoverflow.sqlite`.
 
   python -m experiments.stackoverflow_wikipedia.convert_posts_main \
     --posts_xml=DUMP/Posts.xml --cache_dir=DIR
+  python -m experiments.stackoverflow_wikipedia.convert_posts_main \
+    --posts_xml=beer.stackexchange.com_Posts.xml,history.meta.stackexchange.com.Posts.xml.gz \
+    --cache_dir=DIR
 
 writes `DIR/stackoverflow.sqlite`, which
 `tff.simulation.datasets.stackoverflow.load_data(cache_dir=DIR)` reads
@@ -22,8 +25,14 @@ without downloading, so that the Stack Overflow experiments run offline on
 real posts of any Stack Exchange site. See `posts_xml_lib` for the features,
 the conversion rules and the train/heldout/test splits: without
 `--test_cutoff`, the cutoff is derived so that the latest tenth of the posts
-are on or after it, and the summary prints it. A bad input prints one
-`error: ...` line and exits with status 1.
+are on or after it, and the summary prints it. Dumps may be gzipped.
+Several dumps (a comma-separated list) keep their sites apart: a client is
+`<site>:<OwnerUserId>`, the site taken from the file name, and each dump
+gets its own derived cutoff; one dump converts exactly as before. A bad
+input (a missing file, a damaged gzip file, two dumps of one site, ...)
+prints one `error: ...` line and exits with status 1. `--data_note_file`
+also writes a one-line description of the converted data, e.g. for the LM
+binary's `--data_note`.
 """
 
 from collections.abc import Sequence
@@ -37,9 +46,13 @@ from absl import app
 from absl import flags
 
 from experiments.stackoverflow_wikipedia import posts_xml_lib
+from tff_mixed.training import reports as reports_lib
 
-_POSTS_XML = flags.DEFINE_string(
-    'posts_xml', None, "A Stack Exchange data dump's Posts.xml.")
+_POSTS_XML = flags.DEFINE_list(
+    'posts_xml', None, "A Stack Exchange data dump's Posts.xml, or a "
+    'comma-separated list of dumps of different sites (named '
+    '<site>_Posts.xml, <site>.Posts.xml or <site>/Posts.xml), each plain or '
+    'gzipped.')
 _CACHE_DIR = flags.DEFINE_string(
     'cache_dir', None, 'Directory to write stackoverflow.sqlite to (created '
     'if missing); pass it as cache_dir to '
@@ -55,6 +68,10 @@ _HELDOUT_FRACTION = flags.DEFINE_float(
     'the clients, in (0, 1), whose posts of all dates form the heldout split.')
 _SEED = flags.DEFINE_integer(
     'seed', 0, 'Seed of the draw of the held-out clients.', lower_bound=0)
+_DATA_NOTE_FILE = flags.DEFINE_string(
+    'data_note_file', None, 'Also write a one-line description of the '
+    'converted data (sites, posts, clients, splits) to this file, e.g. for '
+    "stackoverflow_wikipedia_main's --data_note.")
 
 flags.mark_flags_as_required(['posts_xml', 'cache_dir'])
 
@@ -63,12 +80,55 @@ def _count(n: int, noun: str) -> str:
   return f'{n} {noun}' + ('' if n == 1 else 's')
 
 
+def _tenth() -> str:
+  return f'{1 / posts_xml_lib.TEST_FRACTION_DENOMINATOR:.0%}'
+
+
+def _cutoff_text(summary: posts_xml_lib.ConversionSummary) -> str:
+  if not summary.test_cutoff_derived:
+    return (f'test cutoff {summary.test_cutoff.isoformat(sep=" ")} '
+            '(--test_cutoff)')
+  if summary.test_cutoff is None:
+    return (f"test cutoff per site (derived: the latest {_tenth()} of each "
+            "site's posts are on or after its cutoff; --test_cutoff sets one "
+            'for all)')
+  return (f'test cutoff {summary.test_cutoff.isoformat(sep=" ")} (derived: '
+          f'the latest {_tenth()} of the posts are on or after it; '
+          '--test_cutoff sets another)')
+
+
+def _sites_text(summary: posts_xml_lib.ConversionSummary) -> str:
+  if not summary.sites:
+    return ''
+  lines = [f'\n  {len(summary.sites)} sites (client ids <site>:<owner>):']
+  for site in summary.sites:
+    lines.append(
+        f'    {site.site}: {_count(site.posts_converted, "post")} of '
+        f'{_count(site.clients, "client")} ({_count(site.rows_read, "row")} '
+        f'read), test cutoff {site.test_cutoff.isoformat(sep=" ")}')
+  return '\n'.join(lines)
+
+
+def data_note(summary: posts_xml_lib.ConversionSummary) -> str:
+  """One line on the converted data, for a results section's data note."""
+  splits = (f'train {summary.train_examples} posts of '
+            f'{summary.train_clients} clients, heldout '
+            f'{summary.heldout_examples} of {summary.heldout_clients}, test '
+            f'{summary.test_examples} of {summary.test_clients}')
+  if not summary.sites:
+    return (f'{summary.examples_written} posts ({splits}; '
+            f'{_cutoff_text(summary)})')
+  cutoff = (f"each site's latest {_tenth()} of posts in test"
+            if summary.test_cutoff_derived else _cutoff_text(summary))
+  return (
+      f'{len(summary.sites)} Stack Exchange sites, '
+      f'{sum(s.clients for s in summary.sites)} clients (a client is one '
+      f'owner on one site), {summary.examples_written} posts: ' + ', '.join(
+          f'{s.site} {s.posts_converted} posts of {s.clients} clients'
+          for s in summary.sites) + f'; {splits}; {cutoff}')
+
+
 def _summary_text(summary: posts_xml_lib.ConversionSummary) -> str:
-  if summary.test_cutoff_derived:
-    how = (f'derived: the latest {1 / posts_xml_lib.TEST_FRACTION_DENOMINATOR:.0%} of the posts are on or '
-           'after it; --test_cutoff sets another')
-  else:
-    how = '--test_cutoff'
   skipped = (summary.skipped_other_type + summary.skipped_no_owner
              + summary.skipped_empty_body)
   return (
@@ -83,7 +143,7 @@ def _summary_text(summary: posts_xml_lib.ConversionSummary) -> str:
       f'{_count(summary.heldout_clients, "client")}\n'
       f'  test:    {_count(summary.test_examples, "post")} of '
       f'{_count(summary.test_clients, "client")}\n'
-      f'  test cutoff {summary.test_cutoff.isoformat(sep=" ")} ({how})')
+      f'  {_cutoff_text(summary)}' + _sites_text(summary))
 
 
 def main(argv: Sequence[str]) -> None:
@@ -96,6 +156,9 @@ def main(argv: Sequence[str]) -> None:
       heldout_fraction=_HELDOUT_FRACTION.value,
       seed=_SEED.value)
   print(_summary_text(summary))
+  if _DATA_NOTE_FILE.value:
+    reports_lib.atomic_write_text(_DATA_NOTE_FILE.value,
+                                  data_note(summary) + '\n')
   print('Use it with tff.simulation.datasets.stackoverflow.load_data('
         f'cache_dir={_CACHE_DIR.value!r}).')
 

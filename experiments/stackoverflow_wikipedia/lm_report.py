@@ -45,6 +45,10 @@ Claim = claims_lib.Claim
 PaperNumber = claims_lib.PaperNumber
 ScenarioRecord = lm_records.ScenarioRecord
 RESULTS_SECTION = 'stackoverflow_wikipedia_reproduction'
+TITLE = ('Stack Overflow + Wikipedia character LM at tables 7-8 '
+         '(arXiv:2205.13655, section 4.2, figures 1b and 13, table 4)')
+# The make target that adds a missing record, named in the section.
+MAKE_TARGET = 'results-lm'
 # Sections this one supersedes: removed when it is written.
 STALE_SECTIONS = ('stackoverflow_wikipedia_two_way_gt',)
 # Two accuracies closer than this count as equal: about the round-to-round
@@ -377,7 +381,9 @@ def plot(path: str, records: Mapping[str, ScenarioRecord]) -> None:
 
 def results_markdown(records: Mapping[str, ScenarioRecord], *,
                      records_dir: str, command: str, date: str,
-                     plot_link: str, why_settings: str = '') -> str:
+                     plot_link: str, why_settings: str = '',
+                     title: str = TITLE,
+                     make_target: str = MAKE_TARGET) -> str:
   """The RESULTS.md section.
 
   Args:
@@ -387,6 +393,9 @@ def results_markdown(records: Mapping[str, ScenarioRecord], *,
     date: `results.utc_now()`.
     plot_link: The accuracy plot, relative to the Markdown file.
     why_settings: Why the settings differ from tables 7-8, if they do.
+    title: The section's heading, e.g. naming another data set.
+    make_target: The make target whose `SCENARIOS=<name>` adds a missing
+      record.
   """
   order = {s: i for i, s in enumerate(_LIB.SCENARIOS)}
   main = sorted((r for r in records.values() if r.diagnostics is None),
@@ -397,8 +406,7 @@ def results_markdown(records: Mapping[str, ScenarioRecord], *,
   missing_diagnostics = [s for s in _LIB.MIXED if s not in
                          {r.scenario for r in diagnostics}]
   lines = [
-      '## Stack Overflow + Wikipedia character LM at tables 7-8 '
-      '(arXiv:2205.13655, section 4.2, figures 1b and 13, table 4)', '',
+      f'## {title}', '',
       f'Section generated on {date} by `{command}` from the per-scenario '
       f'records in `{records_dir}` (each scenario ran '
       'in its own invocation, possibly on another machine; each row names its '
@@ -429,7 +437,7 @@ def results_markdown(records: Mapping[str, ScenarioRecord], *,
               '10-100, or over a shorter run\'s last rounds:', '',
               diagnostics_table(diagnostics), '']
   if missing or missing_diagnostics:
-    lines += ['**Missing records** (not run yet; `make results-lm '
+    lines += [f'**Missing records** (not run yet; `make {make_target} '
               'SCENARIOS=<name>` adds one): '
               + '; '.join(filter(None, [
                   ', '.join(missing),

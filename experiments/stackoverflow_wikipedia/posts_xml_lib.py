@@ -11,14 +11,16 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Builds TFF's Stack Overflow database from a Stack Exchange `Posts.xml`.
+"""Builds TFF's Stack Overflow database from Stack Exchange `Posts.xml` dumps.
 
 `tff.simulation.datasets.stackoverflow.load_data(cache_dir=DIR)` reads
 `DIR/stackoverflow.sqlite` and downloads nothing when that file exists (it
 would otherwise fetch `stackoverflow.sqlite.lzma` and decompress it to that
 name). This module writes such a file from any site's data-dump `Posts.xml`
-(e.g. a small site such as beer.stackexchange.com), so that the loader, and
-the experiments built on it, run offline and unchanged on real posts.
+(e.g. a small site such as beer.stackexchange.com), or from the dumps of
+several sites together, so that the loader, and the experiments built on
+it, run offline and unchanged on real posts. A dump may be plain XML or
+gzipped (`posts_dumps`).
 
 The schema is the one of TFF's `SqlClientData`:
 
@@ -64,6 +66,12 @@ Every example is a serialized `tf.train.Example` with the six features
 Conversion rules:
 
 *   A client is a post owner: its id is `OwnerUserId` as a decimal string.
+    When several dumps are converted together, owner ids are per site (the
+    same `OwnerUserId` on two sites is two people), so the id is
+    `<site>:<OwnerUserId>`, e.g. `beer.stackexchange.com:7`, the site read
+    from the dump's file name (`posts_dumps.site_name`). One dump keeps the
+    bare owner id, so its database is the same as before several could be
+    given.
 *   Only questions (`PostTypeId` 1) and answers (2) are converted; other post
     types (tag wikis, wiki excerpts, moderator nominations, ...) are skipped
     and counted. So are questions and answers with no `OwnerUserId` (posts of
@@ -90,6 +98,11 @@ Conversion rules:
     follows TFF's split, whose test posts (16,586,035) are 10.9% of the
     posts of the clients not held out (152,404,765). The cutoff is an exact
     creation time, not a day, so that a small dump splits near a tenth too.
+    With several dumps, each dump gets its own derived cutoff from its own
+    posts: the sites' dumps cover different years (e.g. 7 weeks of 2014 and
+    2010-2023), and one cutoff over all would leave the earlier sites no
+    test posts. An explicit `test_cutoff` applies to every dump. The
+    held-out draw is over all clients of all dumps.
 
 The input is stream-parsed (`xml.etree.ElementTree.iterparse`, each row freed
 once read) and posts are written to the database as they are read, so memory
@@ -101,19 +114,22 @@ kept). The same input, cutoff, fraction and seed give the same database.
 """
 
 import collections
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 import datetime
+import gzip
 from html import parser as html_parser
 import os
 import re
 import sqlite3
 from typing import NamedTuple, Optional, Union
 import xml.etree.ElementTree as ET
+import zlib
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from experiments.stackoverflow_wikipedia import posts_dumps
 from tff_mixed.training import reports
 
 DATABASE_FILENAME = 'stackoverflow.sqlite'
@@ -131,6 +147,8 @@ POST_TYPES = {QUESTION_TYPE_ID: 'question', ANSWER_TYPE_ID: 'answer'}
 # the rounding of n / 10 is exact.
 TEST_FRACTION_DENOMINATOR = 10
 DEFAULT_HELDOUT_FRACTION = 0.1
+# Between a site and an owner id in the client ids of several dumps.
+SITE_SEPARATOR = ':'
 
 _ROOT_TAG = 'posts'
 _ROW_TAG = 'row'
@@ -159,6 +177,25 @@ _INSERT_BATCH = 1000
 _LOG_EVERY_ROWS = 100_000
 
 
+class SiteSummary(NamedTuple):
+  """One dump of a conversion of several (`ConversionSummary.sites`).
+
+  Attributes:
+    site: The site, e.g. `beer.stackexchange.com` (`posts_dumps.site_name`).
+    path: The dump.
+    rows_read: Its `<row>` elements, of every post type.
+    posts_converted: Its posts written, in any split.
+    clients: Its owners with a converted post (clients `<site>:<owner>`).
+    test_cutoff: The test cutoff of its posts (naive UTC).
+  """
+  site: str
+  path: str
+  rows_read: int
+  posts_converted: int
+  clients: int
+  test_cutoff: datetime.datetime
+
+
 class ConversionSummary(NamedTuple):
   """What `convert_posts` read, skipped and wrote.
 
@@ -176,9 +213,11 @@ class ConversionSummary(NamedTuple):
     heldout_clients: Clients with at least one post in `heldout`.
     test_clients: Clients with at least one post in `test`.
     test_cutoff: The test cutoff used (naive UTC): posts created on or after
-      it are in `test` (or `heldout`).
+      it are in `test` (or `heldout`). None when several dumps got different
+      derived cutoffs (each is in `sites`).
     test_cutoff_derived: Whether `test_cutoff` was derived from the dump's
       dates (no explicit cutoff given) rather than given.
+    sites: Per dump, when several were converted together; empty for one.
   """
   database_path: str
   rows_read: int
@@ -191,8 +230,9 @@ class ConversionSummary(NamedTuple):
   train_clients: int
   heldout_clients: int
   test_clients: int
-  test_cutoff: datetime.datetime
+  test_cutoff: Optional[datetime.datetime]
   test_cutoff_derived: bool
+  sites: tuple[SiteSummary, ...] = ()
 
   @property
   def examples_written(self) -> int:
@@ -431,81 +471,94 @@ def _convert_row(attrib: dict[str, str], where: str,
   return _Post(str(int(owner)), creation, proto)
 
 
-def _read_posts(posts_xml: str, counts: _Counts) -> Iterator[_Post]:
+def client_id(site: Optional[str], owner: str) -> str:
+  """The client id of an owner's posts: `owner`, or `<site>:<owner>` when
+  several dumps are converted together (owner ids are per site)."""
+  return owner if site is None else f'{site}{SITE_SEPARATOR}{owner}'
+
+
+def _read_posts(posts_xml: str, counts: _Counts,
+                site: Optional[str] = None) -> Iterator[_Post]:
   """Stream-parses `posts_xml`, yielding its converted posts in file order.
 
   Args:
-    posts_xml: The path of a `Posts.xml`.
+    posts_xml: The path of a `Posts.xml`, plain or gzipped.
     counts: Updated with the rows read and skipped.
+    site: The dump's site when several dumps are converted together: the
+      posts' client ids are then `client_id(site, owner)`.
 
   Yields:
     The converted posts.
 
   Raises:
-    ValueError: On malformed XML (with the parser's line and column), a root
-      other than `<posts>`, an element other than `<row>` in it, or a bad
-      row (with its number and Id).
+    ValueError: On malformed XML (with the parser's line and column), a
+      damaged gzip file, a root other than `<posts>`, an element other than
+      `<row>` in it, or a bad row (with its number in the file and its Id).
   """
-  events = ET.iterparse(posts_xml, events=('start', 'end'))
-  root = None
-  depth = 0
-  try:
-    for event, element in events:
-      if event == 'start':
-        depth += 1
-        if root is None:
-          root = element
-          if element.tag != _ROOT_TAG:
+  with posts_dumps.open_dump(posts_xml) as source:
+    events = ET.iterparse(source, events=('start', 'end'))
+    root = None
+    depth = 0
+    row = 0  # Rows read from this file.
+    try:
+      for event, element in events:
+        if event == 'start':
+          depth += 1
+          if root is None:
+            root = element
+            if element.tag != _ROOT_TAG:
+              raise ValueError(
+                  f'{posts_xml}: the root element must be <{_ROOT_TAG}> (a '
+                  f'Stack Exchange Posts.xml), got <{element.tag}>.')
+          elif depth == 2 and element.tag != _ROW_TAG:
             raise ValueError(
-                f'{posts_xml}: the root element must be <{_ROOT_TAG}> (a '
-                f'Stack Exchange Posts.xml), got <{element.tag}>.')
-        elif depth == 2 and element.tag != _ROW_TAG:
-          raise ValueError(
-              f'{posts_xml}: expected only <{_ROW_TAG}> elements in '
-              f'<{_ROOT_TAG}>, got <{element.tag}> after row '
-              f'{counts.rows_read}.')
-        continue
-      depth -= 1
-      if depth != 1:
-        continue  # The root's end, or the content of a row.
-      counts.rows_read += 1
-      where = (f'{posts_xml}, row {counts.rows_read} '
-               f'(Id={element.get("Id", "?")})')
-      post = _convert_row(element.attrib, where, counts)
-      # Rows are done with once read: free them, the dumps can be large.
-      element.clear()
-      root.clear()
-      if counts.rows_read % _LOG_EVERY_ROWS == 0:
-        logging.info('Read %d rows of %s.', counts.rows_read, posts_xml)
-      if post is not None:
-        yield post
-  except ET.ParseError as e:
-    line, column = e.position
-    # expat's message ends with the position, given first here.
-    reason = _POSITION_SUFFIX.sub('', str(e))
-    raise ValueError(f'{posts_xml}: malformed XML at line {line}, column '
-                     f'{column}: {reason}.') from None
-
-
-def _check_readable_file(path: str) -> None:
-  if not os.path.exists(path):
-    raise FileNotFoundError(f'The posts file {path} does not exist.')
-  if not os.path.isfile(path):
-    raise FileNotFoundError(f'The posts file {path} is not a file.')
-
-
+                f'{posts_xml}: expected only <{_ROW_TAG}> elements in '
+                f'<{_ROOT_TAG}>, got <{element.tag}> after row {row}.')
+          continue
+        depth -= 1
+        if depth != 1:
+          continue  # The root's end, or the content of a row.
+        row += 1
+        counts.rows_read += 1
+        where = f'{posts_xml}, row {row} (Id={element.get("Id", "?")})'
+        post = _convert_row(element.attrib, where, counts)
+        # Rows are done with once read: free them, the dumps can be large.
+        element.clear()
+        root.clear()
+        if row % _LOG_EVERY_ROWS == 0:
+          logging.info('Read %d rows of %s.', row, posts_xml)
+        if post is not None:
+          yield post._replace(client_id=client_id(site, post.client_id))
+    except ET.ParseError as e:
+      line, column = e.position
+      # expat's message ends with the position, given first here.
+      reason = _POSITION_SUFFIX.sub('', str(e))
+      raise ValueError(f'{posts_xml}: malformed XML at line {line}, column '
+                       f'{column}: {reason}.') from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+      # A truncated or damaged gzip member; not a bug, and not the XML.
+      raise ValueError(f'{posts_xml}: damaged gzip file after row {row} '
+                       f'({e}).') from None
 
 
 class _Inserted(NamedTuple):
+  """What `_insert_posts` wrote of one dump."""
   client_ids: set[str]
   first: Optional[datetime.datetime]  # The earliest post's creation time.
   last: Optional[datetime.datetime]  # The latest post's creation time.
+  rowids: tuple[int, int]  # The first and last rowid of its posts.
 
 
 def _date_key(time: datetime.datetime) -> str:
   """Returns a creation time as text that sorts in time order."""
   # Fixed width (microseconds always written), so strings compare as times.
   return time.isoformat(sep=' ', timespec='microseconds')
+
+
+def _max_rowid(connection: sqlite3.Connection) -> int:
+  (rowid,), = connection.execute('SELECT COALESCE(MAX(rowid), 0) FROM '
+                                 'examples;')
+  return rowid
 
 
 def _insert_posts(connection: sqlite3.Connection,
@@ -519,6 +572,7 @@ def _insert_posts(connection: sqlite3.Connection,
   client_ids = set()
   first = last = None
   batch = []
+  start = _max_rowid(connection) + 1
   for post in posts:
     client_ids.add(post.client_id)
     first = post.creation if first is None else min(first, post.creation)
@@ -532,68 +586,182 @@ def _insert_posts(connection: sqlite3.Connection,
   connection.executemany(
       'INSERT INTO examples (split_name, client_id, serialized_example_proto)'
       ' VALUES (?, ?, ?);', batch)
-  return _Inserted(client_ids, first, last)
+  return _Inserted(client_ids, first, last, (start, _max_rowid(connection)))
 
 
 def _derived_cutoff(connection: sqlite3.Connection,
-                    num_posts: int) -> datetime.datetime:
-  """Returns the creation time of the k-th latest post (module docstring)."""
+                    rowids: tuple[int, int]) -> datetime.datetime:
+  """Returns the creation time of the k-th latest post among `rowids`
+  (module docstring)."""
+  (num_posts,), = connection.execute(
+      'SELECT COUNT(*) FROM examples WHERE rowid BETWEEN ? AND ?;', rowids)
   denominator = TEST_FRACTION_DENOMINATOR
   k = max(1, (num_posts + denominator // 2) // denominator)
   (key,), = connection.execute(
-      'SELECT split_name FROM examples ORDER BY split_name DESC '
-      'LIMIT 1 OFFSET ?;', (k - 1,))
+      'SELECT split_name FROM examples WHERE rowid BETWEEN ? AND ? '
+      'ORDER BY split_name DESC LIMIT 1 OFFSET ?;', (*rowids, k - 1))
   return datetime.datetime.fromisoformat(key)
 
 
 def _split_by_date(connection: sqlite3.Connection,
-                   cutoff: datetime.datetime) -> None:
-  """Replaces the provisional date keys by train (before cutoff) or test."""
+                   cutoff: datetime.datetime,
+                   rowids: tuple[int, int]) -> None:
+  """Replaces the provisional date keys among `rowids` by train (before
+  cutoff) or test."""
   connection.execute(
       'UPDATE examples SET split_name = CASE WHEN split_name < ? THEN ? '
-      'ELSE ? END;', (_date_key(cutoff), TRAIN_SPLIT, TEST_SPLIT))
+      'ELSE ? END WHERE rowid BETWEEN ? AND ?;',
+      (_date_key(cutoff), TRAIN_SPLIT, TEST_SPLIT, *rowids))
 
 
-def _check_no_empty_split(posts_xml: str, per_split: dict[str, tuple[int, int]],
-                          cutoff: datetime.datetime, inserted: _Inserted,
-                          num_other_clients: int) -> None:
+def _check_no_empty_split(source: str, per_split: dict[str, tuple[int, int]],
+                          cutoffs: Sequence[datetime.datetime],
+                          inserted: _Inserted, num_other_clients: int) -> None:
   """Raises a ValueError naming the split TFF's loader could not open."""
+  if len(set(cutoffs)) == 1:
+    cutoff = f'the test cutoff {cutoffs[0].isoformat(sep=" ")}'
+  else:
+    cutoff = "its site's test cutoff"
   for split, side in ((TRAIN_SPLIT, 'before'), (TEST_SPLIT, 'on or after')):
     if split not in per_split:
       raise ValueError(
-          f'{posts_xml}: the {split} split would be empty (no post of the '
-          f'{num_other_clients} clients not held out is {side} the test '
-          f'cutoff {cutoff.isoformat(sep=" ")}; the posts run from '
-          f'{inserted.first.isoformat(sep=" ")} to '
+          f'{source}: the {split} split would be empty (no post of the '
+          f'{num_other_clients} clients not held out is {side} {cutoff}; the '
+          f'posts run from {inserted.first.isoformat(sep=" ")} to '
           f'{inserted.last.isoformat(sep=" ")}), and TFF\'s loader fails on '
           'an empty split. Choose another test_cutoff or seed.')
 
 
+def _dumps(posts_xml: Union[str, Sequence[str]]
+           ) -> list[tuple[str, Optional[str]]]:
+  """(path, site) of each dump to convert, all checked before any is read;
+  the site is None for a single dump (its clients keep bare owner ids)."""
+  paths = [posts_xml] if isinstance(posts_xml, str) else list(posts_xml)
+  if not paths:
+    raise ValueError('No posts file given.')
+  if len(paths) == 1:
+    posts_dumps.check_readable_file(paths[0])
+    return [(paths[0], None)]
+  return list(zip(paths, posts_dumps.dump_sites(paths)))
+
+
+def _insert_dumps(connection: sqlite3.Connection,
+                  dumps: Sequence[tuple[str, Optional[str]]],
+                  counts: _Counts) -> list[tuple[str, Optional[str], int,
+                                                 _Inserted]]:
+  """Inserts every dump's posts; returns (path, site, rows, what was
+  inserted) per dump."""
+  inserted_dumps = []
+  for path, site in dumps:
+    rows_before = counts.rows_read
+    skipped_before = collections.Counter(counts.skipped)
+    posts = _read_posts(path, counts, site)
+    try:
+      inserted = _insert_posts(connection, posts)
+    finally:
+      posts.close()  # Closes the input file now, even when interrupted.
+    rows = counts.rows_read - rows_before
+    if not inserted.client_ids:
+      skipped = counts.skipped - skipped_before
+      raise ValueError(
+          f'{path} has no question or answer to convert: of {rows} rows, '
+          f'{skipped["other_type"]} are other post types, '
+          f'{skipped["no_owner"]} have no OwnerUserId and '
+          f'{skipped["empty_body"]} an empty body.')
+    inserted_dumps.append((path, site, rows, inserted))
+  return inserted_dumps
+
+
+def _merged(inserted: Sequence[_Inserted]) -> _Inserted:
+  return _Inserted(set().union(*(i.client_ids for i in inserted)),
+                   min(i.first for i in inserted),
+                   max(i.last for i in inserted),
+                   (inserted[0].rowids[0], inserted[-1].rowids[1]))
+
+
+def _write_database(connection: sqlite3.Connection,
+                    given: Sequence[tuple[str, Optional[str]]],
+                    cutoff: Optional[datetime.datetime],
+                    heldout_fraction: float, seed: int, counts: _Counts):
+  """Fills the database; returns (posts per split, [(dump, cutoff)])."""
+  for statement in _CREATE_STATEMENTS:
+    connection.execute(statement)
+  dumps = _insert_dumps(connection, given, counts)
+  inserted = _merged([d[3] for d in dumps])
+  client_ids = inserted.client_ids
+  source = given[0][0] if len(given) == 1 else f'The {len(given)} dumps'
+  if len(client_ids) < 2:
+    raise ValueError(
+        f'{source}: posts of only one owner ({next(iter(client_ids))}); the '
+        'held-out split needs one client and train and test at least one '
+        'more.')
+  # One cutoff for all given one; else each dump's own latest tenth.
+  cutoffs = [cutoff or _derived_cutoff(connection, d[3].rowids)
+             for d in dumps]
+  for dump, dump_cutoff in zip(dumps, cutoffs):
+    _split_by_date(connection, dump_cutoff, dump[3].rowids)
+  heldout = select_heldout_clients(sorted(client_ids), heldout_fraction, seed)
+  # Built before the update, so that each client's update is a lookup
+  # rather than a scan of all posts.
+  connection.execute(_CREATE_INDEX)
+  # Held-out clients keep all their posts, of any date, in `heldout`.
+  connection.executemany(
+      'UPDATE examples SET split_name = ? WHERE client_id = ?;',
+      [(HELDOUT_SPLIT, client_id) for client_id in sorted(heldout)])
+  connection.execute(
+      'INSERT INTO client_metadata (client_id, split_name, num_examples) '
+      'SELECT client_id, split_name, COUNT(*) FROM examples '
+      'GROUP BY client_id, split_name ORDER BY split_name, client_id;')
+  per_split = {
+      split: (clients, examples) for split, clients, examples in
+      connection.execute(
+          'SELECT split_name, COUNT(*), SUM(num_examples) '
+          'FROM client_metadata GROUP BY split_name;')}
+  _check_no_empty_split(source, per_split, cutoffs, inserted,
+                        len(client_ids) - len(heldout))
+  return per_split, list(zip(dumps, cutoffs))
+
+
+def _site_summaries(dumps) -> tuple[SiteSummary, ...]:
+  if len(dumps) == 1:
+    return ()
+  return tuple(
+      SiteSummary(site=site, path=path, rows_read=rows,
+                  posts_converted=inserted.rowids[1] - inserted.rowids[0] + 1,
+                  clients=len(inserted.client_ids), test_cutoff=cutoff)
+      for (path, site, rows, inserted), cutoff in dumps)
+
+
 def convert_posts(
-    posts_xml: str,
+    posts_xml: Union[str, Sequence[str]],
     cache_dir: str,
     *,
     test_cutoff: Optional[Union[str, datetime.date]] = None,
     heldout_fraction: float = DEFAULT_HELDOUT_FRACTION,
     seed: int = 0,
 ) -> ConversionSummary:
-  """Converts a Stack Exchange `Posts.xml` to `cache_dir/stackoverflow.sqlite`.
+  """Converts Stack Exchange `Posts.xml` dumps to TFF's stackoverflow.sqlite.
 
   Afterwards `tff.simulation.datasets.stackoverflow.load_data(
   cache_dir=cache_dir)` reads it without downloading. See the module
-  docstring for the features and the conversion and split rules.
+  docstring for the features and the conversion and split rules, and for
+  what changes when several dumps are converted together (client ids
+  `<site>:<owner>`, a derived test cutoff per dump).
 
   The write is atomic: a failure or interruption midway (KeyboardInterrupt
   included) leaves no new `stackoverflow.sqlite` (an existing one is kept)
   and no temporary file.
 
   Args:
-    posts_xml: A data dump's `Posts.xml` (UTF-8, with or without a BOM).
+    posts_xml: A data dump's `Posts.xml` (UTF-8, with or without a BOM,
+      plain or gzipped), or a sequence of dumps of different sites, each
+      named so that it says its site (`posts_dumps.site_name`). A sequence
+      of one converts like the path alone.
     cache_dir: Directory for `stackoverflow.sqlite`; created if missing.
     test_cutoff: Posts created on or after it (UTC) go to `test`, the others
       to `train` (except held-out clients'); see `parse_cutoff`. None (the
-      default) derives it from the dump's dates so that the latest tenth of
-      the posts are on or after it (see the module docstring).
+      default) derives it from each dump's dates so that the latest tenth of
+      its posts are on or after it (see the module docstring).
     heldout_fraction: Fraction of the clients, in (0, 1), whose posts all go
       to `heldout`; see `select_heldout_clients`.
     seed: Seed of the held-out draw (non-negative).
@@ -602,18 +770,20 @@ def convert_posts(
     A `ConversionSummary`.
 
   Raises:
-    FileNotFoundError: If `posts_xml` does not exist or is not a file.
+    FileNotFoundError: If a dump does not exist or is not a file.
     ValueError: On a bad argument, malformed XML (naming the file, line and
-      column), a root other than `<posts>`, a bad row (naming the file, row
-      number and Id), no question or answer left to convert, fewer than two
-      clients, or a split that would be empty (TFF's loader fails on one).
-    OSError: If the input cannot be read or the output cannot be written.
+      column), a damaged gzip file, a root other than `<posts>`, a bad row
+      (naming the file, row number and Id), a dump with no question or
+      answer left to convert, fewer than two clients, a split that would be
+      empty (TFF's loader fails on one), or, for several dumps, a file name
+      that does not say its site or two dumps of one site.
+    OSError: If an input cannot be read or the output cannot be written.
   """
   derived = test_cutoff is None
   cutoff = None if derived else parse_cutoff(test_cutoff)
   _check_heldout_fraction(heldout_fraction)
   _check_seed(seed)
-  _check_readable_file(posts_xml)
+  given = _dumps(posts_xml)
   os.makedirs(cache_dir, exist_ok=True)
   database_path = os.path.join(cache_dir, DATABASE_FILENAME)
 
@@ -626,50 +796,8 @@ def convert_posts(
       # while writing; an interrupted write just deletes it.
       connection.execute('PRAGMA journal_mode = MEMORY;')
       connection.execute('PRAGMA synchronous = OFF;')
-      for statement in _CREATE_STATEMENTS:
-        connection.execute(statement)
-      posts = _read_posts(posts_xml, counts)
-      try:
-        inserted = _insert_posts(connection, posts)
-      finally:
-        posts.close()  # Closes the input file now, even when interrupted.
-      client_ids = inserted.client_ids
-      if not client_ids:
-        raise ValueError(
-            f'{posts_xml} has no question or answer to convert: of '
-            f'{counts.rows_read} rows, {counts.skipped["other_type"]} are '
-            f'other post types, {counts.skipped["no_owner"]} have no '
-            f'OwnerUserId and {counts.skipped["empty_body"]} an empty body.')
-      if len(client_ids) < 2:
-        raise ValueError(
-            f'{posts_xml} has posts of only one owner '
-            f'({next(iter(client_ids))}); the held-out split needs one client '
-            'and train and test at least one more.')
-      if derived:
-        num_posts, = connection.execute(
-            'SELECT COUNT(*) FROM examples;').fetchone()
-        cutoff = _derived_cutoff(connection, num_posts)
-      _split_by_date(connection, cutoff)
-      heldout = select_heldout_clients(sorted(client_ids), heldout_fraction,
-                                       seed)
-      # Built before the update, so that each client's update is a lookup
-      # rather than a scan of all posts.
-      connection.execute(_CREATE_INDEX)
-      # Held-out clients keep all their posts, of any date, in `heldout`.
-      connection.executemany(
-          'UPDATE examples SET split_name = ? WHERE client_id = ?;',
-          [(HELDOUT_SPLIT, client_id) for client_id in sorted(heldout)])
-      connection.execute(
-          'INSERT INTO client_metadata (client_id, split_name, num_examples) '
-          'SELECT client_id, split_name, COUNT(*) FROM examples '
-          'GROUP BY client_id, split_name ORDER BY split_name, client_id;')
-      per_split = {
-          split: (clients, examples) for split, clients, examples in
-          connection.execute(
-              'SELECT split_name, COUNT(*), SUM(num_examples) '
-              'FROM client_metadata GROUP BY split_name;')}
-      _check_no_empty_split(posts_xml, per_split, cutoff, inserted,
-                            len(client_ids) - len(heldout))
+      per_split, dumps = _write_database(connection, given, cutoff,
+                                         heldout_fraction, seed, counts)
       connection.commit()
     finally:
       connection.close()
@@ -686,6 +814,7 @@ def convert_posts(
 
   clients = {split: per_split.get(split, (0, 0))[0] for split in SPLIT_NAMES}
   examples = {split: per_split.get(split, (0, 0))[1] for split in SPLIT_NAMES}
+  cutoffs = {c for _, c in dumps}
   return ConversionSummary(
       database_path=database_path,
       rows_read=counts.rows_read,
@@ -698,5 +827,6 @@ def convert_posts(
       train_clients=clients[TRAIN_SPLIT],
       heldout_clients=clients[HELDOUT_SPLIT],
       test_clients=clients[TEST_SPLIT],
-      test_cutoff=cutoff,
-      test_cutoff_derived=derived)
+      test_cutoff=cutoffs.pop() if len(cutoffs) == 1 else None,
+      test_cutoff_derived=derived,
+      sites=_site_summaries(dumps))

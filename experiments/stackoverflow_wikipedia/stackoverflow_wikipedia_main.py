@@ -38,7 +38,10 @@ record there (`lm_records`), a scenario already recorded with the same
 settings and data is skipped, `--diagnostic_rounds` adds table 4's K = 1
 runs of the mixed algorithms, and `--results_markdown` then writes
 `lm_report`'s section, built from every record in the directory (with
-`--report_only`, from the records alone, training nothing).
+`--report_only`, from the records alone, training nothing). Another data set
+gets a section of its own with `--results_section`, `--results_title` and
+`--make_target` beside its own `--records_dir` (`make results-lm-sites`:
+eight Stack Exchange sites).
 
 With `--advise_rounds=N` it first trains N rounds of a Parallel Training
 probe with diagnostics at the run's settings (under `<output_dir>/advice/`,
@@ -181,6 +184,13 @@ _PLOT = flags.DEFINE_string(
 _WHY_SETTINGS = flags.DEFINE_string(
     'why_settings', '', 'With --records_dir: why the settings differ from '
     'tables 7-8, for the section.')
+_RESULTS_TITLE = flags.DEFINE_string(
+    'results_title', lm_report.TITLE, 'With --records_dir: the heading of '
+    'the section (e.g. naming its data, for a --results_section other than '
+    f'{lm_report.RESULTS_SECTION}).')
+_MAKE_TARGET = flags.DEFINE_string(
+    'make_target', lm_report.MAKE_TARGET, 'With --records_dir: the make '
+    'target the section names for adding a missing record.')
 _ADVISE = advising.define_advise_flags()
 
 
@@ -263,6 +273,14 @@ def _run_and_record(data, config, records_dir: str) -> None:
               records_dir, r, c, data.description, d))
 
 
+def _reproduction_section() -> str:
+  """The reproduction's section: --results_section if given, else
+  lm_report's (the beer.stackexchange one of make results-lm)."""
+  if flags.FLAGS['results_section'].present:
+    return _RESULTS.section.value
+  return lm_report.RESULTS_SECTION
+
+
 def _publish_reproduction(records_dir: str) -> None:
   """The plot and, with --results_markdown, the section, from the records."""
   records = lm_records.read_records(records_dir)
@@ -273,30 +291,33 @@ def _publish_reproduction(records_dir: str) -> None:
                              '--plot directory')
   lm_report.plot(plot, records)
   markdown_path = _RESULTS.markdown.value
+  section = functools.partial(
+      lm_report.results_markdown, records, records_dir=records_dir,
+      command=results_lib.command_line(_MODULE), date=results_lib.utc_now(),
+      why_settings=_WHY_SETTINGS.value, title=_RESULTS_TITLE.value,
+      make_target=_MAKE_TARGET.value)
   if not markdown_path:
-    print(lm_report.results_markdown(
-        records, records_dir=records_dir,
-        command=results_lib.command_line(_MODULE),
-        date=results_lib.utc_now(), plot_link=plot,
-        why_settings=_WHY_SETTINGS.value), end='')
+    print(section(plot_link=plot), end='')
     return
+  name = _reproduction_section()
   results_lib.write_results_section(
-      markdown_path, lm_report.RESULTS_SECTION, lm_report.results_markdown(
-          records, records_dir=records_dir,
-          command=results_lib.command_line(_MODULE),
-          date=results_lib.utc_now(),
-          plot_link=os.path.relpath(os.path.abspath(plot), os.path.dirname(
-              os.path.abspath(markdown_path))),
-          why_settings=_WHY_SETTINGS.value), after=RESULTS_SECTION)
-  for stale in lm_report.STALE_SECTIONS:
-    markdown_sections.remove_section(markdown_path, stale)
-  logging.info('Wrote the %s section of %s and %s', lm_report.RESULTS_SECTION,
-               markdown_path, plot)
+      markdown_path, name, section(plot_link=os.path.relpath(
+          os.path.abspath(plot), os.path.dirname(
+              os.path.abspath(markdown_path)))),
+      note=_RESULTS.note.value,
+      # A new section goes after the one of make results-lm.
+      after=(RESULTS_SECTION if name == lm_report.RESULTS_SECTION
+             else lm_report.RESULTS_SECTION))
+  if name == lm_report.RESULTS_SECTION:
+    for stale in lm_report.STALE_SECTIONS:
+      markdown_sections.remove_section(markdown_path, stale)
+  logging.info('Wrote the %s section of %s and %s', name, markdown_path, plot)
 
 
 def _check_flags() -> None:
   """Refuses flag combinations that cannot run."""
-  for name in ('diagnostic_rounds', 'report_only', 'plot', 'why_settings'):
+  for name in ('diagnostic_rounds', 'report_only', 'plot', 'why_settings',
+               'results_title', 'make_target'):
     if flags.FLAGS[name].present and not _RECORDS_DIR.value:
       raise app.UsageError(f'--{name} needs --records_dir.')
   if flags.FLAGS['advise_then'].present and not _ADVISE.rounds.value:
