@@ -32,6 +32,7 @@ import tensorflow as tf
 
 import tff_mixed
 from benchmarks import compute_floor
+from benchmarks import round_time
 from tff_mixed.algorithms import registry
 from tff_mixed.models import dense
 from tests import benchmark_testing
@@ -160,6 +161,13 @@ class RoundTimeTest(absltest.TestCase):
           / rows['fedavg@grouped']['median_wall_s'])
 
     self.assertIn('<!-- BEGIN round_time -->', text)
+    self.assertIn('## Round times of every algorithm', text)
+    self.assertEqual(report['config']['section'], 'round_time')
+    # --section (make benchmark-scale) names its cohorts in its heading.
+    scale = round_time.render_markdown(
+        dict(report, config=dict(report['config'], section='scale')))
+    self.assertStartsWith(scale, '## Round times at 2, 4 clients per round '
+                          '(benchmarks/round_time.py, scale)\n')
     self.assertIn('Parallel Training, grouped (2 x 2)', text)
     self.assertIn('FedAvg (TFF `build_weighted_fed_avg`), per-client', text)
     self.assertIn('Compute floor of Parallel Training (plain `tf.function`)',
