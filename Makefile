@@ -557,7 +557,7 @@ benchmark: venv
 # About 20 minutes here.
 benchmark-scale: venv
 	@$(RUN) $(PY) -m benchmarks.round_time --models=celeba \
-	  --algorithms=fedavg,floor --clients_per_round=10,100,1000 \
+	  --algorithms=fedavg,compute_floor --clients_per_round=10,100,1000 \
 	  --measure_memory --section=round_time_scale \
 	  --output_json=benchmarks/results/round_time_scale.json $(ARGS)
 
