@@ -31,7 +31,10 @@ measures:
   sensitive than wall time to other load on a shared machine. On workers of
   `--worker_addresses` (recorded in the JSON's config), whose CPU time is
   not counted, wall time is the measure, and `--measure_memory`'s
-  subprocesses still run on the local runtime;
+  subprocesses still run on the local runtime. `--local_workers=N` starts N
+  TFF workers on this machine and runs on them the same way, their CPU time
+  counted (children of this process); the config's `workers` is the count,
+  0 for the local runtime (`benchmarks/workers_report.py` compares runs);
 * peak memory: peak RSS never decreases within a process, so one process
   cannot attribute it to interleaved algorithms. Each (algorithm, cohort
   size) therefore runs once more in a fresh subprocess (`--algorithm`), which
