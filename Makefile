@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm results-lm-sites results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-scale benchmark-celeba benchmark-movielens clean
+.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm results-lm-sites results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-scale benchmark-workers benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -560,6 +560,25 @@ benchmark-scale: venv
 	  --algorithms=fedavg,compute_floor --clients_per_round=10,100,1000 \
 	  --measure_memory --section=round_time_scale \
 	  --output_json=benchmarks/results/round_time_scale.json $(ARGS)
+
+# FedAvg's round at CelebA size, 100 clients, on TFF's local runtime and on
+# 1 and 2 local TFF workers (issue 34), then BENCHMARKS.md's workers section
+# (benchmarks/workers_report.py: speedups and the cost model for N hosts).
+# --clients_per_group=0 makes one group per core, so on 2 or more cores each
+# of the 2 workers trains groups. The runs' own sections go to a scratch file
+# under outputs/: BENCHMARKS.md's other sections stay as they are.
+WORKERS_JSON := benchmarks/results/round_time_workers
+benchmark-workers: venv
+	@mkdir -p outputs
+	@for n in 0 1 2; do \
+	  $(RUN) $(PY) -m benchmarks.round_time --models=celeba \
+	    --algorithms=fedavg --clients_per_round=100 --clients_per_group=0 \
+	    --local_workers=$$n --output_json=$(WORKERS_JSON)_$$n.json \
+	    --output_markdown=outputs/benchmark_workers_scratch.md $(ARGS) \
+	    || exit 1; \
+	done
+	@$(RUN) $(PY) -m benchmarks.workers_report \
+	  --inputs=$(WORKERS_JSON)_0.json,$(WORKERS_JSON)_1.json,$(WORKERS_JSON)_2.json
 
 # The movie task: federated_select vs broadcasting the table.
 benchmark-movielens: venv

@@ -31,7 +31,10 @@ measures:
   sensitive than wall time to other load on a shared machine. On workers of
   `--worker_addresses` (recorded in the JSON's config), whose CPU time is
   not counted, wall time is the measure, and `--measure_memory`'s
-  subprocesses still run on the local runtime;
+  subprocesses still run on the local runtime. `--local_workers=N` starts N
+  TFF workers on this machine and runs on them the same way, their CPU time
+  counted (children of this process); the config's `workers` is the count,
+  0 for the local runtime (`benchmarks/workers_report.py` compares runs);
 * peak memory: peak RSS never decreases within a process, so one process
   cannot attribute it to interleaved algorithms. Each (algorithm, cohort
   size) therefore runs once more in a fresh subprocess (`--algorithm`), which
@@ -73,11 +76,12 @@ Usage, from the repository root:
 
 import atexit
 import collections
+from collections.abc import Iterator
+import contextlib
 import datetime
 import json
 import os
 import platform
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -100,54 +104,34 @@ import tensorflow_federated as tff
 
 import tff_mixed
 from benchmarks import compute_floor
+from benchmarks import round_reports
 from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import example_store
 from experiments.common import grouping
 from experiments.common import markdown_sections
 from tff_mixed.models import dense
+from tff_mixed import remote
 from tff_mixed import runtime
 from tff_mixed.training import reports as reports_lib
 # pylint: enable=g-bad-import-order
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-FEDAVG = registry.FEDAVG
-# In --algorithms: time each listed algorithm's compute floor too.
-FLOOR = 'compute_floor'
-_DISPLAY_NAMES = collections.OrderedDict([
-    (FEDAVG, 'FedAvg'),
-    ('parallel_training', 'Parallel Training'),
-    ('one_way_gt', '1-way Gradient Transfer'),
-    ('two_way_gt', '2-way Gradient Transfer'),
-    ('example_transfer', 'Example Transfer'),
-    (FLOOR, 'Compute floor (plain `tf.function`)'),
-])
+FEDAVG = round_reports.FEDAVG
+FLOOR = round_reports.FLOOR
+_DISPLAY_NAMES = round_reports.DISPLAY_NAMES
+GROUPED = round_reports.GROUPED
+FLOOR_ROW = round_reports.FLOOR_ROW
+algorithm_of = round_reports.algorithm_of
+is_floor = round_reports.is_floor
+_mode = round_reports.mode
+_fmt = round_reports.fmt
+_row_name = round_reports.row_name
 _ALL_ALGORITHMS = list(_DISPLAY_NAMES)
 _TIMED_ALGORITHMS = [n for n in _ALL_ALGORITHMS if n != FLOOR]
-# A grouped row's key is the algorithm's name and this suffix; a floor row's,
-# the algorithm's name and FLOOR_ROW.
-GROUPED = '@grouped'
-FLOOR_ROW = '@floor'
 _ALL_ROWS = ([r for n in _TIMED_ALGORITHMS for r in (n, n + GROUPED)]
              + [n + FLOOR_ROW for n in _TIMED_ALGORITHMS])
-
-
-def algorithm_of(row: str) -> str:
-  """The algorithm a row times (its name without a mode suffix)."""
-  for suffix in (GROUPED, FLOOR_ROW):
-    if row.endswith(suffix):
-      return row[:-len(suffix)]
-  return row
-
-
-def is_floor(row: str) -> bool:
-  return row.endswith(FLOOR_ROW)
-
-
-def _mode(row: str) -> str:
-  """A row's mode suffix: '' (per-client), GROUPED or FLOOR_ROW."""
-  return row[len(algorithm_of(row)):]
 
 
 # The CelebA smile classifier: 84x84x3 images, one hidden layer of 64.
@@ -163,6 +147,18 @@ _MODELS = flags.DEFINE_list(
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
+_LOCAL_WORKERS = flags.DEFINE_integer(
+    'local_workers', 0,
+    'Start this many TFF workers on this machine (worker_binary on loopback '
+    'ports), run every TFF computation on them as --worker_addresses would '
+    "(a round's clients or client groups split across them), and stop them "
+    'at the end. 0: none (the local runtime, or --worker_addresses).',
+    lower_bound=0)
+flags.register_multi_flags_validator(
+    ['local_workers', 'worker_addresses'],
+    lambda f: not (f['local_workers'] and f['worker_addresses']),
+    '--local_workers starts its own TFF workers; give it or '
+    '--worker_addresses, not both.')
 _ALGORITHMS = flags.DEFINE_list(
     'algorithms', _ALL_ALGORITHMS,
     f'Algorithms to benchmark, a subset of {_ALL_ALGORITHMS}, each per-client '
@@ -808,18 +804,6 @@ def machine_info() -> dict[str, Any]:
   )
 
 
-def _command_line() -> str:
-  python = sys.executable
-  relative = os.path.relpath(python, _REPO_ROOT)
-  if not relative.startswith('..'):
-    python = relative
-  return shlex.join([python, '-m', 'benchmarks.round_time'] + sys.argv[1:])
-
-
-def _fmt(value: Optional[float], digits: int = 3, suffix: str = '') -> str:
-  return 'n/a' if value is None else f'{value:.{digits}f}{suffix}'
-
-
 def _memory_cell(memory: Optional[dict[str, Any]]) -> str:
   if not memory:
     return 'not measured'
@@ -830,22 +814,6 @@ def _memory_cell(memory: Optional[dict[str, Any]]) -> str:
   total = memory['python_increase_mib'] + memory['worker_increase_mib']
   return (f'{total:.0f} = {memory["python_increase_mib"]:.0f} + '
           f'{memory["worker_increase_mib"]:.0f}')
-
-
-def _row_name(name: str, groups: list[int]) -> str:
-  """A row's display name: the algorithm, and how its clients run."""
-  if is_floor(name):
-    return (f'Compute floor of {_DISPLAY_NAMES[algorithm_of(name)]} (plain '
-            '`tf.function`)')
-  if name.endswith(GROUPED):
-    base = name[:-len(GROUPED)]
-    sizes = sorted(set(groups))
-    size = '-'.join(str(g) for g in (sizes[0], sizes[-1])[:len(sizes)])
-    what = ' (`tff_mixed.build_fedavg`)' if base == FEDAVG else ''
-    return (f'{_DISPLAY_NAMES[base]}{what}, grouped ({len(groups)} x '
-            f'{size})')
-  what = ' (TFF `build_weighted_fed_avg`)' if name == FEDAVG else ''
-  return f'{_DISPLAY_NAMES[name]}{what}, per-client'
 
 
 def _goal_cell(name: str, summary: dict[str, Any], goal: float) -> str:
@@ -950,12 +918,8 @@ def render_markdown(report: dict[str, Any]) -> str:
       f'Generated by `{report["command"]}` on {report["date"]}, from the '
       f'raw numbers in `{config["output_json"]}`.',
       '',
-      f'* Machine: {machine["cpu_model"]}, {machine["cpu_count"]} cores '
-      f'({machine["usable_cores"]} usable), '
-      f'{_fmt(machine["memory_gib"], 0)} GiB RAM, {machine["platform"]}.',
-      f'* Software: Python {machine["python"]}, TensorFlow '
-      f'{machine["tensorflow"]}, TensorFlow Federated '
-      f'{machine["tensorflow_federated"]}, tff_mixed {machine["tff_mixed"]}.',
+      *round_reports.machine_lines(machine),
+      *round_reports.workers_lines(config),
       '* Load average (1 min) at start / end: ' + '; '.join(
           f'{m} model {_fmt(r["load_average"]["start"], 2)} / '
           f'{_fmt(r["load_average"]["end"], 2)}'
@@ -1096,10 +1060,6 @@ def _floor_verdict(report: dict[str, Any]) -> str:
           f'the goal of {target:g}x its floor.')
 
 
-def _resolve(path: str) -> str:
-  return path if os.path.isabs(path) else os.path.join(_REPO_ROOT, path)
-
-
 def _progress(message: str) -> None:
   print(f'[round_time {time.strftime("%H:%M:%S")}] {message}', flush=True)
 
@@ -1128,6 +1088,9 @@ def _config() -> dict[str, Any]:
       output_json=_OUTPUT_JSON.value,
       section=_SECTION.value,
       worker_addresses=list(_WORKER_ADDRESSES.value),
+      local_workers=_LOCAL_WORKERS.value,
+      # TFF workers the rounds ran on; 0: TFF's local runtime.
+      workers=_LOCAL_WORKERS.value or len(_WORKER_ADDRESSES.value),
   )
 
 
@@ -1162,6 +1125,20 @@ def time_model(model_name: str, names: list[str],
       cohorts=timing['cohorts'])
 
 
+@contextlib.contextmanager
+def _on_local_workers(num_workers: int) -> Iterator[None]:
+  """Runs the block on `num_workers` new local TFF workers (0: as it is)."""
+  if not num_workers:
+    yield
+    return
+  # Children of this process, so their CPU time counts as the worker's does.
+  with remote.local_workers(num_workers) as workers:
+    addresses = [w.address for w in workers]
+    _progress(f'started {num_workers} local TFF workers at {addresses}')
+    with remote.remote_execution(addresses):
+      yield
+
+
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
@@ -1180,18 +1157,19 @@ def main(argv: list[str]) -> None:
 
   names = _rows()
   start = time.perf_counter()
-  models = collections.OrderedDict(
-      (m, time_model(m, names, clients_per_round)) for m in _MODELS.value)
+  with _on_local_workers(_LOCAL_WORKERS.value):
+    models = collections.OrderedDict(
+        (m, time_model(m, names, clients_per_round)) for m in _MODELS.value)
   report = collections.OrderedDict(
-      command=_command_line(),
+      command=round_reports.command_line('benchmarks.round_time'),
       date=datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
       machine=machine_info(),
       config=_config(),
       total_s=time.perf_counter() - start,
       models=models,
   )
-  json_path = _resolve(_OUTPUT_JSON.value)
-  markdown_path = _resolve(_OUTPUT_MARKDOWN.value)
+  json_path = round_reports.resolve(_OUTPUT_JSON.value)
+  markdown_path = round_reports.resolve(_OUTPUT_MARKDOWN.value)
   reports_lib.atomic_write_text(json_path, json.dumps(report, indent=2) + '\n')
   markdown = render_markdown(report)
   # Its own section of BENCHMARKS.md: other benchmarks keep theirs.

@@ -365,6 +365,11 @@ _BAD_INPUTS = (
     ('round_time_cohort_not_an_int', _ROUND_TIME,
      ['--clients_per_round=ten', '--output_markdown={d}/B.md',
       '--output_json={d}/b.json'], _no_setup, '--clients_per_round'),
+    ('round_time_local_workers_and_worker_addresses', _ROUND_TIME,
+     ['--local_workers=1', '--worker_addresses=127.0.0.1:1',
+      '--output_markdown={d}/B.md', '--output_json={d}/b.json'], _no_setup,
+     '--local_workers starts its own TFF workers; give it or '
+     '--worker_addresses, not both'),
     ('celeba_scale_data_dir_is_a_file', _CELEBA_SCALE,
      ['--data_dir={file}', '--output_markdown={d}/B.md',
       '--output_json={d}/b.json'], _no_setup, 'is a file'),
@@ -393,7 +398,8 @@ _BAD_INPUTS = (
 # from the one definition (`cli.define_worker_addresses_flag`; `cli.run`
 # then runs main on those workers). Not listed (they run no TFF
 # computation): advice_validation_main and gaps_main (they read records),
-# convert_raw_celeba_main and convert_posts_main (data converters).
+# convert_raw_celeba_main and convert_posts_main (data converters),
+# benchmarks/workers_report (it reads round_time's reports).
 _WORKER_BINARIES = (_LABEL, _TRAIN, _CELEBA, _SWEEP, _REPRODUCE, _BGD_INPUTS,
                     _MOVIELENS, _LM, _HYBRID, _TUNE, _STUDY, _SPAN, _ROUND_TIME,
                     _CELEBA_SCALE, _MOVIELENS_SELECT)

@@ -17,13 +17,24 @@ The binary runs as a user runs it, in a subprocess from the repository root
 (it sets TFF's execution context, which this test process keeps out of),
 writing into a temporary directory: per-client and grouped rows, each
 algorithm's floor, the ratios to them, and the closing lines computed from
-them.
+them. `--local_workers` with `--worker_addresses` is refused in
+tests/bad_inputs_test.py; tests/remote_test.py checks that 2 workers give
+the local runtime's rounds.
+
+benchmarks/workers_report.py, from synthetic round_time reports at 0, 1 and
+2 workers: its table, speedups and cost model against the same numbers
+computed here (`np.polyfit` of the medians on 1/N).
 
 Each algorithm's compute floor (`benchmarks/compute_floor.py`) does the
 work of its process's round: two floor rounds give the weights of two
 rounds of the TFF process that round_time builds (`registry.build`), from
 the same initial weights on the same client and central batches.
 """
+
+import json
+import os
+import shutil
+import tempfile
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -32,11 +43,13 @@ import tensorflow as tf
 
 import tff_mixed
 from benchmarks import compute_floor
+from benchmarks import round_reports
 from benchmarks import round_time
 from tff_mixed.algorithms import registry
 from tff_mixed.models import dense
 from tests import benchmark_testing
 from tests import binary_runs
+from tests import preloaded_python
 
 # Tiny: 3 clients of K = 2 batches of 2 examples, 4 inputs, 4 hidden units;
 # central batches of 4 of 12 examples (sampled, not the whole set).
@@ -190,6 +203,110 @@ class RoundTimeTest(absltest.TestCase):
     self.assertRegex(
         last, r'\. [0-2] of 2 within 1\.5x\. This (meets|partly meets|does '
         r'not meet) the goal of 1\.5x its floor\.$')
+
+
+def _synthetic_report(workers, medians):
+  """A round_time JSON report at `workers` workers: row -> median s/round."""
+  rows = {name: dict(median_wall_s=t, min_wall_s=0.9 * t, max_wall_s=1.2 * t,
+                     median_cpu_s=1.5 * t) for name, t in medians.items()}
+  return dict(
+      command='round_time', date='2026-01-01',
+      machine=dict(cpu_model='Test CPU', cpu_count=2, usable_cores=2,
+                   memory_gib=4.0, platform='Linux', python='3.11',
+                   tensorflow='2.14', tensorflow_federated='0.87',
+                   tff_mixed='0.1'),
+      config=dict(workers=workers, local_workers=workers, worker_addresses=[],
+                  models=['celeba'], clients_per_round=[100],
+                  clients_per_group=0, algorithms=['fedavg'], input_dim=64,
+                  hidden_units=[64], client_steps=2, client_batch_size=5,
+                  seed=0, warmup_rounds=2, timed_rounds=4),
+      models=dict(celeba=dict(
+          load_average=dict(start=0.5, end=0.75),
+          cohorts=[dict(clients_per_round=100, groups=[50, 50],
+                        algorithms=rows)])))
+
+
+# Median s/round of the per-client and grouped FedAvg rows by worker count.
+_MEDIANS = {0: (10.0, 4.0), 1: (12.0, 5.0), 2: (7.0, 3.0), 4: (4.0, 2.5)}
+
+
+@binary_runs.runs_binaries
+class WorkersReportTest(absltest.TestCase):
+
+  def _run_report(self, counts, expect_error=None):
+    d = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+    paths = []
+    for count in counts:
+      paths.append(os.path.join(d, f'w{count}.json'))
+      with open(paths[-1], 'w') as f:
+        json.dump(_synthetic_report(count, dict(zip(
+            ('fedavg', 'fedavg@grouped'), _MEDIANS[count]))), f)
+    markdown = os.path.join(d, 'BENCHMARKS.md')
+    completed = preloaded_python.run_module(
+        'benchmarks.workers_report', f'--inputs={",".join(paths)}',
+        f'--output_markdown={markdown}', timeout=120)
+    if expect_error:
+      self.assertEqual(completed.returncode, 1, completed.stderr[-3000:])
+      self.assertEqual(completed.stderr.splitlines(), [
+          line for line in completed.stderr.splitlines()
+          if line.startswith('error: ')])
+      self.assertIn(expect_error, completed.stderr)
+      return None
+    self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
+    with open(markdown) as f:
+      return f.read()
+
+  def _assert_cost_model(self, text, row, index, counts):
+    workers = [c for c in counts if c >= 1]
+    work, fixed = np.polyfit([1.0 / c for c in workers],
+                             [_MEDIANS[c][index] for c in workers], 1)
+    self.assertIn(
+        f'* {row}: fixed {fixed:.3f} s + work {work:.3f} s / N '
+        f'({work / 100 * 1e3:.2f} ms per client); predicts '
+        f'N = 4: {fixed + work / 4:.3f} s, N = 8: {fixed + work / 8:.3f} s',
+        text)
+
+  def test_table_speedups_and_cost_model_at_0_1_2_workers(self):
+    # Given in another order: the report sorts the runs by worker count.
+    text = self._run_report([2, 0, 1])
+    self.assertIn('<!-- BEGIN workers -->', text)
+    self.assertIn('## Round time on TFF workers', text)
+    self.assertIn('* Machine: Test CPU, 2 cores (2 usable)', text)
+    self.assertIn('2 workers share them with each other and with the driver',
+                  text)
+    self.assertIn('each worker trains up to 100 clients or 2 groups on 1 '
+                  'worker, up to 50 clients or 1 group on 2 workers.', text)
+    per_client = 'FedAvg (TFF `build_weighted_fed_avg`), per-client'
+    grouped = 'FedAvg (`tff_mixed.build_fedavg`), grouped (2 x 50)'
+    for index, row in enumerate((per_client, grouped)):
+      t0, t1, t2 = (_MEDIANS[c][index] for c in (0, 1, 2))
+      self.assertIn(f'| {row} | local runtime | {t0:.3f} | '
+                    f'{0.9 * t0:.3f}-{1.2 * t0:.3f} | {1.5 * t0:.3f} | - | - |',
+                    text)
+      self.assertIn(f'| {row} | 1 worker | {t1:.3f} |', text)
+      self.assertIn(f'| {row} | 2 workers | {t2:.3f} | '
+                    f'{0.9 * t2:.3f}-{1.2 * t2:.3f} | {1.5 * t2:.3f} | '
+                    f'{t1 / t2:.2f}x | {t0 / t2:.2f}x |', text)
+      self._assert_cost_model(text, row, index, [0, 1, 2])
+    self.assertIn('an extrapolation of the fit', text)
+    self.assertIn('ignore network cost', text)
+    self.assertIn('"Running on several TFF workers"', text)
+
+  def test_cost_model_is_a_least_squares_fit_over_worker_counts(self):
+    text = self._run_report([1, 2, 4])
+    self.assertIn('fitted on the medians at 1 worker, 2 workers, 4 workers',
+                  text)
+    self._assert_cost_model(
+        text, 'FedAvg (TFF `build_weighted_fed_avg`), per-client', 0,
+        [1, 2, 4])
+
+  def test_two_runs_at_one_worker_count_are_refused(self):
+    self._run_report([1, 1], expect_error='must be runs at different worker '
+                     'counts')
+
+  def test_row_keys_agree_with_the_registry(self):
+    self.assertEqual(round_reports.FEDAVG, registry.FEDAVG)
 
 
 if __name__ == '__main__':
