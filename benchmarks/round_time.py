@@ -209,6 +209,16 @@ _MEMORY_TIMEOUT = flags.DEFINE_integer(
 _OUTPUT_MARKDOWN = flags.DEFINE_string(
     'output_markdown', 'BENCHMARKS.md',
     'Markdown report; a relative path is relative to the repository root.')
+_PER_CLIENT = flags.DEFINE_bool(
+    'per_client', True,
+    'Also time each algorithm one client per CLIENTS member (TFF builds and '
+    'sends a dataset per client); false: grouped rows and floors only (at '
+    '1,000 CelebA-size clients the per-client runtime\'s worker outgrows 23 '
+    'GiB of memory).')
+flags.register_multi_flags_validator(
+    ['per_client', 'clients_per_group'],
+    lambda f: f['per_client'] or f['clients_per_group'] != 1,
+    '--per_client=false with --clients_per_group=1 leaves no process to time.')
 _SECTION = flags.DEFINE_string(
     'section', 'round_time',
     'The section of --output_markdown this run writes (between its BEGIN and '
@@ -947,7 +957,10 @@ def render_markdown(report: dict[str, Any]) -> str:
       'that reads their batches itself (small model: from constants, '
       '`client_groups.array_dataset_fn`; CelebA-size: from an `ExampleStore` '
       'of the cohort, files). The same model and metrics either way '
-      '(tests/client_groups_test.py).',
+      '(tests/client_groups_test.py).'
+      + ('' if config.get('per_client', True) else
+         ' Per-client rows not timed here (`--per_client=false`; the '
+         'Makefile\'s `benchmark-scale` says why).'),
       f'* Timing: {config["warmup_rounds"]} warm-up rounds (the first '
       'includes compilation) then the median over '
       f'{config["timed_rounds"]} timed rounds, all rows interleaved '
@@ -1086,6 +1099,7 @@ def _config() -> dict[str, Any]:
       measure_memory=_MEASURE_MEMORY.value,
       memory_rounds=_MEMORY_ROUNDS.value,
       output_json=_OUTPUT_JSON.value,
+      per_client=_PER_CLIENT.value,
       section=_SECTION.value,
       worker_addresses=list(_WORKER_ADDRESSES.value),
       local_workers=_LOCAL_WORKERS.value,
@@ -1101,6 +1115,7 @@ def _rows() -> list[str]:
   return [r for r in _ALL_ROWS
           if algorithm_of(r) in _ALGORITHMS.value
           and (grouped or not r.endswith(GROUPED))
+          and (_PER_CLIENT.value or r.endswith(GROUPED) or is_floor(r))
           and (floors or not is_floor(r))]
 
 
