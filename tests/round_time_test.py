@@ -44,7 +44,6 @@ import tensorflow as tf
 import tff_mixed
 from benchmarks import compute_floor
 from benchmarks import round_reports
-from benchmarks import round_time
 from tff_mixed.algorithms import registry
 from tff_mixed.models import dense
 from tests import benchmark_testing
@@ -138,7 +137,7 @@ class RoundTimeTest(absltest.TestCase):
         '--models=small', '--clients_per_round=2,4', '--clients_per_group=2',
         '--algorithms=fedavg,parallel_training,compute_floor',
         '--warmup_rounds=1', '--timed_rounds=1', '--input_dim=4',
-        '--hidden_units=4'])
+        '--hidden_units=4', '--section=scale'])
 
     self.assertEqual(list(report['models']), ['small'])
     self.assertEqual(report['config']['floor_goal'], 1.5)
@@ -173,14 +172,11 @@ class RoundTimeTest(absltest.TestCase):
           rows['parallel_training@grouped']['median_wall_s']
           / rows['fedavg@grouped']['median_wall_s'])
 
-    self.assertIn('<!-- BEGIN round_time -->', text)
-    self.assertIn('## Round times of every algorithm', text)
-    self.assertEqual(report['config']['section'], 'round_time')
-    # --section (make benchmark-scale) names its cohorts in its heading.
-    scale = round_time.render_markdown(
-        dict(report, config=dict(report['config'], section='scale')))
-    self.assertStartsWith(scale, '## Round times at 2, 4 clients per round '
-                          '(benchmarks/round_time.py, scale)\n')
+    # --section (make benchmark-scale): a section of its own, whose heading
+    # names its cohorts.
+    self.assertEqual(report['config']['section'], 'scale')
+    self.assertIn('<!-- BEGIN scale -->\n## Round times at 2, 4 clients per '
+                  'round (benchmarks/round_time.py, scale)\n', text)
     self.assertIn('Parallel Training, grouped (2 x 2)', text)
     self.assertIn('FedAvg (TFF `build_weighted_fed_avg`), per-client', text)
     self.assertIn('Compute floor of Parallel Training (plain `tf.function`)',
@@ -188,7 +184,7 @@ class RoundTimeTest(absltest.TestCase):
     self.assertIn('Where the time goes', text)
     self.assertIn('| Algorithm | small, per-client, 4 clients | small, '
                   'grouped, 4 clients |', text)
-    section = text.split('<!-- END round_time -->')[0].rstrip()
+    section = text.split('<!-- END scale -->')[0].rstrip()
     last = section.splitlines()[-1]
     self.assertStartsWith(
         last, '**Every algorithm against its own compute floor at the '
