@@ -15,8 +15,9 @@
 
 Most of a binary's run on a bad input is the import of TensorFlow and TFF
 (5-15 s of CPU on the CI machines); its checks then fail in well under a
-second. `PreloadedPython` starts one interpreter that imports both once,
-then forks a new process for each run, which runs the module as `__main__`
+second. `PreloadedPython` starts one interpreter that imports both once
+(with `tff_mixed` and matplotlib's pyplot, about a second more per run that
+draws a figure), then forks a new process for each run, which runs the module as `__main__`
 with `runpy` (what `python -m` does) and exits with its status. Each run is
 still a process of its own: its own flags, exit status, stderr, atexit hooks
 and TFF workers.
@@ -54,6 +55,9 @@ import atexit, json, os, runpy, signal, sys, traceback
 from experiments import tf_log_level  # The binaries' default, before TF.
 import tensorflow
 import tensorflow_federated as tff
+import tff_mixed  # Side-effect free (tests/import_side_effects_test.py).
+from experiments.common import plots
+plots.pyplot()  # What the binaries import at their first figure.
 
 
 def run(request):

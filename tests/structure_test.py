@@ -185,5 +185,37 @@ class StructureTest(absltest.TestCase):
                      [82])
 
 
+def _top_level_imports(tree):
+  """The modules a module imports at its top level (not in functions)."""
+  names = set()
+  for node in tree.body:
+    if isinstance(node, ast.Import):
+      names.update(alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      names.add(node.module)
+  return names
+
+
+class ExperimentsImportTest(absltest.TestCase):
+
+  def test_matplotlib_only_at_the_first_figure(self):
+    # Its import is most of a binary's start after TensorFlow's (about a
+    # second): experiments/common/plots.py imports it when a figure is drawn,
+    # so a run refused for a bad flag answers at once.
+    experiments = os.path.join(os.path.dirname(_ROOT), 'experiments')
+    hits = []
+    for directory, _, files in os.walk(experiments):
+      for name in sorted(f for f in files if f.endswith('.py')):
+        path = os.path.join(directory, name)
+        with open(path) as f:
+          imports = _top_level_imports(ast.parse(f.read()))
+        if any(n.split('.')[0] == 'matplotlib' for n in imports):
+          hits.append(os.path.relpath(path, experiments))
+    self.assertEmpty(hits)
+    self.assertEqual(_top_level_imports(ast.parse(
+        'import matplotlib.pyplot\ndef f():\n  import numpy\n')),
+                     {'matplotlib.pyplot'})
+
+
 if __name__ == '__main__':
   absltest.main()

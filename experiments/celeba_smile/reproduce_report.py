@@ -195,11 +195,10 @@ def plot_auc_over_seeds(path: str, runs: Sequence[RunRecord],
                         target_auc: float, title: str = '') -> None:
   """Eval AUC against rounds: per scenario the mean over seeds (line) and
   the min-max band over seeds (shaded)."""
-  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
   by_scenario: dict[str, list[RunRecord]] = {}
   for run in runs:
     by_scenario.setdefault(run.scenario, []).append(run)
-  fig, ax = plt.subplots(figsize=(8, 4.8))
+  fig, ax = plots.subplots(figsize=(8, 4.8))
   for scenario, group in by_scenario.items():
     rounds = sorted(set.intersection(*(
         {r.round for r in run.rows} for run in group)))

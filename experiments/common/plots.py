@@ -11,18 +11,35 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""A comparison's plot: eval AUC and accuracy against rounds (matplotlib)."""
+"""The experiments' plots (matplotlib): figures, atomic PNGs, and a
+comparison's eval AUC and accuracy against rounds.
+
+matplotlib's pyplot is imported at the first figure, not with the binaries:
+its import (about a second of CPU) is most of a binary's start once
+TensorFlow has loaded, and a run refused for a bad flag draws nothing.
+"""
 
 import collections
 from collections.abc import Sequence
 
-import matplotlib
-matplotlib.use('Agg')  # Headless: no display on CI machines or laptops' ssh.
-from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-
 from experiments.common import records
 from experiments.common import scenarios as scenarios_lib
 from tff_mixed.training import reports
+
+
+def pyplot():
+  """matplotlib's pyplot on the headless Agg backend, imported at the first
+  call (no display on CI machines or over ssh)."""
+  # pylint: disable=g-import-not-at-top
+  import matplotlib
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt
+  return plt
+
+
+def subplots(*args, **kwargs):
+  """`pyplot().subplots(*args, **kwargs)`: a new figure and its axes."""
+  return pyplot().subplots(*args, **kwargs)
 
 
 def plot_metrics(path: str, rows: Sequence[records.MetricsRow],
@@ -31,7 +48,7 @@ def plot_metrics(path: str, rows: Sequence[records.MetricsRow],
   by_scenario = collections.defaultdict(list)
   for row in rows:
     by_scenario[row.scenario].append(row)
-  fig, (ax_auc, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.2))
+  fig, (ax_auc, ax_acc) = subplots(1, 2, figsize=(11, 4.2))
   for scenario, scenario_rows in by_scenario.items():
     rounds = [r.round for r in scenario_rows]
     # The two FedAvg baselines dashed, so the mixed algorithms stand out.
@@ -62,4 +79,4 @@ def save_figure(fig, path: str) -> None:
                          lambda f: fig.savefig(f, format='png', dpi=110),
                          mode='wb')
   finally:
-    plt.close(fig)
+    pyplot().close(fig)

@@ -57,9 +57,6 @@ import textwrap
 from typing import Any, NamedTuple, Optional
 
 from absl import logging
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
@@ -992,7 +989,9 @@ def _setting_rows(rows, setting: Setting):
 
 
 # One color per method in every panel (tab10 has 10; METHODS has 12).
-_METHOD_COLORS = list(plt.get_cmap('tab10').colors) + ['black', 'gold']
+_METHOD_COLORS = [f'tab:{c}' for c in (
+    'blue', 'orange', 'green', 'red', 'purple', 'brown', 'pink', 'gray',
+    'olive', 'cyan')] + ['black', 'gold']
 
 
 def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
@@ -1000,7 +999,7 @@ def plot(path: str, rows: Sequence[RunRow], methods: Sequence[str],
   """Accuracy against rounds, mean over seeds, one panel per setting."""
   columns = min(2, len(settings))
   panels = math.ceil(len(settings) / columns)
-  fig, axes = plt.subplots(panels, columns, figsize=(6 * columns,
+  fig, axes = plots.subplots(panels, columns, figsize=(6 * columns,
                                                      3.8 * panels),
                            squeeze=False)
   for ax, setting in zip(axes.flat, settings):
@@ -1031,7 +1030,7 @@ def plot_diagnostics(path: str, diagnostics: Sequence[dict[str, Any]],
   """Feddle's share of negative coefficients and, out-of-domain, the cosine
   similarity of the in- and out-of-domain coefficient gradients (paper,
   Figs. 7-9), per merge round, mean over seeds."""
-  fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+  fig, (left, right) = plots.subplots(1, 2, figsize=(12, 4))
   for setting in settings:
     for method in FEDDLE_METHODS:
       by_round = collections.defaultdict(list)

@@ -50,9 +50,6 @@ import time
 from typing import Any, NamedTuple, Optional
 
 from absl import logging
-import matplotlib
-matplotlib.use('Agg')  # Headless.
-from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
@@ -465,7 +462,7 @@ def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:
 
 
 def plot(path: str, results: Sequence[ScenarioResult], title: str) -> None:
-  fig, (ax_recall, ax_loss) = plt.subplots(1, 2, figsize=(11, 4.2))
+  fig, (ax_recall, ax_loss) = plots.subplots(1, 2, figsize=(11, 4.2))
   for r in results:
     rounds = [row['round'] for row in r.rows]
     style = '--' if r.scenario == BASELINE else '-'

@@ -64,12 +64,9 @@ import json
 import os
 import textwrap
 import time
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 from absl import logging
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow_federated as tff
 
@@ -334,8 +331,24 @@ def _client_ids_fn(data: Data, config: Config, grouped: bool):
   return client_ids
 
 
-def _composed(scenario: str, data: Data, config: Config):
-  """`(process on client ids, its client ids fn)`: groups or per client."""
+def _composed(scenario: str, data: Data, config: Config,
+              processes: Optional[dict[str, Any]] = None):
+  """`(process on client ids, its client ids fn)`: groups or per client.
+
+  With `processes` (a dict kept across the scenarios of one run on the same
+  data and config), a process is built once: FL-only and both transfer
+  baselines run the same FedAvg process, whose tracing and first call's
+  compilation are most of a short run's time.
+  """
+  algorithm = FL_ONLY if scenario in TRANSFER else scenario
+  if processes is None:
+    processes = {}
+  if algorithm not in processes:
+    processes[algorithm] = _compose(algorithm, data, config)
+  return processes[algorithm]
+
+
+def _compose(scenario: str, data: Data, config: Config):
   groups = client_groups_for(scenario, data, config)
   process = build_process(scenario, data, config, client_groups=groups)
   if groups is None:
@@ -347,10 +360,15 @@ def _composed(scenario: str, data: Data, config: Config):
 
 
 def run_mixed_or_fl(scenario: str, data: Data, config: Config,
-                    output_dir: str, progress: Optional[bool] = None
+                    output_dir: str, progress: Optional[bool] = None,
+                    processes: Optional[dict[str, Any]] = None
                    ) -> ScenarioResult:
-  """FL-only or a mixed algorithm, with the resumable runner."""
-  process, client_ids = _composed(scenario, data, config)
+  """FL-only or a mixed algorithm, with the resumable runner.
+
+  `processes`: the processes built by earlier scenarios of the same run
+  (`run_experiment`), reused; `None`: built here.
+  """
+  process, client_ids = _composed(scenario, data, config, processes)
   hparams = _hparams(scenario, config)
   start = time.perf_counter()
   result = tff_mixed.run_training(
@@ -400,7 +418,9 @@ def _rows_path(run_dir: str) -> str:
 
 
 def run_sequential(scenario: str, data: Data, config: Config,
-                   output_dir: str) -> ScenarioResult:
+                   output_dir: str,
+                   processes: Optional[dict[str, Any]] = None
+                  ) -> ScenarioResult:
   """The oracle or a transfer baseline, round by round, resumably.
 
   The oracle takes K clipped SGD steps per round on pooled batches
@@ -410,6 +430,7 @@ def run_sequential(scenario: str, data: Data, config: Config,
   weights) is checkpointed under `output_dir/<scenario>` five times a run and
   at the end; a rerun resumes from the last checkpoint with the batches an
   uninterrupted run would draw (`central_training.round_rng`).
+  `processes` is as in `run_mixed_or_fl`.
   """
   oracle = scenario == ORACLE
   model = model_for(config)
@@ -424,7 +445,7 @@ def run_sequential(scenario: str, data: Data, config: Config,
     process = client_ids = None
     state = ([np.asarray(w) for w in model.initial_weights[0]],)
   else:
-    process, client_ids = _composed(scenario, data, config)
+    process, client_ids = _composed(scenario, data, config, processes)
     initial = process.initialize()
     state = (initial, [np.asarray(w) for w in
                        process.get_model_weights(initial).trainable])
@@ -513,7 +534,7 @@ def format_table(results: Sequence[ScenarioResult], config: Config) -> str:
 
 def plot(path: str, results: Sequence[ScenarioResult], config: Config,
          title: str) -> None:
-  fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), sharey=True)
+  fig, axes = plots.subplots(1, 3, figsize=(15, 4.2), sharey=True)
   names = {'mixed': 'mixed evaluation (75% / 25%)',
            'federated': 'Stack Overflow', 'central': 'central corpus'}
   for ax, name in zip(axes, EVAL_SETS):
@@ -581,13 +602,15 @@ def run_experiment(data: Data, config: Config, *,
                                         config.federated_weight)
   reports_lib.make_directory(output_dir, '`output_dir`')
   results = []
+  processes = {}  # FL-only's FedAvg serves both transfer baselines.
   for scenario in scenarios:
     logging.info('Scenario %s', scenario)
     if scenario in SEQUENTIAL:
-      results.append(run_sequential(scenario, data, config, output_dir))
+      results.append(run_sequential(scenario, data, config, output_dir,
+                                    processes))
     else:
       results.append(run_mixed_or_fl(scenario, data, config, output_dir,
-                                     progress))
+                                     progress, processes))
     if on_result is not None:
       on_result(results[-1])
   table = format_table(results, config)
