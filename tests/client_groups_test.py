@@ -26,6 +26,7 @@ and DP run in groups.
 import collections
 import shutil
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -411,6 +412,9 @@ class RunnerTest(absltest.TestCase):
           experiment_name='run', hparams={}, clients_per_group=-1)
 
 
+_SMALL_CHUNK = 8
+
+
 class ReduceDatasetTest(parameterized.TestCase):
   """`model_types.reduce_dataset` is `Dataset.reduce`, faster."""
 
@@ -421,8 +425,9 @@ class ReduceDatasetTest(parameterized.TestCase):
           20, seed=3, reshuffle_each_iteration=False).batch(4)),
       ('repeat_take', lambda: tf.data.Dataset.range(5).batch(2).repeat()
        .take(7)),
-      # More elements than one padded batch of the drawn-at-once path.
-      ('more_than_a_chunk', lambda: tf.data.Dataset.range(70_000).map(
+      # More elements than one padded batch of the drawn-at-once path
+      # (chunks of 8 here, `_SMALL_CHUNK`: three of them, the last partial).
+      ('more_than_a_chunk', lambda: tf.data.Dataset.range(21).map(
           lambda x: x % 3)),
       # Dicts, strings and a partial last batch (padded, then cut again).
       ('dict_of_strings', lambda: tf.data.Dataset.from_tensor_slices(
@@ -447,13 +452,17 @@ class ReduceDatasetTest(parameterized.TestCase):
       return (tf.constant(0, tf.int64), tf.constant(0))
 
     expected = make().reduce(initial(), step)
+    # Small chunks, so that a few elements span several (the real size,
+    # 2**16, would take 70,000 elements and 20 s for the same paths).
+    with mock.patch.object(model_types, '_CHUNK', _SMALL_CHUNK):
+      got_eager = model_types.reduce_dataset(make(), initial(), step)
 
-    @tff.tensorflow.computation
-    def in_a_tff_graph():
-      return model_types.reduce_dataset(make(), initial(), step)
+      @tff.tensorflow.computation
+      def in_a_tff_graph():
+        return model_types.reduce_dataset(make(), initial(), step)
 
-    for got in (model_types.reduce_dataset(make(), initial(), step),
-                in_a_tff_graph()):
+      got_tff = in_a_tff_graph()
+    for got in (got_eager, got_tff):
       self.assertEqual(int(got[0]), int(expected[0]))
       self.assertEqual(int(got[1]), int(expected[1]))
 
