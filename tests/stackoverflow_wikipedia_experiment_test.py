@@ -21,6 +21,7 @@ central corpus. The binary runs in a subprocess (absl flags are global).
 import csv
 import json
 import os
+from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
@@ -137,10 +138,16 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
     results = {}
     # 5 clients in groups of 2: uneven groups (3 + 2, `split_cohort`).
     for clients_per_group in (1, 2):
-      results[clients_per_group] = lib.run_experiment(
-          data, config._replace(clients_per_group=clients_per_group),
-          scenarios=[lib.TWO_WAY_GT, lib.CENTRAL_THEN_FL], output_dir=os.path.join(directory, f'out{clients_per_group}'),
-          progress=False)
+      with mock.patch.object(lib, 'build_process',
+                             wraps=lib.build_process) as build:
+        results[clients_per_group] = lib.run_experiment(
+            data, config._replace(clients_per_group=clients_per_group),
+            scenarios=[lib.TWO_WAY_GT, lib.FL_ONLY, lib.CENTRAL_THEN_FL],
+            output_dir=os.path.join(directory, f'out{clients_per_group}'),
+            progress=False)
+      # FL-only's FedAvg process serves the transfer baseline too.
+      self.assertEqual([c.args[0] for c in build.call_args_list],
+                       [lib.TWO_WAY_GT, lib.FL_ONLY])
     for a, b in zip(results[1].results, results[2].results):
       self.assertEqual(a.scenario, b.scenario)
       self.assertEqual([r['round'] for r in a.rows], [0, 1, 2])
