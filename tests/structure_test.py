@@ -203,15 +203,20 @@ class ExperimentsImportTest(absltest.TestCase):
     # second): experiments/common/plots.py imports it when a figure is drawn,
     # so a run refused for a bad flag answers at once.
     experiments = os.path.join(os.path.dirname(_ROOT), 'experiments')
-    hits = []
+    hits, packages = [], set()
     for directory, _, files in os.walk(experiments):
       for name in sorted(f for f in files if f.endswith('.py')):
         path = os.path.join(directory, name)
+        packages.add(os.path.relpath(directory, experiments))
         with open(path) as f:
           imports = _top_level_imports(ast.parse(f.read()))
         if any(n.split('.')[0] == 'matplotlib' for n in imports):
           hits.append(os.path.relpath(path, experiments))
     self.assertEmpty(hits)
+    # Every study's sources were read (Bazel: the test's `data`).
+    self.assertContainsSubset({'common', 'celeba_smile', 'hybrid_async',
+                               'label_imbalance', 'movielens',
+                               'stackoverflow_wikipedia'}, packages)
     self.assertEqual(_top_level_imports(ast.parse(
         'import matplotlib.pyplot\ndef f():\n  import numpy\n')),
                      {'matplotlib.pyplot'})
