@@ -23,8 +23,8 @@ up-front check) can only show up later.
 
 The rows' processes fork from one interpreter that has imported TensorFlow
 and TFF once (`tests/preloaded_python.py`): a new interpreter would spend
-most of each row on that import. The tests after the table start new
-interpreters (`sys.executable -m`).
+most of each row on that import. The tests after the table start their runs
+there too, two at once where a run must find another one running.
 """
 
 import ast
@@ -35,7 +35,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 from absl import flags
@@ -461,11 +460,9 @@ class BadInputsTest(parameterized.TestCase):
     d = temp_dirs.temp_dir(self)
     out = os.path.join(d, 'out')
     args = [a.format(d=d) for a in _TRAIN_ARGS] + ['--total_rounds=100000']
-    popen = dict(cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
-                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    with open(os.path.join(d, 'first.txt'), 'w') as err:
-      first = subprocess.Popen([sys.executable, '-m', _TRAIN, *args],
-                               stderr=err, **popen)
+    preloaded = preloaded_python.shared()
+    first = preloaded.start(_TRAIN, args, cwd=_REPO,
+                            stderr_path=os.path.join(d, 'first.txt'))
     self.addCleanup(first.wait)
     self.addCleanup(first.kill)
     metrics = os.path.join(out, 'results', 'run', 'metrics.csv')
@@ -478,9 +475,7 @@ class BadInputsTest(parameterized.TestCase):
     first.send_signal(signal.SIGSTOP)
     before = _tree(out)
     stderr_path = os.path.join(d, 'second.txt')
-    with open(stderr_path, 'w') as err:
-      second = subprocess.Popen([sys.executable, '-m', _TRAIN, *args],
-                                stderr=err, **popen)
+    second = preloaded.start(_TRAIN, args, cwd=_REPO, stderr_path=stderr_path)
     self.addCleanup(second.wait)
     self.addCleanup(second.kill)
     while second.poll() is None:
@@ -504,23 +499,21 @@ class BadInputsTest(parameterized.TestCase):
     self.addCleanup(worker.kill)
     metrics = os.path.join(d, 'out', 'results', 'run', 'metrics.csv')
     stderr_path = os.path.join(d, 'stderr.txt')
-    with open(stderr_path, 'w') as err:
-      run = subprocess.Popen(
-          [sys.executable, '-m', _TRAIN,
-           *[a.format(d=d) for a in _TRAIN_ARGS], '--total_rounds=100000',
-           f'--worker_addresses=127.0.0.1:{port}'],
-          cwd=_REPO, env=dict(os.environ, PYTHONPATH=_REPO),
-          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-      self.addCleanup(run.wait)
-      self.addCleanup(run.kill)
-      deadline = time.monotonic() + 300
-      # Kill the worker once a round is done, i.e. mid-run.
-      while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
-        self.assertIsNone(run.poll(), 'train_main ended before round 1')
-        self.assertLess(time.monotonic(), deadline, 'no round in 300 s')
-        time.sleep(0.5)
-      worker.send_signal(signal.SIGKILL)
-      returncode = run.wait(timeout=300)
+    run = preloaded_python.shared().start(
+        _TRAIN, [*[a.format(d=d) for a in _TRAIN_ARGS],
+                 '--total_rounds=100000',
+                 f'--worker_addresses=127.0.0.1:{port}'],
+        cwd=_REPO, stderr_path=stderr_path)
+    self.addCleanup(run.wait)
+    self.addCleanup(run.kill)
+    deadline = time.monotonic() + 300
+    # Kill the worker once a round is done, i.e. mid-run.
+    while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
+      self.assertIsNone(run.poll(), 'train_main ended before round 1')
+      self.assertLess(time.monotonic(), deadline, 'no round in 300 s')
+      time.sleep(0.5)
+    worker.send_signal(signal.SIGKILL)
+    returncode = run.wait(timeout=300)
     with open(stderr_path) as f:
       self.assert_one_error_line(returncode, f.read(),
                                  'No TFF worker answered')

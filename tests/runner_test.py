@@ -15,16 +15,15 @@
 validation.
 
 Runs the digits label-imbalance trainer (`experiments/label_imbalance/
-train_lib.py`) on a tiny configuration, in subprocesses where a run must be
-killed for real.
+train_lib.py`) on a tiny configuration, in processes of their own where a
+run must be killed for real (forked from an interpreter that has TF loaded,
+`tests/preloaded_python.py`).
 """
 
 import csv
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import textwrap
 
@@ -35,6 +34,7 @@ import tensorflow_federated as tff
 
 from experiments.label_imbalance import train_lib
 from tests import binary_runs
+from tests import preloaded_python
 from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed import remote as remote_lib
@@ -135,11 +135,10 @@ class ResumeTest(absltest.TestCase):
     pid_file = os.path.join(self.root, 'worker_pids')
     log_path = os.path.join(self.root, 'killed.log')
     # Output to a file, not a pipe: the orphaned worker would hold a pipe.
-    with open(log_path, 'w') as log:
-      process = subprocess.run(
-          [sys.executable, '-c', _KILLED_RUN, killed_root, '2', pid_file],
-          env=dict(os.environ, PYTHONPATH=_REPO_ROOT), stdout=log,
-          stderr=subprocess.STDOUT, timeout=300, check=False)
+    returncode = preloaded_python.shared().start(
+        None, [killed_root, '2', pid_file], cwd=_REPO_ROOT,
+        stderr_path=log_path, stdout_path=log_path,
+        code=_KILLED_RUN).wait(300)
     with open(pid_file) as f:
       for pid in f.read().split():
         try:
@@ -148,7 +147,7 @@ class ResumeTest(absltest.TestCase):
           pass
     with open(log_path) as f:
       log_tail = f.read()[-2000:]
-    self.assertEqual(process.returncode, -signal.SIGKILL, log_tail)
+    self.assertEqual(returncode, -signal.SIGKILL, log_tail)
     partial = _read_csv(os.path.join(killed_root, 'results', 'run',
                                      'metrics.csv'))
     self.assertEqual([r['round_num'] for r in partial], ['1', '2'])
@@ -166,22 +165,18 @@ class ResumeTest(absltest.TestCase):
   def test_ctrl_c_prints_one_line_and_the_same_command_resumes(self):
     root = os.path.join(self.root, 'b')
     flags = (*_TINY_FLAGS, f'--root_output_dir={root}')
-    env = dict(os.environ, PYTHONPATH=_REPO_ROOT)
     # Output to files, not pipes: a TFF worker left behind would hold one.
+    # Each run gets SIGINT as Python's default handler, even where the test
+    # process was started in the background (`make test &`) with SIGINT
+    # ignored (`preloaded_python`).
     log_path = os.path.join(self.root, 'interrupted.log')
-    with open(log_path, 'w') as log:
-      # With SIGINT's default disposition: a test process started in the
-      # background (`make test &`) ignores SIGINT, and Python then keeps it
-      # ignored, so the binary would never see its Ctrl-C.
-      interrupted = subprocess.run(
-          [sys.executable, '-c', _INTERRUPTED_BINARY, '2', *flags],
-          cwd=_REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
-          stdout=subprocess.DEVNULL, stderr=log, timeout=300, check=False,
-          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    interrupted = preloaded_python.shared().start(
+        None, ['2', *flags], cwd=_REPO_ROOT, stderr_path=log_path,
+        code=_INTERRUPTED_BINARY).wait(300)
     with open(log_path) as f:
       stderr = f.read()
     self.assertNotIn('Traceback', stderr, stderr[-3000:])
-    self.assertEqual(interrupted.returncode, 130, stderr[-3000:])
+    self.assertEqual(interrupted, 130, stderr[-3000:])
     # The last line (TensorFlow's C++ start-up lines may come before it).
     lines = stderr.splitlines()
     self.assertEqual(
@@ -193,14 +188,12 @@ class ResumeTest(absltest.TestCase):
         sorted(n for n in os.listdir(checkpoint_dir)
                if n.startswith('program_state_')),
         ['program_state_1', 'program_state_2'])
-    with open(log_path, 'w') as log:
-      resumed = subprocess.run(
-          [sys.executable, '-m', 'experiments.label_imbalance.train_main',
-           *flags], cwd=_REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
-          stdout=subprocess.DEVNULL, stderr=log, timeout=300, check=False)
+    resumed = preloaded_python.shared().run(
+        'experiments.label_imbalance.train_main', list(flags),
+        cwd=_REPO_ROOT, stderr_path=log_path)
     with open(log_path) as f:
       stderr = f.read()
-    self.assertEqual(resumed.returncode, 0, stderr[-3000:])
+    self.assertEqual(resumed, 0, stderr[-3000:])
     self.assertIn('resuming after round 2', stderr)
     self.assertEqual(
         _read_csv(os.path.join(root, 'results', 'run', 'metrics.csv')),
