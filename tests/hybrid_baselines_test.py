@@ -27,7 +27,11 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.hybrid_async import hybrid_async_lib
+from tff_mixed.asynchronous import feddf as feddf_lib
 from tff_mixed.asynchronous import hybrid_baselines as hb
+from tff_mixed.asynchronous import server_sgd as server_sgd_lib
+from tff_mixed.core import model_ops
+from tff_mixed.core import traced_cache
 from tff_mixed.models import dense
 
 _SGD = dict(steps=1, batch_size=2, learning_rate=0.1, seed=0)
@@ -215,6 +219,66 @@ class ServerSgdTest(absltest.TestCase):
       hb.server_sgd(model, weights, x, y[:1], **_SGD)
     with self.assertRaisesRegex(TypeError, 'FunctionalModel'):
       hb.server_sgd(object(), weights, x, y, **_SGD)
+
+
+class TracedOnceTest(absltest.TestCase):
+  """The server steps trace their TF loop once per model and settings."""
+
+  def test_server_sgd_reuses_its_loop_with_the_same_numbers(self):
+    model, weights, x, y = _regression()
+    settings = dict(steps=2, batch_size=1, learning_rate=0.1)
+    data, n = (x, y), len(x)
+    runs = []
+    for seed, start in enumerate((weights, [w + 1.0 for w in weights],
+                                  weights)):
+      kept = hb.server_sgd(model, start, x, y, seed=seed, **settings)
+      # A loop traced for this call only (no key): the reference.
+      fresh = server_sgd_lib.run_sgd(
+          model_ops.trainable_loss_fn(model), tuple(start), data, n,
+          seed=seed, **settings)
+      for a, b in zip(kept, fresh):
+        np.testing.assert_array_equal(a, b)
+      runs.append(kept)
+    loop = server_sgd_lib._LOOPS.get(  # pylint: disable=protected-access
+        (('model_loss', model), False, 0.1, 2), lambda: None)
+    self.assertIsNotNone(loop)  # Kept under the model and settings.
+    self.assertEqual(loop.experimental_get_tracing_count(), 1)
+    # The kept loop takes each call's inputs: another start, another result.
+    self.assertFalse(np.array_equal(runs[0][0], runs[1][0]))
+
+  def test_feddf_reuses_its_teacher_logits_and_loop(self):
+    model = dense.build_binary_classifier(2, hidden_units=())
+    x = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]], np.float32)
+    first = None
+    for bias in (0.5, 1.0, 0.5):
+      got = hb.feddf_distill(model, _logistic(0.0), [_logistic(bias)], x,
+                             steps=2, batch_size=2, learning_rate=0.5)
+      first = got if first is None else first
+    for a, b in zip(first, got):  # The same inputs, the same numbers.
+      np.testing.assert_array_equal(a, b)
+    logits = feddf_lib._LOGITS.get(  # pylint: disable=protected-access
+        ('feddf_logits', model), lambda: None)
+    self.assertEqual(logits.experimental_get_tracing_count(), 1)
+    loop = server_sgd_lib._LOOPS.get(  # pylint: disable=protected-access
+        (('feddf_distill', model, 1.0), False, 0.5, 2), lambda: None)
+    self.assertEqual(loop.experimental_get_tracing_count(), 1)
+
+  def test_cache_keeps_the_most_recent_and_skips_unhashable_keys(self):
+    cache = traced_cache.TracedCache(max_size=2)
+    made = []
+
+    def make(name):
+      return lambda: made.append(name) or name
+
+    for key in ('a', 'b', 'a', 'c', 'b'):
+      self.assertEqual(cache.get(key, make(key)), key)
+    # 'a' was used before 'c' came, so 'b' was dropped, then made again.
+    self.assertEqual(made, ['a', 'b', 'c', 'b'])
+    self.assertLen(cache, 2)
+    for key in (None, ['unhashable'], None):
+      cache.get(key, make('x'))
+    self.assertEqual(made[4:], ['x', 'x', 'x'])
+    self.assertLen(cache, 2)
 
 
 class HfclTest(absltest.TestCase):

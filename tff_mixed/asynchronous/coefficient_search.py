@@ -22,14 +22,15 @@ the server data, and the memory-efficient coefficient gradient of appendix E
 default (Adam optional), a choice the paper leaves open.
 """
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from collections.abc import Hashable, Sequence
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from tff_mixed.asynchronous import anchor_merging
 from tff_mixed.asynchronous import server_data as server_data_lib
+from tff_mixed.core import traced_cache
 from tff_mixed.core import validation
 
 Weights = Sequence[Any]
@@ -118,11 +119,17 @@ def _search_step(loss_fn, learning_rate, fallback_lambda, use_adam):
   return step
 
 
+# `search_coefficients`' traced steps by its `cache_key`.
+_STEPS = traced_cache.TracedCache()
+
+
 def search_coefficients(loss_fn: LossFn, weights: Weights,
                         anchors: Sequence[Weights], init_coefficients: Any,
                         server_data: Any, *, steps: int,
                         learning_rate: float, fallback_lambda: float = 0.0,
-                        optimizer: str = 'sgd') -> SearchResult:
+                        optimizer: str = 'sgd',
+                        cache_key: Optional[Hashable] = None
+                       ) -> SearchResult:
   """Searches merging coefficients on server data (eqs. 5, 9 and 10).
 
   Minimizes L(x + sum_m c_m abar_m; batch) + lambda/2 ||c - c'||^2 over c by
@@ -146,6 +153,10 @@ def search_coefficients(loss_fn: LossFn, weights: Weights,
     learning_rate: Coefficient learning rate eta_c.
     fallback_lambda: Fallback strength lambda (paper: 0 in-domain, 0.01 OOD).
     optimizer: 'sgd' or 'adam'.
+    cache_key: If given, the traced step is kept under it (with the rate,
+      lambda and optimizer) and reused by the next search with the same key,
+      which must then mean the same `loss_fn` (e.g. the model whose loss it
+      is); None traces it for this search only.
 
   Returns:
     A `SearchResult`.
@@ -166,8 +177,11 @@ def search_coefficients(loss_fn: LossFn, weights: Weights,
                           np.zeros([0], np.float32),
                           np.zeros([0, 0], np.float32), 0.0))
 
-  step = _search_step(loss_fn, learning_rate, fallback_lambda,
-                      use_adam=optimizer == 'adam')
+  use_adam = optimizer == 'adam'
+  step = _STEPS.get(
+      None if cache_key is None else (cache_key, learning_rate,
+                                      fallback_lambda, use_adam),
+      lambda: _search_step(loss_fn, learning_rate, fallback_lambda, use_adam))
   base_t = [tf.constant(b) for b in base]
   stacked = anchor_merging.stack_anchors(anchors, base)
   c_prior = tf.constant(c0)

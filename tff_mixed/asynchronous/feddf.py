@@ -51,6 +51,7 @@ import tensorflow as tf
 
 from tff_mixed.asynchronous import server_data
 from tff_mixed.asynchronous import server_sgd
+from tff_mixed.core import traced_cache
 from tff_mixed.core import validation
 
 Weights = Sequence[Any]
@@ -98,6 +99,22 @@ def _kl(teacher_probs: tf.Tensor, student_log_probs: tf.Tensor) -> tf.Tensor:
   return tf.reduce_mean(per_example)
 
 
+# The teachers' logits function, traced once per model (`_ensemble_probs`
+# runs at every distillation).
+_LOGITS = traced_cache.TracedCache()
+
+
+def _logits_fn(model: Any):
+  non_trainable = tuple(model.initial_weights[1])
+
+  @tf.function
+  def logits(trainable, x):
+    return model.predict_on_batch((trainable, non_trainable), x,
+                                  training=False)
+
+  return logits
+
+
 def _ensemble_probs(model: Any, teachers: Sequence[tuple[np.ndarray, ...]],
                     x: Any, num_examples: int,
                     temperature: float) -> np.ndarray:
@@ -107,13 +124,7 @@ def _ensemble_probs(model: Any, teachers: Sequence[tuple[np.ndarray, ...]],
   teachers' logits are averaged, then one softmax is taken (not the mean
   of the teachers' softmaxes, which differs wherever they disagree).
   """
-  non_trainable = tuple(model.initial_weights[1])
-
-  @tf.function
-  def logits(trainable, x):
-    return model.predict_on_batch((trainable, non_trainable), x,
-                                  training=False)
-
+  logits = _LOGITS.get(('feddf_logits', model), lambda: _logits_fn(model))
   total = None
   for teacher in teachers:
     trainable = tuple(tf.convert_to_tensor(w) for w in teacher)
@@ -270,4 +281,5 @@ def feddf_distill(model: Any, student_weights: Weights,
                   (x, teacher_probs.astype(dtype)), num_examples,
                   steps=steps, batch_size=batch_size,
                   learning_rate=learning_rate, seed=seed,
-                  optimizer=optimizer)
+                  optimizer=optimizer,
+                  cache_key=('feddf_distill', model, temperature))

@@ -291,7 +291,8 @@ def feddle_step(
   else:
     result = coefficient_search.search_coefficients(
         model_loss_fn(model), weights, normalized.anchors, c_prior,
-        server_data, **_search_args(config))
+        server_data, **_search_args(config),
+        cache_key=('feddle_model_loss', model))
     new_weights, head, alignment = result.weights, None, {}
   coefficients = result.coefficients
   new_atlas = feddle_atlas.Atlas(atlas.anchors,

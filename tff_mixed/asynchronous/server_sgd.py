@@ -32,14 +32,15 @@ Conventions chosen here (the paper leaves them open):
     arguments and return new lists of numpy arrays with the model's dtypes.
 """
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from tff_mixed.asynchronous import server_data
 from tff_mixed.core import model_ops
+from tff_mixed.core import traced_cache
 from tff_mixed.core import validation
 
 # Model weights: one array per trainable variable, in the model's order.
@@ -132,22 +133,20 @@ def _adam_update(trainable, grads, m, v, i, learning_rate, steps):
   return tuple(new), m, v
 
 
-def run_sgd(batch_loss: Callable[[tuple[tf.Tensor, ...], Any], tf.Tensor],
-             weights: tuple[np.ndarray, ...], data: Any, num_examples: int,
-             *, steps: int, batch_size: int, learning_rate: float,
-             seed: int, optimizer: str = SGD) -> list[np.ndarray]:
-  """`steps` minibatch steps on batch_loss(w, batch).
+# The traced SGD loops by `run_sgd`'s `cache_key`: a fresh tf.function per
+# call traced the loop again at every call (about a second, against a few
+# steps per merge, once per round and method of an asynchronous run).
+_LOOPS = traced_cache.TracedCache()
 
-  `optimizer='sgd'`: w <- w - lr * g. `'adam'` (FedDF's server optimizer):
-  Adam (beta1 0.9, beta2 0.999, eps 1e-8, bias-corrected moments) whose
-  step size at step j = 0, ..., steps - 1 is the cosine-annealed
-  lr_j = lr * (1 + cos(pi j / steps)) / 2.
+
+def _sgd_loop(batch_loss: Callable[[tuple[tf.Tensor, ...], Any], tf.Tensor],
+              use_adam: bool, learning_rate: float, steps: int):
+  """The traced loop `run(trainable, data, order, bounds)`.
+
+  One graph for the whole loop: the batches are gathered in TF, so no
+  Python round trip (and no retracing for the smaller last batch) per step.
   """
-  order, bounds = _batch_plan(num_examples, batch_size, steps, seed)
-  use_adam = optimizer == ADAM
 
-  # One graph for the whole loop: the batches are gathered in TF, so no
-  # Python round trip (and no retracing for the smaller last batch) per step.
   @tf.function
   def run(trainable, data, order, bounds):
     def body(i, trainable, m, v):
@@ -170,11 +169,39 @@ def run_sgd(batch_loss: Callable[[tuple[tf.Tensor, ...], Any], tf.Tensor],
         (tf.constant(0), trainable, zeros, zeros))
     return trainable
 
+  return run
+
+
+def run_sgd(batch_loss: Callable[[tuple[tf.Tensor, ...], Any], tf.Tensor],
+            weights: tuple[np.ndarray, ...], data: Any, num_examples: int,
+            *, steps: int, batch_size: int, learning_rate: float,
+            seed: int, optimizer: str = SGD,
+            cache_key: Optional[Hashable] = None) -> list[np.ndarray]:
+  """`steps` minibatch steps on batch_loss(w, batch).
+
+  `optimizer='sgd'`: w <- w - lr * g. `'adam'` (FedDF's server optimizer):
+  Adam (beta1 0.9, beta2 0.999, eps 1e-8, bias-corrected moments) whose
+  step size at step j = 0, ..., steps - 1 is the cosine-annealed
+  lr_j = lr * (1 + cos(pi j / steps)) / 2.
+
+  `cache_key`: if given, the traced loop is kept under it and reused by the
+  next call with the same key, which must then mean the same `batch_loss`
+  (e.g. the model whose loss it is); None traces it for this call only.
+  """
+  order, bounds = _batch_plan(num_examples, batch_size, steps, seed)
+  use_adam = optimizer == ADAM
   if steps == 0:
     return [np.array(w) for w in weights]
-  result = run(tuple(tf.convert_to_tensor(w) for w in weights),
-               tf.nest.map_structure(tf.convert_to_tensor, data),
-               tf.constant(order), tf.constant(bounds))
+  # The rate and the step count stay Python numbers in the graph, as they
+  # always were (a tensor input would round a float64 model's rate
+  # differently), so they are part of the key.
+  key = (None if cache_key is None else
+         (cache_key, use_adam, learning_rate, steps))
+  loop = _LOOPS.get(key, lambda: _sgd_loop(batch_loss, use_adam,
+                                           learning_rate, steps))
+  result = loop(tuple(tf.convert_to_tensor(w) for w in weights),
+                tf.nest.map_structure(tf.convert_to_tensor, data),
+                tf.constant(order), tf.constant(bounds))
   return [np.asarray(w) for w in result]
 
 
@@ -229,8 +256,9 @@ def server_sgd(model: Any, weights: Weights, server_x: Any, server_y: Any,
   data, num_examples = server_data.server_arrays(model, server_x, server_y)
   batch_loss = model_ops.trainable_loss_fn(model)
   return run_sgd(batch_loss, weights, data, num_examples, steps=steps,
-                  batch_size=batch_size, learning_rate=learning_rate,
-                  seed=seed, optimizer=optimizer)
+                 batch_size=batch_size, learning_rate=learning_rate,
+                 seed=seed, optimizer=optimizer,
+                 cache_key=('model_loss', model))
 
 
 def check_optimizer(optimizer: Any) -> str:
