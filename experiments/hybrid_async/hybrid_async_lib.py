@@ -564,6 +564,26 @@ class FeddleDiagnostics(tff_mixed.AsyncObserver):
       self._then.on_round(event)
 
 
+def _model(data: Data, config: Config, seed: int, cache: dict):
+  """The seed's CNN, one object for every method run on the same data.
+
+  The server steps keep their traced functions per model object
+  (`tff_mixed.core.traced_cache`), so methods sharing it trace them once.
+  """
+  split = data.split
+  key = ('model', id(split), id(data.initial_body), config.conv_filters,
+         config.dense_units, seed)
+  if key not in cache:
+    model = cnn.build_cnn(
+        input_shape=split.images.shape[1:], num_classes=int(
+            split.labels.max()) + 1, conv_filters=config.conv_filters,
+        dense_units=config.dense_units, seed=seed,
+        body_weights=data.initial_body)
+    # What the ids name stays referenced, so they are not reused meanwhile.
+    cache[key] = (split, data.initial_body, model)
+  return cache[key][2]
+
+
 def run_method(method: str, data: Data, config: Config, seed: int,
                cache: Optional[dict] = None,
                clients_per_group: int = simulation.AUTO,
@@ -586,10 +606,7 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   c = config
   cache = {} if cache is None else cache
   split = data.split
-  model = cnn.build_cnn(
-      input_shape=split.images.shape[1:], num_classes=int(
-          split.labels.max()) + 1, conv_filters=c.conv_filters,
-      dense_units=c.dense_units, seed=seed, body_weights=data.initial_body)
+  model = _model(data, c, seed, cache)
   if delay_std is None:
     delay_std = delay_of(method, c.delay_std)
   schedule = tff_mixed.AsyncSchedule(
