@@ -31,6 +31,7 @@ import tensorflow as tf
 from tff_mixed.asynchronous import anchor_merging
 from tff_mixed.asynchronous import server_data as server_data_lib
 from tff_mixed.core import central_objective
+from tff_mixed.core import traced_cache
 from tff_mixed.core import validation
 
 
@@ -95,14 +96,7 @@ def fit_linear_head(body_features_fn: Callable[[tf.Tensor], tf.Tensor],
   kernel = tf.zeros([dim, num_classes], dtype)
   bias = tf.zeros([num_classes], dtype)
 
-  @tf.function(reduce_retracing=True)
-  def step(kernel, bias, features, labels):
-    with tf.GradientTape() as tape:
-      tape.watch([kernel, bias])
-      loss = linear_head_loss((kernel, bias), features, labels)
-    grad_kernel, grad_bias = tape.gradient(loss, [kernel, bias])
-    return kernel - lr * grad_kernel, bias - lr * grad_bias
-
+  step = _HEAD_STEPS.get(lr, lambda: _head_step(lr))
   def features_and_labels(batch):
     x, labels = central_objective.split_batch(batch)
     return tf.convert_to_tensor(body_features_fn(x)), labels
@@ -118,6 +112,24 @@ def fit_linear_head(body_features_fn: Callable[[tf.Tensor], tf.Tensor],
   for features, labels in itertools.islice(stream, steps):
     kernel, bias = step(kernel, bias, features, labels)
   return LinearHead(kernel.numpy(), bias.numpy())
+
+
+# The head's gradient step by step size, traced once (the fit runs at every
+# out-of-domain merge).
+_HEAD_STEPS = traced_cache.TracedCache()
+
+
+def _head_step(lr: float):
+
+  @tf.function(reduce_retracing=True)
+  def step(kernel, bias, features, labels):
+    with tf.GradientTape() as tape:
+      tape.watch([kernel, bias])
+      loss = linear_head_loss((kernel, bias), features, labels)
+    grad_kernel, grad_bias = tape.gradient(loss, [kernel, bias])
+    return kernel - lr * grad_kernel, bias - lr * grad_bias
+
+  return step
 
 
 def surrogate_loss_fn(features_fn: Callable[[list[tf.Tensor], Any], Any],
