@@ -218,9 +218,39 @@ class GroupedEqualsPerClientTest(parameterized.TestCase):
        dict(model_aggregator=tff.learning.dp_aggregator(0.0, len(_SIZES)))),
   )
   def test_dense_algorithms(self, name, kwargs):
+    self._assert_same(self._dense_history(self._testMethodName, name,
+                                          kwargs))
+
+  # Runs shared by the tests of this class (one pytest-xdist worker runs a
+  # class): `test_dp_clipping_is_active` reads two of the runs above.
+  _histories = {}
+
+  def _dense_history(self, key, name, kwargs):
+    if key not in self._histories:
+      groups = _linear_clients()
+      self._histories[key] = _run_both(
+          lambda g: _linear_process(name, g, **kwargs), groups)
+    return self._histories[key]
+
+  def test_dp_clipping_is_active_and_state_types_match(self):
+    clipped = self._dense_history(
+        'test_dense_algorithms_dp_adaptive_clipping', registry.ONE_WAY_GT,
+        dict(model_aggregator=_dp_adaptive()))
+    plain = self._dense_history('test_dense_algorithms_one_way_gt',
+                                registry.ONE_WAY_GT, {})
+    # The clip (0.3 at first) binds: clipped and plain models differ.
+    self.assertFalse(all(np.allclose(a, b, atol=1e-4) for a, b in zip(
+        clipped[0][0], plain[0][0])))
+    clip = [float(m['aggregator']['dp_query_metrics']['clip'])
+            for _, _, m, _ in clipped]
+    self.assertNotEqual(clip[0], clip[-1])  # Adaptive: the clip moves.
     groups = _linear_clients()
-    self._assert_same(_run_both(
-        lambda g: _linear_process(name, g, **kwargs), groups))
+    per_client = _linear_process(registry.ONE_WAY_GT, None,
+                                 model_aggregator=_dp_fixed())
+    grouped = _linear_process(registry.ONE_WAY_GT, groups,
+                              model_aggregator=_dp_fixed())
+    self.assertTrue(per_client.initialize.type_signature.result.is_equivalent_to(
+        grouped.initialize.type_signature.result))
 
   @parameterized.named_parameters(
       ('parallel_training', registry.PARALLEL_TRAINING, False),
@@ -234,25 +264,6 @@ class GroupedEqualsPerClientTest(parameterized.TestCase):
 
 
 class DifferentialPrivacyTest(absltest.TestCase):
-
-  def test_clipping_is_active_and_state_types_match(self):
-    groups = _linear_clients()
-    clipped = _run_both(lambda g: _linear_process(
-        registry.ONE_WAY_GT, g, model_aggregator=_dp_adaptive()), groups)
-    plain = _run_both(lambda g: _linear_process(registry.ONE_WAY_GT, g),
-                      groups)
-    # The clip (0.3 at first) binds: clipped and plain models differ.
-    self.assertFalse(all(np.allclose(a, b, atol=1e-4) for a, b in zip(
-        clipped[0][0], plain[0][0])))
-    clip = [float(m['aggregator']['dp_query_metrics']['clip'])
-            for _, _, m, _ in clipped]
-    self.assertNotEqual(clip[0], clip[-1])  # Adaptive: the clip moves.
-    per_client = _linear_process(registry.ONE_WAY_GT, None,
-                                 model_aggregator=_dp_fixed())
-    grouped = _linear_process(registry.ONE_WAY_GT, groups,
-                              model_aggregator=_dp_fixed())
-    self.assertTrue(per_client.initialize.type_signature.result.is_equivalent_to(
-        grouped.initialize.type_signature.result))
 
   def test_noise_runs_in_groups(self):
     groups = _linear_clients()
