@@ -453,6 +453,16 @@ class BadInputsTest(parameterized.TestCase):
     self.assert_one_error_line(returncode, stderr,
                                '`worker_addresses[0]` is not a valid')
 
+  def wait_for_round_one(self, run, metrics: str) -> float:
+    """Waits until `run` has written round 1 to `metrics`; returns the
+    deadline (300 s from now) the rest of the test keeps to."""
+    deadline = time.monotonic() + 300
+    while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
+      self.assertIsNone(run.poll(), 'train_main ended before round 1')
+      self.assertLess(time.monotonic(), deadline, 'no round in 300 s')
+      time.sleep(0.1)
+    return deadline
+
   def test_second_run_of_a_running_experiment_writes_nothing(self):
     # Two runs on one experiment directory: the second appended a duplicate
     # round to metrics.csv, then failed on TFF's 'File already exists for
@@ -465,12 +475,8 @@ class BadInputsTest(parameterized.TestCase):
                             stderr_path=os.path.join(d, 'first.txt'))
     self.addCleanup(first.wait)
     self.addCleanup(first.kill)
-    metrics = os.path.join(out, 'results', 'run', 'metrics.csv')
-    deadline = time.monotonic() + 300
-    while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
-      self.assertIsNone(first.poll(), 'train_main ended before round 1')
-      self.assertLess(time.monotonic(), deadline, 'no round in 300 s')
-      time.sleep(0.1)
+    deadline = self.wait_for_round_one(
+        first, os.path.join(out, 'results', 'run', 'metrics.csv'))
     # Mid-run, and holding still: what it wrote stays as it is.
     first.send_signal(signal.SIGSTOP)
     before = _tree(out)
@@ -506,12 +512,8 @@ class BadInputsTest(parameterized.TestCase):
         cwd=_REPO, stderr_path=stderr_path)
     self.addCleanup(run.wait)
     self.addCleanup(run.kill)
-    deadline = time.monotonic() + 300
     # Kill the worker once a round is done, i.e. mid-run.
-    while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
-      self.assertIsNone(run.poll(), 'train_main ended before round 1')
-      self.assertLess(time.monotonic(), deadline, 'no round in 300 s')
-      time.sleep(0.5)
+    self.wait_for_round_one(run, metrics)
     worker.send_signal(signal.SIGKILL)
     returncode = run.wait(timeout=300)
     with open(stderr_path) as f:
