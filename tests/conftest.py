@@ -21,9 +21,12 @@
     they loaded TFF, so the workers its tests start end with it, as in a
     binary.
 *   The tests that run binaries (`binary_runs.runs_binaries`) run first:
-    pytest-xdist's `--dist loadscope` hands out whole classes in collection
-    order, and these, the longest, left for last kept one worker busy for
-    minutes while the other waited.
+    pytest-xdist's `--dist loadscope` hands out whole classes, and these,
+    the longest, left for last kept one worker busy for minutes while the
+    other waited. `make test` passes `--no-loadscope-reorder`: by default
+    pytest-xdist sorts the classes by their number of tests, which undoes
+    this order (a class of two 15-second binary runs went after every class
+    of many short tests).
 """
 
 import sys
