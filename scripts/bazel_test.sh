@@ -19,6 +19,18 @@ cd "$(dirname "$0")/.."
 bash scripts/setup_venv.sh
 bash scripts/install_bazel.sh
 export BAZEL_PYTHON="$PWD/.venv/bin/python"
+# Run at a lowered priority (`.ci/run` runs `check` beside the tests, through
+# scripts/beside.py), Bazel runs in batch mode: a Bazel server is a daemon in
+# a session of its own, which the kernel's autogroup would rank, with the
+# tests it starts, at full priority beside the tests' session; in batch mode
+# Bazel and its tests stay in this session, at this priority.
+# scripts/check_bazel_deps.py's `bazel query` takes the same options.
+BAZEL_STARTUP_OPTIONS=""
+if [[ "$(nice)" -gt 0 ]]; then
+  BAZEL_STARTUP_OPTIONS="--batch"
+fi
+export BAZEL_STARTUP_OPTIONS
+bazel() { command bazel $BAZEL_STARTUP_OPTIONS "$@"; }
 if [[ $# -eq 0 ]]; then
   set -- test //...
 fi
