@@ -19,23 +19,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup_venv.sh
 bash scripts/install_bazel.sh
 export BAZEL_PYTHON="$PWD/.venv/bin/python"
-# Run at a lowered priority (`.ci/run` runs `check` beside the tests, through
-# scripts/beside.py), Bazel runs in batch mode: a Bazel server is a daemon in
-# a session of its own, which the kernel's autogroup would rank, with the
-# tests it starts, at full priority beside the tests' session; in batch mode
-# Bazel and its tests stay in this session, at this priority.
-# scripts/check_bazel_deps.py's `bazel query` takes the same options.
-# There a test also waits for the CPU time the tests leave idle: its size's
-# timeout (60 s for a small test) would time that wait, not the test (in CI
-# two small tests timed out that way, at 60 s), so every test gets 30 minutes.
-BAZEL_STARTUP_OPTIONS=""
-low_priority_test_flags=()
-if [[ "$(nice)" -gt 0 ]]; then
-  BAZEL_STARTUP_OPTIONS="--batch"
-  low_priority_test_flags=(--test_timeout=1800)
-fi
-export BAZEL_STARTUP_OPTIONS
-bazel() { command bazel $BAZEL_STARTUP_OPTIONS "$@"; }
 if [[ $# -eq 0 ]]; then
   set -- test //...
 fi
@@ -45,7 +28,7 @@ check() {
     # An empty `data` reads "[]" to attr(): a non-empty one has a label.
     # Tagged binary_run_data: the data serves only runs of a binary from the
     # source tree, which this check skips (TFF_MIXED_SKIP_BINARY_RUNS).
-    bazel test "${low_priority_test_flags[@]}" "$@" $(bazel query \
+    bazel test "$@" $(bazel query \
       'attr(data, "\[.+\]", kind(py_test, //...))
        - attr(tags, "binary_run_data", //...) + attr(tags, "ci_bazel", //...)')
 }

@@ -191,9 +191,7 @@ def main(argv: list[str]) -> int:
     xml_text = _read(argv[1])
   else:
     xml_text = subprocess.run(
-        # scripts/bazel_test.sh's startup options (--batch at low priority).
-        ['bazel', *os.environ.get('BAZEL_STARTUP_OPTIONS', '').split(),
-         'query', '--output=xml', QUERY], check=True,
+        ['bazel', 'query', '--output=xml', QUERY], check=True,
         capture_output=True, text=True).stdout
   rules = parse_query(xml_text)
   problems = missing_deps(rules, _read, os.path.exists)
