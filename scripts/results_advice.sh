@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make results-advice: the algorithm advisor against measurement (issue 20),
-# one task at a time (ADVICE_TASKS, default digits,celeba,lm,movielens).
+# one task at a time (ADVICE_TASKS, default digits,celeba,lm,movielens;
+# movielens_1m when make results-movielens-1m's records are there).
 #
 # Per task, a Parallel Training probe prints and writes the advice
 # (--advise_rounds, --advise_then=stop; skipped when its advice.json is
@@ -21,6 +22,9 @@
 #              test hinge loss, the metric of its section's convergence
 #              claims (recall@10 curves coincide early and then fall),
 #              reached at or below the highest last-quarter mean / 0.95.
+#   movielens_1m  make results-movielens-1m's settings (the same tables 9-10
+#              on ML-1M's users 1-2999) and its committed records, read as
+#              movielens's (run make results-movielens-1m first).
 # The Makefile runs this under scripts/with_worker_cleanup.sh.
 set -euo pipefail
 
@@ -100,8 +104,24 @@ for task in ${TASKS//,/ }; do
         --metric=hinge_loss --minimize --target_share=0.95 \
         --note='Its recall@10 ranks the algorithms the other way after round 500 (its section): the fastest on the hinge loss ends lowest.'
       ;;
+    movielens_1m)
+      records=docs/results/movielens_1m
+      for algorithm in parallel_training one_way_gt two_way_gt; do
+        need "$records/${algorithm}_metrics.csv" \
+          "no $algorithm record in $records: run make results-movielens-1m first"
+      done
+      advice=$records/advice/advice.json
+      [ -f "$advice" ] || \
+        make --no-print-directory results-movielens-1m \
+          ARGS="--advise_rounds=$PROBE_ROUNDS --advise_then=stop" RUN=
+      mapfile -t flags < <(curves "$records/%s_metrics.csv")
+      "${VALIDATE[@]}" --task=movielens_1m \
+        --title='MovieLens 1M (users 1-2999) dual encoder, tables 9-10 (K = 10, S = 100), 2,000 rounds, seed 0' \
+        --advice_json="$advice" "${flags[@]}" \
+        --metric=hinge_loss --minimize --target_share=0.95
+      ;;
     *)
-      echo "error: unknown task $task in ADVICE_TASKS (digits, celeba, lm, movielens)" >&2
+      echo "error: unknown task $task in ADVICE_TASKS (digits, celeba, lm, movielens, movielens_1m)" >&2
       exit 1
       ;;
   esac
