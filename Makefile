@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm results-lm-sites results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-scale benchmark-workers benchmark-celeba benchmark-movielens clean
+.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm results-lm-sites results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -584,6 +584,13 @@ benchmark-workers: venv
 	done
 	@$(RUN) $(PY) -m benchmarks.workers_report \
 	  --inputs=$(WORKERS_JSON)_0.json,$(WORKERS_JSON)_1.json,$(WORKERS_JSON)_2.json
+
+# Seconds per round of the paper binaries (MovieLens 100K and 1M, the LM on
+# beer and on eight sites), from the run records their make targets commit:
+# BENCHMARKS.md section paper_runs (benchmarks/paper_runs.py). Reads records
+# only; rerun it after a results-* target has added some.
+benchmark-paper-runs: venv
+	@$(RUN) $(PY) -m benchmarks.paper_runs $(ARGS)
 
 # The movie task: federated_select vs broadcasting the table.
 benchmark-movielens: venv

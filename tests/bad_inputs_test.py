@@ -398,7 +398,8 @@ _BAD_INPUTS = (
 # then runs main on those workers). Not listed (they run no TFF
 # computation): advice_validation_main and gaps_main (they read records),
 # convert_raw_celeba_main and convert_posts_main (data converters),
-# benchmarks/workers_report (it reads round_time's reports).
+# benchmarks/workers_report (it reads round_time's reports) and
+# benchmarks/paper_runs (it reads the binaries' run records).
 _WORKER_BINARIES = (_LABEL, _TRAIN, _CELEBA, _SWEEP, _REPRODUCE, _BGD_INPUTS,
                     _MOVIELENS, _LM, _HYBRID, _TUNE, _STUDY, _SPAN, _ROUND_TIME,
                     _CELEBA_SCALE, _MOVIELENS_SELECT)
