@@ -77,7 +77,9 @@ _SCRIPT = textwrap.dedent("""
     report.update(
         hooks_after_call=atexit._ncallbacks() - hooks,
         subprocess_after_call=executor_factory.subprocess is subprocess,
-        changed_after_call=changed(before))
+        changed_after_call=changed(before),
+        wait_after_call=executor_factory._LOCALHOST_SERVER_WAIT_TIME_SEC,
+        options_after_call=executor_factory._GRPC_CHANNEL_OPTIONS)
     print('REPORT', json.dumps(report), flush=True)
 
     # The callers that own a process make the call: a run's `prepare_run`
@@ -134,10 +136,24 @@ class ImportSideEffectsTest(absltest.TestCase):
   def test_the_explicit_call_registers_once(self):
     self.assertEqual(self.report['hooks_after_call'], 1)
     self.assertFalse(self.report['subprocess_after_call'])
+    module = 'tensorflow_federated.python.core.impl.executor_stacks.'
     self.assertEqual(
         self.report['changed_after_call'],
-        ['tensorflow_federated.python.core.impl.executor_stacks.'
-         'executor_factory.subprocess'])
+        [f'{module}executor_factory.{name}' for name in (
+            '_GRPC_CHANNEL_OPTIONS', '_LOCALHOST_SERVER_WAIT_TIME_SEC',
+            'subprocess')])
+
+  def test_the_explicit_call_polls_a_new_worker(self):
+    # TFF's fixed 1 s wait becomes 10 ms polls, and gRPC's reconnect backoff
+    # to the local worker at most 100 ms (runtime._make_tff_workers_start_fast),
+    # once however often the call is made; TFF's own options are kept.
+    self.assertEqual(self.report['wait_after_call'], 0.01)
+    options = [tuple(o) for o in self.report['options_after_call']]
+    names = [name for name, _ in options]
+    self.assertLen(names, len(set(names)))
+    self.assertIn(('grpc.max_reconnect_backoff_ms', 100), options)
+    self.assertIn(('grpc.initial_reconnect_backoff_ms', 20), options)
+    self.assertIn('grpc.max_receive_message_length', names)
 
   def test_binaries_and_runs_make_the_call(self):
     # One more call each: prepare_run's, then cli.run's.

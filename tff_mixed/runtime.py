@@ -242,6 +242,51 @@ def _make_tff_workers_die_with_parent() -> None:
     executor_factory.subprocess = _SubprocessDyingWithParent('subprocess')
 
 
+# TFF 0.87 checks a new worker's gRPC channel, then sleeps a fixed second
+# before checking again; and gRPC, whose first connection attempt comes
+# before the worker listens, waits its default reconnect backoff (about a
+# second) before the next. A worker is ready in about 0.1 s, so every start
+# (every binary run, every new execution context) waited about 0.9 s idle.
+# Polled every 10 ms, with reconnect attempts at most 100 ms apart, the
+# first call of a fresh context takes about 0.2 s instead of 1.1-1.2 s.
+_WORKER_POLL_SECONDS = 0.01
+_WORKER_CHANNEL_OPTIONS = (
+    ('grpc.initial_reconnect_backoff_ms', 20),
+    ('grpc.min_reconnect_backoff_ms', 20),
+    ('grpc.max_reconnect_backoff_ms', 100),
+)
+
+
+def _make_tff_workers_start_fast() -> None:
+  """Waits for TFF's new local worker by polling, not a fixed second.
+
+  TFF 0.87's `executor_factory` reads its wait
+  (`_LOCALHOST_SERVER_WAIT_TIME_SEC`) and its gRPC channel options
+  (`_GRPC_CHANNEL_OPTIONS`, only for the channel to its local worker) from
+  module globals at call time; the module is given a shorter wait and the
+  options plus `_WORKER_CHANNEL_OPTIONS`. Nothing else changes: the worker,
+  its flags and what runs on it are TFF's. If a TFF upgrade drops these
+  names, nothing is set (`tests/runtime_test.py` reports it).
+  """
+  try:
+    # pylint: disable=g-import-not-at-top
+    from tensorflow_federated.python.core.impl.executor_stacks import executor_factory
+    # pylint: enable=g-import-not-at-top
+  except ImportError:
+    return
+  if not (hasattr(executor_factory, '_LOCALHOST_SERVER_WAIT_TIME_SEC')
+          and isinstance(getattr(executor_factory, '_GRPC_CHANNEL_OPTIONS',
+                                 None), list)):
+    return
+  executor_factory._LOCALHOST_SERVER_WAIT_TIME_SEC = min(  # pylint: disable=protected-access
+      executor_factory._LOCALHOST_SERVER_WAIT_TIME_SEC,  # pylint: disable=protected-access
+      _WORKER_POLL_SECONDS)
+  options = executor_factory._GRPC_CHANNEL_OPTIONS  # pylint: disable=protected-access
+  names = {name for name, _ in options}
+  executor_factory._GRPC_CHANNEL_OPTIONS = options + [  # pylint: disable=protected-access
+      option for option in _WORKER_CHANNEL_OPTIONS if option[0] not in names]
+
+
 _registered = False
 
 
@@ -252,6 +297,9 @@ def register_worker_cleanup() -> None:
   TFF's local-runtime worker the parent-death signal, so that it also ends
   when this process is killed, and the default SIGINT, with which TFF stops
   it, even in a process started in the background with SIGINT ignored.
+  It also has TFF wait for a new local worker by polling it every 10 ms
+  rather than a fixed second (`_make_tff_workers_start_fast`): a fresh
+  execution context's first call then takes about 0.2 s instead of 1.1.
 
   Nothing calls it at import. Call it once, early, in a program that runs
   TFF computations (before the first, which starts the worker: the signals
@@ -264,4 +312,5 @@ def register_worker_cleanup() -> None:
   if not _registered:
     atexit.register(_at_exit)
     _make_tff_workers_die_with_parent()
+    _make_tff_workers_start_fast()
     _registered = True
