@@ -253,13 +253,15 @@ results-lm: venv
 # Why 64: a round's cost is its 100 x 16 sequential local steps, each a
 # 100-step recurrence whose per-step overhead, not the GRU's size, decides
 # the time below 64 units. FL-only at S = 100, 3 rounds, measured on
-# 2026-11-27 on 2 cores beside one niced job: 66 s a round with GRU 16, 63
-# with GRU 64, 114 with GRU 128 (earlier, under a load average of 10: 210
-# with GRU 256, and about 2,400 with GRU 1024 from 236 s at S = 10). No GRU
-# lets 500 rounds of a scenario finish in about two hours here: FL-only
-# takes about 9 hours with GRU 64 (29 with GRU 256, about 330 with GRU
-# 1024), PT and the GTs about 1.3 times that (their central steps; see
-# experiments/README.md), so run a scenario at a time (SCENARIOS=).
+# 2026-11-27 on 2 cores: 34 s a round with GRU 64 on the idle machine; beside
+# another job that took about half the CPU, 66 s with GRU 16, 63 with GRU
+# 64, 114 with GRU 128 (earlier, under a load average of 10: 210 with GRU
+# 256, and about 2,400 with GRU 1024 from 236 s at S = 10). No GRU lets 500
+# rounds of a scenario finish in about two hours here: FL-only takes about 5
+# hours with GRU 64 (about 15 with GRU 256, about 170 with GRU 1024, scaling
+# the contended figures by 34/63), PT and the GTs about 1.3 times that
+# (their central steps; see experiments/README.md), so run a scenario at a
+# time (SCENARIOS=).
 # LM_SITES_ARGS adds flags.
 LM_SITES_POSTS ?= $(wildcard ../shared/data/stackexchange_posts/*Posts.xml*)
 LM_SITES_GRU_UNITS ?= 64
@@ -270,7 +272,7 @@ LM_SITES_DIAGNOSTIC_ROUNDS ?= 100
 LM_SITES_DIR := outputs/lm_sites
 LM_SITES_RECORDS := docs/results/stackoverflow_wikipedia_sites
 LM_SITES_NOTE := $(LM_SITES_DIR)/data_note.txt
-LM_SITES_WHY := Deviations from tables 7-8: GRU $(LM_SITES_GRU_UNITS) / embedding $(LM_SITES_EMBEDDING_DIM) (not 1024 / 256): on 2 CPU cores at S = 100 a round of FL-only took 63 s with GRU 64 (66 with GRU 16, 114 with GRU 128; about 210 with GRU 256 under other load), and would take about 2,400 with GRU 1024 (extrapolated from 236 s at S = 10): 500 rounds of one scenario take about 9 hours with GRU 64 and would take about 14 days with GRU 1024. Data: eight small Stack Exchange sites (five of them meta sites), not Stack Overflow's 342,477 users; WikiText-2, not Wikipedia.
+LM_SITES_WHY := Deviations from tables 7-8: GRU $(LM_SITES_GRU_UNITS) / embedding $(LM_SITES_EMBEDDING_DIM) (not 1024 / 256): on 2 CPU cores at S = 100 a round of FL-only took 34 s with GRU 64 on the idle machine (beside another job: 66 s with GRU 16, 63 with GRU 64, 114 with GRU 128; about 210 with GRU 256 under a load average of 10), and would take over 1,000 s with GRU 1024 (extrapolated from 236 s at S = 10 under load): 500 rounds of one scenario take about 5 hours with GRU 64 and would take about a week with GRU 1024. Data: eight small Stack Exchange sites (five of them meta sites), not Stack Overflow's 342,477 users; WikiText-2, not Wikipedia.
 _comma := ,
 _empty :=
 _space := $(_empty) $(_empty)
