@@ -57,6 +57,7 @@ import signal
 import subprocess
 import sys
 import types
+from typing import Optional
 
 _WORKER_NAME = 'worker_binary'
 
@@ -223,6 +224,18 @@ class _SubprocessDyingWithParent(types.ModuleType):
     return getattr(subprocess, name)
 
 
+def _tff_executor_factory() -> Optional[types.ModuleType]:
+  """TFF's `executor_factory` module, which starts the local worker; None if
+  a TFF version has moved it."""
+  try:
+    # pylint: disable=g-import-not-at-top
+    from tensorflow_federated.python.core.impl.executor_stacks import executor_factory
+    # pylint: enable=g-import-not-at-top
+  except ImportError:
+    return None
+  return executor_factory
+
+
 def _make_tff_workers_die_with_parent() -> None:
   """Gives TFF's local-runtime worker the parent-death signal and SIGINT.
 
@@ -232,11 +245,8 @@ def _make_tff_workers_die_with_parent() -> None:
   TFF upgrade moves the call, nothing breaks: only the signals are lost,
   which `tests/runtime_test.py` reports.
   """
-  try:
-    # pylint: disable=g-import-not-at-top
-    from tensorflow_federated.python.core.impl.executor_stacks import executor_factory
-    # pylint: enable=g-import-not-at-top
-  except ImportError:
+  executor_factory = _tff_executor_factory()
+  if executor_factory is None:
     return
   if getattr(executor_factory, 'subprocess', None) is subprocess:
     executor_factory.subprocess = _SubprocessDyingWithParent('subprocess')
@@ -268,11 +278,8 @@ def _make_tff_workers_start_fast() -> None:
   its flags and what runs on it are TFF's. If a TFF upgrade drops these
   names, nothing is set (`tests/runtime_test.py` reports it).
   """
-  try:
-    # pylint: disable=g-import-not-at-top
-    from tensorflow_federated.python.core.impl.executor_stacks import executor_factory
-    # pylint: enable=g-import-not-at-top
-  except ImportError:
+  executor_factory = _tff_executor_factory()
+  if executor_factory is None:
     return
   if not (hasattr(executor_factory, '_LOCALHOST_SERVER_WAIT_TIME_SEC')
           and isinstance(getattr(executor_factory, '_GRPC_CHANNEL_OPTIONS',
