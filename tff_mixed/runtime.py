@@ -254,16 +254,23 @@ def _make_tff_workers_die_with_parent() -> None:
 
 # TFF 0.87 checks a new worker's gRPC channel, then sleeps a fixed second
 # before checking again; and gRPC, whose first connection attempt comes
-# before the worker listens, waits its default reconnect backoff (about a
-# second) before the next. A worker is ready in about 0.1 s, so every start
-# (every binary run, every new execution context) waited about 0.9 s idle.
-# Polled every 10 ms, with reconnect attempts at most 100 ms apart, the
-# first call of a fresh context takes about 0.2 s instead of 1.1-1.2 s.
+# before the worker listens, waits its default initial reconnect backoff
+# (about a second) before the next. A worker is ready in about 0.1 s, so
+# every start (every binary run, every new execution context) waited about
+# 0.9 s idle. Polled every 10 ms, with a first reconnect backoff of 20 ms
+# (growing by gRPC's factor 1.6 from there), the first call of a fresh
+# context takes about 0.2 s instead of 1.1-1.2 s.
+# Only the initial backoff is set. gRPC's `min_reconnect_backoff_ms` is also
+# its connect timeout (20 s by default): set to 20 ms, a connection attempt
+# on a loaded machine can time out; and its `max_reconnect_backoff_ms` (120 s
+# by default) lets the channels of ended workers, which TFF's stubs keep
+# polling, go quiet. With both set (20 and 100 ms), a run of the suite with
+# three pytest processes on two cores lost one to a segmentation fault in
+# gRPC's connectivity polling and hung another on a call to its worker (the
+# cause is not proven; neither had been seen before they were set).
 _WORKER_POLL_SECONDS = 0.01
 _WORKER_CHANNEL_OPTIONS = (
     ('grpc.initial_reconnect_backoff_ms', 20),
-    ('grpc.min_reconnect_backoff_ms', 20),
-    ('grpc.max_reconnect_backoff_ms', 100),
 )
 
 
