@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm results-lm-sites results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens clean
+.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm lm-sites-data results-lm-sites benchmark-lm-s100 results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -277,7 +277,9 @@ _comma := ,
 _empty :=
 _space := $(_empty) $(_empty)
 
-results-lm-sites: venv
+# The eight sites' posts, converted once into LM_SITES_DIR/stackoverflow
+# (results-lm-sites and benchmark-lm-s100 read them).
+lm-sites-data: venv
 	@test -n "$(strip $(LM_SITES_POSTS))" || { echo "error: no Posts.xml dump in LM_SITES_POSTS (default: ../shared/data/stackexchange_posts/*Posts.xml*)" >&2; exit 1; }
 	@test -f "$(LM_WIKITEXT)/wiki.valid.tokens" -a -f "$(LM_WIKITEXT)/wiki.test.tokens" || { echo "error: no WikiText-2 wiki.valid.tokens and wiki.test.tokens in LM_WIKITEXT=$(LM_WIKITEXT)" >&2; exit 1; }
 	@if [ ! -f $(LM_SITES_DIR)/stackoverflow/stackoverflow.sqlite -o ! -f $(LM_SITES_NOTE) ]; then \
@@ -285,13 +287,18 @@ results-lm-sites: venv
 	    --posts_xml=$(subst $(_space),$(_comma),$(strip $(LM_SITES_POSTS))) \
 	    --cache_dir=$(LM_SITES_DIR)/stackoverflow --data_note_file=$(LM_SITES_NOTE) || exit 1; \
 	fi
-	@$(RUN) $(PY) -m experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main \
-	  --cache_dir=$(LM_SITES_DIR)/stackoverflow \
-	  --central_train_text=$(LM_WIKITEXT)/wiki.valid.tokens \
-	  --central_eval_text=$(LM_WIKITEXT)/wiki.test.tokens \
+
+# The LM binary on the eight sites at tables 7-8's cohort and batches.
+LM_SITES_MAIN = $(PY) -m experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main \
+  --cache_dir=$(LM_SITES_DIR)/stackoverflow \
+  --central_train_text=$(LM_WIKITEXT)/wiki.valid.tokens \
+  --central_eval_text=$(LM_WIKITEXT)/wiki.test.tokens \
+  --clients_per_round=100 --client_batch_size=8 --client_steps=16 \
+  --central_batch_size=800 --one_way_central_batch_size=6400
+
+results-lm-sites: lm-sites-data
+	@$(RUN) $(LM_SITES_MAIN) \
 	  --scenarios=$(if $(filter command line environment,$(origin SCENARIOS)),$(SCENARIOS),$(LM_SCENARIOS)) \
-	  --clients_per_round=100 --client_batch_size=8 --client_steps=16 \
-	  --central_batch_size=800 --one_way_central_batch_size=6400 \
 	  --embedding_dim=$(LM_SITES_EMBEDDING_DIM) --gru_units=$(LM_SITES_GRU_UNITS) \
 	  --rounds=$(LM_SITES_ROUNDS) --eval_every=$(LM_SITES_EVAL_EVERY) \
 	  --diagnostic_rounds=$(LM_SITES_DIAGNOSTIC_ROUNDS) \
@@ -302,6 +309,26 @@ results-lm-sites: venv
 	  --make_target=results-lm-sites --why_settings="$(LM_SITES_WHY)" \
 	  --data_note="federated: $$(cat $(LM_SITES_NOTE)) (Stack Exchange data dumps, CC BY-SA 3.0/4.0, converted together by convert_posts_main with its defaults); central: WikiText-2 (CC BY-SA 3.0)" \
 	  $(LM_SITES_ARGS)
+
+# The LM binary's seconds per round at the paper's S = 100 (issue 34), from
+# short runs of results-lm-sites' settings: LM_S100_ROUNDS rounds of each
+# scenario of SCENARIOS (default: all) with GRU LM_S100_GRU_UNITS and
+# embedding LM_S100_EMBEDDING_DIM, evaluated once at the end, no
+# diagnostics. Their run records (committed, one JSON per scenario) go to
+# benchmarks/results/paper_runs/lm_sites_s100_gru<units>/, which
+# benchmark-paper-runs lists in BENCHMARKS.md; finished scenarios are read
+# back, not rerun. The runs' outputs go to outputs/ (not committed).
+LM_S100_ROUNDS ?= 2
+LM_S100_GRU_UNITS ?= 64
+LM_S100_EMBEDDING_DIM ?= 16
+LM_S100_NAME = lm_sites_s100_gru$(LM_S100_GRU_UNITS)
+benchmark-lm-s100: lm-sites-data
+	@$(RUN) $(LM_SITES_MAIN) \
+	  --scenarios=$(if $(filter command line environment,$(origin SCENARIOS)),$(SCENARIOS),$(LM_SCENARIOS)) \
+	  --embedding_dim=$(LM_S100_EMBEDDING_DIM) --gru_units=$(LM_S100_GRU_UNITS) \
+	  --rounds=$(LM_S100_ROUNDS) --eval_every=$(LM_S100_ROUNDS) \
+	  --diagnostic_rounds=0 --output_dir=outputs/$(LM_S100_NAME) \
+	  --records_dir=benchmarks/results/paper_runs/$(LM_S100_NAME) $(ARGS)
 
 # The algorithm advisor against measurement (issue 20; arXiv:2205.13655,
 # section 5, table 3), recorded in RESULTS.md (section advisor_validation):

@@ -71,6 +71,10 @@ SOURCES = (
     Source('LM, eight Stack Exchange sites + WikiText-2',
            'docs/results/stackoverflow_wikipedia_sites',
            'make results-lm-sites'),
+    # Timing runs (issue 34): a few rounds at results-lm-sites' settings.
+    Source('LM, eight sites + WikiText-2, short runs at S = 100, GRU 64',
+           'benchmarks/results/paper_runs/lm_sites_s100_gru64',
+           'make benchmark-lm-s100 LM_S100_GRU_UNITS=64'),
 )
 
 _SOURCES = flags.DEFINE_list(
@@ -223,6 +227,10 @@ def build_section(sources: list[Source], command: str) -> str:
       'wall-clock time over the rounds it trained, evaluations and '
       'checkpoints included, on a machine that may have run other work '
       'meanwhile. Table 4\'s K = 1 diagnostics runs are left out.',
+      '* The LM\'s short runs (`make benchmark-lm-s100`) are few rounds '
+      'at `make results-lm-sites`\' settings, for their time only: each '
+      'round of them includes its share of the one evaluation at the end '
+      'and of the first round\'s start.',
       '* CelebA: `make results-celeba` keeps its runs under `outputs/` '
       '(not committed); the pipeline at S = 100 is timed in celeba_scale '
       'above.', '',

@@ -125,9 +125,15 @@ class PaperRunsTest(absltest.TestCase):
         os.path.abspath(__file__))), 'Makefile')) as f:
       makefile = f.read()
     for source in paper_runs.SOURCES:
-      target = source.command.split()[-1]
+      # `make TARGET [VARIABLE=VALUE ...]`: the records directory is the
+      # target's once the variables are set.
+      _, target, *assignments = source.command.split()
       self.assertIn(f'\n{target}:', makefile)
-      self.assertIn(source.records_dir.split('/')[-1], makefile)
+      expanded = makefile
+      for assignment in assignments:
+        name, value = assignment.split('=')
+        expanded = expanded.replace(f'$({name})', value)
+      self.assertIn(source.records_dir.split('/')[-1], expanded)
 
 
 if __name__ == '__main__':
