@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make results-advice: the algorithm advisor against measurement (issue 20),
-# one task at a time (ADVICE_TASKS, default digits,celeba,lm,movielens;
-# movielens_1m when make results-movielens-1m's records are there).
+# one task at a time (ADVICE_TASKS, default
+# digits,celeba,lm,movielens,movielens_1m).
 #
 # Per task, a Parallel Training probe prints and writes the advice
 # (--advise_rounds, --advise_then=stop; skipped when its advice.json is
@@ -29,7 +29,7 @@
 set -euo pipefail
 
 PY=${PY:-.venv/bin/python}
-TASKS=${ADVICE_TASKS:-digits,celeba,lm,movielens}
+TASKS=${ADVICE_TASKS:-digits,celeba,lm,movielens,movielens_1m}
 PROBE_ROUNDS=${ADVICE_PROBE_ROUNDS:-20}
 VALIDATE=("$PY" -m experiments.advisor_validation.advice_validation_main)
 
