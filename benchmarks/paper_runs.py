@@ -75,6 +75,15 @@ SOURCES = (
     Source('LM, eight sites + WikiText-2, short runs at S = 100, GRU 64',
            'benchmarks/results/paper_runs/lm_sites_s100_gru64',
            'make benchmark-lm-s100 LM_S100_GRU_UNITS=64'),
+    Source('LM, eight sites + WikiText-2, short runs at S = 100, GRU 256',
+           'benchmarks/results/paper_runs/lm_sites_s100_gru256',
+           'make benchmark-lm-s100 LM_S100_GRU_UNITS=256 '
+           'LM_S100_EMBEDDING_DIM=64'),
+    Source('LM, eight sites + WikiText-2, short runs at S = 100, GRU 1024 '
+           '(the paper\'s model)',
+           'benchmarks/results/paper_runs/lm_sites_s100_gru1024',
+           'make benchmark-lm-s100 LM_S100_GRU_UNITS=1024 '
+           'LM_S100_EMBEDDING_DIM=256 LM_S100_ROUNDS=1'),
 )
 
 _SOURCES = flags.DEFINE_list(
@@ -197,10 +206,10 @@ def summary_line(sources: list[Source],
     timed = [r.seconds_per_round for r in at_paper
              if r.seconds_per_round is not None]
     if timed:
-      parts.append(
-          f'{source.title}: {len(at_paper)} scenario(s), '
-          f'{min(timed):.2f}-{max(timed):.2f} s/round '
-          f'(median {statistics.median(timed):.2f})')
+      spread = (f'{timed[0]:.2f} s/round' if len(timed) == 1 else
+                f'{min(timed):.2f}-{max(timed):.2f} s/round '
+                f'(median {statistics.median(timed):.2f})')
+      parts.append(f'{source.title}: {len(at_paper)} scenario(s), {spread}')
     else:
       cohorts = sorted({r.cohort for r in runs or [] if r.cohort})
       parts.append(f'{source.title}: none' + (

@@ -105,6 +105,12 @@ class PaperRunsTest(absltest.TestCase):
         "**At the papers' S = 100:** Movies: 2 scenario(s), 1.00-2.00 "
         's/round (median 1.50); LM: none (runs at S = 10); Sites: none.',
         text)
+    # One timed scenario: its s/round, not a range.
+    one = paper_runs.Run('fl_only', 100, 16, 'GRU 1024', 1, 819.9, 819.9,
+                         False, 'd', 'm')
+    self.assertEqual(
+        paper_runs.summary_line(self.sources[:1], [[one]]),
+        "**At the papers' S = 100:** Movies: 1 scenario(s), 819.90 s/round.")
 
   def test_bad_record_and_bad_sources_flag(self):
     with open(os.path.join(self.lm, 'broken.json'), 'w') as f:
