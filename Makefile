@@ -255,12 +255,13 @@ results-lm: venv
 # the time below 64 units. FL-only at S = 100, 3 rounds, measured on
 # 2026-11-27 on 2 cores: 34 s a round with GRU 64 on the idle machine; beside
 # another job that took about half the CPU, 66 s with GRU 16, 63 with GRU
-# 64, 114 with GRU 128 (earlier, under a load average of 10: 210 with GRU
-# 256, and about 2,400 with GRU 1024 from 236 s at S = 10). No GRU lets 500
-# rounds of a scenario finish in about two hours here: FL-only takes about 5
-# hours with GRU 64 (about 15 with GRU 256, about 170 with GRU 1024, scaling
-# the contended figures by 34/63), PT and the GTs about 1.3 times that
-# (their central steps; see experiments/README.md), so run a scenario at a
+# 64, 114 with GRU 128; alone, in make benchmark-lm-s100's 2-round runs
+# with their final evaluation, 46 s with GRU 64, 77 with GRU 256, and 820 s
+# for one round with GRU 1024 / embedding 256 (BENCHMARKS.md paper_runs).
+# No GRU lets 500 rounds of a scenario finish in about two hours here:
+# FL-only takes about 5 hours with GRU 64, about 11 with GRU 256 and about
+# 4.7 days with GRU 1024; PT and the GTs 0.85-1.7 times that (their central
+# steps; see experiments/README.md and paper_runs), so run a scenario at a
 # time (SCENARIOS=).
 # LM_SITES_ARGS adds flags.
 LM_SITES_POSTS ?= $(wildcard ../shared/data/stackexchange_posts/*Posts.xml*)
@@ -272,7 +273,7 @@ LM_SITES_DIAGNOSTIC_ROUNDS ?= 100
 LM_SITES_DIR := outputs/lm_sites
 LM_SITES_RECORDS := docs/results/stackoverflow_wikipedia_sites
 LM_SITES_NOTE := $(LM_SITES_DIR)/data_note.txt
-LM_SITES_WHY := Deviations from tables 7-8: GRU $(LM_SITES_GRU_UNITS) / embedding $(LM_SITES_EMBEDDING_DIM) (not 1024 / 256): on 2 CPU cores at S = 100 a round of FL-only took 34 s with GRU 64 on the idle machine (beside another job: 66 s with GRU 16, 63 with GRU 64, 114 with GRU 128; about 210 with GRU 256 under a load average of 10), and would take over 1,000 s with GRU 1024 (extrapolated from 236 s at S = 10 under load): 500 rounds of one scenario take about 5 hours with GRU 64 and would take about a week with GRU 1024. Data: eight small Stack Exchange sites (five of them meta sites), not Stack Overflow's 342,477 users; WikiText-2, not Wikipedia.
+LM_SITES_WHY := Deviations from tables 7-8: GRU $(LM_SITES_GRU_UNITS) / embedding $(LM_SITES_EMBEDDING_DIM) (not 1024 / 256): on 2 CPU cores at S = 100 a round of FL-only took 34 s with GRU 64 on the idle machine (beside another job: 66 s with GRU 16, 63 with GRU 64, 114 with GRU 128), and short runs alone (make benchmark-lm-s100, BENCHMARKS.md paper_runs; the final evaluation included) took 77 s a round with GRU 256 and 820 s for one round with GRU 1024 / embedding 256: 500 rounds of one scenario take about 5 hours with GRU 64 and would take about 4.7 days with GRU 1024. Data: eight small Stack Exchange sites (five of them meta sites), not Stack Overflow's 342,477 users; WikiText-2, not Wikipedia.
 _comma := ,
 _empty :=
 _space := $(_empty) $(_empty)
