@@ -141,7 +141,7 @@ class ImportSideEffectsTest(absltest.TestCase):
         self.report['changed_after_call'],
         [f'{module}executor_factory.{name}' for name in (
             '_GRPC_CHANNEL_OPTIONS', '_LOCALHOST_SERVER_WAIT_TIME_SEC',
-            'subprocess')])
+            'subprocess', 'time')])
 
   def test_the_explicit_call_polls_a_new_worker(self):
     # TFF's fixed 1 s wait becomes 10 ms polls, and gRPC's first reconnect

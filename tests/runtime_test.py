@@ -29,6 +29,7 @@ import time
 
 from absl.testing import absltest
 
+from tests import temp_dirs
 from tff_mixed import runtime
 
 # Every script starts here: one computation, so TFF starts its worker.
@@ -73,6 +74,42 @@ _BACKGROUND_SCRIPT = _PROLOGUE + textwrap.dedent("""
     gc.collect()
     assert one() == 1
     print('DONE', flush=True)
+""")
+
+
+# Notes every fork whose child runs Python code (a `preexec_fn` makes
+# `subprocess` fork and run the interpreter's fork hooks in the child), then
+# starts TFF's worker and two more (`start_local_workers`).
+_FORK_SCRIPT = textwrap.dedent("""
+    import os, sys
+    os.register_at_fork(
+        after_in_child=lambda: open(sys.argv[1], 'a').write('forked\\n'))
+""") + _PROLOGUE + textwrap.dedent("""
+    from tff_mixed import worker_processes
+    worker_processes.stop_workers(worker_processes.start_local_workers(2))
+    print('WORKERS', *runtime.own_worker_pids(), flush=True)
+""")
+
+
+# TFF's worker dies before it listens (here: SIGABRT at once, as a child
+# forked from a threaded process can die before its exec).
+_DEAD_WORKER_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import tensorflow_federated as tff
+    import tff_mixed
+    from tff_mixed import runtime
+    tff_mixed.register_worker_cleanup()
+    runtime.worker_command = lambda args, die_with_parent=True: [
+        '/bin/sh', '-c', 'kill -ABRT $$']
+
+    @tff.tensorflow.computation
+    def one():
+      return np.int32(1)
+
+    try:
+      one()
+    except RuntimeError as e:
+      print('RAISED', e, flush=True)
 """)
 
 
@@ -162,6 +199,34 @@ class WorkerCleanupTest(absltest.TestCase):
       self.assertFalse(mask & (1 << (signal.SIGQUIT - 1)),
                        f'worker {pid} ignores SIGQUIT')
     self.assertIn('DONE', result.stdout)
+
+  def test_workers_start_with_no_python_between_fork_and_exec(self):
+    # A `preexec_fn` runs Python in a child forked from a process with TFF's
+    # and gRPC's threads; a suite run lost such a child to SIGABRT.
+    marker = os.path.join(temp_dirs.temp_dir(self), 'forks')
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run(
+        [sys.executable, '-c', _FORK_SCRIPT, marker], capture_output=True,
+        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=repo_root),
+        check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    self.assertIn('WORKERS', result.stdout)
+    self.assertFalse(os.path.exists(marker),
+                     'a worker start ran Python in a forked child')
+
+  def test_worker_dead_before_it_answers_raises_instead_of_hanging(self):
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+      result = subprocess.run(
+          [sys.executable, '-c', _DEAD_WORKER_SCRIPT], capture_output=True,
+          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=repo_root),
+          check=False)
+    except subprocess.TimeoutExpired:
+      self.fail('TFF waited forever for a worker that had died')
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    self.assertRegex(result.stdout,
+                     r"RAISED TFF's worker_binary \(pid \d+\) killed by "
+                     r'signal 6 before it answered')
 
   def test_own_worker_pids_ignores_other_processes(self):
     sleeper = subprocess.Popen(['sleep', '30'])

@@ -33,11 +33,12 @@ computation.
 An exit hook cannot run when the process is killed (`kill -9`, the OOM
 killer), and the worker, adopted by init, would keep running (~170 MB). So on
 Linux every worker also gets a parent-death signal (`prctl(PR_SET_PDEATHSIG,
-SIGKILL)`, set in the child between fork and exec): the kernel kills it as
-soon as its parent goes, however that happens. TFF starts its worker with
-`subprocess.Popen` inside `executor_factory.local_cpp_executor_factory`; we
-hand that module a `subprocess` whose `Popen` adds the signal, without editing
-TFF's files. Linux delivers the signal when the *thread* that started the
+SIGKILL)`, set by a small launcher that then execs the worker in its place,
+`worker_command`): the kernel kills it as soon as its parent goes, however
+that happens. TFF starts its worker with `subprocess.Popen` inside
+`executor_factory.local_cpp_executor_factory`; we hand that module a
+`subprocess` whose `Popen` starts the worker through the launcher, without
+editing TFF's files. Linux delivers the signal when the *thread* that started the
 worker ends: TFF starts it from its execution context's event-loop thread,
 which lives as long as the context does (and a context replaced by another
 stops its worker anyway).
@@ -47,15 +48,21 @@ handlers. A non-interactive shell starts `cmd &` with both ignored, and an
 ignored signal stays ignored across fork and exec; TFF stops its worker with
 SIGINT and then waits for it, so a run started in the background from a
 script (the Makefile's `results-celeba`, `make test &`) hung there forever.
+
+TFF then waits for its new worker to answer, polling the worker's channel and
+never its process: a worker that dies before it listens left the caller
+waiting forever. That wait now raises a RuntimeError naming the worker and
+how it ended (`_WorkerWatchingTime`).
 """
 
 import atexit
-import ctypes
 import gc
 import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import types
 from typing import Optional
 
@@ -144,79 +151,121 @@ def _at_exit() -> None:
     _disarm_tff_service_managers()
 
 
-# prctl(2) option: the signal this process gets when its parent thread ends.
-_PR_SET_PDEATHSIG = 1
+# The launcher every worker this project starts runs first: a new interpreter
+# (`python -I -S`, about 25 ms) that restores the default SIGINT and SIGQUIT
+# (a non-interactive shell's `cmd &` starts both ignored, POSIX; TFF stops its
+# worker with SIGINT),
+# on Linux sets the parent-death signal (prctl(2) option 1, PR_SET_PDEATHSIG:
+# SIGKILL, which survives the exec; if the parent has already died it exits
+# at once), then execs the worker in its place (same pid). Doing this in the
+# launcher, not in a `preexec_fn` between fork and exec, keeps Python code out
+# of a child forked from a process full of threads (TFF's, gRPC's): without a
+# `preexec_fn`, `subprocess` spawns with vfork and runs no fork handlers. With
+# one, a suite run lost a child to SIGABRT between fork and exec; TFF, which
+# polls the new worker's channel without looking at its process, then waited
+# forever (`_WorkerWatchingTime` now ends such a wait).
+# argv: parent pid, "1" to die with the parent, the worker's command.
+_LAUNCHER = """\
+import os, signal, sys
+for name in ('SIGINT', 'SIGQUIT'):
+  signal.signal(getattr(signal, name), signal.SIG_DFL)
+if sys.argv[2] == '1' and sys.platform.startswith('linux'):
+  import ctypes
+  libc = ctypes.CDLL(None, use_errno=True)
+  libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)
+  if os.getppid() != int(sys.argv[1]):
+    os._exit(1)
+try:
+  os.execv(sys.argv[3], sys.argv[3:])
+except OSError as e:
+  sys.stderr.write(f'error: cannot start {sys.argv[3]}: {e}\\n')
+  os._exit(127)
+"""
 
-# The signals a non-interactive shell's `cmd &` starts ignored (POSIX), which
-# a child must get back: TFF stops its worker with SIGINT.
-_BACKGROUND_IGNORED = (signal.SIGINT, signal.SIGQUIT)
 
+def worker_command(args, die_with_parent: bool = True) -> list[str]:
+  """The command that starts the worker `args` through `_LAUNCHER`.
 
-def _libc_function(name: str):
-  """`name` from the C library, or None where ctypes cannot reach it."""
-  try:
-    return getattr(ctypes.CDLL(None, use_errno=True), name)
-  except (OSError, AttributeError):
-    return None
-
-
-def worker_preexec_fn(die_with_parent: bool = True):
-  """The `Popen` `preexec_fn` for every worker process this project starts.
-
-  Runs in the child between fork and exec. It restores the default SIGINT
-  and SIGQUIT handlers, which a process started in the background by a
-  non-interactive shell inherits as ignored, and which exec keeps ignored:
-  TFF stops its worker with SIGINT and waits for it to end. With
-  `die_with_parent` on Linux it also sets the parent-death signal to
-  SIGKILL, which survives the exec; if the parent already died before the
-  signal was set, the child exits at once. The C library's `signal` and
-  `prctl` are resolved here, in the parent: the child only makes the calls,
-  outside Python's signal machinery.
+  The worker (`args[0]`, an executable path, run with `args[1:]`) gets the
+  default SIGINT and SIGQUIT handlers, which a process started in the
+  background by a non-interactive shell inherits as ignored, and which exec
+  keeps ignored: TFF stops its worker with SIGINT and waits for it to end.
+  With `die_with_parent` on Linux it also gets SIGKILL when the thread that
+  started it ends (the parent-death signal; Linux delivers it per thread). The
+  launcher execs the worker, so the `Popen`'s pid is the worker's.
 
   Args:
-    die_with_parent: Whether to kill the child when the thread that started
-      it ends (Linux delivers the parent-death signal per thread).
+    args: The worker's command: its executable's path, then its arguments.
+    die_with_parent: Whether to kill the worker when the thread that started
+      it ends.
 
   Returns:
-    The function, or `None` where neither call is available.
+    The command to hand `subprocess.Popen` (with no `preexec_fn`).
   """
-  c_signal = _libc_function('signal')
-  if c_signal is not None:
-    c_signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
-    c_signal.restype = ctypes.c_void_p
-  prctl = (_libc_function('prctl')
-           if die_with_parent and sys.platform.startswith('linux') else None)
-  if c_signal is None and prctl is None:
-    return None
-  parent = os.getpid()
-  kill = int(signal.SIGKILL)
-  ignored = [int(s) for s in _BACKGROUND_IGNORED]
-  default = int(signal.SIG_DFL)
+  args = [os.fspath(a) for a in args]
+  return [sys.executable, '-I', '-S', '-c', _LAUNCHER, str(os.getpid()),
+          '1' if die_with_parent else '0', *args]
 
-  def preexec_fn():
-    if c_signal is not None:
-      for signum in ignored:
-        c_signal(signum, default)
-    if prctl is not None:
-      prctl(_PR_SET_PDEATHSIG, kill)
-      if os.getppid() != parent:
-        os._exit(1)  # pylint: disable=protected-access
 
-  return preexec_fn
+# The last worker `_PopenDyingWithParent` started in each thread: TFF starts a
+# worker and then polls its channel in the same thread.
+_started = threading.local()
 
 
 class _PopenDyingWithParent(subprocess.Popen):
-  """`subprocess.Popen` for workers: `worker_preexec_fn` in the child."""
+  """`subprocess.Popen` for TFF's worker: started by `worker_command`."""
 
   def __init__(self, args, **kwargs):
-    if kwargs.get('preexec_fn') is None:
-      kwargs['preexec_fn'] = worker_preexec_fn()
-    super().__init__(args, **kwargs)
+    super().__init__(worker_command(args), **kwargs)
+    _started.process = self
+
+
+def _exit_description(process: subprocess.Popen) -> Optional[str]:
+  """How `process` ended ('exited with status 1', 'killed by signal 6'), or
+  None while it runs; not reaped (TFF signals and waits for it by pid)."""
+  if process.returncode is not None:
+    code = process.returncode
+    return (f'exited with status {code}' if code >= 0 else
+            f'killed by signal {-code}')
+  try:
+    info = os.waitid(os.P_PID, process.pid,
+                     os.WEXITED | os.WNOHANG | os.WNOWAIT)
+  except ChildProcessError:
+    return None
+  if info is None:
+    return None
+  return (f'exited with status {info.si_status}'
+          if info.si_code == os.CLD_EXITED else
+          f'killed by signal {info.si_status}')
+
+
+class _WorkerWatchingTime(types.ModuleType):
+  """The `time` module, but `sleep` raises if the worker it waits for died.
+
+  TFF 0.87 waits for a new local worker with `while not stub.is_ready:
+  time.sleep(...)`, and never looks at the worker's process: a worker that
+  exits before it listens (killed, a port taken, a failed start) leaves the
+  caller waiting forever. TFF's wait is the only `time` call in its
+  `executor_factory` module; the module is handed this one.
+  """
+
+  def sleep(self, seconds):
+    process = getattr(_started, 'process', None)
+    if process is not None:
+      ended = _exit_description(process)
+      if ended is not None:
+        _started.process = None
+        raise RuntimeError(f"TFF's worker_binary (pid {process.pid}) {ended} "
+                           'before it answered')
+    time.sleep(seconds)
+
+  def __getattr__(self, name):
+    return getattr(time, name)
 
 
 class _SubprocessDyingWithParent(types.ModuleType):
-  """The `subprocess` module, but `Popen` children are `worker_preexec_fn`'s:
-  default SIGINT and SIGQUIT, and dead with their parent."""
+  """The `subprocess` module, but `Popen` children are started by
+  `worker_command`: default SIGINT and SIGQUIT, and dead with their parent."""
 
   Popen = _PopenDyingWithParent
 
@@ -250,6 +299,20 @@ def _make_tff_workers_die_with_parent() -> None:
     return
   if getattr(executor_factory, 'subprocess', None) is subprocess:
     executor_factory.subprocess = _SubprocessDyingWithParent('subprocess')
+
+
+def _make_tff_wait_watch_its_worker() -> None:
+  """Ends TFF's wait for a new local worker if the worker has died.
+
+  TFF 0.87's `executor_factory` looks `time` up in its module globals when it
+  sleeps between checks of the new worker's channel; the module is handed
+  `_WorkerWatchingTime`, whose `sleep` raises a RuntimeError naming the
+  worker and how it ended. If a TFF upgrade drops the name, nothing is set.
+  """
+  executor_factory = _tff_executor_factory()
+  if executor_factory is not None and getattr(
+      executor_factory, 'time', None) is time:
+    executor_factory.time = _WorkerWatchingTime('time')
 
 
 # TFF 0.87 checks a new worker's gRPC channel, then sleeps a fixed second
@@ -326,5 +389,6 @@ def register_worker_cleanup() -> None:
   if not _registered:
     atexit.register(_at_exit)
     _make_tff_workers_die_with_parent()
+    _make_tff_wait_watch_its_worker()
     _make_tff_workers_start_fast()
     _registered = True

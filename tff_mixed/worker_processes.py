@@ -156,9 +156,8 @@ def start_local_workers(
 
   # Linux ends a worker when the thread that started it ends: only the main
   # thread lives as long as this process. Either way the worker gets the
-  # default SIGINT back (`runtime.worker_preexec_fn`).
-  preexec_fn = runtime.worker_preexec_fn(
-      die_with_parent=threading.current_thread() is threading.main_thread())
+  # default SIGINT back (`runtime.worker_command`).
+  die_with_parent = threading.current_thread() is threading.main_thread()
   workers = []
   try:
     for _ in range(num_workers):
@@ -171,11 +170,13 @@ def start_local_workers(
         else:
           out = stack.enter_context(open(log_path, 'wb'))
         process = subprocess.Popen(
-            [binary, f'--port={port}',
-             f'--max_concurrent_computation_calls='
-             f'{max_concurrent_computation_calls}'],
+            runtime.worker_command(
+                [binary, f'--port={port}',
+                 f'--max_concurrent_computation_calls='
+                 f'{max_concurrent_computation_calls}'],
+                die_with_parent=die_with_parent),
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            close_fds=True, preexec_fn=preexec_fn)
+            close_fds=True)
       workers.append(
           WorkerHandle(f'{_LOCALHOST}:{port}', port, process, log_path))
     for worker in workers:
