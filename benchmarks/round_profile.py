@@ -334,11 +334,14 @@ def _knob_rows(workload: round_time.Workload, n: int, warmup: int,
   One fresh local C++ context (and `worker_binary`) per setting, all alive
   at once, so that their rounds interleave round-robin like the probes' and
   load from other processes hits them alike. Returns the rows and the PIDs
-  of the workers running at the end; the contexts die with this frame.
+  of the workers these contexts started (those running at the end but not
+  before: the default context keeps its own); the contexts die with this
+  frame.
   """
   cohort = round_time.make_cohort(workload, n)
   settings = _knob_settings()
   probes = []
+  before = set(runtime.own_worker_pids())
   for i, (concurrency, stream_structs) in enumerate(settings):
     context = tff.backends.native.create_sync_local_cpp_execution_context(
         max_concurrent_computation_calls=concurrency,
@@ -354,7 +357,7 @@ def _knob_rows(workload: round_time.Workload, n: int, warmup: int,
     rows.append(timings[probe.key])
     rows[-1].update(max_concurrent_computation_calls=concurrency,
                     stream_structs=stream_structs, build_s=probe.build_s)
-  return rows, set(runtime.own_worker_pids())
+  return rows, set(runtime.own_worker_pids()) - before
 
 
 def _time_knobs(workload: round_time.Workload, n: int, warmup: int,
@@ -363,8 +366,7 @@ def _time_knobs(workload: round_time.Workload, n: int, warmup: int,
 
   The count: workers running during (`during`) and still after (`left_after`,
   0 when each context's ServiceManager stopped its worker on collection).
-  TFF's default context loses its worker when the first of these starts
-  one; it starts a new one on its next call.
+  TFF's default context, which lives on, keeps its own worker.
   """
   rows, workers = _knob_rows(workload, n, warmup, timed)
   gc.collect()
