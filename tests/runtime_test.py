@@ -130,15 +130,29 @@ def _kill_if_worker(pid: int) -> None:
     pass
 
 
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_script(test: absltest.TestCase, script: str, *args: str,
+                hung: str = 'the script hung',
+                preexec_fn=None) -> subprocess.CompletedProcess:
+  """Runs `script` in a new interpreter that imports this repository; fails
+  `test` with `hung` (and the script's output) after 120 s, or if it fails."""
+  try:
+    result = subprocess.run(
+        [sys.executable, '-c', script, *args], capture_output=True,
+        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=_REPO_ROOT),
+        preexec_fn=preexec_fn, check=False)
+  except subprocess.TimeoutExpired as e:
+    test.fail(f'{hung}; its output: {e.stdout!r}')
+  test.assertEqual(result.returncode, 0, result.stderr[-2000:])
+  return result
+
+
 class WorkerCleanupTest(absltest.TestCase):
 
   def test_script_exits_without_leaving_a_worker(self):
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=repo_root)
-    result = subprocess.run(
-        [sys.executable, '-c', _SCRIPT], capture_output=True, text=True,
-        timeout=120, env=env, check=False)
-    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    result = _run_script(self, _SCRIPT)
     # TFF's own late shutdown of the worker is disarmed, so it no longer
     # prints an 'Exception ignored ... ServiceManager.__del__' traceback.
     self.assertNotIn('Traceback', result.stderr)
@@ -151,11 +165,10 @@ class WorkerCleanupTest(absltest.TestCase):
 
   def test_worker_dies_when_its_python_process_is_killed(self):
     # A SIGKILL skips every exit hook: only the kernel can end the worker.
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     script = subprocess.Popen(
         [sys.executable, '-c', _KILLED_SCRIPT], stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env=dict(os.environ, PYTHONPATH=repo_root))
+        env=dict(os.environ, PYTHONPATH=_REPO_ROOT))
     self.addCleanup(script.stdout.close)
     self.addCleanup(script.wait)
     self.addCleanup(script.kill)
@@ -179,16 +192,10 @@ class WorkerCleanupTest(absltest.TestCase):
   def test_run_started_in_the_background_stops_its_worker(self):
     # `cmd &` in a script starts cmd with SIGINT ignored, which the worker
     # inherited: TFF's SIGINT then never stopped it and the run hung.
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-      result = subprocess.run(
-          [sys.executable, '-c', _BACKGROUND_SCRIPT], capture_output=True,
-          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=repo_root),
-          preexec_fn=_ignore_sigint_and_sigquit, check=False)
-    except subprocess.TimeoutExpired as e:
-      self.fail('a run started with SIGINT ignored hung when TFF stopped its '
-                f'worker; its output: {e.stdout!r}')
-    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    result = _run_script(
+        self, _BACKGROUND_SCRIPT, preexec_fn=_ignore_sigint_and_sigquit,
+        hung='a run started with SIGINT ignored hung when TFF stopped its '
+        'worker')
     workers = [l.split() for l in result.stdout.splitlines()
                if l.startswith('WORKER')]
     self.assertNotEmpty(workers)
@@ -204,26 +211,15 @@ class WorkerCleanupTest(absltest.TestCase):
     # A `preexec_fn` runs Python in a child forked from a process with TFF's
     # and gRPC's threads; a suite run lost such a child to SIGABRT.
     marker = os.path.join(temp_dirs.temp_dir(self), 'forks')
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run(
-        [sys.executable, '-c', _FORK_SCRIPT, marker], capture_output=True,
-        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=repo_root),
-        check=False)
-    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    result = _run_script(self, _FORK_SCRIPT, marker)
     self.assertIn('WORKERS', result.stdout)
     self.assertFalse(os.path.exists(marker),
                      'a worker start ran Python in a forked child')
 
   def test_worker_dead_before_it_answers_raises_instead_of_hanging(self):
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-      result = subprocess.run(
-          [sys.executable, '-c', _DEAD_WORKER_SCRIPT], capture_output=True,
-          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=repo_root),
-          check=False)
-    except subprocess.TimeoutExpired:
-      self.fail('TFF waited forever for a worker that had died')
-    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    result = _run_script(
+        self, _DEAD_WORKER_SCRIPT,
+        hung='TFF waited forever for a worker that had died')
     self.assertRegex(result.stdout,
                      r"RAISED TFF's worker_binary \(pid \d+\) killed by "
                      r'signal 6 before it answered')
