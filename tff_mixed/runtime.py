@@ -38,8 +38,8 @@ SIGKILL)`, set by a small launcher that then execs the worker in its place,
 that happens. TFF starts its worker with `subprocess.Popen` inside
 `executor_factory.local_cpp_executor_factory`; we hand that module a
 `subprocess` whose `Popen` starts the worker through the launcher, without
-editing TFF's files. Linux delivers the signal when the *thread* that started the
-worker ends: TFF starts it from its execution context's event-loop thread,
+editing TFF's files. Linux delivers the signal when the *thread* that started
+the worker ends: TFF starts it from its execution context's event-loop thread,
 which lives as long as the context does (and a context replaced by another
 stops its worker anyway).
 
@@ -154,10 +154,10 @@ def _at_exit() -> None:
 # The launcher every worker this project starts runs first: a new interpreter
 # (`python -I -S`, about 25 ms) that restores the default SIGINT and SIGQUIT
 # (a non-interactive shell's `cmd &` starts both ignored, POSIX; TFF stops its
-# worker with SIGINT),
-# on Linux sets the parent-death signal (prctl(2) option 1, PR_SET_PDEATHSIG:
-# SIGKILL, which survives the exec; if the parent has already died it exits
-# at once), then execs the worker in its place (same pid). Doing this in the
+# worker with SIGINT), on Linux sets the parent-death signal (prctl(2) option
+# 1, PR_SET_PDEATHSIG: SIGKILL, which survives the exec; if the parent has
+# already died it exits at once), then execs the worker in its place (same
+# pid). Doing this in the
 # launcher, not in a `preexec_fn` between fork and exec, keeps Python code out
 # of a child forked from a process full of threads (TFF's, gRPC's): without a
 # `preexec_fn`, `subprocess` spawns with vfork and runs no fork handlers. With
