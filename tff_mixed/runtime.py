@@ -167,8 +167,8 @@ def _at_exit() -> None:
 # argv: parent pid, "1" to die with the parent, the worker's command.
 _LAUNCHER = """\
 import os, signal, sys
-for name in ('SIGINT', 'SIGQUIT'):
-  signal.signal(getattr(signal, name), signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 if sys.argv[2] == '1' and sys.platform.startswith('linux'):
   import ctypes
   libc = ctypes.CDLL(None, use_errno=True)
