@@ -174,11 +174,13 @@ def _zero_all_if_any_non_finite(structure):
     return structure, tf.constant(0, tf.int32)
   all_finite = tf.reduce_all(
       [tf.reduce_all(tf.math.is_finite(t)) for t in flat])
-  zeros = tf.nest.map_structure(tf.zeros_like, structure)
+  # The zeros are made in their branch: outside it they would be filled
+  # for every client, a pass over the model's size each.
   return tf.cond(
       all_finite,
       lambda: (structure, tf.constant(0, tf.int32)),
-      lambda: (zeros, tf.constant(1, tf.int32)),
+      lambda: (tf.nest.map_structure(tf.zeros_like, structure),
+               tf.constant(1, tf.int32)),
   )
 
 
@@ -322,6 +324,68 @@ def build_client_update_fn(model: tff.learning.models.FunctionalModel,
                           metrics_state, num_examples, probe_gradient)
 
   return client_update
+
+
+def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
+                            config: ClientWorkConfig):
+  """`build_client_update_fn` on a client's batches held as tensors.
+
+  The same local steps, metrics, guard and weight, without a dataset: the
+  client's `n` batches of `B` examples arrive stacked (every leaf
+  `[n, B, ...]`), and step `k` trains on batch `k mod n` (with `num_steps`
+  set, the cycling of `repeat().take(num_steps)`; without it, one pass of
+  `n` steps). Written for `tf.vectorized_map` over many clients of equal
+  shape (`client_groups.py`): nothing in it depends on a member's values
+  but its arithmetic, so a cohort's clients train at once, in lockstep.
+  Only the client's own data (`OwnData`): Example Transfer's merge and
+  shuffle are a dataset's.
+
+  Returns:
+    `(optimizer, initial_weights, batches, augmenting_gradient) ->
+    ClientOutput`, pure TF.
+
+  Raises:
+    ValueError: If `config.local_data` is not `OwnData`.
+  """
+  if not isinstance(config.local_data, OwnData):
+    raise ValueError('Training on batches held as tensors needs the '
+                     "client's own data (OwnData), got "
+                     f'{type(config.local_data).__name__}.')
+
+  def batches_update(optimizer, initial_weights, batches,
+                     augmenting_gradient):
+    initial_trainable, non_trainable = initial_weights
+    initial_trainable = tuple(initial_trainable)
+    num_batches = tf.shape(tf.nest.flatten(batches)[0])[0]
+    num_steps = (num_batches if config.num_steps is None else
+                 tf.constant(config.num_steps, tf.int32))
+    trainable_specs = tuple(
+        tf.TensorSpec.from_tensor(w) for w in initial_trainable)
+    initial_state = (
+        initial_trainable,
+        optimizer.initialize(trainable_specs),
+        model.initialize_metrics_state(),
+        tf.constant(0, tf.int64),
+        tf.constant(0, tf.int64),
+        tuple(tf.zeros_like(w) for w in initial_trainable)
+        if config.with_probe_gradient else (),
+    )
+    reduce_fn = _build_step(model, config, optimizer, tuple(non_trainable),
+                            augmenting_gradient)
+
+    def body(k, state):
+      batch = tf.nest.map_structure(lambda b: b[k % num_batches], batches)
+      return k + 1, reduce_fn(state, batch)
+
+    # A client without batches takes no step (as an empty dataset).
+    num_steps = tf.where(num_batches > 0, num_steps, 0)
+    _, (trainable, _, metrics_state, num_examples, _, probe_gradient) = (
+        tf.while_loop(lambda k, _: k < num_steps, body,
+                      (tf.constant(0, tf.int32), initial_state)))
+    return _client_output(model, config, initial_trainable, trainable,
+                          metrics_state, num_examples, probe_gradient)
+
+  return batches_update
 
 
 def build_client_work(
