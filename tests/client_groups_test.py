@@ -39,6 +39,7 @@ import tff_mixed
 from tff_mixed.algorithms import fedavg
 from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups
+from tff_mixed.core import lockstep
 from tff_mixed.core import model_types
 from tff_mixed.models import dual_encoder
 from tff_mixed.training import runner
@@ -165,7 +166,8 @@ def _flat(metrics):
   return runner.flatten_metrics(metrics)
 
 
-class GroupedEqualsPerClientTest(parameterized.TestCase):
+class _SameRuns(parameterized.TestCase):
+  """`_assert_same`: two runs' models and metrics agree, and they trained."""
 
   def _assert_same(self, history):
     initial = history[0][0]
@@ -182,6 +184,9 @@ class GroupedEqualsPerClientTest(parameterized.TestCase):
     # The runs train: the comparison is not between two frozen models.
     self.assertFalse(all(np.allclose(x, y) for x, y in zip(
         initial, history[-1][0])))
+
+
+class GroupedEqualsPerClientTest(_SameRuns):
 
   @parameterized.named_parameters(
       ('fedavg', 'fedavg', {}),
@@ -261,6 +266,87 @@ class GroupedEqualsPerClientTest(parameterized.TestCase):
   def test_federated_select(self, name, reshuffle):
     groups = _movie_clients(reshuffle)
     self._assert_same(_run_both(lambda g: _movie_process(name, g), groups))
+
+
+# Equal clients for the tensor path: 4 examples in 2 batches each, so the
+# 3 local steps cycle back to a client's first batch.
+_EQUAL_SIZES = (4,) * len(_SIZES)
+
+
+def _equal_clients(members_at_once=0, non_finite_client=None):
+  arrays = tu.client_arrays(sizes=_EQUAL_SIZES)
+  if non_finite_client is not None:
+    x, y = arrays[non_finite_client]
+    arrays[non_finite_client] = (np.full_like(x, np.inf), y)
+  return client_groups.ClientGroups(
+      client_groups.array_dataset_fn(arrays, lambda d: d.batch(2)), np.int32,
+      batches_fn=lockstep.array_batches_fn(arrays, 2),
+      members_at_once=members_at_once)
+
+
+class BatchesEqualPerClientTest(_SameRuns):
+  """Members trained from `batches_fn` tensors, in lockstep, as per client."""
+
+  @parameterized.named_parameters(
+      ('fedavg', 'fedavg', 0, {}),
+      ('parallel_training_one_at_once', registry.PARALLEL_TRAINING, 1, {}),
+      ('one_way_gt_diagnostics', registry.ONE_WAY_GT, 2,
+       dict(with_diagnostics=True)),
+      ('two_way_gt', registry.TWO_WAY_GT, 2, {}),
+      ('two_way_gt_fresh', registry.TWO_WAY_GT, 0,
+       dict(augmenting_central_gradient='fresh')),
+      ('uniform_weighting', 'uniform_weighting', 0, {}),
+      ('adaptive_zeroing_clipping', registry.PARALLEL_TRAINING, 2,
+       dict(model_aggregator=_adaptive_zeroing(_adaptive_clipping()))),
+      # The dataset path: transferred examples merge into a dataset.
+      ('example_transfer_reads_datasets', 'example_transfer', 0, {}),
+  )
+  def test_batches(self, name, members_at_once, kwargs):
+    groups = _equal_clients(members_at_once)
+    self._assert_same(_run_both(
+        lambda g: _linear_process(name, g, **kwargs), groups))
+
+  def test_non_finite_member_is_left_out_as_per_client(self):
+    groups = _equal_clients(non_finite_client=1)
+    history = _run_both(lambda g: _linear_process('fedavg', g), groups)
+    self._assert_same(history)
+    # The infinite client reports no examples: 4 clients' 8 examples x 3
+    # steps' batches of 2 (one pass and a step) = 24 per round.
+    examples = _flat(history[0][3])['client_work/train/num_examples']
+    self.assertEqual(examples, 24)
+
+  def test_members_are_not_read_through_datasets(self):
+    groups = _equal_clients()
+
+    def no_dataset(client_id):
+      raise AssertionError(f'dataset_fn called for {client_id}')
+
+    # Traced without a call of dataset_fn: the batches path is taken.
+    process = _linear_process(registry.ONE_WAY_GT,
+                              groups._replace(dataset_fn=no_dataset))
+    state = process.next(process.initialize(),
+                         [np.asarray(g, np.int32) for g in _GROUPS]).state
+    self.assertTrue(np.all(np.isfinite(tu.trainable(process, state)[0])))
+    # Example Transfer merges datasets: it still reads dataset_fn.
+    with self.assertRaisesRegex(AssertionError, 'dataset_fn called'):
+      _linear_process('example_transfer',
+                      groups._replace(dataset_fn=no_dataset))
+
+  def test_batches_fn_of_unequal_clients_is_refused(self):
+    with self.assertRaisesRegex(ValueError, 'same number of examples'):
+      lockstep.array_batches_fn(tu.client_arrays(sizes=(4, 6)), 2)
+    with self.assertRaisesRegex(ValueError, 'multiple of the batch size'):
+      lockstep.array_batches_fn(tu.client_arrays(sizes=(3, 3)), 2)
+
+  def test_bad_batches_settings_are_refused(self):
+    arrays = tu.client_arrays(sizes=(4, 4))
+    fn = client_groups.array_dataset_fn(arrays, lambda d: d.batch(2))
+    with self.assertRaisesRegex(TypeError, 'batches_fn'):
+      client_groups.check_client_groups(
+          client_groups.ClientGroups(fn, np.int32, batches_fn=3))
+    with self.assertRaisesRegex(ValueError, 'members_at_once'):
+      client_groups.check_client_groups(
+          client_groups.ClientGroups(fn, np.int32, members_at_once=-1))
 
 
 class DifferentialPrivacyTest(absltest.TestCase):

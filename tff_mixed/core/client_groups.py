@@ -23,6 +23,11 @@ group's client ids (`int32[?]`, `int64[?]` or `string[?]`), and one
 reading the member's dataset from `ClientGroups.dataset_fn` inside the
 computation, restarting from what the server sent, exactly as the per-client
 client work does (`client_work.build_client_update_fn`, the same function).
+Clients of equal shape can instead give their batches as tensors
+(`ClientGroups.batches_fn`): then `members_at_once` members train in
+lockstep under `tf.vectorized_map` (`lockstep.py`; the same steps on
+tensors), which turns a small model's many tiny steps
+into a few batched ones.
 The group returns what aggregation needs (`GroupOutput`):
 
 *   the weighted mean of its members' updates and their weight total, so
@@ -57,6 +62,7 @@ from tff_mixed.core import aggregators
 from tff_mixed.core import client_work as client_work_lib
 from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select as select_lib
+from tff_mixed.core import lockstep
 from tff_mixed.core import model_types
 
 _ID_DTYPES = (np.int32, np.int64, np.str_)
@@ -76,10 +82,28 @@ class ClientGroups(NamedTuple):
       data) and never built per client in Python.
     id_dtype: The numpy dtype of client ids: `np.int32`, `np.int64` or
       `np.str_`.
+    batches_fn: Optional, for clients of equal shape: `fn(ids) -> batches`,
+      the batches of a group's members at once as tensors, each leaf
+      `[members, n, B, ...]` (every member `n` batches of `B` examples, the
+      batches `dataset_fn` gives, in its order), pure TF like `dataset_fn`.
+      With it, members train from tensors, `members_at_once` of them in
+      lockstep (`tf.vectorized_map`), with no dataset per member: the same
+      steps and numbers up to float summation order (tests/
+      client_groups_test.py; `lockstep.py`, whose `array_batches_fn`
+      builds one from arrays). Used where a member trains on its own data
+      (not with Example Transfer's merge or `federated_select`, which read
+      `dataset_fn`).
+    members_at_once: With `batches_fn`, how many members train in lockstep
+      (0: the whole group). Small models gain most (a group's many small
+      steps become one batched step); a large model's members each stream
+      its weights, so one or a few at a time keep them in cache
+      (BENCHMARKS.md, round_time).
   """
 
   dataset_fn: Callable[[tf.Tensor], tf.data.Dataset]
   id_dtype: Any = np.int32
+  batches_fn: Optional[Callable[[tf.Tensor], Any]] = None
+  members_at_once: int = 0
 
   @property
   def group_type(self) -> tff.TensorType:
@@ -100,6 +124,15 @@ def check_client_groups(client_groups: Any) -> None:
   if np.dtype(client_groups.id_dtype).type not in _ID_DTYPES:
     raise TypeError('`ClientGroups.id_dtype` must be np.int32, np.int64 or '
                     f'np.str_, got {client_groups.id_dtype!r}.')
+  if client_groups.batches_fn is not None and not callable(
+      client_groups.batches_fn):
+    raise TypeError('`ClientGroups.batches_fn` must be callable or None, got '
+                    f'{type(client_groups.batches_fn).__name__}.')
+  members_at_once = client_groups.members_at_once
+  if isinstance(members_at_once, bool) or not isinstance(
+      members_at_once, (int, np.integer)) or members_at_once < 0:
+    raise ValueError('`ClientGroups.members_at_once` must be an int >= 0 '
+                     f'(0: the whole group), got {members_at_once!r}.')
 
 
 def default_clients_per_group(cohort_size: int,
@@ -279,6 +312,14 @@ def _add_member(sums, output, keys, selection, record):
       probe_norm_squared=probe_norm_squared)
 
 
+def trains_from_batches(client_groups: ClientGroups,
+                        config: client_work_lib.ClientWorkConfig,
+                        selection: Any = None) -> bool:
+  """Whether a group's members train from `client_groups.batches_fn`."""
+  return (client_groups.batches_fn is not None and selection is None
+          and isinstance(config.local_data, client_work_lib.OwnData))
+
+
 def build_group_work(
     model: tff.learning.models.FunctionalModel,
     distributor: distributors.Distributor,
@@ -296,7 +337,10 @@ def build_group_work(
   `member_records` (an aggregator that acts on each client's update,
   `group_aggregation.build_group_aggregator`), `P` are what the server sends
   for it (e.g. the clipping norm) and each member's update and weight also
-  become a record (e.g. the clipped, weighted update) the group sums.
+  become a record (e.g. the clipped, weighted update) the group sums. With
+  `client_groups.batches_fn` and members training on their own data
+  (`trains_from_batches`), members read their batches at once and train
+  `client_groups.members_at_once` at a time in lockstep.
 
   Args:
     model: The global model.
@@ -312,6 +356,9 @@ def build_group_work(
   client_update = client_work_lib.build_client_update_fn(
       distributor.client_model, config)
   selection = distributor.selection
+  from_batches = trains_from_batches(client_groups, config, selection)
+  batches_update = (client_work_lib.build_batches_update_fn(
+      distributor.client_model, config) if from_batches else None)
   extra = [] if member_records is None else [member_records.parameters_type]
   parameter = tff.StructWithPythonType(
       [*distributor.client_types, *extra, client_groups.group_type], list)
@@ -342,9 +389,17 @@ def build_group_work(
     zero_record = (None if member_records is None else record(tuple(
         tf.zeros(s.shape, s.dtype)
         for s in model_types.trainable_specs(model)), tf.constant(0.0)))
-    _, sums = tf.while_loop(
-        lambda i, _: i < tf.size(ids), body,
-        (tf.constant(0), _zero_sums(model, config, selection, zero_record)))
+    zero = _zero_sums(model, config, selection, zero_record)
+    if from_batches:
+      # What the server sent is the same for every member (no selection,
+      # no transferred examples): received once, for the whole group.
+      sums = lockstep.train_members(
+          batches_update, optimizer, distributor.receive(received, None),
+          client_groups.batches_fn(ids), client_groups.members_at_once,
+          None if member_records is None else record, zero)
+    else:
+      _, sums = tf.while_loop(lambda i, _: i < tf.size(ids), body,
+                              (tf.constant(0), zero))
     return sums._replace(
         update=tuple(tf.math.divide_no_nan(u, sums.update_weight)
                      for u in sums.update),

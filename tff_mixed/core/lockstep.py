@@ -1,0 +1,182 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A client group's members trained in lockstep, from tensors.
+
+`client_groups.py` trains a group's members one after another, each from a
+dataset. For clients of equal shape, whose batches a `ClientGroups.batches_fn`
+gives as tensors (`array_batches_fn` for in-memory arrays), this module
+trains several members at once: `tf.vectorized_map` turns the per-client
+steps (`client_work.build_batches_update_fn`) into batched ones, so that a
+small model's many tiny matrix products become a few large ones, and no
+member needs a dataset or an iterator. The arithmetic per member is the
+per-client process's; only the order of the group's sums changes
+(tests/client_groups_test.py, `BatchesEqualPerClientTest`).
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+
+
+def array_batches_fn(
+    client_arrays: Sequence[Any],
+    batch_size: int) -> Callable[[tf.Tensor], Any]:
+  """A `ClientGroups.batches_fn` over in-memory clients of equal shape.
+
+  The tensor twin of `array_dataset_fn(client_arrays, lambda d:
+  d.batch(batch_size))`: every client holds the same number of examples, a
+  multiple of `batch_size`, so each is `n` full batches, and the group
+  computation gathers its members' batches from one constant per leaf.
+
+  Args:
+    client_arrays: Per client, a structure of numpy arrays with one row per
+      example (the same structure and shapes for every client).
+    batch_size: Examples per batch.
+
+  Returns:
+    `batches_fn(ids)` for int32 or int64 ids: each leaf `[len(ids), n,
+    batch_size, ...]`.
+
+  Raises:
+    ValueError: If clients differ in size or a size is not a positive
+      multiple of `batch_size`.
+  """
+  if not client_arrays:
+    raise ValueError('`client_arrays` must hold at least one client.')
+  sizes = {len(tf.nest.flatten(a)[0]) for a in client_arrays}
+  size = sizes.pop()
+  if sizes or size == 0 or size % batch_size:
+    raise ValueError('Clients held as batches must all hold the same '
+                     'number of examples, a positive multiple of the batch '
+                     f'size {batch_size}; got sizes {sorted(sizes | {size})}.')
+  stacked = tf.nest.map_structure(
+      lambda *leaves: np.stack([
+          leaf.reshape((size // batch_size, batch_size) + leaf.shape[1:])
+          for leaf in leaves]), *client_arrays)
+
+  def batches_fn(ids):
+    ids = tf.cast(ids, tf.int64)
+    return tf.nest.map_structure(lambda a: tf.gather(tf.constant(a), ids),
+                                 stacked)
+
+  return batches_fn
+
+
+def _stacked(value, like, count):
+  """`value` with a leading axis of `count` members, `like` one member's.
+
+  `tf.vectorized_map` returns a value that is the same for every member
+  (e.g. the example count of equal clients) unstacked; it is repeated.
+  """
+  if value.shape.rank == like.shape.rank + 1:
+    return value
+  return tf.broadcast_to(value, tf.concat([[count], tf.shape(value)], 0))
+
+
+def _add_members(sums, outputs, records, count):
+  """`sums` plus `count` members' `ClientOutput`s stacked by `vectorized_map`.
+
+  What `client_groups`' member loop adds one member at a time, taken over
+  the stack at once: `sums` is the group's `GroupOutput` of sums (its update
+  unnormalized), without `federated_select`'s rows.
+  """
+
+  def stacked(value, like):
+    return _stacked(value, like, count)
+
+  weights = stacked(outputs.update_weight, sums.update_weight)
+
+  def total(value, like):
+    return like + tf.reduce_sum(stacked(value, like), axis=0)
+
+  def weighted_total(value, like):
+    value = stacked(value, like)
+    shape = tf.concat([[count], tf.ones([like.shape.rank], tf.int32)], 0)
+    return like + tf.reduce_sum(tf.reshape(weights, shape) * value, axis=0)
+
+  probe, probe_norm_squared = (), ()
+  if sums.probe_gradient:
+    probe = tuple(total(p, s) for s, p in zip(sums.probe_gradient,
+                                              outputs.probe_gradient))
+    probe_norm_squared = total(outputs.probe_norm_squared,
+                               sums.probe_norm_squared)
+  return sums._replace(
+      update=tuple(weighted_total(u, s)
+                   for s, u in zip(sums.update, outputs.update)),
+      update_weight=total(weights, sums.update_weight),
+      metrics=tf.nest.map_structure(lambda s, m: total(m, s), sums.metrics,
+                                    outputs.metrics),
+      probe_gradient=probe,
+      num_clients=sums.num_clients + tf.cast(count, tf.float32),
+      records=(() if records is None else tf.nest.map_structure(
+          lambda s, r: total(r, s), sums.records, records)),
+      probe_norm_squared=probe_norm_squared)
+
+
+def train_members(batches_update: Callable[..., Any], optimizer: Any,
+                  received: Any, batches: Any, members_at_once: int,
+                  record: Optional[Callable[[Any, Any], Any]],
+                  zero: Any) -> Any:
+  """The group's sums after training its members in lockstep.
+
+  Args:
+    batches_update: `client_work.build_batches_update_fn`'s function.
+    optimizer: CLIENTOPTIMIZER.
+    received: The `distributors.ClientInputs` every member trains from (its
+      weights and augmenting gradient; the same for all members).
+    batches: The members' batches, each leaf `[members, n, B, ...]`.
+    members_at_once: Members per `tf.vectorized_map` (0: all).
+    record: `fn(update, weight) -> record` of an aggregator that acts on
+      each client's update, or `None`.
+    zero: The group's zero sums (`client_groups.GroupOutput`), with a zero
+      record when `record` is given.
+
+  Returns:
+    `zero` plus every member's output, as `client_groups`' member loop sums
+    them.
+  """
+  num_members = tf.shape(tf.nest.flatten(batches)[0])[0]
+  chunk = (tf.maximum(num_members, 1) if members_at_once == 0 else
+           tf.constant(members_at_once, tf.int32))
+
+  def train(member_batches):
+    return batches_update(optimizer, received.weights, member_batches,
+                          received.augmenting_gradient)
+
+  def records_of(outputs, count):
+    if record is None:
+      return None
+    # One member at a time: the aggregators' records (norms, quantile
+    # counts) come out of `tf.vectorized_map` with wrong static shapes.
+    updates = tuple(_stacked(u, like, count)
+                    for u, like in zip(outputs.update, zero.update))
+    weights = _stacked(outputs.update_weight, zero.update_weight, count)
+    return tf.map_fn(
+        lambda uw: record(uw[0], uw[1]), (updates, weights),
+        fn_output_signature=tf.nest.map_structure(tf.TensorSpec.from_tensor,
+                                                  zero.records))
+
+  def body(start, sums):
+    stop = tf.minimum(start + chunk, num_members)
+    outputs = tf.vectorized_map(
+        train, tf.nest.map_structure(lambda b: b[start:stop], batches))
+    return stop, _add_members(sums, outputs,
+                              records_of(outputs, stop - start),
+                              stop - start)
+
+  _, sums = tf.while_loop(lambda i, _: i < num_members, body,
+                          (tf.constant(0), zero))
+  return sums
