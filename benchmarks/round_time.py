@@ -108,6 +108,8 @@ from benchmarks import round_reports
 from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import example_store
+from tff_mixed.core import lockstep
+from tff_mixed.core import multi_round
 from experiments.common import grouping
 from experiments.common import markdown_sections
 from tff_mixed.models import dense
@@ -145,6 +147,18 @@ _MODELS = flags.DEFINE_list(
     'Models to benchmark, in this order: small (--input_dim, '
     '--hidden_units) and celeba (84x84x3 = 21168 inputs -> 64 -> 1).')
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+_ROUNDS_PER_CALL = flags.DEFINE_integer(
+    'rounds_per_call', 1,
+    'Grouped rows: rounds per TFF call (`multi_round.'
+    'build_multi_round_next`: the state stays in TFF\'s worker between '
+    'them, as when nothing is evaluated between rounds); times are per '
+    'round. Per-client rows always run one round a call.', lower_bound=1)
+_MEMBERS_AT_ONCE = flags.DEFINE_list(
+    'members_at_once', ['small=0'],
+    'Per model, `model=n`: grouped rows train their members from tensors '
+    '(`ClientGroups.batches_fn`), n at once in lockstep (0: the whole '
+    'group); a model not listed reads a dataset per member '
+    '(`ClientGroups.dataset_fn` only).')
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _LOCAL_WORKERS = flags.DEFINE_integer(
@@ -237,7 +251,9 @@ _MEMORY_OUTPUT = flags.DEFINE_string(
 
 # Flags that define the workload; memory subprocesses get the parent's values.
 _WORKLOAD_FLAGS = (_INPUT_DIM, _HIDDEN_UNITS, _CLIENT_STEPS,
-                   _CLIENTS_PER_GROUP, _CLIENT_BATCH_SIZE, _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
+                   _CLIENTS_PER_GROUP, _MEMBERS_AT_ONCE, _ROUNDS_PER_CALL,
+                   _CLIENT_BATCH_SIZE,
+                   _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
                    _TRANSFER_EXAMPLES, _CLIENT_LEARNING_RATE, _SEED,
                    _MEMORY_ROUNDS)
 
@@ -292,6 +308,8 @@ class Workload(NamedTuple):
   transfer_examples: int
   learning_rate: float
   clients_per_group: int
+  members_at_once: Optional[int]
+  rounds_per_call: int
   seed: int
 
 
@@ -327,6 +345,46 @@ def model_dims(model_name: str) -> tuple[int, tuple[int, ...]]:
   return dims
 
 
+def members_at_once(model_name: str) -> Optional[int]:
+  """`--members_at_once` of `model_name`, or `None` if it is not listed."""
+  for item in _MEMBERS_AT_ONCE.value:
+    name, _, value = item.partition('=')
+    if name == model_name:
+      try:
+        count = int(value)
+      except ValueError:
+        count = -1
+      if count < 0:
+        raise app.UsageError(f'--members_at_once: {item!r} is not model=n '
+                             'with n >= 0.')
+      return count
+  return None
+
+
+def _rounds_per_call_text(rounds: int) -> str:
+  """The Modes line's words for `--rounds_per_call`."""
+  if rounds == 1:
+    return ''
+  return (f'; {rounds} rounds in each TFF call '
+          '(`multi_round.build_multi_round_next`, the state left in TFF\'s '
+          'worker between them; tests/multi_round_test.py), its times '
+          f'divided by {rounds}')
+
+
+def _members_at_once_text(settings: list[str]) -> str:
+  """The Modes line's words for `--members_at_once` (`settings`)."""
+  if not settings:
+    return '; each member through a dataset (`ClientGroups.dataset_fn`)'
+  listed = ', '.join(
+      f'{name}: {"the whole group" if value == "0" else value} at once'
+      for name, _, value in (item.partition('=') for item in settings))
+  return ('; members read as tensors (`ClientGroups.batches_fn`, every '
+          'member the same K batches) and trained in lockstep by '
+          f'`tf.vectorized_map` (`--members_at_once`: {listed}), except '
+          "Example Transfer's, whose transferred examples merge into a "
+          'dataset per member')
+
+
 def make_workload(model_name: str = 'small') -> Workload:
   """Builds the model and central data set of `model_name` from the flags."""
   input_dim, hidden_units = model_dims(model_name)
@@ -353,6 +411,8 @@ def make_workload(model_name: str = 'small') -> Workload:
       transfer_examples=_TRANSFER_EXAMPLES.value,
       learning_rate=_CLIENT_LEARNING_RATE.value,
       clients_per_group=_CLIENTS_PER_GROUP.value,
+      members_at_once=members_at_once(model_name),
+      rounds_per_call=_ROUNDS_PER_CALL.value,
       seed=_SEED.value,
   )
 
@@ -415,7 +475,10 @@ def build_process(name: str, workload: Workload,
   if name.endswith(GROUPED):
     name = name[:-len(GROUPED)]
     client_groups = tff_mixed.ClientGroups(
-        _group_dataset_fn(workload, cohort), np.int32)
+        _group_dataset_fn(workload, cohort), np.int32,
+        batches_fn=(_group_batches_fn(workload, cohort)
+                    if workload.members_at_once is not None else None),
+        members_at_once=workload.members_at_once or 0)
   # Mixed algorithms take exactly K local steps (2-way GT requires it). The
   # per-client FedAvg row is TFF's FedAvg, the reference: it gets no
   # client_steps (the registry would build the composed FedAvg), and with
@@ -449,16 +512,43 @@ def _group_dataset_fn(workload: Workload, cohort: Cohort):
   return dataset_fn
 
 
+def _group_batches_fn(workload: Workload, cohort: Cohort):
+  """`batches_fn(ids)` of a grouped row: its members' K batches at once."""
+  batch = workload.client_batch_size
+  if cohort.store is None:
+    return lockstep.array_batches_fn(
+        [client_arrays(cohort.x, cohort.y, c) for c in range(len(cohort.x))],
+        batch)
+  k = workload.client_steps
+
+  def batches_fn(ids):
+    rows = tf.cast(ids, tf.int64)[:, None] * (k * batch) + tf.range(
+        k * batch, dtype=tf.int64)[None, :]
+    examples = cohort.store.read(tf.reshape(rows, [-1]))
+    return tf.nest.map_structure(
+        lambda a: tf.reshape(a, tf.concat([[-1, k, batch], tf.shape(a)[1:]],
+                                          0)), examples)
+
+  return batches_fn
+
+
 class _ProcessRunner:
-  """Runs rounds of a TFF `LearningProcess`, per client or in groups."""
+  """Runs rounds of a TFF `LearningProcess`, per client or in groups.
+
+  Grouped rows run `workload.rounds_per_call` rounds in each TFF call
+  (`multi_round.build_multi_round_next`); `rounds` says how many a
+  `run_round` runs, so that times are per round.
+  """
 
   def __init__(self, name: str, workload: Workload):
     self._name = name
     self._workload = workload
     self._grouped = name.endswith(GROUPED)
     self._process = None
+    self._next = None
     self._state = None
     self._data = None
+    self.rounds = workload.rounds_per_call if self._grouped else 1
 
   def build(self, cohort: Cohort) -> bool:
     """Builds the process for `cohort`; False if the one built serves."""
@@ -466,6 +556,12 @@ class _ProcessRunner:
       return False
     # A group's dataset_fn holds its cohort's arrays: one process a cohort.
     self._process = build_process(self._name, self._workload, cohort)
+    process = self._process
+    self._next = lambda state, data: process.next(state, data).state
+    if self.rounds > 1:
+      multi = multi_round.build_multi_round_next(process.next, self.rounds)
+      self._next = lambda state, data: multi(
+          state, [data] * self.rounds)['state']
     return True
 
   def initialize(self, cohort: Cohort) -> None:
@@ -476,7 +572,7 @@ class _ProcessRunner:
   def run_round(self) -> None:
     # TFF's synchronous context returns materialized (numpy) values, so the
     # round has finished when `next` returns.
-    self._state = self._process.next(self._state, self._data).state
+    self._state = self._next(self._state, self._data)
 
 
 class _FloorRunner:
@@ -589,7 +685,9 @@ def _timed_round(runner) -> RoundSample:
   wall = time.perf_counter() - start
   cpu = time.process_time() - cpu_start
   worker_cpu = sum(_cpu_seconds(p) for p in workers) - worker_cpu_start
-  return RoundSample(wall, cpu, worker_cpu)
+  # Per round, where one call runs several.
+  rounds = getattr(runner, 'rounds', 1)
+  return RoundSample(wall / rounds, cpu / rounds, worker_cpu / rounds)
 
 
 # --- Timing: all algorithms interleaved in this process. ---
@@ -956,7 +1054,10 @@ def render_markdown(report: dict[str, Any]) -> str:
       'per core), each group training its members in one TF computation '
       'that reads their batches itself (small model: from constants, '
       '`client_groups.array_dataset_fn`; CelebA-size: from an `ExampleStore` '
-      'of the cohort, files). The same model and metrics either way '
+      'of the cohort, files)'
+      + _members_at_once_text(config.get('members_at_once', []))
+      + _rounds_per_call_text(config.get('rounds_per_call', 1)) +
+      '. The same model and metrics either way '
       '(tests/client_groups_test.py).'
       + ('' if config.get('per_client', True) else
          ' Per-client rows not timed here (`--per_client=false`; the '
@@ -1083,6 +1184,8 @@ def _config() -> dict[str, Any]:
       models=list(_MODELS.value),
       clients_per_round=[int(c) for c in _CLIENTS_PER_ROUND.value],
       clients_per_group=_CLIENTS_PER_GROUP.value,
+      members_at_once=list(_MEMBERS_AT_ONCE.value),
+      rounds_per_call=_ROUNDS_PER_CALL.value,
       warmup_rounds=_WARMUP_ROUNDS.value,
       timed_rounds=_TIMED_ROUNDS.value,
       input_dim=_INPUT_DIM.value,

@@ -137,7 +137,7 @@ class RoundTimeTest(absltest.TestCase):
         '--models=small', '--clients_per_round=2,4', '--clients_per_group=2',
         '--algorithms=fedavg,parallel_training,compute_floor',
         '--warmup_rounds=1', '--timed_rounds=1', '--input_dim=4',
-        '--hidden_units=4', '--section=scale'])
+        '--hidden_units=4', '--section=scale', '--rounds_per_call=2'])
 
     self.assertEqual(list(report['models']), ['small'])
     self.assertEqual(report['config']['floor_goal'], 1.5)
@@ -182,6 +182,10 @@ class RoundTimeTest(absltest.TestCase):
     self.assertIn('Compute floor of Parallel Training (plain `tf.function`)',
                   text)
     self.assertIn('Where the time goes', text)
+    # Grouped rows: members from tensors in lockstep, 2 rounds a TFF call.
+    self.assertEqual(report['config']['rounds_per_call'], 2)
+    self.assertIn('small: the whole group at once', text)
+    self.assertIn('2 rounds in each TFF call', text)
     self.assertIn('| Algorithm | small, per-client, 4 clients | small, '
                   'grouped, 4 clients |', text)
     section = text.split('<!-- END scale -->')[0].rstrip()
