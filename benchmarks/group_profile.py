@@ -94,6 +94,8 @@ flags.FLAGS.set_default('output_json',
                         os.path.join('benchmarks', 'results',
                                      'group_profile.json'))
 flags.FLAGS.set_default('timed_rounds', 7)
+# The dataset path taken apart: groups read each member through a dataset.
+flags.FLAGS.set_default('members_at_once', [])
 
 _LABELS = collections.OrderedDict([
     ('grouped_round', 'grouped FedAvg round through TFF (as round_time)'),
@@ -118,6 +120,10 @@ _LABELS = collections.OrderedDict([
      'parallel threads'),
     ('tff_fixed', 'TFF: mean(broadcast(model)) over the groups, no '
      'training'),
+    ('floor_in_tff', "compute floor in TFF's worker (the same graph as a "
+     'TFF computation, the clients\' batches its arguments)'),
+    ('floor_in_tff_arguments', "TFF's worker: those arguments in, a scalar "
+     'out, no training'),
 ])
 
 
@@ -308,7 +314,26 @@ def _group_probes(workload, cohort, groups: list[np.ndarray]) -> list[_Probe]:
   group_arrays = [
       (trainable, tf.constant(cohort.x[g]), tf.constant(cohort.y[g]))
       for g in groups]
+  batches_type = (tff.TensorType(np.float32, cohort.x.shape),
+                  tff.TensorType(np.float32, cohort.y.shape))
+  trainable_type = tff.to_type(tuple(
+      tff.TensorType(w.dtype, w.shape) for w in trainable))
+
+  @tff.tensorflow.computation(trainable_type, *batches_type)
+  def floor_in_tff(weights, x, y):
+    return floor_fn(tuple(weights), x, y)
+
+  @tff.tensorflow.computation(trainable_type, *batches_type)
+  def arguments_in_tff(weights, x, y):
+    # Reads a value of each argument, so that all of them are delivered.
+    return (tf.reduce_sum(weights[0][0]) + tf.reduce_sum(x[0, 0, 0])
+            + tf.reduce_sum(y[0, 0, 0]))
+
   return [
+      _Probe('floor_in_tff',
+             lambda: floor_in_tff(trainable, cohort.x, cohort.y)),
+      _Probe('floor_in_tff_arguments',
+             lambda: arguments_in_tff(trainable, cohort.x, cohort.y)),
       _Probe('group_work_threads', _in_threads(group_work, group_args)),
       _Probe('group_work_sequential', _one_by_one(group_work, group_args)),
       _Probe('group_call', _one_by_one(group_work, no_members)),
@@ -425,6 +450,7 @@ def _where_line(cohort: dict[str, Any]) -> str:
   without_data = p['grouped_round'] * (
       1.0 - shares['wall']['member_tf_data'])
   floor = max(p['floor'], 1e-9)
+  in_tff = p['floor_in_tff'] - p['floor_in_tff_arguments']
   return (
       'Where a grouped round\'s time goes (shares of the grouped round, '
       f'wall / CPU; {groups} groups of ~{n / max(groups, 1):.0f}): the SGD '
@@ -450,7 +476,10 @@ def _where_line(cohort: dict[str, Any]) -> str:
       f'{p["grouped_round"] / floor:.1f}x now): the round less its share '
       'of per-member tf.data. A call of a group computation from Python '
       f'with no members takes {p["group_call"] / groups:.4f} s (taken off '
-      'the called rows above).')
+      'the called rows above). The floor\'s own graph run in TFF\'s worker '
+      f'takes {in_tff:.4f} s beyond delivering its arguments, '
+      f'{in_tff / floor:.2f}x the floor in this process: what the worker '
+      'adds to the same arithmetic, before any TFF wiring.')
 
 
 def _cohort_lines(model_name: str, result: dict[str, Any]) -> list[str]:

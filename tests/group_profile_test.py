@@ -26,7 +26,8 @@ from tests import binary_runs
 _ROWS = ['grouped_round', 'group_work_threads', 'group_work_sequential',
          'group_call', 'member_loop', 'member_datasets', 'member_iterators',
          'member_batches_no_iterator', 'member_rows', 'group_tensors',
-         'floor', 'floor_threads', 'tff_fixed']
+         'floor', 'floor_threads', 'tff_fixed', 'floor_in_tff',
+         'floor_in_tff_arguments']
 
 
 @binary_runs.runs_binaries
@@ -45,6 +46,8 @@ class GroupProfileTest(absltest.TestCase):
     self.assertIn('### celeba model (input 21168, hidden [64]): 3 clients',
                   text)
     self.assertEqual(text.count("Where a grouped round's time goes (shares"), 2)
+    self.assertEqual(text.count("The floor's own graph run in TFF's worker "
+                                'takes'), 2)
 
     self.assertEqual(list(report['models']), ['small', 'celeba'])
     for model_name, result in report['models'].items():
