@@ -83,6 +83,12 @@ class MultiRoundTest(absltest.TestCase):
     self.assertEqual(multi.type_signature.result.state, state_type)
     self.assertLen(multi.type_signature.result.metrics, 2)
 
+  def test_a_call_stops_where_the_state_is_needed(self):
+    last = lambda r: multi_round.last_round_of_call(r, 3, 9, [4, 6])
+    # Rounds 1-3, 4 (a multiple of 4), 5-6 (of 6), 7-8 (of 4), 9 (the end).
+    self.assertEqual([last(r) for r in (1, 4, 5, 7, 9)], [3, 4, 6, 8, 9])
+    self.assertEqual(multi_round.last_round_of_call(5, 1, 9, []), 5)
+
   def test_bad_arguments_are_refused(self):
     process = _process()
     for rounds in (0, -1, 1.5, True):

@@ -26,6 +26,7 @@ import shutil
 import signal
 import tempfile
 import textwrap
+from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
@@ -38,6 +39,7 @@ from tests import preloaded_python
 from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed import remote as remote_lib
+from tff_mixed.core import multi_round
 from tff_mixed.training import checkpoints as checkpoints_lib
 from tff_mixed.training import runner as runner_lib
 
@@ -337,6 +339,57 @@ class DivergenceAndValidationTest(absltest.TestCase):
     rows = _read_csv(os.path.join(self.root, 'results', 'run', 'metrics.csv'))
     self.assertEqual([r['round_num'] for r in rows], ['1', '2'])
 
+  def test_rounds_per_call_gives_the_same_run(self):
+    process = tff_mixed.build_one_way_gradient_transfer(
+        tu.linear_model(),
+        tff_mixed.central_data_objective(tu.central_arrays()), tu.sgd(0.1),
+        central_batch_size=4)
+    datasets = tu.to_datasets(tu.client_arrays(sizes=(4, 6, 2)), 2)
+
+    def evaluation_fn(weights):
+      return {'weight_sum': float(sum(np.sum(w) for w in weights.trainable))}
+
+    built = []
+    build = multi_round.build_multi_round_next
+
+    def counting_build(next_fn, rounds):
+      built.append(rounds)
+      return build(next_fn, rounds)
+
+    runs = {}
+    for rounds_per_call in (1, 3):
+      root = os.path.join(self.root, str(rounds_per_call))
+      with mock.patch.object(multi_round, 'build_multi_round_next',
+                             counting_build):
+        result = tff_mixed.run_training(
+            process, client_data_fn=lambda r: datasets, total_rounds=9,
+            root_output_dir=root, experiment_name='run', hparams={},
+            rounds_per_checkpoint=4, evaluation_fn=evaluation_fn,
+            rounds_per_evaluation=4, progress=False,
+            rounds_per_call=rounds_per_call)
+      runs[rounds_per_call] = (
+          result, _read_csv(os.path.join(root, 'results', 'run',
+                                         'metrics.csv')),
+          sorted(os.listdir(os.path.join(root, 'checkpoints', 'run'))))
+    # Calls stop where the state is needed (rounds 4 and 8 are checkpointed
+    # and evaluated): rounds 1-3, 4, 5-7, 8, 9; one chained computation.
+    self.assertEqual(built, [3])
+    (one, one_rows, one_saved), (three, three_rows, three_saved) = (
+        runs[1], runs[3])
+    self.assertEqual(one_saved, three_saved)
+    self.assertEqual([r['round_num'] for r in three_rows],
+                     [str(r) for r in range(1, 10)])
+    for a, b in zip(one_rows, three_rows):
+      self.assertEqual(sorted(a), sorted(b))
+      for key in a:
+        if a[key]:
+          np.testing.assert_allclose(float(b[key]), float(a[key]),
+                                     rtol=1e-6, err_msg=key)
+        else:
+          self.assertEqual(b[key], '', key)
+    for a, b in zip(_final_weights(one), _final_weights(three)):
+      np.testing.assert_allclose(b, a, rtol=1e-6)
+
   def test_bad_arguments(self):
     process = tff.learning.algorithms.build_weighted_fed_avg(
         tu.linear_model(), client_optimizer_fn=tu.sgd(0.1))
@@ -344,6 +397,9 @@ class DivergenceAndValidationTest(absltest.TestCase):
                   experiment_name='x', hparams={})
     with self.assertRaisesRegex(ValueError, '`total_rounds`'):
       tff_mixed.run_training(process, total_rounds=0, **common)
+    with self.assertRaisesRegex(ValueError, '`rounds_per_call`'):
+      tff_mixed.run_training(process, total_rounds=1, rounds_per_call=0,
+                             **common)
     with self.assertRaisesRegex(ValueError, '`rounds_per_checkpoint`'):
       tff_mixed.run_training(process, total_rounds=1, rounds_per_checkpoint=-1,
                              **common)

@@ -26,8 +26,22 @@ front. The rounds, and so the state and each round's metrics, are those of
 """
 
 import collections
+from collections.abc import Sequence
+import math
 
 import tensorflow_federated as tff
+
+
+def last_round_of_call(first_round: int, rounds_per_call: int,
+                       total_rounds: int, state_every: Sequence[int]) -> int:
+  """The last round of a call that starts at `first_round`.
+
+  At most `rounds_per_call` rounds, not past `total_rounds`, and ending at
+  the first round whose state is needed: a multiple of any of
+  `state_every` (e.g. the checkpoint and evaluation intervals).
+  """
+  end = min(total_rounds, first_round + rounds_per_call - 1)
+  return min([end] + [math.ceil(first_round / n) * n for n in state_every])
 
 
 def build_multi_round_next(next_fn: tff.Computation,

@@ -59,6 +59,7 @@ import tqdm
 
 from tff_mixed import runtime
 from tff_mixed.core import client_groups
+from tff_mixed.core import multi_round
 from tff_mixed.training import checkpoints as checkpoints_lib
 from tff_mixed.training import reports
 
@@ -246,6 +247,7 @@ def run_training(
     keep_checkpoints: int = 3,
     round_end_fn: Optional[Callable[[int], None]] = None,
     clients_per_group: int = 0,
+    rounds_per_call: int = 1,
 ) -> RunResult:
   """Trains `process` for `total_rounds`, resuming from its checkpoints.
 
@@ -274,6 +276,14 @@ def run_training(
       them into (`client_groups.split_cohort`); 0, the default, makes one
       group per core. Ignored for other processes and for data already
       grouped.
+    rounds_per_call: Rounds run in one TFF call
+      (`multi_round.build_multi_round_next`), where nothing happens between
+      them: a call stops at a round that is checkpointed or evaluated, so
+      those see the state as before. Each round's metrics are released as
+      before; the model's finiteness is checked at the end of a call. The
+      same numbers as one round a call, faster where TFF's cost per call is
+      a large share of a round (small models in client groups). Rounds with
+      different numbers of CLIENTS members run one a call.
 
   Returns:
     A `RunResult`.
@@ -291,7 +301,8 @@ def run_training(
   _check_run_args(process, clients_per_group, total_rounds=total_rounds,
                   rounds_per_checkpoint=rounds_per_checkpoint,
                   rounds_per_evaluation=rounds_per_evaluation,
-                  keep_checkpoints=keep_checkpoints)
+                  keep_checkpoints=keep_checkpoints,
+                  rounds_per_call=rounds_per_call)
   dirs = prepare_run(root_output_dir, experiment_name, hparams)
   checkpointer = checkpoints_lib.Checkpointer(
       dirs['checkpoints'], fingerprint=hparams, keep_total=keep_checkpoints)
@@ -307,14 +318,14 @@ def run_training(
           key_fieldname=ROUND_KEY),
       tff.program.TensorBoardReleaseManager(dirs['logdir']),
   ])
-  last_good = [start_round if start_round else None]
-  last_round = [start_round]
+  last_good, last_round = [start_round if start_round else None], [start_round]
 
-  def next_fn(state, round_num):
-    output = process.next(state, _grouped(process, client_data_fn(round_num),
-                                          clients_per_group))
-    return (output.state, flatten_metrics(output.metrics, 'train/'),
-            process.get_model_weights(output.state))
+  # A call stops at a round whose state is needed.
+  state_every = [rounds_per_checkpoint] + (
+      [] if evaluation_fn is None else [rounds_per_evaluation])
+  next_fn = _chained_next_fn(process, client_data_fn, clients_per_group, (
+      lambda r: multi_round.last_round_of_call(r, rounds_per_call,
+                                               total_rounds, state_every)))
 
   def diverged(round_num, bad):
     where = (f'checkpoint {last_good[0]} in {dirs["checkpoints"]}'
@@ -349,6 +360,45 @@ def run_training(
   return RunResult(state=state, history=history, resumed_from=start_round,
                    metrics_path=metrics_path,
                    checkpoint_dir=dirs['checkpoints'])
+
+
+def _chained_next_fn(process, client_data_fn: Callable[[int], Any],
+                     clients_per_group: int,
+                     call_end: Callable[[int], int]):
+  """`run_rounds`' `next_fn`, running rounds `r..call_end(r)` a TFF call.
+
+  It hands them out one by one: the rounds before the last get their
+  metrics, no state (`None`: `call_end` stops at checkpoints) and no
+  weights to check; the last gets the state and the weights.
+  """
+  pending = {}
+  chained = {}
+
+  def next_fn(state, round_num):
+    if round_num in pending:
+      return pending.pop(round_num)
+    rounds = range(round_num, call_end(round_num) + 1)
+    data = [_grouped(process, client_data_fn(r), clients_per_group)
+            for r in rounds]
+    if len(rounds) == 1 or len({len(d) for d in data}) > 1:
+      # One round a call (also when cohorts differ in CLIENTS members,
+      # which one TFF call cannot take).
+      output = process.next(state, data[0])
+      rounds, final, metrics = rounds[:1], output.state, [output.metrics]
+    else:
+      if len(rounds) not in chained:
+        chained[len(rounds)] = multi_round.build_multi_round_next(
+            process.next, len(rounds))
+      output = chained[len(rounds)](state, data)
+      final, metrics = output['state'], output['metrics']
+    for r, round_metrics in zip(rounds, metrics):
+      last = r == rounds[-1]
+      pending[r] = (final if last else None,
+                    flatten_metrics(round_metrics, 'train/'),
+                    process.get_model_weights(final) if last else ())
+    return pending.pop(round_num)
+
+  return next_fn
 
 
 def _grouped(process, client_data: Any, clients_per_group: int) -> Any:
