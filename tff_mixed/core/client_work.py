@@ -248,6 +248,23 @@ def _build_step(model, config: ClientWorkConfig, optimizer, non_trainable,
   return reduce_fn
 
 
+def _initial_state(model, config: ClientWorkConfig, optimizer,
+                   initial_trainable):
+  """The local loop's state before the first step (`_build_step`'s)."""
+  trainable_specs = tuple(
+      tf.TensorSpec.from_tensor(w) for w in initial_trainable)
+  return (
+      initial_trainable,
+      optimizer.initialize(trainable_specs),
+      model.initialize_metrics_state(),
+      tf.constant(0, tf.int64),
+      tf.constant(0, tf.int64),
+      # Zeros for a client without data.
+      tuple(tf.zeros_like(w) for w in initial_trainable)
+      if config.with_probe_gradient else (),
+  )
+
+
 def _client_output(model, config: ClientWorkConfig, initial_trainable,
                    trainable, metrics_state, num_examples, probe_gradient):
   """The update, its weight and the metrics, guarded against non-finites."""
@@ -304,18 +321,8 @@ def build_client_update_fn(model: tff.learning.models.FunctionalModel,
     non_trainable = tuple(non_trainable)
     dataset = _training_dataset(config, dataset, transferred_examples,
                                 shuffle_seed)
-    trainable_specs = tuple(
-        tf.TensorSpec.from_tensor(w) for w in initial_trainable)
-    initial_state = (
-        initial_trainable,
-        optimizer.initialize(trainable_specs),
-        model.initialize_metrics_state(),
-        tf.constant(0, tf.int64),
-        tf.constant(0, tf.int64),
-        # Zeros for a client without data.
-        tuple(tf.zeros_like(w) for w in initial_trainable)
-        if config.with_probe_gradient else (),
-    )
+    initial_state = _initial_state(model, config, optimizer,
+                                   initial_trainable)
     reduce_fn = _build_step(model, config, optimizer, non_trainable,
                             augmenting_gradient)
     trainable, _, metrics_state, num_examples, _, probe_gradient = (
@@ -359,17 +366,8 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
     num_batches = tf.shape(tf.nest.flatten(batches)[0])[0]
     num_steps = (num_batches if config.num_steps is None else
                  tf.constant(config.num_steps, tf.int32))
-    trainable_specs = tuple(
-        tf.TensorSpec.from_tensor(w) for w in initial_trainable)
-    initial_state = (
-        initial_trainable,
-        optimizer.initialize(trainable_specs),
-        model.initialize_metrics_state(),
-        tf.constant(0, tf.int64),
-        tf.constant(0, tf.int64),
-        tuple(tf.zeros_like(w) for w in initial_trainable)
-        if config.with_probe_gradient else (),
-    )
+    initial_state = _initial_state(model, config, optimizer,
+                                   initial_trainable)
     reduce_fn = _build_step(model, config, optimizer, tuple(non_trainable),
                             augmenting_gradient)
 
