@@ -287,19 +287,17 @@ def _equal_clients(members_at_once=0, non_finite_client=None):
 class BatchesEqualPerClientTest(_SameRuns):
   """Members trained from `batches_fn` tensors, in lockstep, as per client."""
 
+  # Members 0 (the whole group), 1 or 2 at once: groups of 3, 1 and 1
+  # clients make chunks of every size, a remainder among them.
   @parameterized.named_parameters(
       ('fedavg', 'fedavg', 0, {}),
-      ('parallel_training_one_at_once', registry.PARALLEL_TRAINING, 1, {}),
-      ('one_way_gt_diagnostics', registry.ONE_WAY_GT, 2,
+      ('one_way_gt_diagnostics_one_at_once', registry.ONE_WAY_GT, 1,
        dict(with_diagnostics=True)),
       ('two_way_gt', registry.TWO_WAY_GT, 2, {}),
-      ('two_way_gt_fresh', registry.TWO_WAY_GT, 0,
-       dict(augmenting_central_gradient='fresh')),
       ('uniform_weighting', 'uniform_weighting', 0, {}),
-      ('adaptive_zeroing_clipping', registry.PARALLEL_TRAINING, 2,
+      ('adaptive_zeroing_clipping_parallel_training',
+       registry.PARALLEL_TRAINING, 2,
        dict(model_aggregator=_adaptive_zeroing(_adaptive_clipping()))),
-      # The dataset path: transferred examples merge into a dataset.
-      ('example_transfer_reads_datasets', 'example_transfer', 0, {}),
   )
   def test_batches(self, name, members_at_once, kwargs):
     groups = _equal_clients(members_at_once)

@@ -47,8 +47,13 @@ def _ids(cohort):
 
 class MultiRoundTest(absltest.TestCase):
 
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.process = _process()  # Built once: tracing is most of the time.
+
   def test_rounds_in_one_call_equal_one_call_each(self):
-    process = _process()
+    process = self.process
     state = process.initialize()
     one_by_one = []
     for cohort in _COHORTS:
@@ -74,7 +79,7 @@ class MultiRoundTest(absltest.TestCase):
     self.assertLen(set(np.round(losses, 6)), len(_COHORTS))
 
   def test_type_signature_chains_the_state(self):
-    process = _process()
+    process = self.process
     multi = multi_round.build_multi_round_next(process.next, 2)
     state_type, data_type = process.next.type_signature.parameter
     self.assertEqual(multi.type_signature.parameter[0], state_type)
@@ -90,7 +95,7 @@ class MultiRoundTest(absltest.TestCase):
     self.assertEqual(multi_round.last_round_of_call(5, 1, 9, []), 5)
 
   def test_bad_arguments_are_refused(self):
-    process = _process()
+    process = self.process
     for rounds in (0, -1, 1.5, True):
       with self.assertRaisesRegex(ValueError, 'rounds'):
         multi_round.build_multi_round_next(process.next, rounds)
