@@ -461,6 +461,11 @@ def client_arrays(x: np.ndarray, y: np.ndarray,
   return (x[client].reshape(k * batch, -1), y[client].reshape(k * batch, 1))
 
 
+def _cohort_arrays(cohort: Cohort) -> list[tuple[np.ndarray, np.ndarray]]:
+  """Every client's `client_arrays`, in id order."""
+  return [client_arrays(cohort.x, cohort.y, c) for c in range(len(cohort.x))]
+
+
 def groups_of(workload: Workload, num_clients: int) -> list[np.ndarray]:
   """The grouped rows' CLIENTS values: ids 0..n-1 in groups."""
   return grouping.group_ids(np.arange(num_clients),
@@ -505,9 +510,8 @@ def _group_dataset_fn(workload: Workload, cohort: Cohort):
   """`dataset_fn(client id)` of a grouped row: the client's K batches."""
   batch = workload.client_batch_size
   if cohort.store is None:
-    return client_groups_lib.array_dataset_fn(
-        [client_arrays(cohort.x, cohort.y, c) for c in range(len(cohort.x))],
-        lambda d: d.batch(batch))
+    return client_groups_lib.array_dataset_fn(_cohort_arrays(cohort),
+                                              lambda d: d.batch(batch))
   rows = workload.client_steps * batch
 
   def dataset_fn(client_id):
@@ -526,9 +530,8 @@ def _group_batches_fn(workload: Workload, cohort: Cohort):
   than through a dataset per member (2.1-2.2x the floor with 1 or 4
   members at once, 1.9x per member, 2026-11-27), so it has no tensor path.
   """
-  return lockstep.array_batches_fn(
-      [client_arrays(cohort.x, cohort.y, c) for c in range(len(cohort.x))],
-      workload.client_batch_size)
+  return lockstep.array_batches_fn(_cohort_arrays(cohort),
+                                   workload.client_batch_size)
 
 
 class _ProcessRunner:
@@ -583,6 +586,8 @@ class _FloorRunner:
   batches with their transferred examples merged in. Drawing them is not
   timed, as it is not part of the floor.
   """
+
+  rounds = 1  # Rounds per `run_round`.
 
   def __init__(self, name: str, workload: Workload):
     self._algorithm = algorithm_of(name)
@@ -685,7 +690,7 @@ def _timed_round(runner) -> RoundSample:
   cpu = time.process_time() - cpu_start
   worker_cpu = sum(_cpu_seconds(p) for p in workers) - worker_cpu_start
   # Per round, where one call runs several.
-  rounds = getattr(runner, 'rounds', 1)
+  rounds = runner.rounds
   return RoundSample(wall / rounds, cpu / rounds, worker_cpu / rounds)
 
 

@@ -371,15 +371,16 @@ def _chained_next_fn(process, client_data_fn: Callable[[int], Any],
   metrics, no state (`None`: `call_end` stops at checkpoints) and no
   weights to check; the last gets the state and the weights.
   """
-  pending = {}
-  chained = {}
+  pending, chained, prepared = {}, {}, {}
 
   def next_fn(state, round_num):
     if round_num in pending:
       return pending.pop(round_num)
     rounds = range(round_num, call_end(round_num) + 1)
-    data = [_grouped(process, client_data_fn(r), clients_per_group)
-            for r in rounds]
+    for r in rounds:  # Kept for the next call if this one runs fewer.
+      if r not in prepared:
+        prepared[r] = _grouped(process, client_data_fn(r), clients_per_group)
+    data = [prepared[r] for r in rounds]
     if len(rounds) == 1 or len({len(d) for d in data}) > 1:
       # One round a call (also when cohorts differ in CLIENTS members,
       # which one TFF call cannot take).
@@ -392,6 +393,7 @@ def _chained_next_fn(process, client_data_fn: Callable[[int], Any],
       output = chained[len(rounds)](state, data)
       final, metrics = output['state'], output['metrics']
     for r, round_metrics in zip(rounds, metrics):
+      del prepared[r]
       last = r == rounds[-1]
       pending[r] = (final if last else None,
                     flatten_metrics(round_metrics, 'train/'),
