@@ -95,6 +95,42 @@ class CharLMTest(absltest.TestCase):
                          tf.constant(inputs))
     np.testing.assert_allclose(got, keras_model(inputs), atol=1e-6)
 
+  def test_gradients_equal_keras_autodiff(self):
+    # The written-out backward pass of the GRU against autodiff of Keras'
+    # layers with the same weights, on a masked loss with padding targets.
+    weights = list(char_lm.initial_weights(11, 5, 7, seed=3))
+    rng = np.random.default_rng(4)
+    weights[char_lm.GRU_BIAS] = rng.normal(
+        size=weights[char_lm.GRU_BIAS].shape).astype(np.float32)
+    inputs = rng.integers(0, 11, (3, 6)).astype(np.int32)
+    targets = rng.integers(0, 11, (3, 6)).astype(np.int32)
+    keras_model = tf.keras.Sequential([
+        tf.keras.layers.Embedding(11, 5),
+        tf.keras.layers.GRU(7, return_sequences=True, reset_after=True),
+        tf.keras.layers.Dense(11)])
+    keras_model.build((None, 6))
+    keras_model.set_weights(weights)
+
+    def loss_of(logits):
+      total, _, tokens = char_lm.masked_sums(logits, tf.constant(targets))
+      return total / tokens
+
+    with tf.GradientTape() as tape:
+      want_loss = loss_of(keras_model(inputs))
+    want = tape.gradient(want_loss, keras_model.trainable_weights)
+    ours = [tf.constant(w) for w in weights]
+    with tf.GradientTape() as tape:
+      tape.watch(ours)
+      got_loss = loss_of(char_lm.logits(ours, tf.constant(inputs)))
+    got = tape.gradient(got_loss, ours)
+    self.assertAlmostEqual(float(got_loss), float(want_loss), places=6)
+    for name, g, w in zip(('embeddings', 'kernel', 'recurrent_kernel',
+                           'bias', 'output_kernel', 'output_bias'), got,
+                          want):
+      np.testing.assert_allclose(tf.convert_to_tensor(g),
+                                 tf.convert_to_tensor(w), atol=1e-6,
+                                 err_msg=name)
+
   def test_loss_and_accuracy_ignore_padding(self):
     model = char_lm.build_char_lm(vocab_size=6, embedding_dim=3,
                                   gru_units=4, sequence_length=3, seed=0)
