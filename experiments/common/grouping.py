@@ -26,6 +26,7 @@ from absl import flags
 import numpy as np
 
 from tff_mixed.core import client_groups
+from tff_mixed.core import lockstep
 
 AUTO = client_groups.AUTO
 
@@ -38,6 +39,32 @@ def define_clients_per_group_flag() -> flags.FlagHolder:
       'round: 0 (default) splits the cohort into one group per core, 1 runs '
       'one client per member (the per-client path; same results, slower).',
       lower_bound=0)
+
+
+def define_members_at_once_flag() -> flags.FlagHolder:
+  """Defines `--members_at_once` (0: a whole group at once)."""
+  return flags.DEFINE_integer(
+      'members_at_once', 0,
+      'With groups of clients, how many of a group\'s members train at once '
+      'in lockstep (one batched computation, `tff_mixed.core.lockstep`): 0 '
+      '(default) the whole group; fewer take less memory. Same results.',
+      lower_bound=0)
+
+
+def padded_groups(dataset_fn: Any, id_dtype: Any, *, num_batches: int,
+                  batch_size: int,
+                  members_at_once: int) -> client_groups.ClientGroups:
+  """`ClientGroups` whose members of unequal size train in lockstep.
+
+  Each member's `num_batches` batches of `dataset_fn(id)`, padded to
+  `batch_size` rows (`lockstep.padded_batches_fn`), for a model whose loss
+  and metrics ignore rows of zeros (the character LM's padding).
+  """
+  return client_groups.ClientGroups(
+      dataset_fn, id_dtype,
+      batches_fn=lockstep.padded_batches_fn(dataset_fn, num_batches,
+                                            batch_size),
+      members_at_once=members_at_once)
 
 
 def check(clients_per_group: Any) -> int:

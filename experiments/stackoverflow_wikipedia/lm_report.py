@@ -66,7 +66,7 @@ CONVERGENCE_SHARE = 0.1
 TARGET_SHARE = 0.95
 # Settings that may differ between the records a claim compares.
 _PER_SCENARIO = ('two_way_client_lr', 'with_diagnostics', 'clients_per_group',
-                 'switch_round', 'eval_every')
+                 'members_at_once', 'switch_round', 'eval_every')
 
 PAPER = {
     _LIB.FL_ONLY: PaperNumber('~0.60', 'section 4.2, figure 1b'),

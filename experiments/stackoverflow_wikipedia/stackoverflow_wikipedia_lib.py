@@ -54,7 +54,11 @@ computation that reads its members' posts from their ids
 path traces), with the same results; adaptive clipping too: each group
 clips its members' updates with the norm the server broadcasts and returns
 what the norm's quantile estimate needs
-(`tff_mixed.core.group_aggregation`).
+(`tff_mixed.core.group_aggregation`). A group reads each member's K batches
+from its dataset, pads them to the batch size with rows of padding (which
+carry no loss) and trains `members_at_once` members at once in lockstep
+(`tff_mixed.core.lockstep.padded_batches_fn`): one batched recurrence for
+many clients instead of one per client.
 """
 
 import collections
@@ -130,6 +134,9 @@ class Config(NamedTuple):
   # Clients per CLIENTS member (`experiments.common.grouping`): 0 = one
   # group per core, 1 = the per-client path; the same results either way.
   clients_per_group: int = grouping.AUTO
+  # A group's members training at once in lockstep, from their batches
+  # padded to one shape (0: the whole group); the same results.
+  members_at_once: int = 0
   # The mixed algorithms also report G~_t^2 and B~_t^2 (table 4).
   with_diagnostics: bool = False
 
@@ -280,7 +287,13 @@ def client_groups_for(scenario: str, data: Data, config: Config
   if not grouping.is_grouped(config.clients_per_group,
                              cohort_size(data, config)):
     return None
-  return tff_mixed.ClientGroups(_dataset_fn(scenario, data, config), np.str_)
+  # Every member's K batches, its dataset's in their order, padded rows
+  # carrying no loss (padding targets), so the group trains in lockstep.
+  return grouping.padded_groups(
+      _dataset_fn(scenario, data, config), np.str_,
+      num_batches=config.client_steps,
+      batch_size=config.client_batch_size,
+      members_at_once=config.members_at_once)
 
 
 def evaluate_all(weights, data: Data) -> dict[str, float]:
@@ -586,6 +599,10 @@ def run_experiment(data: Data, config: Config, *,
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
   grouping.check(config.clients_per_group)
+  if isinstance(config.members_at_once, bool) or not isinstance(
+      config.members_at_once, int) or config.members_at_once < 0:
+    raise ValueError('`members_at_once` must be an int >= 0 (0: the whole '
+                     f'group), got {config.members_at_once!r}.')
   for name in ('client_lr', 'two_way_client_lr', 'central_clip_norm'):
     value = getattr(config, name)
     if not np.isfinite(value):

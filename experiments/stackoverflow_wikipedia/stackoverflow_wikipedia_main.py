@@ -156,6 +156,7 @@ _EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
                                    lower_bound=1)
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+_MEMBERS_AT_ONCE = grouping.define_members_at_once_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _OUTPUT_DIR = flags.DEFINE_string('output_dir',
@@ -347,7 +348,8 @@ def _config() -> _LIB.Config:
       embedding_dim=_EMBEDDING_DIM.value, gru_units=_GRU_UNITS.value,
       sequence_length=_SEQUENCE_LENGTH.value,
       switch_round=_SWITCH_ROUND.value, eval_every=_EVAL_EVERY.value,
-      seed=_SEED.value, clients_per_group=_CLIENTS_PER_GROUP.value)
+      seed=_SEED.value, clients_per_group=_CLIENTS_PER_GROUP.value,
+      members_at_once=_MEMBERS_AT_ONCE.value)
 
 
 def main(argv: Sequence[str]) -> None:

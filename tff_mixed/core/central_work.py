@@ -251,6 +251,21 @@ def bgd_estimates(federated_gradient, central_gradient, federated_weight,
           tf.math.divide_no_nan(weighted_sum, total_norm_squared))
 
 
+def _gradient_point(weights):
+  """`weights`, passed through an op Grappler does not recompute.
+
+  The next gradients are taken at these weights in the same graph. TFF's
+  local runtime optimizes each graph with Grappler's memory optimizer,
+  whose recomputation copies cheap ops (the optimizer's `Sub` and `Mul`)
+  that feed gradients and hangs the copies on nodes of the backward pass
+  it finds; with several backward passes in one graph and the character
+  LM's written-out GRU gradient (`models/char_lm.py`), it picked a later
+  step's, a cycle, and the graph failed ("Retval[0] does not have value").
+  `EnsureShape` is not recomputed and leaves the values unchanged.
+  """
+  return tuple(tf.ensure_shape(w, w.shape) for w in weights)
+
+
 def _central_steps(config, gradient_fn, optimizer, trainable, non_trainable,
                    round_num, state, federated_gradient):
   """K_c steps of CENTRALOPTIMIZER from x^(t).
@@ -269,7 +284,7 @@ def _central_steps(config, gradient_fn, optimizer, trainable, non_trainable,
     gradient_sum = add(gradient_sum, gradient)
     gradient = config.step_rule(gradient, federated_gradient)
     state, x_c = optimizer.next(state, x_c, gradient)
-    x_c = tuple(x_c)
+    x_c = _gradient_point(x_c)
   mean_gradient = scale(1.0 / config.central_steps, gradient_sum)
   return x_c, state, first, mean_gradient
 
@@ -298,7 +313,8 @@ def _advisor_estimates(config, gradient_fn, trainable, non_trainable,
       tf.sqrt(model_types.global_norm_squared(trainable)), 1.0)
   direction_norm = tf.sqrt(model_types.global_norm_squared(mean_gradient))
   shift = tf.math.divide_no_nan(length, direction_norm)
-  nearby = tuple(w - shift * g for w, g in zip(trainable, mean_gradient))
+  nearby = _gradient_point(
+      tuple(w - shift * g for w, g in zip(trainable, mean_gradient)))
   at_nearby = [gradient_fn(nearby, non_trainable, round_num, s)[1]
                for s in steps]
   mean_nearby = tuple(tf.add_n(list(parts)) / float(len(at_nearby))

@@ -47,6 +47,7 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective
 from tff_mixed.core import distributors
+from tff_mixed.core import lockstep
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select
 
@@ -216,7 +217,7 @@ def _build_step(model, config: ClientWorkConfig, optimizer, non_trainable,
                 augmenting_gradient):
   """`reduce_fn(state, batch)`: one local step, for `tf.data` reduce."""
 
-  def reduce_fn(state, batch):
+  def reduce_fn(state, batch, num_rows=None):
     (trainable, optimizer_state, metrics_state, num_examples, step,
      probe_gradient) = state
     output, loss, gradients = _batch_gradient(
@@ -234,7 +235,9 @@ def _build_step(model, config: ClientWorkConfig, optimizer, non_trainable,
     gradients = config.step_gradient(gradients, augmenting_gradient)
     optimizer_state, trainable = optimizer.next(optimizer_state, trainable,
                                                 gradients)
-    batch_num_examples = tf.shape(tf.nest.flatten(output)[0])[0]
+    # Padded batches (`lockstep.PaddedBatches`) say their real rows.
+    batch_num_examples = (tf.shape(tf.nest.flatten(output)[0])[0]
+                          if num_rows is None else num_rows)
     num_examples += tf.cast(batch_num_examples, tf.int64)
     _, y = central_objective.split_batch(batch)
     metrics_state = model.update_metrics_state(
@@ -341,7 +344,9 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
   client's `n` batches of `B` examples arrive stacked (every leaf
   `[n, B, ...]`), and step `k` trains on batch `k mod n` (with `num_steps`
   set, the cycling of `repeat().take(num_steps)`; without it, one pass of
-  `n` steps). Written for `tf.vectorized_map` over many clients of equal
+  `n` steps). Batches may come as a `lockstep.PaddedBatches`: each batch's
+  example count is then its `num_rows`, and a client without a real row
+  takes no step. Written for `tf.vectorized_map` over many clients of equal
   shape (`client_groups.py`): nothing in it depends on a member's values
   but its arithmetic, so a cohort's clients train at once, in lockstep.
   Only the client's own data (`OwnData`): Example Transfer's merge and
@@ -363,6 +368,9 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
                      augmenting_gradient):
     initial_trainable, non_trainable = initial_weights
     initial_trainable = tuple(initial_trainable)
+    num_rows = None
+    if isinstance(batches, lockstep.PaddedBatches):
+      batches, num_rows = batches
     num_batches = tf.shape(tf.nest.flatten(batches)[0])[0]
     num_steps = (num_batches if config.num_steps is None else
                  tf.constant(config.num_steps, tf.int32))
@@ -373,10 +381,15 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
 
     def body(k, state):
       batch = tf.nest.map_structure(lambda b: b[k % num_batches], batches)
-      return k + 1, reduce_fn(state, batch)
+      return k + 1, reduce_fn(
+          state, batch,
+          None if num_rows is None else num_rows[k % num_batches])
 
     # A client without batches takes no step (as an empty dataset).
-    num_steps = tf.where(num_batches > 0, num_steps, 0)
+    has_data = num_batches > 0
+    if num_rows is not None:
+      has_data = tf.logical_and(has_data, tf.reduce_sum(num_rows) > 0)
+    num_steps = tf.where(has_data, num_steps, 0)
     _, (trainable, _, metrics_state, num_examples, _, probe_gradient) = (
         tf.while_loop(lambda k, _: k < num_steps, body,
                       (tf.constant(0, tf.int32), initial_state)))

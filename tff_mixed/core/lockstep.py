@@ -25,7 +25,7 @@ per-client process's; only the order of the group's sums changes
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -73,6 +73,100 @@ def array_batches_fn(
                                  stacked)
 
   return batches_fn
+
+
+class PaddedBatches(NamedTuple):
+  """Batches of clients of unequal size, padded to one shape.
+
+  What a `ClientGroups.batches_fn` may return instead of bare batches when
+  its clients hold different numbers of examples (`padded_batches_fn`).
+
+  Attributes:
+    batches: Every leaf `[members, n, B, ...]` (`[n, B, ...]` for one
+      member): each batch's real rows first, then rows of zeros.
+    num_rows: int32 `[members, n]`, the real rows of each batch. They are
+      each batch's example count (the client's weight and its metrics'
+      `num_examples`); the zero rows must carry no loss and no metric in
+      the model, as the character LM's padding targets
+      (`char_vocabulary.PAD_ID`) do.
+  """
+
+  batches: Any
+  num_rows: Any
+
+
+def padded_batches_fn(
+    dataset_fn: Callable[[tf.Tensor], tf.data.Dataset], num_batches: int,
+    batch_size: int) -> Callable[[tf.Tensor], PaddedBatches]:
+  """A `ClientGroups.batches_fn` from a `dataset_fn`, for unequal clients.
+
+  Each member's first `num_batches` batches of `dataset_fn(id).repeat()`
+  (the batches a client taking `num_batches` local steps trains on, in its
+  order, a reshuffling dataset reshuffled as `repeat` reshuffles it), each
+  padded with rows of zeros to `batch_size`; a member without data gets
+  `num_batches` batches of zeros with no real row, and takes no step. The
+  datasets are still built one member at a time, but only to be read:
+  training then runs members in lockstep. Only for models whose loss and
+  metrics ignore rows of zeros (see `PaddedBatches`).
+
+  Args:
+    dataset_fn: `ClientGroups.dataset_fn`: `fn(id) -> tf.data.Dataset` of
+      batches of at most `batch_size` rows, every leaf's shape static but
+      for its rows.
+    num_batches: Batches per member, the local steps K.
+    batch_size: Rows of a full batch, B.
+
+  Returns:
+    `batches_fn(ids) -> PaddedBatches`.
+  """
+  for name, value in (('num_batches', num_batches),
+                      ('batch_size', batch_size)):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+      raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
+  options = tf.data.Options()
+  options.experimental_optimization.apply_default_optimizations = False
+  options.autotune.enabled = False
+
+  def member(client_id):
+    dataset = dataset_fn(client_id)
+    specs = tf.nest.map_structure(
+        lambda s: tf.TensorSpec([batch_size, *s.shape[1:]], s.dtype),
+        dataset.element_spec)
+
+    def pad(*element):
+      element = element[0] if len(element) == 1 else element
+      rows = tf.shape(tf.nest.flatten(element)[0])[0]
+      padded = tf.nest.map_structure(
+          lambda t, s: tf.ensure_shape(
+              tf.pad(t, [[0, batch_size - rows]] + [[0, 0]] *
+                     (s.shape.rank - 1)), s.shape), element, specs)
+      return padded, tf.cast(rows, tf.int32)
+
+    zeros = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), specs)
+    # A member without data yields no batch: zero batches fill its steps.
+    filler = tf.data.Dataset.from_tensors(
+        (zeros, tf.constant(0, tf.int32))).repeat(num_batches)
+    batches, rows = dataset.repeat().take(num_batches).map(pad).concatenate(
+        filler).take(num_batches).batch(num_batches).with_options(
+            options).get_single_element()
+    return PaddedBatches(batches, rows)
+
+  def batches_fn(ids):
+    return tf.map_fn(member, ids, fn_output_signature=_member_signature(
+        dataset_fn, ids.dtype, num_batches, batch_size))
+
+  return batches_fn
+
+
+def _member_signature(dataset_fn, id_dtype, num_batches, batch_size):
+  """The `tf.map_fn` signature of one member's `PaddedBatches`."""
+  spec = tf.function(dataset_fn).get_concrete_function(
+      tf.TensorSpec([], id_dtype)).structured_outputs.element_spec
+  return PaddedBatches(
+      tf.nest.map_structure(
+          lambda s: tf.TensorSpec([num_batches, batch_size, *s.shape[1:]],
+                                  s.dtype), spec),
+      tf.TensorSpec([num_batches], tf.int32))
 
 
 def _stacked(value, like, count):
