@@ -77,20 +77,27 @@ class CharSequencesTest(absltest.TestCase):
       cs.text_sequences(['a', b'b'])
 
 
+def _weights_and_keras_model(seed):
+  """Our LM's weights (vocabulary 11, embedding 5, GRU 7) and Keras' layers
+  holding them, for sequences of 6."""
+  weights = list(char_lm.initial_weights(11, 5, 7, seed=seed))
+  # Non-zero biases exercise Keras' reset_after bias layout.
+  weights[char_lm.GRU_BIAS] = np.random.default_rng(seed + 1).normal(
+      size=weights[char_lm.GRU_BIAS].shape).astype(np.float32)
+  keras_model = tf.keras.Sequential([
+      tf.keras.layers.Embedding(11, 5),
+      tf.keras.layers.GRU(7, return_sequences=True, reset_after=True),
+      tf.keras.layers.Dense(11)])
+  keras_model.build((None, 6))
+  keras_model.set_weights(weights)
+  return weights, keras_model
+
+
 class CharLMTest(absltest.TestCase):
 
   def test_logits_equal_keras_embedding_gru_dense(self):
-    weights = list(char_lm.initial_weights(11, 5, 7, seed=1))
-    # Non-zero biases exercise Keras' reset_after bias layout.
-    weights[char_lm.GRU_BIAS] = np.random.default_rng(2).normal(
-        size=weights[char_lm.GRU_BIAS].shape).astype(np.float32)
+    weights, keras_model = _weights_and_keras_model(seed=1)
     inputs = np.random.default_rng(0).integers(0, 11, (3, 6)).astype(np.int32)
-    keras_model = tf.keras.Sequential([
-        tf.keras.layers.Embedding(11, 5),
-        tf.keras.layers.GRU(7, return_sequences=True, reset_after=True),
-        tf.keras.layers.Dense(11)])
-    keras_model.build((None, 6))
-    keras_model.set_weights(weights)
     got = char_lm.logits([tf.constant(w) for w in weights],
                          tf.constant(inputs))
     np.testing.assert_allclose(got, keras_model(inputs), atol=1e-6)
@@ -98,18 +105,10 @@ class CharLMTest(absltest.TestCase):
   def test_gradients_equal_keras_autodiff(self):
     # The written-out backward pass of the GRU against autodiff of Keras'
     # layers with the same weights, on a masked loss with padding targets.
-    weights = list(char_lm.initial_weights(11, 5, 7, seed=3))
+    weights, keras_model = _weights_and_keras_model(seed=3)
     rng = np.random.default_rng(4)
-    weights[char_lm.GRU_BIAS] = rng.normal(
-        size=weights[char_lm.GRU_BIAS].shape).astype(np.float32)
     inputs = rng.integers(0, 11, (3, 6)).astype(np.int32)
     targets = rng.integers(0, 11, (3, 6)).astype(np.int32)
-    keras_model = tf.keras.Sequential([
-        tf.keras.layers.Embedding(11, 5),
-        tf.keras.layers.GRU(7, return_sequences=True, reset_after=True),
-        tf.keras.layers.Dense(11)])
-    keras_model.build((None, 6))
-    keras_model.set_weights(weights)
 
     def loss_of(logits):
       total, _, tokens = char_lm.masked_sums(logits, tf.constant(targets))
