@@ -92,7 +92,10 @@ class ClientGroups(NamedTuple):
       client_groups_test.py; `lockstep.py`, whose `array_batches_fn`
       builds one from arrays). Used where a member trains on its own data
       (not with Example Transfer's merge or `federated_select`, which read
-      `dataset_fn`).
+      `dataset_fn`). Clients of unequal size may be padded to one shape:
+      `batches_fn` then returns a `lockstep.PaddedBatches` (built by
+      `lockstep.padded_batches_fn` from `dataset_fn`), for a model whose
+      loss and metrics ignore rows of zeros.
     members_at_once: With `batches_fn`, how many members train in lockstep
       (0: the whole group). Small models gain most (a group's many small
       steps become one batched step); a large model's members each stream

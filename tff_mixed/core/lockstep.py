@@ -21,7 +21,10 @@ steps (`client_work.build_batches_update_fn`) into batched ones, so that a
 small model's many tiny matrix products become a few large ones, and no
 member needs a dataset or an iterator. The arithmetic per member is the
 per-client process's; only the order of the group's sums changes
-(tests/client_groups_test.py, `BatchesEqualPerClientTest`).
+(tests/client_groups_test.py, `BatchesEqualPerClientTest`). Clients of
+unequal size join in when padded to one shape (`padded_batches_fn`,
+`PaddedBatches`), for a model whose loss ignores the padding rows: the
+character LM, whose many clients each run a 100-step recurrence.
 """
 
 from collections.abc import Callable, Sequence
