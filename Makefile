@@ -251,19 +251,21 @@ results-lm: venv
 # rerun, an interrupted one resumes from its checkpoints under
 # outputs/lm_sites. GRU LM_SITES_GRU_UNITS (default 64, not the paper's
 # 1024) with embedding LM_SITES_EMBEDDING_DIM (default 16: the paper's 1:4).
-# Why 64: a round's cost is its 100 x 16 sequential local steps, each a
-# 100-step recurrence whose per-step overhead, not the GRU's size, decides
-# the time below 64 units. FL-only at S = 100, 3 rounds, measured on
-# 2026-11-27 on 2 cores: 34 s a round with GRU 64 on the idle machine; beside
-# another job that took about half the CPU, 66 s with GRU 16, 63 with GRU
-# 64, 114 with GRU 128; alone, in make benchmark-lm-s100's 2-round runs
-# with their final evaluation, 46 s with GRU 64, 77 with GRU 256, and 820 s
-# for one round with GRU 1024 / embedding 256 (BENCHMARKS.md paper_runs).
-# No GRU lets 500 rounds of a scenario finish in about two hours here:
-# FL-only takes about 5 hours with GRU 64, about 11 with GRU 256 and about
-# 4.7 days with GRU 1024; PT and the GTs 0.85-1.7 times that (their central
-# steps; see experiments/README.md and paper_runs), so run a scenario at a
-# time (SCENARIOS=).
+# Why 64: a round's cost is its 100 clients' 16 local steps, each a
+# 100-step recurrence whose per-step overhead, not the GRU's size, decided
+# the time below 64 units while clients trained one after another. Since
+# the groups train their members in lockstep (one batched recurrence for
+# all of a group's clients; tff_mixed/core/lockstep.py), make
+# benchmark-lm-s100's 2-round runs (their final evaluation included) take
+# 15 s a round for FL-only with GRU 64 (46 s before), 10.5-25 s for the
+# seven scenarios (2026-11-27, 2 cores; BENCHMARKS.md paper_runs): 500
+# rounds of FL-only take about 2 hours, PT and 2-way GT (their 16 central
+# steps of 800 sequences) about 3.5. GRU 256 gains nothing from lockstep
+# (its steps are arithmetic, not overhead: 0.35-0.50 s per client's 16
+# steps either way, measured in one process): 77 s a round before, about
+# 11 hours for 500 rounds; GRU 1024 / embedding 256 took 820 s for one
+# round (about 4.7 days). So GRU 64 is the largest that lets a scenario
+# finish in about two hours here; run a scenario at a time (SCENARIOS=).
 # LM_SITES_ARGS adds flags.
 LM_SITES_POSTS ?= $(wildcard ../shared/data/stackexchange_posts/*Posts.xml*)
 LM_SITES_GRU_UNITS ?= 64
@@ -274,7 +276,7 @@ LM_SITES_DIAGNOSTIC_ROUNDS ?= 100
 LM_SITES_DIR := outputs/lm_sites
 LM_SITES_RECORDS := docs/results/stackoverflow_wikipedia_sites
 LM_SITES_NOTE := $(LM_SITES_DIR)/data_note.txt
-LM_SITES_WHY := Deviations from tables 7-8: GRU $(LM_SITES_GRU_UNITS) / embedding $(LM_SITES_EMBEDDING_DIM) (not 1024 / 256): on 2 CPU cores at S = 100 a round of FL-only took 34 s with GRU 64 on the idle machine (beside another job: 66 s with GRU 16, 63 with GRU 64, 114 with GRU 128), and short runs alone (make benchmark-lm-s100, BENCHMARKS.md paper_runs; the final evaluation included) took 77 s a round with GRU 256 and 820 s for one round with GRU 1024 / embedding 256: 500 rounds of one scenario take about 5 hours with GRU 64 and would take about 4.7 days with GRU 1024. Data: eight small Stack Exchange sites (five of them meta sites), not Stack Overflow's 342,477 users; WikiText-2, not Wikipedia.
+LM_SITES_WHY := Deviations from tables 7-8: GRU $(LM_SITES_GRU_UNITS) / embedding $(LM_SITES_EMBEDDING_DIM) (not 1024 / 256): on 2 CPU cores at S = 100, short runs (make benchmark-lm-s100, BENCHMARKS.md paper_runs; the final evaluation included) took 15 s a round for FL-only with GRU 64 (clients trained in lockstep), 77 s with GRU 256 and 820 s for one round with GRU 1024 / embedding 256: 500 rounds of FL-only take about 2 hours with GRU 64 and would take about 11 hours with GRU 256 and 4.7 days with GRU 1024. Data: eight small Stack Exchange sites (five of them meta sites), not Stack Overflow's 342,477 users; WikiText-2, not Wikipedia.
 _comma := ,
 _empty :=
 _space := $(_empty) $(_empty)
