@@ -314,16 +314,14 @@ class BatchesEqualPerClientTest(_SameRuns):
     examples = _flat(history[0][3])['client_work/train/num_examples']
     self.assertEqual(examples, 24)
 
-  @parameterized.named_parameters(
-      ('fedavg_whole_group', 'fedavg', 0),
-      ('two_way_gt_two_at_once', registry.TWO_WAY_GT, 2),
-  )
-  def test_padded_members_of_unequal_size_as_per_client(self, name,
-                                                        members_at_once):
+  def test_padded_members_of_unequal_size_as_per_client(self):
     # Character-LM clients of 4, 3, 0, 5 and 1 sequences, in batches of 2
     # reshuffled on every pass, 3 local steps: partial batches, a client
     # that repeats its data, one without data; `padded_batches_fn` pads
-    # them with rows of padding targets, which carry no loss.
+    # them with rows of padding targets, which carry no loss. 2-way GT (its
+    # augmenting gradients), two members at once: chunks of 2 and 1 in the
+    # group of 3. The LM binary's test (stackoverflow_wikipedia_experiment_
+    # test) runs whole groups of FedAvg and 2-way GT.
     rng = np.random.default_rng(7)
     arrays = []
     for n in (4, 3, 0, 5, 1):
@@ -336,22 +334,17 @@ class BatchesEqualPerClientTest(_SameRuns):
     groups = client_groups.ClientGroups(
         dataset_fn, np.int32,
         batches_fn=lockstep.padded_batches_fn(dataset_fn, 3, 2),
-        members_at_once=members_at_once)
+        members_at_once=2)
     model = char_lm.build_char_lm(vocab_size=6, embedding_dim=3, gru_units=4,
                                   sequence_length=4, seed=0)
     central = tff_mixed.central_data_objective(
         (rng.integers(1, 6, (6, 4)).astype(np.int32),
          rng.integers(0, 6, (6, 4)).astype(np.int32)))
 
-    def build(g):
-      if name == 'fedavg':
-        return fedavg.build_fedavg(model, tu.sgd(0.5), client_steps=3,
-                                   client_groups=g)
-      return registry.build(name, model, central, client_lr=0.5,
-                            central_batch_size=3, client_steps=3,
-                            client_groups=g)
-
-    history = _run_both(build, groups)
+    history = _run_both(
+        lambda g: registry.build(registry.TWO_WAY_GT, model, central,
+                                 client_lr=0.5, central_batch_size=3,
+                                 client_steps=3, client_groups=g), groups)
     self._assert_same(history)
     # Each client's 3 steps of up to 2 sequences, cycling: 2+2+2, 2+1+2, 0,
     # 2+2+1 and 1+1+1 rows (padding rows not counted).
