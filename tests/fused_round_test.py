@@ -1,0 +1,112 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A fused round (`core/fused_round.py`) is the process's round, exactly."""
+
+from absl.testing import absltest
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+import tff_mixed
+from tff_mixed.algorithms import registry
+from tff_mixed.core import client_groups
+from tff_mixed.core import fused_round
+from tff_mixed.models import dual_encoder
+from tff_mixed.training import runner
+
+from tests import testing_utils as tu
+
+_GROUPS = ((0, 1, 2), (3, 4))
+
+
+def _leaves(value, path=''):
+  """`(path, array)` of every leaf, by field name (containers may differ)."""
+  if hasattr(value, '_asdict'):
+    value = value._asdict()
+  if isinstance(value, dict):
+    for key in value:
+      yield from _leaves(value[key], f'{path}/{key}')
+  elif isinstance(value, (list, tuple)):
+    for i, item in enumerate(value):
+      yield from _leaves(item, f'{path}/{i}')
+  else:
+    yield path, np.asarray(value)
+
+
+class FusedRoundTest(absltest.TestCase):
+
+  def _assert_same_rounds(self, process, data, rounds=3):
+    fused = fused_round.build_fused_process(process)
+    self.assertEqual(fused.next.type_signature, process.next.type_signature)
+    s1 = s2 = process.initialize()
+    for round_num in range(1, rounds + 1):
+      o1, o2 = process.next(s1, data), fused.next(s2, data)
+      s1, s2 = o1.state, o2.state
+      # The same Python containers come back (e.g. `MixedFLState`).
+      self.assertEqual(type(s1), type(s2))
+      got, want = dict(_leaves((s2, o2.metrics))), dict(_leaves((s1,
+                                                                 o1.metrics)))
+      self.assertEqual(sorted(got), sorted(want))
+      for key, value in want.items():
+        np.testing.assert_allclose(got[key], value, rtol=1e-6, atol=1e-7,
+                                   err_msg=f'{key}, round {round_num}')
+    self.assertIn('client_work/train/loss',
+                  runner.flatten_metrics(o1.metrics))
+    # The rounds trained: not two frozen models compared.
+    self.assertFalse(np.allclose(
+        tu.trainable(process, s1)[0],
+        tu.trainable(process, process.initialize())[0]))
+
+  def test_two_way_gt_in_groups_equals_its_round(self):
+    groups = client_groups.ClientGroups(
+        client_groups.array_dataset_fn(tu.client_arrays(sizes=(4, 6, 1, 7, 3)),
+                                       lambda d: d.batch(2)), np.int32)
+    process = registry.build(
+        registry.TWO_WAY_GT, tu.linear_model(),
+        tff_mixed.central_data_objective(tu.central_arrays()),
+        client_lr=0.1, central_batch_size=3, client_steps=3,
+        client_groups=groups)
+    self._assert_same_rounds(process,
+                             [np.asarray(g, np.int32) for g in _GROUPS])
+
+  def test_tff_fedavg_per_client_equals_its_round(self):
+    process = tff.learning.algorithms.build_weighted_fed_avg(
+        tu.linear_model(), client_optimizer_fn=tu.sgd(0.1),
+        server_optimizer_fn=tu.sgd(1.0))
+    data = [tf.data.Dataset.from_tensor_slices(a).batch(2)
+            for a in tu.client_arrays(sizes=(4, 6, 2))]
+    self._assert_same_rounds(process, data, rounds=2)
+
+  def test_federated_select_is_refused_with_the_reason(self):
+    # The movie task's embedding slices: not in TFF's MapReduceForm.
+    process = registry.build(
+        registry.PARALLEL_TRAINING,
+        dual_encoder.build_dual_encoder(12, 4, 3, seed=1),
+        tff_mixed.central_regularizer(dual_encoder.spreadout_loss_fn,
+                                      name='spreadout'),
+        client_lr=0.3, central_batch_size=1, client_steps=2,
+        embedding_selection=dual_encoder.build_embedding_selection(
+            12, 8, 4, 3))
+    with self.assertRaisesRegex(ValueError,
+                                'cannot be fused.*federated_select'):
+      fused_round.build_fused_next(process.next)
+
+  def test_not_a_round_is_refused(self):
+    with self.assertRaisesRegex(TypeError, 'next_fn'):
+      fused_round.build_fused_next(
+          tff.tensorflow.computation(lambda x: x, np.float32))
+
+
+if __name__ == '__main__':
+  absltest.main()
