@@ -591,9 +591,10 @@ wheel-check: venv
 	@bash scripts/check_wheel_install.sh
 
 # Grouped rows run 5 rounds per TFF call (the state stays in TFF's worker
-# between them, as a run that evaluates every 5 rounds could).
+# between them, as a run that evaluates every 5 rounds could), each round's
+# stages fused into one TF computation each (TFF's MapReduceForm).
 benchmark: venv
-	@$(RUN) $(PY) -m benchmarks.round_time --rounds_per_call=5 $(ARGS)
+	@$(RUN) $(PY) -m benchmarks.round_time --rounds_per_call=5 --fused_rounds $(ARGS)
 
 # FedAvg's round at CelebA size from 10 to 1,000 clients a round (issue 34):
 # grouped and its compute floor, with each row's peak memory, into

@@ -108,6 +108,7 @@ from benchmarks import round_reports
 from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import example_store
+from tff_mixed.core import fused_round
 from tff_mixed.core import lockstep
 from tff_mixed.core import multi_round
 from experiments.common import grouping
@@ -153,6 +154,12 @@ _ROUNDS_PER_CALL = flags.DEFINE_integer(
     'build_multi_round_next`: the state stays in TFF\'s worker between '
     'them, as when nothing is evaluated between rounds); times are per '
     'round. Per-client rows always run one round a call.', lower_bound=1)
+_FUSED_ROUNDS = flags.DEFINE_bool(
+    'fused_rounds', False,
+    'Grouped rows: each round with its stages fused into one TF computation '
+    'each (`fused_round.build_fused_next`, TFF\'s MapReduceForm: the same '
+    'numbers, tests/fused_round_test.py); rounds that form cannot hold '
+    '(Example Transfer\'s federated_select) run as composed.')
 _MEMBERS_AT_ONCE = flags.DEFINE_list(
     'members_at_once', ['small=0'],
     'Per model, `model=n`: grouped rows train their members from tensors '
@@ -312,6 +319,7 @@ class Workload(NamedTuple):
   members_at_once: Optional[int]
   rounds_per_call: int
   seed: int
+  fused_rounds: bool = False
 
 
 class Cohort(NamedTuple):
@@ -420,6 +428,7 @@ def make_workload(model_name: str = 'small') -> Workload:
       members_at_once=members_at_once(model_name),
       rounds_per_call=_ROUNDS_PER_CALL.value,
       seed=_SEED.value,
+      fused_rounds=_FUSED_ROUNDS.value,
   )
 
 
@@ -559,9 +568,15 @@ class _ProcessRunner:
     # A group's dataset_fn holds its cohort's arrays: one process a cohort.
     self._process = build_process(self._name, self._workload, cohort)
     process = self._process
-    self._next = lambda state, data: process.next(state, data).state
+    next_fn = process.next
+    if self._grouped and self._workload.fused_rounds:
+      try:
+        next_fn = fused_round.build_fused_next(process.next)
+      except ValueError:
+        pass  # Example Transfer's federated_select: run as composed.
+    self._next = lambda state, data: next_fn(state, data).state
     if self.rounds > 1:
-      multi = multi_round.build_multi_round_next(process.next, self.rounds)
+      multi = multi_round.build_multi_round_next(next_fn, self.rounds)
       self._next = lambda state, data: multi(
           state, [data] * self.rounds)['state']
     return True
@@ -1060,7 +1075,12 @@ def render_markdown(report: dict[str, Any]) -> str:
       '`client_groups.array_dataset_fn`; CelebA-size: from an `ExampleStore` '
       'of the cohort, files)'
       + _members_at_once_text(config.get('members_at_once', []))
-      + _rounds_per_call_text(config.get('rounds_per_call', 1)) +
+      + _rounds_per_call_text(config.get('rounds_per_call', 1))
+      + ('; each round\'s stages fused into one TF computation each '
+         '(`fused_round.build_fused_next`, TFF\'s MapReduceForm; the same '
+         'numbers, tests/fused_round_test.py), but Example Transfer\'s, '
+         'whose federated_select that form cannot hold'
+         if config.get('fused_rounds') else '') +
       '. The same model and metrics either way '
       '(tests/client_groups_test.py).'
       + ('' if config.get('per_client', True) else
@@ -1190,6 +1210,7 @@ def _config() -> dict[str, Any]:
       clients_per_group=_CLIENTS_PER_GROUP.value,
       members_at_once=list(_MEMBERS_AT_ONCE.value),
       rounds_per_call=_ROUNDS_PER_CALL.value,
+      fused_rounds=_FUSED_ROUNDS.value,
       warmup_rounds=_WARMUP_ROUNDS.value,
       timed_rounds=_TIMED_ROUNDS.value,
       input_dim=_INPUT_DIM.value,
