@@ -90,23 +90,22 @@ def build_fused_next(next_fn: tff.Computation) -> tff.Computation:
                      f'compiler refused it ({type(e).__name__}: {e}).') from e
   for name in ('secure_sum_bitwidth', 'secure_sum_max_input',
                'secure_modular_sum_modulus'):
-    result = getattr(form, name).type_signature.result
-    if not isinstance(result, tff.StructType) or len(result):
-      raise ValueError(f'`next_fn` uses secure sums ({name}: {result}); a '
+    secure = getattr(form, name).type_signature.result
+    if not isinstance(secure, tff.StructType) or len(secure):
+      raise ValueError(f'`next_fn` uses secure sums ({name}: {secure}); a '
                        'fused round runs only plain aggregation.')
-  state_type = next_fn.type_signature.parameter[0]
-  result_type = next_fn.type_signature.result
   # The three secure-sum results `update` takes, all empty.
   no_secure_sums = ((), (), ())
   # The form's stages drop Python containers (a `MixedFLState` comes back
   # as a plain struct); an identity of the declared types restores them.
-  restore_state = tff.tensorflow.computation(lambda s: s, state_type.member)
+  restore_state = tff.tensorflow.computation(lambda s: s,
+                                             parameter[0].member)
   restore_metrics = tff.tensorflow.computation(lambda m: m,
-                                               result_type.metrics.member)
+                                               result.metrics.member)
 
   # The parameter as `next_fn` declares it (names included), so that both
   # have one type.
-  @tff.federated_computation(next_fn.type_signature.parameter)
+  @tff.federated_computation(parameter)
   def fused_next(arguments):
     state, data = arguments[0], arguments[1]
     broadcast = tff.federated_broadcast(tff.federated_map(form.prepare,
