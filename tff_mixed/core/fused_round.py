@@ -41,6 +41,8 @@ message, e.g. `federated_select` (the movie task's embedding slices).
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.core import multi_round
+
 
 def _grappler_config() -> tf.compat.v1.ConfigProto:
   """TFF's default Grappler rewrites for the form, less memory optimization.
@@ -71,17 +73,12 @@ def build_fused_next(next_fn: tff.Computation) -> tff.Computation:
     `tff.learning.templates.LearningProcess` can take it as its `next`.
 
   Raises:
+    TypeError: If `next_fn` is not a round (`multi_round.check_round`).
     ValueError: If `next_fn` uses secure sums, or TFF's compiler cannot
       bring it into a MapReduceForm (its message says why).
   """
-  signature = getattr(next_fn, 'type_signature', None)
-  parameter = getattr(signature, 'parameter', None)
-  result = getattr(signature, 'result', None)
-  if (not isinstance(parameter, tff.StructType) or len(parameter) != 2
-      or not isinstance(result, tff.StructType)
-      or not hasattr(result, 'state') or not hasattr(result, 'metrics')):
-    raise TypeError('`next_fn` must take (state, client data) and return '
-                    f'<state=..., metrics=...>, got {signature}.')
+  signature = multi_round.check_round(next_fn)
+  parameter, result = signature.parameter, signature.result
   try:
     form = tff.backends.mapreduce.get_map_reduce_form_for_computation(
         next_fn, _grappler_config())

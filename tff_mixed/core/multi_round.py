@@ -44,6 +44,23 @@ def last_round_of_call(first_round: int, rounds_per_call: int,
   return min([end] + [math.ceil(first_round / n) * n for n in state_every])
 
 
+def check_round(next_fn: tff.Computation) -> tff.FunctionType:
+  """`next_fn`'s type if it is a round, else a `TypeError`.
+
+  A round takes (state, client data) and returns <state=..., metrics=...>,
+  as a `tff.learning.templates.LearningProcess`'s `next`.
+  """
+  signature = getattr(next_fn, 'type_signature', None)
+  parameter = getattr(signature, 'parameter', None)
+  result = getattr(signature, 'result', None)
+  if (not isinstance(parameter, tff.StructType) or len(parameter) != 2
+      or not isinstance(result, tff.StructType)
+      or not hasattr(result, 'state') or not hasattr(result, 'metrics')):
+    raise TypeError('`next_fn` must take (state, client data) and return '
+                    f'<state=..., metrics=...>, got {signature}.')
+  return signature
+
+
 def build_multi_round_next(next_fn: tff.Computation,
                            rounds: int) -> tff.Computation:
   """`rounds` calls of `next_fn` as one federated computation.
@@ -67,15 +84,7 @@ def build_multi_round_next(next_fn: tff.Computation,
   """
   if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
     raise ValueError(f'`rounds` must be an int >= 1, got {rounds!r}.')
-  parameter = next_fn.type_signature.parameter
-  result = next_fn.type_signature.result
-  if (not isinstance(parameter, tff.StructType) or len(parameter) != 2
-      or not isinstance(result, tff.StructType)
-      or not hasattr(result, 'state') or not hasattr(result, 'metrics')):
-    raise TypeError('`next_fn` must take (state, client data) and return '
-                    '<state=..., metrics=...>, got '
-                    f'{next_fn.type_signature}.')
-  state_type, data_type = parameter
+  state_type, data_type = check_round(next_fn).parameter
 
   @tff.federated_computation(state_type,
                              tff.StructType([data_type] * rounds))
