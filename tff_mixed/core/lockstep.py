@@ -130,11 +130,14 @@ def padded_batches_fn(
   options.experimental_optimization.apply_default_optimizations = False
   options.autotune.enabled = False
 
-  def member(client_id):
-    dataset = dataset_fn(client_id)
+  def batches_fn(ids):
+    # One batch's spec with B rows, from a trace of `dataset_fn` apart: the
+    # members' traces inside `tf.map_fn` need it before they run.
     specs = tf.nest.map_structure(
         lambda s: tf.TensorSpec([batch_size, *s.shape[1:]], s.dtype),
-        dataset.element_spec)
+        tf.function(dataset_fn).get_concrete_function(
+            tf.TensorSpec([], ids.dtype)).structured_outputs.element_spec)
+    zeros = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), specs)
 
     def pad(*element):
       element = element[0] if len(element) == 1 else element
@@ -145,31 +148,21 @@ def padded_batches_fn(
                      (s.shape.rank - 1)), s.shape), element, specs)
       return padded, tf.cast(rows, tf.int32)
 
-    zeros = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), specs)
-    # A member without data yields no batch: zero batches fill its steps.
-    filler = tf.data.Dataset.from_tensors(
-        (zeros, tf.constant(0, tf.int32))).repeat(num_batches)
-    batches, rows = dataset.repeat().take(num_batches).map(pad).concatenate(
-        filler).take(num_batches).batch(num_batches).with_options(
-            options).get_single_element()
-    return PaddedBatches(batches, rows)
+    def member(client_id):
+      # A member without data yields no batch: zero batches fill its steps.
+      filler = tf.data.Dataset.from_tensors(
+          (zeros, tf.constant(0, tf.int32))).repeat(num_batches)
+      batches, rows = dataset_fn(client_id).repeat().take(num_batches).map(
+          pad).concatenate(filler).take(num_batches).batch(
+              num_batches).with_options(options).get_single_element()
+      return PaddedBatches(batches, rows)
 
-  def batches_fn(ids):
-    return tf.map_fn(member, ids, fn_output_signature=_member_signature(
-        dataset_fn, ids.dtype, num_batches, batch_size))
+    return tf.map_fn(member, ids, fn_output_signature=PaddedBatches(
+        tf.nest.map_structure(
+            lambda s: tf.TensorSpec([num_batches, *s.shape], s.dtype), specs),
+        tf.TensorSpec([num_batches], tf.int32)))
 
   return batches_fn
-
-
-def _member_signature(dataset_fn, id_dtype, num_batches, batch_size):
-  """The `tf.map_fn` signature of one member's `PaddedBatches`."""
-  spec = tf.function(dataset_fn).get_concrete_function(
-      tf.TensorSpec([], id_dtype)).structured_outputs.element_spec
-  return PaddedBatches(
-      tf.nest.map_structure(
-          lambda s: tf.TensorSpec([num_batches, batch_size, *s.shape[1:]],
-                                  s.dtype), spec),
-      tf.TensorSpec([num_batches], tf.int32))
 
 
 def _stacked(value, like, count):
