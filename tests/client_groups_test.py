@@ -299,6 +299,11 @@ class BatchesEqualPerClientTest(_SameRuns):
       ('adaptive_zeroing_clipping_parallel_training',
        registry.PARALLEL_TRAINING, 2,
        dict(model_aggregator=_adaptive_zeroing(_adaptive_clipping()))),
+      # Merged with central examples as tensors (`merged_batches.py`): 4
+      # local and 3 transferred examples make 3 full batches of 2 and a
+      # partial one, which the 3 steps do not reach.
+      ('example_transfer', 'example_transfer', 2, {}),
+      ('fedavg_shared_data', 'fedavg_shared_data', 0, {}),
   )
   def test_batches(self, name, members_at_once, kwargs):
     groups = _equal_clients(members_at_once)
@@ -366,10 +371,16 @@ class BatchesEqualPerClientTest(_SameRuns):
     state = process.next(process.initialize(),
                          [np.asarray(g, np.int32) for g in _GROUPS]).state
     self.assertTrue(np.all(np.isfinite(tu.trainable(process, state)[0])))
-    # Example Transfer merges datasets: it still reads dataset_fn.
+    # Example Transfer merges its examples into the tensors too...
+    _linear_process('example_transfer', groups._replace(dataset_fn=no_dataset))
+    # ...but not when its 3 steps would reach a partial batch (4 local and
+    # 3 transferred examples in batches of 6): members then read datasets.
     with self.assertRaisesRegex(AssertionError, 'dataset_fn called'):
-      _linear_process('example_transfer',
-                      groups._replace(dataset_fn=no_dataset))
+      tff_mixed.build_example_transfer(
+          tu.linear_model(), tff_mixed.central_data_objective(
+              tu.central_arrays()), tu.sgd(0.1), examples_per_client=3,
+          client_batch_size=6, client_steps=3,
+          client_groups=groups._replace(dataset_fn=no_dataset))
 
   def test_batches_fn_of_unequal_clients_is_refused(self):
     with self.assertRaisesRegex(ValueError, 'same number of examples'):

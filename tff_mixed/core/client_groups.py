@@ -27,7 +27,8 @@ Clients of equal shape can instead give their batches as tensors
 (`ClientGroups.batches_fn`): then `members_at_once` members train in
 lockstep under `tf.vectorized_map` (`lockstep.py`; the same steps on
 tensors), which turns a small model's many tiny steps
-into a few batched ones.
+into a few batched ones; Example Transfer's members too, their transferred
+examples merged into their batches as tensors (`merged_batches.py`).
 The group returns what aggregation needs (`GroupOutput`):
 
 *   the weighted mean of its members' updates and their weight total, so
@@ -63,6 +64,7 @@ from tff_mixed.core import client_work as client_work_lib
 from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select as select_lib
 from tff_mixed.core import lockstep
+from tff_mixed.core import merged_batches as merged_lib
 from tff_mixed.core import model_types
 
 _ID_DTYPES = (np.int32, np.int64, np.str_)
@@ -90,9 +92,11 @@ class ClientGroups(NamedTuple):
       lockstep (`tf.vectorized_map`), with no dataset per member: the same
       steps and numbers up to float summation order (tests/
       client_groups_test.py; `lockstep.py`, whose `array_batches_fn`
-      builds one from arrays). Used where a member trains on its own data
-      (not with Example Transfer's merge or `federated_select`, which read
-      `dataset_fn`). Clients of unequal size may be padded to one shape:
+      builds one from arrays). Not with `federated_select`, whose members
+      read `dataset_fn`; with Example Transfer, each member's batches (its
+      whole data) merge with its transferred examples as tensors, unless
+      its K steps would reach a partial merged batch (`merged_batches.
+      can_merge`). Clients of unequal size may be padded to one shape:
       `batches_fn` then returns a `lockstep.PaddedBatches` (built by
       `lockstep.padded_batches_fn` from `dataset_fn`), for a model whose
       loss and metrics ignore rows of zeros.
@@ -317,10 +321,46 @@ def _add_member(sums, output, keys, selection, record):
 
 def trains_from_batches(client_groups: ClientGroups,
                         config: client_work_lib.ClientWorkConfig,
-                        selection: Any = None) -> bool:
-  """Whether a group's members train from `client_groups.batches_fn`."""
-  return (client_groups.batches_fn is not None and selection is None
-          and isinstance(config.local_data, client_work_lib.OwnData))
+                        distributor: distributors.Distributor) -> bool:
+  """Whether a group's members may train from `client_groups.batches_fn`.
+
+  On their own data, or (Example Transfer) merged with central examples
+  that the distributor gives all members at once (`receive_members`); not
+  with `federated_select`, whose rows each member remaps.
+  """
+  return (client_groups.batches_fn is not None
+          and distributor.selection is None
+          and (isinstance(config.local_data, client_work_lib.OwnData)
+               or distributor.receive_members is not None))
+
+
+def _members_from_batches(distributor, config, received, batches):
+  """`(inputs, batches)` the members train on at once, or `None`.
+
+  `inputs` are the weights and augmenting gradient every member receives;
+  with Example Transfer's merge, `batches` are each member's local and
+  transferred examples shuffled and batched as its dataset would be
+  (`merged_batches.py`). `None` where that merge would leave a partial
+  batch to train on, or `batches` hold only each member's first K batches
+  (`lockstep.PaddedBatches`), not its whole data: members then read
+  datasets.
+  """
+  if distributor.receive_members is None:
+    return distributor.receive(received, None), batches
+  if isinstance(batches, lockstep.PaddedBatches):
+    return None
+  inputs = distributor.receive_members(received, batches)
+  if not isinstance(config.local_data, client_work_lib.MergedData):
+    return inputs, batches
+  local_shape = tf.nest.flatten(batches)[0].shape
+  size = (local_shape[1] * local_shape[2]
+          + tf.nest.flatten(inputs.examples)[0].shape[1])
+  batch_size = config.local_data.batch_size
+  if not merged_lib.can_merge(size, batch_size, config.num_steps):
+    return None
+  return inputs, merged_lib.merge_batches(
+      batches, inputs.examples, inputs.shuffle_seed, batch_size,
+      config.num_steps)
 
 
 def build_group_work(
@@ -359,9 +399,13 @@ def build_group_work(
   client_update = client_work_lib.build_client_update_fn(
       distributor.client_model, config)
   selection = distributor.selection
-  from_batches = trains_from_batches(client_groups, config, selection)
+  from_batches = trains_from_batches(client_groups, config, distributor)
+  # Merged batches arrive merged: each member then trains on them as its
+  # own data.
   batches_update = (client_work_lib.build_batches_update_fn(
-      distributor.client_model, config) if from_batches else None)
+      distributor.client_model,
+      config._replace(local_data=client_work_lib.OwnData()))
+                    if from_batches else None)
   extra = [] if member_records is None else [member_records.parameters_type]
   parameter = tff.StructWithPythonType(
       [*distributor.client_types, *extra, client_groups.group_type], list)
@@ -393,12 +437,14 @@ def build_group_work(
         tf.zeros(s.shape, s.dtype)
         for s in model_types.trainable_specs(model)), tf.constant(0.0)))
     zero = _zero_sums(model, config, selection, zero_record)
-    if from_batches:
-      # What the server sent is the same for every member (no selection,
-      # no transferred examples): received once, for the whole group.
+    members = (_members_from_batches(distributor, config, received,
+                                     client_groups.batches_fn(ids))
+               if from_batches else None)
+    if members is not None:
+      # What the server sent is received once, for the whole group.
       sums = lockstep.train_members(
-          batches_update, optimizer, distributor.receive(received, None),
-          client_groups.batches_fn(ids), client_groups.members_at_once,
+          batches_update, optimizer, members[0], members[1],
+          client_groups.members_at_once,
           None if member_records is None else record, zero)
     else:
       _, sums = tf.while_loop(lambda i, _: i < tf.size(ids), body,

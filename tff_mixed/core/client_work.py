@@ -349,8 +349,8 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
   takes no step. Written for `tf.vectorized_map` over many clients of equal
   shape (`client_groups.py`): nothing in it depends on a member's values
   but its arithmetic, so a cohort's clients train at once, in lockstep.
-  Only the client's own data (`OwnData`): Example Transfer's merge and
-  shuffle are a dataset's.
+  Only the client's own data (`OwnData`): Example Transfer's batches come
+  already merged (`merged_batches.py`).
 
   Returns:
     `(optimizer, initial_weights, batches, augmenting_gradient) ->

@@ -54,6 +54,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import embedding_select as select_lib
+from tff_mixed.core import merged_batches as merged_lib
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select as transfer_lib
 
@@ -107,6 +108,13 @@ class Distributor(NamedTuple):
       has `keys_per_client` rows with `federated_select`).
     selection: The `EmbeddingSelection` whose table travels by rows, or
       `None`.
+    receive_members: For a group whose members train from tensors
+      (`client_groups.py`), `(received: sequence, batches) -> ClientInputs`,
+      pure TF: what `receive` gives each member, for all of them at once,
+      from their batches (every leaf `[members, n, B, ...]`, each member's
+      whole data): `examples` stacked `[members, e, ...]` and
+      `shuffle_seed` `[members]`. `None`: every member receives
+      `receive(received, None)`.
   """
 
   client_types: tuple[tff.Type, ...]
@@ -114,6 +122,7 @@ class Distributor(NamedTuple):
   receive: Callable[..., ClientInputs]
   client_model: tff.learning.models.FunctionalModel
   selection: Optional[select_lib.EmbeddingSelection] = None
+  receive_members: Optional[Callable[..., ClientInputs]] = None
 
 
 def message_type(weights_type: tff.Type, with_gradient: bool) -> tff.Type:
@@ -188,7 +197,8 @@ def build_group_transfer_distributor(
   its keys and reads its central examples inside the group's computation
   (`transfer.draw_fn`, `transfer.read_fn`: what `federated_select` with
   `select_fn` delivers to a client), so that a group's members need no key
-  of their own in the federated computation.
+  of their own in the federated computation. Members held as tensors draw
+  and read theirs all at once (`receive_members`, `transfer.draw_rows_fn`).
   """
 
   def distribute(message, round_num, client_data):
@@ -204,8 +214,19 @@ def build_group_transfer_distributor(
     return base.receive(received, dataset, key_dataset)._replace(
         examples=examples, shuffle_seed=draw.shuffle_seed)
 
+  def receive_members(received, batches):
+    *received, round_num = received
+    draw = transfer.draw_rows_fn(merged_lib.rows_of(batches), round_num)
+    examples = tf.nest.map_structure(
+        lambda t: tf.reshape(t, tf.concat(
+            [tf.shape(draw.keys), tf.shape(t)[1:]], 0)),
+        transfer.read_fn(tf.reshape(draw.keys, [-1])))
+    return base.receive(received, None)._replace(
+        examples=examples, shuffle_seed=draw.shuffle_seed)
+
   return Distributor((*base.client_types, tff.TensorType(np.int32)),
-                     distribute, receive, base.client_model)
+                     distribute, receive, base.client_model,
+                     receive_members=receive_members)
 
 
 def _without(values: Sequence[Any], index: int) -> tuple[Any, ...]:

@@ -103,17 +103,70 @@ def data_fingerprint(dataset: tf.data.Dataset) -> tf.Tensor:
                                     tf.constant(0, tf.int64), add)
 
 
+def _serialized_rows(leaf: tf.Tensor) -> tf.Tensor:
+  """`tf.io.serialize_tensor` of each row `leaf[m, i]`, string `[M, n]`.
+
+  A numeric tensor serializes as a header (its dtype and shape) followed by
+  its raw bytes, row after row; so each row's serialization is the header
+  of one row plus that row's bytes, cut from one serialization of the
+  whole leaf rather than serialized one by one.
+  """
+  members, rows = tf.shape(leaf)[0], tf.shape(leaf)[1]
+  row_shape = leaf.shape[2:]
+  if leaf.dtype == tf.string or not row_shape.is_fully_defined():
+    flat = tf.reshape(leaf, tf.concat([[-1], tf.shape(leaf)[2:]], 0))
+    serialized = tf.map_fn(tf.io.serialize_tensor, flat,
+                           fn_output_signature=tf.string)
+    return tf.reshape(serialized, [members, rows])
+  row_bytes = row_shape.num_elements() * leaf.dtype.size
+  count = members * rows
+  whole = tf.io.serialize_tensor(tf.reshape(leaf, [-1]))
+  start = tf.strings.length(whole) - count * row_bytes
+  contents = tf.strings.substr(whole, start + tf.range(count) * row_bytes,
+                               tf.fill([count], row_bytes))
+  one_row = tf.io.serialize_tensor(tf.zeros(row_shape, leaf.dtype))
+  header = tf.strings.substr(one_row, 0,
+                             tf.strings.length(one_row) - row_bytes)
+  return tf.reshape(tf.strings.join([header, contents]), [members, rows])
+
+
+def rows_fingerprint(rows: Any) -> tf.Tensor:
+  """`data_fingerprint` of several clients' examples held as tensors.
+
+  Args:
+    rows: Every leaf `[members, n, ...]`: each member's `n` examples (all
+      of its data), in the model's input structure.
+
+  Returns:
+    int64 `[members]`: each member's `data_fingerprint`.
+  """
+  leaves = [_serialized_rows(tf.convert_to_tensor(leaf))
+            for leaf in tf.nest.flatten(rows)]
+  hashes = tf.strings.to_hash_bucket_fast(tf.strings.join(leaves),
+                                          _HASH_BOUND)
+  # The sum modulo 2**52 without int64 overflow: 26-bit halves summed apart.
+  half = 1 << 26
+  high = tf.math.floormod(tf.reduce_sum(hashes // half, axis=1), half)
+  low = tf.reduce_sum(tf.math.floormod(hashes, half), axis=1)
+  return tf.math.floormod(high * half + low, _HASH_BOUND)
+
+
 def _client_seed(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
                  purpose: str) -> tf.Tensor:
-  """A stateless-RNG seed `int64[2]` for one client, round and purpose."""
+  """A stateless-RNG seed `int64[2]` for one client, round and purpose.
+
+  For a vector of fingerprints, `int64[members, 2]`.
+  """
   key = tf.strings.join([
       purpose,
       tf.strings.as_string(tf.constant(seed, tf.int64)),
       tf.strings.as_string(tf.cast(round_num, tf.int64)),
       tf.strings.as_string(tf.cast(fingerprint, tf.int64)),
   ], separator='/')
+  # The last axis: one seed for a scalar fingerprint, one per member for
+  # a vector of them (`draw_rows`).
   return tf.stack([tf.strings.to_hash_bucket_fast(key, _HASH_BOUND),
-                   tf.cast(fingerprint, tf.int64)])
+                   tf.cast(fingerprint, tf.int64)], axis=-1)
 
 
 def transfer_keys(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
@@ -143,8 +196,11 @@ def transfer_keys(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
 
 def shuffle_seed(fingerprint: tf.Tensor, seed: int,
                  round_num: tf.Tensor) -> tf.Tensor:
-  """The int64 seed of one client's shuffle of its merged data in a round."""
-  return _client_seed(fingerprint, seed, round_num, 'shuffle')[0]
+  """The int64 seed of one client's shuffle of its merged data in a round.
+
+  For a vector of fingerprints, one seed for each.
+  """
+  return _client_seed(fingerprint, seed, round_num, 'shuffle')[..., 0]
 
 
 class TransferDraw(NamedTuple):
@@ -178,11 +234,40 @@ def draw(dataset: tf.data.Dataset, round_num: tf.Tensor, *, seed: int,
     A `TransferDraw`.
   """
   fingerprint = data_fingerprint(dataset)
-  key_round = (round_num if redraw_each_round
-               else tf.constant(FIXED_ROUND, tf.int32))
+  key_round = _key_round(round_num, redraw_each_round)
   return TransferDraw(
       keys=transfer_keys(fingerprint, seed, key_round, num_keys, num_examples),
       shuffle_seed=shuffle_seed(fingerprint, seed, round_num))
+
+
+def _key_round(round_num: tf.Tensor, redraw_each_round: bool) -> tf.Tensor:
+  return (round_num if redraw_each_round
+          else tf.constant(FIXED_ROUND, tf.int32))
+
+
+def draw_rows(rows: Any, round_num: tf.Tensor, *, seed: int, num_keys: int,
+              num_examples: int, redraw_each_round: bool) -> TransferDraw:
+  """`draw` for several clients whose examples are held as tensors.
+
+  Args:
+    rows: Every leaf `[members, n, ...]`, each member's whole data.
+    round_num: The round (scalar int32 tensor).
+    seed: The process seed.
+    num_keys: Central examples each member receives.
+    num_examples: Size of the central set they are drawn from.
+    redraw_each_round: See `draw`.
+
+  Returns:
+    A `TransferDraw` of int32 `[members, num_keys]` keys and int64
+    `[members]` shuffle seeds: what `draw` gives each member.
+  """
+  fingerprints = rows_fingerprint(rows)
+  key_round = _key_round(round_num, redraw_each_round)
+  keys = tf.map_fn(
+      lambda f: transfer_keys(f, seed, key_round, num_keys, num_examples),
+      fingerprints, fn_output_signature=tf.TensorSpec([num_keys], tf.int32))
+  return TransferDraw(keys=keys,
+                      shuffle_seed=shuffle_seed(fingerprints, seed, round_num))
 
 
 def _is_store(objective: central_lib.CentralObjective) -> bool:
@@ -205,6 +290,8 @@ class TransferComputations(NamedTuple):
     read_fn: `read_fn(keys) -> examples`, pure TF: the central examples at
       int32 `keys`, stacked, as `select_fn` gives them one by one (for
       groups of clients, which read them inside their computation).
+    draw_rows_fn: `draw_rows_fn(rows, round_num) -> TransferDraw`, pure TF:
+      `draw_fn` for a group's members held as tensors (`draw_rows`).
   """
 
   central_set: tff.Computation
@@ -214,6 +301,7 @@ class TransferComputations(NamedTuple):
   num_keys: int
   draw_fn: Callable[[tf.data.Dataset, tf.Tensor], TransferDraw]
   read_fn: Callable[[tf.Tensor], Any]
+  draw_rows_fn: Callable[[Any, tf.Tensor], TransferDraw]
 
 
 def build_transfer_computations(
@@ -247,10 +335,14 @@ def build_transfer_computations(
       return tf.constant(0, tf.int32)
     return tf.nest.map_structure(tf.constant, objective.data)
 
+  draw_args = dict(seed=seed, num_keys=num_keys, num_examples=num_examples,
+                   redraw_each_round=redraw_each_round)
+
   def draw_fn(dataset, round_num):
-    return draw(dataset, round_num, seed=seed, num_keys=num_keys,
-                num_examples=num_examples,
-                redraw_each_round=redraw_each_round)
+    return draw(dataset, round_num, **draw_args)
+
+  def draw_rows_fn(rows, round_num):
+    return draw_rows(rows, round_num, **draw_args)
 
   @tff.tensorflow.computation(tff.TensorType(np.int32), data_type)
   def draw_computation(round_num, dataset):
@@ -274,4 +366,4 @@ def build_transfer_computations(
   return TransferComputations(
       central_set=central_set, draw=draw_computation, select_fn=select_fn,
       max_key=num_examples - 1, num_keys=num_keys, draw_fn=draw_fn,
-      read_fn=read_fn)
+      read_fn=read_fn, draw_rows_fn=draw_rows_fn)
