@@ -159,7 +159,8 @@ _FUSED_ROUNDS = flags.DEFINE_bool(
     'Grouped rows: each round with its stages fused into one TF computation '
     'each (`fused_round.build_fused_next`, TFF\'s MapReduceForm: the same '
     'numbers, tests/fused_round_test.py); rounds that form cannot hold '
-    '(Example Transfer\'s federated_select) run as composed.')
+    '(e.g. a federated_select) run as composed, and the report names '
+    'them.')
 _MEMBERS_AT_ONCE = flags.DEFINE_list(
     'members_at_once', ['small=0'],
     'Per model, `model=n`: grouped rows train their members from tensors '
@@ -394,9 +395,9 @@ def _members_at_once_text(settings: list[str]) -> str:
       for name, _, value in (item.partition('=') for item in settings))
   return ('; members read as tensors (`ClientGroups.batches_fn`, every '
           'member the same K batches) and trained in lockstep by '
-          f'`tf.vectorized_map` (`--members_at_once`: {listed}), except '
-          "Example Transfer's, whose transferred examples merge into a "
-          'dataset per member')
+          f'`tf.vectorized_map` (`--members_at_once`: {listed}), Example '
+          "Transfer's with their transferred examples merged into those "
+          'tensors (`merged_batches.py`)')
 
 
 def make_workload(model_name: str = 'small') -> Workload:
@@ -560,6 +561,7 @@ class _ProcessRunner:
     self._state = None
     self._data = None
     self.rounds = workload.rounds_per_call if self._grouped else 1
+    self.fused = False  # Whether its rounds run fused (`fused_round`).
 
   def build(self, cohort: Cohort) -> bool:
     """Builds the process for `cohort`; False if the one built serves."""
@@ -569,11 +571,13 @@ class _ProcessRunner:
     self._process = build_process(self._name, self._workload, cohort)
     process = self._process
     next_fn = process.next
+    self.fused = False
     if self._grouped and self._workload.fused_rounds:
       try:
         next_fn = fused_round.build_fused_next(process.next)
+        self.fused = True
       except ValueError:
-        pass  # Example Transfer's federated_select: run as composed.
+        pass  # E.g. a federated_select: run as composed (reported).
     self._next = lambda state, data: next_fn(state, data).state
     if self.rounds > 1:
       multi = multi_round.build_multi_round_next(next_fn, self.rounds)
@@ -603,6 +607,7 @@ class _FloorRunner:
   """
 
   rounds = 1  # Rounds per `run_round`.
+  fused = False  # No TFF round to fuse.
 
   def __init__(self, name: str, workload: Workload):
     self._algorithm = algorithm_of(name)
@@ -765,6 +770,7 @@ def time_algorithms(names: list[str], clients_per_round: list[int],
     for name in names:
       algorithms[name] = _summarize(samples[name], warmup)
       algorithms[name]['build_s'] = build_s[name]
+      algorithms[name]['fused'] = runners[name].fused
       algorithms[name]['rounds'] = [s._asdict() for s in samples[name]]
     _add_ratios(algorithms)
     cohorts.append(collections.OrderedDict(
@@ -1030,6 +1036,20 @@ def _model_lines(model_name: str, result: dict[str, Any],
   return lines
 
 
+def _unfused_text(report: dict[str, Any]) -> str:
+  """The grouped rows that ran composed although fusing was asked for."""
+  unfused = sorted({
+      f'{model} {_DISPLAY_NAMES[algorithm_of(name)]}'
+      for model, result in report['models'].items()
+      for cohort in result['cohorts']
+      for name, row in cohort['algorithms'].items()
+      if name.endswith(GROUPED) and row.get('fused') is False})
+  if not unfused:
+    return ''
+  return (', but ' + ', '.join(unfused) + ', whose rounds that form cannot '
+          'hold (run as composed)')
+
+
 def render_markdown(report: dict[str, Any]) -> str:
   """The BENCHMARKS.md text for a report (as written to the JSON file)."""
   config = report['config']
@@ -1078,8 +1098,7 @@ def render_markdown(report: dict[str, Any]) -> str:
       + _rounds_per_call_text(config.get('rounds_per_call', 1))
       + ('; each round\'s stages fused into one TF computation each '
          '(`fused_round.build_fused_next`, TFF\'s MapReduceForm; the same '
-         'numbers, tests/fused_round_test.py), but Example Transfer\'s, '
-         'whose federated_select that form cannot hold'
+         'numbers, tests/fused_round_test.py)' + _unfused_text(report)
          if config.get('fused_rounds') else '') +
       '. The same model and metrics either way '
       '(tests/client_groups_test.py).'
