@@ -27,10 +27,10 @@ at once, as tensors, so that they train in lockstep (`lockstep.py`,
     `ShuffleDataset` fills the buffer, then for output `i` draws `r_i`, the
     `i`-th uint32 of a Philox stream keyed by the op's seeds, takes element
     `i + r_i mod (size - i)` and swaps it into place `i` (a forward
-    Fisher-Yates). `StatelessRandomUniformFullIntV2` with the same key and
-    counter gives the same stream, so the same order follows. Its tests
-    compare it with tf.data over sizes and seeds; a change in tf.data's
-    algorithm would fail them.
+    Fisher-Yates). The same stream, computed for every member's seed at
+    once (`philox.py`), gives the same order. Its tests compare it with
+    tf.data over sizes and seeds; a change in tf.data's algorithm would
+    fail them.
 *   `merge_batches`: local batches and transferred examples, concatenated,
     permuted by each member's order and cut into batches of B.
 
@@ -41,31 +41,18 @@ from typing import Any
 
 import tensorflow as tf
 
+from tff_mixed.core import philox
 from tff_mixed.core import transfer_select
-
-# `StatelessRandomUniformFullIntV2`'s algorithm id of Philox, the generator
-# of tf.data's shuffle.
-_PHILOX_ALGORITHM = 1
-
 
 def _philox_streams(size: int, seeds: tf.Tensor) -> tf.Tensor:
   """uint32 streams `[members, size]` of tf.data's shuffle, as int64."""
 
   # The seeds tf.data's shuffle takes for op seed `seed`: the graph's seed
-  # (or TF's default one) and `seed` modulo 2**31 - 1. Taken here, in the
-  # graph the shuffle would be in, not in `map_fn`'s body.
+  # (or TF's default one) and `seed` modulo 2**31 - 1.
   key, counters = tf.compat.v1.random.get_seed(tf.cast(seeds, tf.int64))
-  key = tf.reshape(tf.cast(key, tf.uint64), [1])
-
-  def stream(counter):
-    return tf.cast(tf.raw_ops.StatelessRandomUniformFullIntV2(
-        shape=[size], key=key,
-        counter=tf.stack([tf.constant(0, tf.uint64),
-                          tf.cast(counter, tf.uint64)]),
-        alg=_PHILOX_ALGORITHM, dtype=tf.uint32), tf.int64)
-
-  return tf.map_fn(stream, counters,
-                   fn_output_signature=tf.TensorSpec([size], tf.int64))
+  counters = tf.cast(counters, tf.uint64)
+  keys = tf.fill(tf.shape(counters), tf.cast(key, tf.uint64))
+  return philox.uint32_streams(keys, counters, size)
 
 
 def shuffle_order(size: int, seeds: tf.Tensor) -> tf.Tensor:

@@ -263,6 +263,8 @@ def draw_rows(rows: Any, round_num: tf.Tensor, *, seed: int, num_keys: int,
   """
   fingerprints = rows_fingerprint(rows)
   key_round = _key_round(round_num, redraw_each_round)
+  # One member at a time: TF's op draws the central set's scores faster
+  # than `philox.py`'s rounds for all members at once.
   keys = tf.map_fn(
       lambda f: transfer_keys(f, seed, key_round, num_keys, num_examples),
       fingerprints, fn_output_signature=tf.TensorSpec([num_keys], tf.int32))
