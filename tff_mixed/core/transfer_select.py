@@ -49,6 +49,10 @@ the same examples). Consequences, documented for users:
 The same per-client seed also seeds the shuffle of the merged local data, so
 clients of one round do not share one permutation.
 
+A group of clients whose examples are held as tensors (`client_groups.py`)
+draws for all its members at once (`draw_rows`; `rows_fingerprint` gives
+each member's `data_fingerprint` from one serialization of their rows).
+
 Pure TF, except the small `tff.tensorflow.computation`s that
 `build_transfer_computations` returns for the transfer distributor
 (`distributors.build_transfer_distributor`).
