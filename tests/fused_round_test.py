@@ -13,6 +13,9 @@
 # limitations under the License.
 """A fused round (`core/fused_round.py`) is the process's round, exactly."""
 
+import shutil
+import tempfile
+
 from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
@@ -87,6 +90,41 @@ class FusedRoundTest(absltest.TestCase):
     data = [tf.data.Dataset.from_tensor_slices(a).batch(2)
             for a in tu.client_arrays(sizes=(4, 6, 2))]
     self._assert_same_rounds(process, data, rounds=2)
+
+  def test_run_training_takes_a_fused_process(self):
+    # Example Transfer in groups: its examples are read inside the group,
+    # so its round fuses. Through the runner, 2 rounds a call, the same
+    # metrics and model as the composed process.
+    groups = client_groups.ClientGroups(
+        client_groups.array_dataset_fn(tu.client_arrays(sizes=(4, 6, 1, 7, 3)),
+                                       lambda d: d.batch(2)), np.int32)
+    process = tff_mixed.build_example_transfer(
+        tu.linear_model(),
+        tff_mixed.central_data_objective(tu.central_arrays()), tu.sgd(0.1),
+        examples_per_client=3, client_batch_size=2, client_steps=3,
+        client_groups=groups)
+    results = []
+    for name, run in (('composed', process),
+                      ('fused', fused_round.build_fused_process(process))):
+      root = tempfile.mkdtemp()
+      self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+      results.append(runner.run_training(
+          run,
+          client_data_fn=lambda r: [np.asarray(g, np.int32) for g in _GROUPS],
+          total_rounds=4, root_output_dir=root,
+          experiment_name=name, hparams={}, rounds_per_checkpoint=4,
+          progress=False, rounds_per_call=2))
+    composed, fused = results
+    self.assertLen(fused.history, 4)
+    self.assertIn('train/client_work/train/loss', fused.history[-1])
+    for want, got in zip(composed.history, fused.history):
+      self.assertEqual(sorted(want), sorted(got))
+      for key in want:
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-6, atol=1e-7,
+                                   err_msg=key)
+    np.testing.assert_allclose(tu.trainable(process, fused.state)[0],
+                               tu.trainable(process, composed.state)[0],
+                               rtol=1e-6, atol=1e-7)
 
   def test_federated_select_is_refused_with_the_reason(self):
     # The movie task's embedding slices: not in TFF's MapReduceForm.
