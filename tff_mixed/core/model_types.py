@@ -130,7 +130,8 @@ def reduce_dataset(dataset: tf.data.Dataset, initial_state: Any,
   # Inside a `tf.function` of its own, whose automatic control
   # dependencies order the draw (or the iterator's initialization) before
   # the first step; a TFF graph or a `tf.while_loop` body has no ordering.
-  @tf.function
+  # Graph code as written: AutoGraph would only add tracing time.
+  @tf.function(autograph=False)
   def fold(dataset, initial_state):
     # Drawn after the state is made: a dataset that reshuffles each
     # iteration draws its order when its pass starts, so passes over one
@@ -153,7 +154,7 @@ def reduce_dataset(dataset: tf.data.Dataset, initial_state: Any,
         (tf.constant(0), initial_state))
     return state
 
-  @tf.function
+  @tf.function(autograph=False)
   def iterate(dataset, initial_state):
     with tf.control_dependencies(
         [t for t in tf.nest.flatten(initial_state) if tf.is_tensor(t)]):

@@ -220,7 +220,8 @@ def build_char_lm(
       raise ValueError(f'`{name}` must be an int >= {low}, got {value!r}.')
   weights = initial_weights(vocab_size, embedding_dim, gru_units, seed)
 
-  @tf.function
+  # Graph code as written: AutoGraph would only add tracing time.
+  @tf.function(autograph=False)
   def predict_on_batch(model_weights, x, training=True):
     del training  # No dropout.
     trainable, _ = model_weights

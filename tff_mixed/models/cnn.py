@@ -268,7 +268,8 @@ def build_cnn(
     weights = tuple(np.asarray(w, np.float32) for w in body_weights) + (
         weights[BODY_SIZE:])
 
-  @tf.function
+  # Graph code as written: AutoGraph would only add tracing time.
+  @tf.function(autograph=False)
   def predict_on_batch(model_weights, x, training=True):
     del training  # No dropout or batch norm.
     trainable, _ = model_weights

@@ -123,7 +123,8 @@ def build_binary_classifier(
     trainable.append(np.zeros([fan_out], np.float32))
   num_layers = len(sizes) - 1
 
-  @tf.function
+  # Graph code as written: AutoGraph would only add tracing time.
+  @tf.function(autograph=False)
   def predict_on_batch(model_weights, x, training=True):
     del training  # No dropout or batch norm.
     weights, _ = model_weights
@@ -178,7 +179,8 @@ def build_linear_regression(
                        np.zeros([1], np.float32))
   initial_weights = tuple(np.asarray(w, np.float32) for w in initial_weights)
 
-  @tf.function
+  # Graph code as written: AutoGraph would only add tracing time.
+  @tf.function(autograph=False)
   def predict_on_batch(model_weights, x, training=True):
     del training  # Unused.
     (w, b), _ = model_weights

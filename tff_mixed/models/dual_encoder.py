@@ -184,7 +184,8 @@ def build_dual_encoder(
   weights = tuple(np.asarray(w, np.float32) for w in weights)
   with_spreadout = spreadout_weight != 0.0
 
-  @tf.function
+  # Graph code as written: AutoGraph would only add tracing time.
+  @tf.function(autograph=False)
   def predict_on_batch(model_weights, x, training=True):
     del training  # No dropout.
     trainable, _ = model_weights
