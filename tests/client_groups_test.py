@@ -310,9 +310,19 @@ class BatchesEqualPerClientTest(_SameRuns):
     self._assert_same(_run_both(
         lambda g: _linear_process(name, g, **kwargs), groups))
 
-  def test_non_finite_member_is_left_out_as_per_client(self):
+  @parameterized.named_parameters(
+      ('from_batches', True, 'fedavg'),
+      # The member loop over datasets adds its members unchecked first and
+      # retrains them checking each when their sum is not finite.
+      ('from_datasets', False, 'fedavg'),
+      ('from_datasets_two_way_gt', False, registry.TWO_WAY_GT),
+  )
+  def test_non_finite_member_is_left_out_as_per_client(self, from_batches,
+                                                       name):
     groups = _equal_clients(non_finite_client=1)
-    history = _run_both(lambda g: _linear_process('fedavg', g), groups)
+    if not from_batches:
+      groups = groups._replace(batches_fn=None)
+    history = _run_both(lambda g: _linear_process(name, g), groups)
     self._assert_same(history)
     # The infinite client reports no examples: 4 clients' 8 examples x 3
     # steps' batches of 2 (one pass and a step) = 24 per round.

@@ -185,6 +185,21 @@ def _zero_all_if_any_non_finite(structure):
   )
 
 
+def _guarded_update(update, check_finite):
+  """`_zero_all_if_any_non_finite(update)`, unless `check_finite` is False.
+
+  `check_finite` is `None` (always check: a client's own update before
+  aggregation) or a scalar bool tensor: a client group's first pass over
+  its members skips the check, a pass over the model's size per member,
+  and checks their sum instead (`client_groups.build_group_work`).
+  """
+  if check_finite is None:
+    return _zero_all_if_any_non_finite(update)
+  return tf.cond(check_finite,
+                 lambda: _zero_all_if_any_non_finite(update),
+                 lambda: (update, tf.constant(0, tf.int32)))
+
+
 def _batch_gradient(model, model_weights, batch):
   x, y = central_objective.split_batch(batch)
   trainable, non_trainable = model_weights
@@ -269,11 +284,12 @@ def _initial_state(model, config: ClientWorkConfig, optimizer,
 
 
 def _client_output(model, config: ClientWorkConfig, initial_trainable,
-                   trainable, metrics_state, num_examples, probe_gradient):
+                   trainable, metrics_state, num_examples, probe_gradient,
+                   check_finite=None):
   """The update, its weight and the metrics, guarded against non-finites."""
   update = tuple(
       tf.subtract(a, b) for a, b in zip(initial_trainable, trainable))
-  update, has_non_finite = _zero_all_if_any_non_finite(update)
+  update, has_non_finite = _guarded_update(update, check_finite)
   # As in TFF's FedAvg: a client with a non-finite update gets weight zero
   # and reports no metrics, so it cannot poison the model or the metrics.
   if config.weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
@@ -309,11 +325,14 @@ def build_client_update_fn(model: tff.learning.models.FunctionalModel,
 
   Returns:
     A `tf.function` `(optimizer, initial_weights, dataset, augmenting_gradient,
-    transferred_examples, shuffle_seed) -> ClientOutput`, where
-    `transferred_examples` is a `tf.data.Dataset` of single central examples
-    (unbatched, like `dataset.unbatch()`) and `shuffle_seed` an int64 scalar
-    that seeds their shuffle with the local data; both are ignored (pass `()`
-    and 0) without Example Transfer.
+    transferred_examples, shuffle_seed, check_finite=None) -> ClientOutput`,
+    where `transferred_examples` is a `tf.data.Dataset` of single central
+    examples (unbatched, like `dataset.unbatch()`) and `shuffle_seed` an
+    int64 scalar that seeds their shuffle with the local data; both are
+    ignored (pass `()` and 0) without Example Transfer. `check_finite`, a
+    scalar bool tensor, turns the non-finite guard off where it is False
+    (a client group's first pass, which checks its members' sum instead);
+    by default every update is checked.
   """
 
   # Without AutoGraph: the loop is graph code as written (`reduce_dataset`,
@@ -322,7 +341,7 @@ def build_client_update_fn(model: tff.learning.models.FunctionalModel,
   # build; the graph is the same.
   @tf.function(autograph=False)
   def client_update(optimizer, initial_weights, dataset, augmenting_gradient,
-                    transferred_examples, shuffle_seed):
+                    transferred_examples, shuffle_seed, check_finite=None):
     initial_trainable, non_trainable = initial_weights
     initial_trainable = tuple(initial_trainable)
     non_trainable = tuple(non_trainable)
@@ -335,7 +354,8 @@ def build_client_update_fn(model: tff.learning.models.FunctionalModel,
     trainable, _, metrics_state, num_examples, _, probe_gradient = (
         model_types.reduce_dataset(dataset, initial_state, reduce_fn))
     return _client_output(model, config, initial_trainable, trainable,
-                          metrics_state, num_examples, probe_gradient)
+                          metrics_state, num_examples, probe_gradient,
+                          check_finite)
 
   return client_update
 
@@ -357,8 +377,9 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
   already merged (`merged_batches.py`).
 
   Returns:
-    `(optimizer, initial_weights, batches, augmenting_gradient) ->
-    ClientOutput`, pure TF.
+    `(optimizer, initial_weights, batches, augmenting_gradient,
+    check_finite=None) -> ClientOutput`, pure TF (`check_finite` as in
+    `build_client_update_fn`).
 
   Raises:
     ValueError: If `config.local_data` is not `OwnData`.
@@ -369,7 +390,7 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
                      f'{type(config.local_data).__name__}.')
 
   def batches_update(optimizer, initial_weights, batches,
-                     augmenting_gradient):
+                     augmenting_gradient, check_finite=None):
     initial_trainable, non_trainable = initial_weights
     initial_trainable = tuple(initial_trainable)
     num_rows = None
@@ -398,7 +419,8 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
         tf.while_loop(lambda k, _: k < num_steps, body,
                       (tf.constant(0, tf.int32), initial_state)))
     return _client_output(model, config, initial_trainable, trainable,
-                          metrics_state, num_examples, probe_gradient)
+                          metrics_state, num_examples, probe_gradient,
+                          check_finite)
 
   return batches_update
 

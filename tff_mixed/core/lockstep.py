@@ -219,7 +219,7 @@ def _add_members(sums, outputs, records, count):
 def train_members(batches_update: Callable[..., Any], optimizer: Any,
                   received: Any, batches: Any, members_at_once: int,
                   record: Optional[Callable[[Any, Any], Any]],
-                  zero: Any) -> Any:
+                  zero: Any, check_finite: Optional[tf.Tensor] = None) -> Any:
   """The group's sums after training its members in lockstep.
 
   Args:
@@ -233,6 +233,8 @@ def train_members(batches_update: Callable[..., Any], optimizer: Any,
       each client's update, or `None`.
     zero: The group's zero sums (`client_groups.GroupOutput`), with a zero
       record when `record` is given.
+    check_finite: `batches_update`'s: whether each member's update is
+      checked for non-finite values (by default, yes).
 
   Returns:
     `zero` plus every member's output, as `client_groups`' member loop sums
@@ -244,7 +246,7 @@ def train_members(batches_update: Callable[..., Any], optimizer: Any,
 
   def train(member_batches):
     return batches_update(optimizer, received.weights, member_batches,
-                          received.augmenting_gradient)
+                          received.augmenting_gradient, check_finite)
 
   def records_of(outputs, count):
     if record is None:
