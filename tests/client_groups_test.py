@@ -39,6 +39,7 @@ import tff_mixed
 from tff_mixed.algorithms import fedavg
 from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups
+from tff_mixed.core import example_store
 from tff_mixed.core import lockstep
 from tff_mixed.core import model_types
 from tff_mixed.models import char_lm
@@ -309,6 +310,34 @@ class BatchesEqualPerClientTest(_SameRuns):
     groups = _equal_clients(members_at_once)
     self._assert_same(_run_both(
         lambda g: _linear_process(name, g, **kwargs), groups))
+
+  @parameterized.named_parameters(
+      # One member at a time trains without `tf.vectorized_map`.
+      ('fedavg', 'fedavg'),
+      ('example_transfer', 'example_transfer'),
+  )
+  def test_store_batches_one_member_at_once(self, name):
+    arrays = tu.client_arrays(sizes=_EQUAL_SIZES)
+    directory = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
+    store = example_store.write_example_store(
+        directory + '/store',
+        [tuple(np.concatenate(leaf) for leaf in zip(*arrays))])
+    size = _EQUAL_SIZES[0]
+    rows = np.arange(len(arrays) * size).reshape(len(arrays), size)
+    batches_fn = lockstep.store_batches_fn(store, rows, 2)
+    ids = tf.constant([2, 0], tf.int32)
+    for got, want in zip(batches_fn(ids),
+                         lockstep.array_batches_fn(arrays, 2)(ids)):
+      np.testing.assert_array_equal(got, want)
+    groups = client_groups.ClientGroups(
+        client_groups.array_dataset_fn(arrays, lambda d: d.batch(2)),
+        np.int32, batches_fn=batches_fn, members_at_once=1)
+    self._assert_same(_run_both(lambda g: _linear_process(name, g), groups))
+
+  def test_store_batches_refuse_unequal_rows(self):
+    with self.assertRaisesRegex(ValueError, 'multiple of the batch size'):
+      lockstep.store_batches_fn(None, np.zeros((3, 5), np.int64), 2)
 
   @parameterized.named_parameters(
       ('from_batches', True, 'fedavg'),

@@ -103,8 +103,8 @@ class ClientGroups(NamedTuple):
     members_at_once: With `batches_fn`, how many members train in lockstep
       (0: the whole group). Small models gain most (a group's many small
       steps become one batched step); a large model's members each stream
-      its weights, so one or a few at a time keep them in cache
-      (BENCHMARKS.md, round_time).
+      its weights, so give 1: they then train one after another from the
+      tensors, with no dataset each (BENCHMARKS.md, round_time).
   """
 
   dataset_fn: Callable[[tf.Tensor], tf.data.Dataset]

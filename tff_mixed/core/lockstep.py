@@ -15,8 +15,10 @@
 
 `client_groups.py` trains a group's members one after another, each from a
 dataset. For clients of equal shape, whose batches a `ClientGroups.batches_fn`
-gives as tensors (`array_batches_fn` for in-memory arrays), this module
-trains several members at once: `tf.vectorized_map` turns the per-client
+gives as tensors (`array_batches_fn` for in-memory arrays,
+`store_batches_fn` for an `ExampleStore`), this module
+trains several members at once (or, with `members_at_once=1`, one after
+another from tensors): `tf.vectorized_map` turns the per-client
 steps (`client_work.build_batches_update_fn`) into batched ones, so that a
 small model's many tiny matrix products become a few large ones, and no
 member needs a dataset or an iterator. The arithmetic per member is the
@@ -74,6 +76,49 @@ def array_batches_fn(
     ids = tf.cast(ids, tf.int64)
     return tf.nest.map_structure(lambda a: tf.gather(tf.constant(a), ids),
                                  stacked)
+
+  return batches_fn
+
+
+def store_batches_fn(store: Any, client_rows: Any,
+                     batch_size: int) -> Callable[[tf.Tensor], Any]:
+  """A `ClientGroups.batches_fn` over clients of equal size in a store.
+
+  The tensor twin of a `dataset_fn` that reads client `i`'s examples
+  `client_rows[i]` from an `example_store.ExampleStore` in batches of
+  `batch_size`: a group reads all its members' examples in one
+  `store.read`, with no dataset or iterator per member. For a large model
+  (e.g. CelebA's 21,168 inputs) give `members_at_once=1`: members then
+  train one after another from these tensors.
+
+  Args:
+    store: An `example_store.ExampleStore` (anything with its `read`).
+    client_rows: int array `[num_clients, n]`: per client, the indices of
+      its `n` examples in the store, in training order; `n` a positive
+      multiple of `batch_size`.
+    batch_size: Examples per batch.
+
+  Returns:
+    `batches_fn(ids)` for int32 or int64 ids: each leaf `[len(ids),
+    n // batch_size, batch_size, ...]`.
+
+  Raises:
+    ValueError: If `client_rows` is not such an array.
+  """
+  rows = np.asarray(client_rows)
+  if (rows.ndim != 2 or not np.issubdtype(rows.dtype, np.integer)
+      or rows.size == 0 or rows.shape[1] % batch_size):
+    raise ValueError('`client_rows` must be a non-empty int array [clients, '
+                     'n] with n a multiple of the batch size '
+                     f'{batch_size}; got shape {rows.shape}, dtype '
+                     f'{rows.dtype}.')
+  num_batches = rows.shape[1] // batch_size
+
+  def batches_fn(ids):
+    indices = tf.gather(tf.constant(rows, tf.int64), tf.cast(ids, tf.int64))
+    return tf.nest.map_structure(
+        lambda t: tf.reshape(t, [-1, num_batches, batch_size, *t.shape[1:]]),
+        store.read(tf.reshape(indices, [-1])))
 
   return batches_fn
 
@@ -228,7 +273,8 @@ def train_members(batches_update: Callable[..., Any], optimizer: Any,
     received: The `distributors.ClientInputs` every member trains from (its
       weights and augmenting gradient; the same for all members).
     batches: The members' batches, each leaf `[members, n, B, ...]`.
-    members_at_once: Members per `tf.vectorized_map` (0: all).
+    members_at_once: Members per `tf.vectorized_map` (0: all; 1: one
+      member at a time, without `tf.vectorized_map`).
     record: `fn(update, weight) -> record` of an aggregator that acts on
       each client's update, or `None`.
     zero: The group's zero sums (`client_groups.GroupOutput`), with a zero
@@ -263,8 +309,15 @@ def train_members(batches_update: Callable[..., Any], optimizer: Any,
 
   def body(start, sums):
     stop = tf.minimum(start + chunk, num_members)
-    outputs = tf.vectorized_map(
-        train, tf.nest.map_structure(lambda b: b[start:stop], batches))
+    if members_at_once == 1:
+      # One member: its steps as written, stacked as a chunk of one; pfor's
+      # batched form of the steps would only add work.
+      outputs = tf.nest.map_structure(
+          lambda t: t[tf.newaxis],
+          train(tf.nest.map_structure(lambda b: b[start], batches)))
+    else:
+      outputs = tf.vectorized_map(
+          train, tf.nest.map_structure(lambda b: b[start:stop], batches))
     return stop, _add_members(sums, outputs,
                               records_of(outputs, stop - start),
                               stop - start)
