@@ -465,7 +465,6 @@ def build_group_work(
       return tf.while_loop(lambda i, _: i < tf.size(ids), body,
                            (tf.constant(0), zero))[1]
 
-
     zero_record = (None if member_records is None else record(tuple(
         tf.zeros(s.shape, s.dtype)
         for s in model_types.trainable_specs(model)), tf.constant(0.0)))
