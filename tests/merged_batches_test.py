@@ -123,6 +123,34 @@ class RowsFingerprintTest(parameterized.TestCase):
     np.testing.assert_array_equal(a, b)
 
 
+class DrawRowsTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ('redrawn_graph', True, _in_graph),
+      ('fixed_function', False, _in_function),
+  )
+  def test_equals_each_members_draw(self, redraw_each_round, run):
+    rows = _client_rows(np.random.default_rng(3), members=4)
+    args = dict(seed=7, num_keys=3, num_examples=50,
+                redraw_each_round=redraw_each_round)
+
+    def both():
+      round_num = tf.constant(2)
+      datasets = [
+          tf.data.Dataset.from_tensor_slices(tuple(r[m] for r in rows))
+          .batch(4) for m in range(4)]
+      each = [transfer_select.draw(d, round_num, **args) for d in datasets]
+      return (transfer_select.draw_rows(rows, round_num, **args),
+              tf.stack([d.keys for d in each]),
+              tf.stack([d.shuffle_seed for d in each]))
+
+    draw, keys, shuffle_seeds = run(both)
+    np.testing.assert_array_equal(draw.keys, keys)
+    np.testing.assert_array_equal(draw.shuffle_seed, shuffle_seeds)
+    # Members draw different central examples.
+    self.assertLen({tuple(k) for k in keys}, 4)
+
+
 class MergeBatchesTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
