@@ -363,9 +363,11 @@ class BatchesEqualPerClientTest(_SameRuns):
     # reshuffled on every pass, 3 local steps: partial batches, a client
     # that repeats its data, one without data; `padded_batches_fn` pads
     # them with rows of padding targets, which carry no loss. 2-way GT (its
-    # augmenting gradients), two members at once: chunks of 2 and 1 in the
-    # group of 3. The LM binary's test (stackoverflow_wikipedia_experiment_
-    # test) runs whole groups of FedAvg and 2-way GT.
+    # augmenting gradients), one member at a time: `tf.vectorized_map` of
+    # the GRU took 30-40 s to trace here. The LM binary's test
+    # (stackoverflow_wikipedia_experiment_test) runs whole groups of FedAvg
+    # and 2-way GT in lockstep from `padded_batches_fn`; `test_batches` runs
+    # chunks of 2 and 1 with the linear model.
     rng = np.random.default_rng(7)
     arrays = []
     for n in (4, 3, 0, 5, 1):
@@ -378,7 +380,7 @@ class BatchesEqualPerClientTest(_SameRuns):
     groups = client_groups.ClientGroups(
         dataset_fn, np.int32,
         batches_fn=lockstep.padded_batches_fn(dataset_fn, 3, 2),
-        members_at_once=2)
+        members_at_once=1)
     model = char_lm.build_char_lm(vocab_size=6, embedding_dim=3, gru_units=4,
                                   sequence_length=4, seed=0)
     central = tff_mixed.central_data_objective(
