@@ -21,9 +21,10 @@ each mode (per-client: one client per CLIENTS member; grouped: client groups,
 default one group per core) and each `--clients_per_round` this binary
 measures:
 
-* seconds per round: the median over `--timed_rounds` rounds that follow
-  `--warmup_rounds` rounds (the first of which includes compiling the
-  computation, i.e. tracing). All algorithms run in one process, interleaved
+* seconds per round: the median over `--timed_rounds` rounds (or more,
+  until they took `--min_timed_seconds`) that follow `--warmup_rounds`
+  rounds (the first of which includes compiling the computation, i.e.
+  tracing). All algorithms run in one process, interleaved
   round-robin with a rotating order, so that load from other processes on the
   machine hits them alike;
 * CPU seconds per round: of this process plus TFF's `worker_binary` child,
@@ -193,6 +194,13 @@ _WARMUP_ROUNDS = flags.DEFINE_integer(
     'Untimed rounds per algorithm and cohort size; the first one compiles.')
 _TIMED_ROUNDS = flags.DEFINE_integer(
     'timed_rounds', 4, 'Timed rounds per algorithm and cohort size.')
+_MIN_TIMED_SECONDS = flags.DEFINE_float(
+    'min_timed_seconds', 0.0,
+    'More timed rounds than --timed_rounds, until the timed rounds of a '
+    'cohort (every row once per round) have taken at least this many '
+    'seconds: cohorts of short rounds get more samples for their medians, '
+    'those of long rounds no more. 0: exactly --timed_rounds.',
+    lower_bound=0.0)
 _INPUT_DIM = flags.DEFINE_integer(
     'input_dim', 64, 'Input features of the small model.')
 _HIDDEN_UNITS = flags.DEFINE_list(
@@ -759,7 +767,12 @@ def time_algorithms(names: list[str], clients_per_round: list[int],
                   f'{build_s[name]:.2f}s')
       runner.initialize(cohort)
     samples = {name: [] for name in names}
-    for r in range(warmup + timed):
+    timed_start = None
+    r = 0
+    while r < warmup + timed or (
+        time.perf_counter() - timed_start < _MIN_TIMED_SECONDS.value):
+      if r == warmup:
+        timed_start = time.perf_counter()
       # Rotating the order keeps any effect of the position in the cycle
       # (e.g. following a memory-hungry algorithm) from favoring one.
       shift = r % len(names)
@@ -768,7 +781,8 @@ def time_algorithms(names: list[str], clients_per_round: list[int],
       phase = 'warm-up' if r < warmup else 'timed'
       times = ', '.join(f'{n} {samples[n][-1].wall_s:.3f}s' for n in names)
       _progress(f'{workload.model_name}, {num_clients} clients, {phase} '
-                f'round {r + 1}/{warmup + timed}: {times}')
+                f'round {r + 1}/{max(r + 1, warmup + timed)}: {times}')
+      r += 1
     algorithms = collections.OrderedDict()
     for name in names:
       algorithms[name] = _summarize(samples[name], warmup)
@@ -778,6 +792,7 @@ def time_algorithms(names: list[str], clients_per_round: list[int],
     _add_ratios(algorithms)
     cohorts.append(collections.OrderedDict(
         clients_per_round=num_clients,
+        timed_rounds=r - warmup,
         groups=[len(g) for g in groups_of(workload, num_clients)],
         algorithms=algorithms))
   return collections.OrderedDict(cohorts=cohorts)
@@ -997,7 +1012,9 @@ def _model_lines(model_name: str, result: dict[str, Any],
     lines += [
         '',
         f'### {model_name} model (input {result["input_dim"]}, hidden '
-        f'{result["hidden_units"]}): {n} clients per round',
+        f'{result["hidden_units"]}): {n} clients per round'
+        + (f', {cohort["timed_rounds"]} timed rounds'
+           if config.get('min_timed_seconds') else ''),
         '',
         '| Row | s/round (median) | min-max | x FedAvg (same mode) | '
         'x its floor | CPU s/round | first round (s) | build (s) | '
@@ -1110,7 +1127,12 @@ def render_markdown(report: dict[str, Any]) -> str:
          'Makefile\'s `benchmark-scale` says why).'),
       f'* Timing: {config["warmup_rounds"]} warm-up rounds (the first '
       'includes compilation) then the median over '
-      f'{config["timed_rounds"]} timed rounds, all rows interleaved '
+      + (f'at least {config["timed_rounds"]} timed rounds, more until a '
+         f'cohort\'s timed rounds took {config["min_timed_seconds"]:g} s '
+         '(`--min_timed_seconds`; each cohort\'s count in its heading)'
+         if config.get('min_timed_seconds') else
+         f'{config["timed_rounds"]} timed rounds') +
+      ', all rows interleaved '
       'round-robin (rotating order) in one process. CPU s = this process + '
       'its TFF `worker_binary` (where TFF executes computations; counted in '
       '10 ms ticks); it can exceed wall time, as the worker uses all cores. '
@@ -1235,6 +1257,7 @@ def _config() -> dict[str, Any]:
       fused_rounds=_FUSED_ROUNDS.value,
       warmup_rounds=_WARMUP_ROUNDS.value,
       timed_rounds=_TIMED_ROUNDS.value,
+      min_timed_seconds=_MIN_TIMED_SECONDS.value,
       input_dim=_INPUT_DIM.value,
       hidden_units=[int(u) for u in _HIDDEN_UNITS.value],
       client_steps=_CLIENT_STEPS.value,

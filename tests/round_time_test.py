@@ -137,15 +137,23 @@ class RoundTimeTest(absltest.TestCase):
         '--models=small', '--clients_per_round=2,4', '--clients_per_group=2',
         '--algorithms=fedavg,parallel_training,compute_floor',
         '--warmup_rounds=1', '--timed_rounds=1', '--input_dim=4',
-        '--hidden_units=4', '--section=scale', '--rounds_per_call=2'])
+        '--hidden_units=4', '--section=scale', '--rounds_per_call=2',
+        '--min_timed_seconds=2'])
 
     self.assertEqual(list(report['models']), ['small'])
     self.assertEqual(report['config']['floor_goal'], 1.5)
     cohorts = report['models']['small']['cohorts']
     self.assertEqual([c['clients_per_round'] for c in cohorts], [2, 4])
     self.assertEqual([c['groups'] for c in cohorts], [[2], [2, 2]])
+    self.assertIn(f'4 clients per round, {cohorts[1]["timed_rounds"]} '
+                  'timed rounds', text)
     for cohort in cohorts:
       rows = cohort['algorithms']
+      # Timed rounds past --timed_rounds=1 until they took 2 s (a round of
+      # every row here takes well under 1 s), each row timed in each.
+      self.assertGreater(cohort['timed_rounds'], 1)
+      for summary in rows.values():
+        self.assertLen(summary['rounds'], 1 + cohort['timed_rounds'])
       self.assertEqual(list(rows), [
           'fedavg', 'fedavg@grouped', 'parallel_training',
           'parallel_training@grouped', 'fedavg@floor',
