@@ -28,7 +28,8 @@ at once, as tensors, so that they train in lockstep (`lockstep.py`,
     `i`-th uint32 of a Philox stream keyed by the op's seeds, takes element
     `i + r_i mod (size - i)` and swaps it into place `i` (a forward
     Fisher-Yates). The same stream, computed for every member's seed at
-    once (`philox.py`), gives the same order. Its tests compare it with
+    once (`philox.py`), gives the same order, its swaps composed pairwise
+    rather than applied one after another. Its tests compare it with
     tf.data over sizes and seeds; a change in tf.data's algorithm would
     fail them.
 *   `merge_batches`: local batches and transferred examples, concatenated,
@@ -77,25 +78,31 @@ def shuffle_order(size: int, seeds: tf.Tensor) -> tf.Tensor:
     raise ValueError(f'Cannot shuffle {size} elements as tensors; at most '
                      f'{transfer_select.SHUFFLE_BUFFER_SIZE}.')
   streams = _philox_streams(size, seeds)
-  members = tf.shape(seeds)[0]
-  columns = tf.range(size)[tf.newaxis]
-  order = tf.tile(columns, [members, 1])
-
-  def step(i, order):
-    picked = i + tf.cast(streams[:, i] % tf.cast(size - i, tf.int64),
-                         tf.int32)
-    at_i = order[:, i][:, tf.newaxis]
-    at_picked = tf.gather(order, picked, batch_dims=1)[:, tf.newaxis]
-    # Output i is the picked element; the one at i takes its place. (Not
-    # `==`, which compares tensors by identity in a TF1 graph, as TFF's.)
-    order = tf.where(tf.equal(columns, i), at_picked,
-                     tf.where(tf.equal(columns, picked[:, tf.newaxis]), at_i,
-                              order))
-    return i + 1, order
-
-  _, order = tf.while_loop(lambda i, _: i < size, step,
-                           (tf.constant(0), order))
-  return order
+  steps = tf.range(size)
+  # Step i swaps places i and picked_i: the swap as an index vector
+  # (position -> the position it takes its element from), for every member
+  # and step at once, `[members, size (steps), size (positions)]`.
+  picked = steps[tf.newaxis] + tf.cast(
+      streams % tf.cast(size - steps, tf.int64)[tf.newaxis], tf.int32)
+  places = steps[tf.newaxis, tf.newaxis, :]
+  i, p = steps[tf.newaxis, :, tf.newaxis], picked[:, :, tf.newaxis]
+  # (Not `==`, which compares tensors by identity in a TF1 graph, as TFF's.)
+  swaps = tf.where(tf.equal(places, i), p,
+                   tf.where(tf.equal(places, p), i, places))
+  # The order is the swaps composed in step order, s_0(s_1(...)): composed
+  # pairwise, log2(size) gathers rather than a loop of `size` steps (50
+  # members of 15 elements, plain TF: a merge took 1.05-1.44 ms against
+  # 1.75 ms).
+  # `size` is static: a Python loop over the levels, which autograph keeps.
+  count = size
+  for _ in range(max(size - 1, 0).bit_length()):
+    if count % 2:  # An identity makes the count even.
+      swaps = tf.concat(
+          [swaps, tf.broadcast_to(places, tf.shape(swaps[:, :1]))], axis=1)
+      count += 1
+    swaps = tf.gather(swaps[:, 0::2], swaps[:, 1::2], batch_dims=2)
+    count //= 2
+  return swaps[:, 0]
 
 
 def can_merge(size: int, batch_size: int, num_steps) -> bool:
