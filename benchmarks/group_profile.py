@@ -202,13 +202,10 @@ def _label_sum(batch) -> tf.Tensor:
 def _rows_fn(workload, cohort) -> Callable[[tf.Tensor], tuple[Any, Any]]:
   """`id -> (x[K, batch, ...], y[K, batch, 1])`: a member's rows, no tf.data.
 
-  From where the group's `dataset_fn` reads them: the cohort's arrays as
-  constants (small model), or the `ExampleStore`, one read per batch as the
-  dataset's `map` reads (CelebA-size).
+  From where the group's `dataset_fn` reads them: the cohort's
+  `ExampleStore`, one read per batch as the dataset's `map` reads.
   """
   k, batch = workload.client_steps, workload.client_batch_size
-  if cohort.store is None:
-    return lambda i: (tf.constant(cohort.x)[i], tf.constant(cohort.y)[i])
 
   def read(client_id):
     start = tf.cast(client_id, tf.int64) * k * batch

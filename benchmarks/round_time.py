@@ -60,10 +60,13 @@ line gives every algorithm's ratio at the largest cohort. All share one model,
 one synthetic cohort per size (every client takes K steps of
 `--client_batch_size` examples, like the paper's CelebA setup with K = 2 and
 batch 5) and one central data set. Grouped processes read their members'
-batches inside the group computation: from constants for the small model
-(`client_groups.array_dataset_fn`), from an `ExampleStore` of the cohort for
-the CelebA-size one (85 MB at 100 clients: as constants the computation
-would carry them to TFF's worker every round).
+batches inside the group computation, from an `ExampleStore` of the cohort,
+and central batches from one of the central set: packed (one file, read
+whole) for the small model, a file per example for the CelebA-size one (85
+MB of clients at 100, 169 MB of central images). Held as constants instead,
+the data would travel in the computation, which TFF's execution context sends
+to its worker on every call: for the small model that cost its mixed rows
+about 0.1-0.4x their floor (one process, interleaved, 2026-11-28).
 
 The results go to a generated BENCHMARKS.md at the repository root and to a
 JSON file with the raw per-round numbers.
@@ -107,7 +110,6 @@ import tff_mixed
 from benchmarks import compute_floor
 from benchmarks import round_reports
 from tff_mixed.algorithms import registry
-from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import example_store
 from tff_mixed.core import fused_round
 from tff_mixed.core import lockstep
@@ -339,15 +341,14 @@ class Cohort(NamedTuple):
     datasets: One `tf.data.Dataset` per client, of exactly K batches.
     x: float32[clients, K, batch, input_dim], the same examples.
     y: float32[clients, K, batch, 1].
-    store: For the CelebA-size model, the same examples in an
-      `ExampleStore`, client by client, which groups read (`None`: groups
-      hold the arrays as constants).
+    store: The same examples in an `ExampleStore`, client by client, which
+      groups read (packed for the small model).
   """
 
   datasets: list[tf.data.Dataset]
   x: np.ndarray
   y: np.ndarray
-  store: Optional[example_store.ExampleStore] = None
+  store: example_store.ExampleStore
 
 
 def _labels(x: np.ndarray, teacher: np.ndarray) -> np.ndarray:
@@ -411,11 +412,10 @@ def make_workload(model_name: str = 'small') -> Workload:
   teacher = rng.normal(size=(input_dim, 1)).astype(np.float32)
   central_x = rng.normal(
       size=(_CENTRAL_EXAMPLES.value, input_dim)).astype(np.float32)
-  central = (central_x, _labels(central_x, teacher))
-  if _MODELS_DIMS[model_name] is not None:
-    # Like the CelebA task's central images: 2000 x 21168 floats (169 MB)
-    # held as constants would travel in the computation every round.
-    central = _write_store('central', central)
+  # Like the CelebA task's central images: 2000 x 21168 floats (169 MB) in
+  # a file per example. The small model's 0.5 MB fit in one packed file.
+  central = _write_store('central', (central_x, _labels(central_x, teacher)),
+                         packed=_is_small(model_name))
   objective = tff_mixed.central_data_objective(central)
   model = dense.build_binary_classifier(
       input_dim, hidden_units=hidden_units, seed=_SEED.value)
@@ -437,12 +437,16 @@ def make_workload(model_name: str = 'small') -> Workload:
   )
 
 
-def _write_store(name: str, arrays) -> example_store.ExampleStore:
+def _is_small(model_name: str) -> bool:
+  return _MODELS_DIMS[model_name] is None
+
+
+def _write_store(name: str, arrays, packed: bool) -> example_store.ExampleStore:
   """`arrays` (one row per example) as an `ExampleStore`, removed at exit."""
   directory = tempfile.mkdtemp(prefix=f'round_time_{name}_')
   atexit.register(shutil.rmtree, directory, ignore_errors=True)
   return example_store.write_example_store(
-      os.path.join(directory, 'store'), [arrays])
+      os.path.join(directory, 'store'), [arrays], packed=packed)
 
 
 def make_cohort(workload: Workload, num_clients: int) -> Cohort:
@@ -456,15 +460,13 @@ def make_cohort(workload: Workload, num_clients: int) -> Cohort:
       tf.data.Dataset.from_tensor_slices(client_arrays(x, y, c)).batch(batch)
       for c in range(num_clients)
   ]
-  store = None
-  if _MODELS_DIMS[workload.model_name] is not None:
-    # 100 clients of the CelebA-size model are 85 MB: as constants of the
-    # group computation they would travel to the worker every round, as
-    # files each group reads only its members' rows (as a deployment reads
-    # local storage).
-    store = _write_store(f'clients{num_clients}', (
-        x.reshape(num_clients * k * batch, input_dim),
-        y.reshape(num_clients * k * batch, 1)))
+  # Each group reads only its members' rows, as a deployment reads local
+  # storage: for the CelebA-size model (85 MB at 100 clients) from a file
+  # per example, for the small one (0.26 MB) from one packed file.
+  store = _write_store(f'clients{num_clients}', (
+      x.reshape(num_clients * k * batch, input_dim),
+      y.reshape(num_clients * k * batch, 1)),
+                       packed=_is_small(workload.model_name))
   return Cohort(datasets=datasets, x=x, y=y, store=store)
 
 
@@ -473,11 +475,6 @@ def client_arrays(x: np.ndarray, y: np.ndarray,
   """Client `client`'s examples, one row each, in training order."""
   k, batch = x.shape[1], x.shape[2]
   return (x[client].reshape(k * batch, -1), y[client].reshape(k * batch, 1))
-
-
-def _cohort_arrays(cohort: Cohort) -> list[tuple[np.ndarray, np.ndarray]]:
-  """Every client's `client_arrays`, in id order."""
-  return [client_arrays(cohort.x, cohort.y, c) for c in range(len(cohort.x))]
 
 
 def groups_of(workload: Workload, num_clients: int) -> list[np.ndarray]:
@@ -523,9 +520,6 @@ def build_process(name: str, workload: Workload,
 def _group_dataset_fn(workload: Workload, cohort: Cohort):
   """`dataset_fn(client id)` of a grouped row: the client's K batches."""
   batch = workload.client_batch_size
-  if cohort.store is None:
-    return client_groups_lib.array_dataset_fn(_cohort_arrays(cohort),
-                                              lambda d: d.batch(batch))
   rows = workload.client_steps * batch
 
   def dataset_fn(client_id):
@@ -539,8 +533,8 @@ def _group_dataset_fn(workload: Workload, cohort: Cohort):
 def _group_batches_fn(workload: Workload, cohort: Cohort):
   """`batches_fn(ids)` of a grouped row: its members' K batches at once.
 
-  From the arrays (the small model) or, for the CelebA-size model, from its
-  `ExampleStore`, the group's rows in one read (`lockstep.store_batches_fn`;
+  From the cohort's `ExampleStore`, the group's rows in one read
+  (`lockstep.store_batches_fn`;
   client `c` holds rows `c K B` to `(c + 1) K B - 1`, as `make_cohort`
   writes them). Trained one member at a time, the CelebA-size FedAvg round
   took 1.22x its floor against 1.49x through a dataset per member (one
@@ -548,8 +542,6 @@ def _group_batches_fn(workload: Workload, cohort: Cohort):
   members took 1.8-2.2x.
   """
   batch = workload.client_batch_size
-  if cohort.store is None:
-    return lockstep.array_batches_fn(_cohort_arrays(cohort), batch)
   rows = workload.client_steps * batch
   return lockstep.store_batches_fn(
       cohort.store, np.arange(len(cohort.x) * rows).reshape(-1, rows), batch)
@@ -1100,9 +1092,10 @@ def render_markdown(report: dict[str, Any]) -> str:
       f'* Clients: K = {config["client_steps"]} local SGD steps of batch '
       f'{config["client_batch_size"]} (every client holds exactly K batches; '
       'mixed algorithms run with `client_steps=K`). Central data: '
-      f'{config["central_examples"]} examples (arrays in the computation '
-      'for the small model; an `ExampleStore` read in the worker for the '
-      'CelebA-size one, as the CelebA task holds its central images), '
+      f'{config["central_examples"]} examples in an `ExampleStore` read in '
+      'the worker (packed into one file for the small model; a file per '
+      'example for the CelebA-size one, as the CelebA task holds its '
+      'central images), '
       f'central batch {config["central_batch_size"]}; Parallel Training and '
       '2-way GT take K_c = K central steps, 1-way GT one central gradient; '
       f'Example Transfer sends {config["transfer_examples"]} central '
@@ -1111,9 +1104,8 @@ def render_markdown(report: dict[str, Any]) -> str:
       'sends a dataset per client); grouped, `tff_mixed.ClientGroups` with '
       f'`--clients_per_group={config["clients_per_group"]}` (0: one group '
       'per core), each group training its members in one TF computation '
-      'that reads their batches itself (small model: from constants, '
-      '`client_groups.array_dataset_fn`; CelebA-size: from an `ExampleStore` '
-      'of the cohort, files)'
+      'that reads their batches itself from an `ExampleStore` of the cohort '
+      '(small model: packed, one file; CelebA-size: a file per example)'
       + _members_at_once_text(config.get('members_at_once', []))
       + _rounds_per_call_text(config.get('rounds_per_call', 1))
       + ('; each round\'s stages fused into one TF computation each '

@@ -313,16 +313,19 @@ class BatchesEqualPerClientTest(_SameRuns):
 
   @parameterized.named_parameters(
       # One member at a time trains without `tf.vectorized_map`.
-      ('fedavg', 'fedavg'),
-      ('example_transfer', 'example_transfer'),
+      ('fedavg', 'fedavg', False),
+      ('example_transfer', 'example_transfer', False),
+      # Every client's rows in one file (round_time's small model).
+      ('example_transfer_packed', 'example_transfer', True),
   )
-  def test_store_batches_one_member_at_once(self, name):
+  def test_store_batches_one_member_at_once(self, name, packed):
     arrays = tu.client_arrays(sizes=_EQUAL_SIZES)
     directory = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
     store = example_store.write_example_store(
         directory + '/store',
-        [tuple(np.concatenate(leaf) for leaf in zip(*arrays))])
+        [tuple(np.concatenate(leaf) for leaf in zip(*arrays))], packed=packed)
+    self.assertEqual(store.packed, packed)
     size = _EQUAL_SIZES[0]
     rows = np.arange(len(arrays) * size).reshape(len(arrays), size)
     batches_fn = lockstep.store_batches_fn(store, rows, 2)

@@ -15,8 +15,10 @@
 
 import json
 import os
+from unittest import mock
 
 from absl.testing import absltest
+from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
@@ -36,13 +38,20 @@ def _mixed_batches(rng, sizes):
     }
 
 
-class ExampleStoreTest(absltest.TestCase):
+_LAYOUTS = (('per_example', False), ('packed', True))
 
-  def test_round_trip_of_every_dtype_in_any_order(self):
+
+class ExampleStoreTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(*_LAYOUTS)
+  def test_round_trip_of_every_dtype_in_any_order(self, packed):
     rng = np.random.default_rng(0)
-    batches = list(_mixed_batches(rng, [3, 5, 1]))
+    # An empty batch in the middle writes nothing.
+    batches = list(_mixed_batches(rng, [3, 5, 0, 1]))
     store = example_store.write_example_store(
-        os.path.join(temp_dirs.temp_dir(self), 'store'), batches)
+        os.path.join(temp_dirs.temp_dir(self), 'store'), batches,
+        packed=packed)
+    self.assertEqual(store.packed, packed)
     self.assertEqual(store.num_examples, 9)
     self.assertEqual(store.structure, 'dict')
     expected = {k: np.concatenate([b[k] for b in batches]) for k in
@@ -54,11 +63,13 @@ class ExampleStoreTest(absltest.TestCase):
       np.testing.assert_array_equal(got[key].numpy(), array[indices])
       self.assertEqual(got[key].dtype, tf.dtypes.as_dtype(array.dtype))
 
-  def test_reads_inside_a_graph_keep_a_static_batch_size(self):
+  @parameterized.named_parameters(*_LAYOUTS)
+  def test_reads_inside_a_graph_keep_a_static_batch_size(self, packed):
     x = np.arange(12, dtype=np.float32).reshape(6, 2)
     y = np.arange(6, dtype=np.float32).reshape(6, 1)
     store = example_store.write_example_store(
-        os.path.join(temp_dirs.temp_dir(self), 'store'), [(x, y)])
+        os.path.join(temp_dirs.temp_dir(self), 'store'), [(x, y)],
+        packed=packed)
 
     @tf.function
     def read(indices):
@@ -71,15 +82,18 @@ class ExampleStoreTest(absltest.TestCase):
     np.testing.assert_array_equal(got_x, x[[5, 1]])
     np.testing.assert_array_equal(got_y, y[[5, 1]])
 
-  def test_map_fn_is_applied_on_read(self):
+  @parameterized.named_parameters(*_LAYOUTS)
+  def test_map_fn_is_applied_on_read(self, packed):
     pixels = np.arange(8, dtype=np.uint8).reshape(4, 2)
     directory = os.path.join(temp_dirs.temp_dir(self), 'store')
-    example_store.write_example_store(directory, [(pixels,)])
+    example_store.write_example_store(directory, [(pixels,)], packed=packed)
     store = example_store.load_example_store(
         directory, map_fn=lambda b: tf.cast(b[0], tf.float32) / 2.0)
+    self.assertEqual(store.packed, packed)
     np.testing.assert_allclose(store.read(tf.constant([3])), [[3.0, 3.5]])
 
-  def test_rewrite_replaces_a_store_only_when_complete(self):
+  @parameterized.named_parameters(*_LAYOUTS)
+  def test_rewrite_replaces_a_store_only_when_complete(self, packed):
     directory = os.path.join(temp_dirs.temp_dir(self), 'store')
     example_store.write_example_store(directory,
                                       [(np.zeros([2, 1], np.int32),)])
@@ -89,29 +103,35 @@ class ExampleStoreTest(absltest.TestCase):
       raise KeyboardInterrupt  # An interrupted write.
 
     with self.assertRaises(KeyboardInterrupt):
-      example_store.write_example_store(directory, failing_batches())
+      example_store.write_example_store(directory, failing_batches(),
+                                        packed=packed)
     store = example_store.load_example_store(directory)
+    self.assertFalse(store.packed)
     self.assertEqual(store.num_examples, 2)  # The old store, intact.
     self.assertEqual(os.listdir(os.path.dirname(directory)), ['store'])
-    example_store.write_example_store(directory, [(np.ones([3, 1], np.int32),)])
-    self.assertEqual(
-        example_store.load_example_store(directory).num_examples, 3)
+    example_store.write_example_store(directory, [(np.ones([3, 1], np.int32),)],
+                                      packed=packed)
+    store = example_store.load_example_store(directory)
+    self.assertEqual((store.num_examples, store.packed), (3, packed))
 
-  def test_bad_batches_are_refused(self):
+  @parameterized.named_parameters(*_LAYOUTS)
+  def test_bad_batches_are_refused(self, packed):
     directory = os.path.join(temp_dirs.temp_dir(self), 'store')
+
+    def write(batches):
+      example_store.write_example_store(directory, batches, packed=packed)
+
     with self.assertRaisesRegex(ValueError, 'No examples'):
-      example_store.write_example_store(directory, [])
+      write([])
     with self.assertRaisesRegex(ValueError, 'same fields'):
-      example_store.write_example_store(
-          directory, [(np.zeros([1, 2], np.float32),),
-                      (np.zeros([1, 3], np.float32),)])
+      write([(np.zeros([1, 2], np.float32),),
+             (np.zeros([1, 3], np.float32),)])
     with self.assertRaisesRegex(ValueError, 'different lengths'):
-      example_store.write_example_store(
-          directory, [(np.zeros([2, 2]), np.zeros([3, 1]))])
+      write([(np.zeros([2, 2]), np.zeros([3, 1]))])
     with self.assertRaisesRegex(TypeError, 'dtype'):
-      example_store.write_example_store(directory, [(np.array([['a']]),)])
+      write([(np.array([['a']]),)])
     with self.assertRaisesRegex(TypeError, 'tuple or a mapping'):
-      example_store.write_example_store(directory, [np.zeros([2, 2])])
+      write([np.zeros([2, 2])])
     self.assertFalse(os.path.exists(directory))
     self.assertEqual(os.listdir(os.path.dirname(directory)), [])
 
@@ -129,6 +149,46 @@ class ExampleStoreTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, 'Malformed'):
       example_store.load_example_store(directory)
 
+  def test_packed_store_that_is_too_large_is_refused(self):
+    directory = os.path.join(temp_dirs.temp_dir(self), 'store')
+    # 3 examples of 8 bytes fit in 24 bytes; the fourth does not.
+    with mock.patch.object(example_store, 'MAX_PACKED_BYTES', 24):
+      example_store.write_example_store(
+          directory, [(np.zeros([3, 2], np.float32),)], packed=True)
+      with self.assertRaisesRegex(ValueError, 'packed=False'):
+        example_store.write_example_store(
+            directory, [(np.zeros([3, 2], np.float32),),
+                        (np.zeros([1, 2], np.float32),)], packed=True)
+    self.assertEqual(
+        example_store.load_example_store(directory).num_examples, 3)
+
+  def test_damaged_packed_store_is_refused(self):
+    directory = os.path.join(temp_dirs.temp_dir(self), 'store')
+    store = example_store.write_example_store(
+        directory, [(np.zeros([5, 2], np.float32),)], packed=True)
+    self.assertEqual(os.path.getsize(store.packed_path), 5 * 8)
+    with self.assertRaisesRegex(ValueError, 'no file per example'):
+      store.example_path(0)
+    with open(store.packed_path, 'r+b') as f:
+      f.truncate(4 * 8)  # A record short.
+    with self.assertRaisesRegex(ValueError, 'damaged'):
+      example_store.load_example_store(directory)
+
+  def test_manifest_without_a_layout_is_a_file_per_example(self):
+    # As stores written before the packed layout existed.
+    directory = os.path.join(temp_dirs.temp_dir(self), 'store')
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    example_store.write_example_store(directory, [(x,)])
+    manifest_path = os.path.join(directory, 'manifest.json')
+    with open(manifest_path) as f:
+      manifest = json.load(f)
+    self.assertEqual(manifest.pop('layout'), 'per_example')
+    with open(manifest_path, 'w') as f:
+      json.dump(manifest, f)
+    store = example_store.load_example_store(directory)
+    self.assertFalse(store.packed)
+    np.testing.assert_array_equal(store.read(tf.constant([2]))[0], x[[2]])
+
 
 class StoreObjectiveTest(absltest.TestCase):
   """A store-backed f_c trains exactly like the same data as numpy arrays."""
@@ -144,8 +204,11 @@ class StoreObjectiveTest(absltest.TestCase):
 
   def test_same_weights_as_numpy_central_data(self):
     x, y = testing_utils.central_arrays(n=8)
-    store = example_store.write_example_store(
-        os.path.join(temp_dirs.temp_dir(self), 'store'), [(x[:3], y[:3]), (x[3:], y[3:])])
+    stores = {
+        layout: example_store.write_example_store(
+            os.path.join(temp_dirs.temp_dir(self), layout),
+            [(x[:3], y[:3]), (x[3:], y[3:])], packed=packed)
+        for layout, packed in _LAYOUTS}
     sgd = testing_utils.sgd
     builders = {
         # Central batches of 3 of 8: sampled indices, read from files.
@@ -164,12 +227,13 @@ class StoreObjectiveTest(absltest.TestCase):
       with self.subTest(name):
         from_numpy = self._run(
             tff_mixed.central_data_objective((x, y)), builder)
-        from_store = self._run(tff_mixed.central_data_objective(store),
-                               builder)
         initial = [np.asarray(w) for w in testing_utils.initial_weights()]
-        for a, b, w0 in zip(from_numpy, from_store, initial):
-          np.testing.assert_array_equal(a, b)
-          self.assertFalse(np.allclose(a, w0))  # It trained.
+        for layout, store in stores.items():
+          from_store = self._run(tff_mixed.central_data_objective(store),
+                                 builder)
+          for a, b, w0 in zip(from_numpy, from_store, initial):
+            np.testing.assert_array_equal(a, b, err_msg=layout)
+            self.assertFalse(np.allclose(a, w0))  # It trained.
 
   def test_store_that_does_not_fit_the_model_is_refused(self):
     store = example_store.write_example_store(
