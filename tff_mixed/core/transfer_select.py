@@ -51,7 +51,10 @@ clients of one round do not share one permutation.
 
 A group of clients whose examples are held as tensors (`client_groups.py`)
 draws for all its members at once (`draw_rows`; `rows_fingerprint` gives
-each member's `data_fingerprint` from one serialization of their rows).
+each member's `data_fingerprint` from one `tf.fingerprint` of each leaf of
+their rows, which reads the tensors' bytes in place: for 50 CelebA-size
+members of 10 examples, 42 MB, 7 ms where serializing each example to a
+string and hashing it took 90-130 ms).
 
 Pure TF, except the small `tff.tensorflow.computation`s that
 `build_transfer_computations` returns for the transfer distributor
@@ -80,14 +83,31 @@ SHUFFLE_BUFFER_SIZE = 100_000
 _HASH_BOUND = 1 << 52
 
 
+def _example_hashes(leaves: list[tf.Tensor]) -> tf.Tensor:
+  """int64 `[count]` in [0, 2**52): the hash of each of `count` examples.
+
+  Args:
+    leaves: The examples' leaves, each `[count, ...]` (one row per example).
+
+  Each leaf's rows get TF's `tf.fingerprint` (FarmHash Fingerprint64 of a
+  row's raw little-endian bytes, or of its strings), read straight from the
+  tensor; an example's leaf fingerprints, side by side, are fingerprinted
+  once more, so the hash depends on every leaf in order.
+  """
+  per_leaf = tf.concat([tf.fingerprint(leaf) for leaf in leaves], axis=1)
+  # uint8 [count, 8] -> int64 [count] (any sign) -> [0, 2**52).
+  return tf.math.floormod(tf.bitcast(tf.fingerprint(per_leaf), tf.int64),
+                          _HASH_BOUND)
+
+
 def data_fingerprint(dataset: tf.data.Dataset) -> tf.Tensor:
   """An int64 fingerprint of the multiset of a client's examples.
 
-  Each example (one row of every batch) is serialized and hashed with the
-  stable `tf.strings.to_hash_bucket_fast` (FarmHash Fingerprint64); the
-  hashes are summed modulo 2**52. The result depends neither on the order of
-  the examples nor on how they are batched, only on their values: clients
-  with the same examples get the same fingerprint.
+  Each example (one row of every batch) is hashed (`_example_hashes`: TF's
+  stable FarmHash `tf.fingerprint` of its values); the hashes are summed
+  modulo 2**52. The result depends neither on the order of the examples nor
+  on how they are batched, only on their values: clients with the same
+  examples get the same fingerprint.
 
   Args:
     dataset: The client's batched dataset (elements with a leading batch
@@ -97,41 +117,20 @@ def data_fingerprint(dataset: tf.data.Dataset) -> tf.Tensor:
     A scalar int64 tensor in [0, 2**52); 0 for an empty dataset.
   """
 
-  def add(total, example):
-    serialized = tf.strings.join(
-        [tf.io.serialize_tensor(t) for t in tf.nest.flatten(example)])
-    example_hash = tf.strings.to_hash_bucket_fast(serialized, _HASH_BOUND)
-    return tf.math.floormod(total + example_hash, _HASH_BOUND)
+  def add(total, batch):
+    batch_hash = _sum_hashes(_example_hashes(tf.nest.flatten(batch)))
+    return tf.math.floormod(total + batch_hash, _HASH_BOUND)
 
-  return model_types.reduce_dataset(dataset.unbatch(),
-                                    tf.constant(0, tf.int64), add)
+  return model_types.reduce_dataset(dataset, tf.constant(0, tf.int64), add)
 
 
-def _serialized_rows(leaf: tf.Tensor) -> tf.Tensor:
-  """`tf.io.serialize_tensor` of each row `leaf[m, i]`, string `[M, n]`.
-
-  A numeric tensor serializes as a header (its dtype and shape) followed by
-  its raw bytes, row after row; so each row's serialization is the header
-  of one row plus that row's bytes, cut from one serialization of the
-  whole leaf rather than serialized one by one.
-  """
-  members, rows = tf.shape(leaf)[0], tf.shape(leaf)[1]
-  row_shape = leaf.shape[2:]
-  if leaf.dtype == tf.string or not row_shape.is_fully_defined():
-    flat = tf.reshape(leaf, tf.concat([[-1], tf.shape(leaf)[2:]], 0))
-    serialized = tf.map_fn(tf.io.serialize_tensor, flat,
-                           fn_output_signature=tf.string)
-    return tf.reshape(serialized, [members, rows])
-  row_bytes = row_shape.num_elements() * leaf.dtype.size
-  count = members * rows
-  whole = tf.io.serialize_tensor(tf.reshape(leaf, [-1]))
-  start = tf.strings.length(whole) - count * row_bytes
-  contents = tf.strings.substr(whole, start + tf.range(count) * row_bytes,
-                               tf.fill([count], row_bytes))
-  one_row = tf.io.serialize_tensor(tf.zeros(row_shape, leaf.dtype))
-  header = tf.strings.substr(one_row, 0,
-                             tf.strings.length(one_row) - row_bytes)
-  return tf.reshape(tf.strings.join([header, contents]), [members, rows])
+def _sum_hashes(hashes: tf.Tensor) -> tf.Tensor:
+  """`sum(hashes) mod 2**52` over the last axis, without int64 overflow."""
+  # 26-bit halves summed apart: each sum stays far below 2**63.
+  half = 1 << 26
+  high = tf.math.floormod(tf.reduce_sum(hashes // half, axis=-1), half)
+  low = tf.reduce_sum(tf.math.floormod(hashes, half), axis=-1)
+  return tf.math.floormod(high * half + low, _HASH_BOUND)
 
 
 def rows_fingerprint(rows: Any) -> tf.Tensor:
@@ -144,15 +143,12 @@ def rows_fingerprint(rows: Any) -> tf.Tensor:
   Returns:
     int64 `[members]`: each member's `data_fingerprint`.
   """
-  leaves = [_serialized_rows(tf.convert_to_tensor(leaf))
-            for leaf in tf.nest.flatten(rows)]
-  hashes = tf.strings.to_hash_bucket_fast(tf.strings.join(leaves),
-                                          _HASH_BOUND)
-  # The sum modulo 2**52 without int64 overflow: 26-bit halves summed apart.
-  half = 1 << 26
-  high = tf.math.floormod(tf.reduce_sum(hashes // half, axis=1), half)
-  low = tf.reduce_sum(tf.math.floormod(hashes, half), axis=1)
-  return tf.math.floormod(high * half + low, _HASH_BOUND)
+  leaves = [tf.convert_to_tensor(leaf) for leaf in tf.nest.flatten(rows)]
+  members, n = tf.shape(leaves[0])[0], tf.shape(leaves[0])[1]
+  hashes = _example_hashes([
+      tf.reshape(leaf, tf.concat([[-1], tf.shape(leaf)[2:]], 0))
+      for leaf in leaves])
+  return _sum_hashes(tf.reshape(hashes, [members, n]))
 
 
 def _client_seed(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
