@@ -46,7 +46,6 @@ from absl import app
 from absl import flags
 
 from benchmarks import round_reports
-from experiments.common import markdown_sections
 # pylint: enable=g-bad-import-order
 
 # The papers' cohort for every one of these experiments (tables 5-10).
@@ -270,11 +269,10 @@ def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   sources = parse_sources(_SOURCES.value)
-  output = round_reports.resolve(_OUTPUT_MARKDOWN.value)
   markdown = build_section(
       sources, round_reports.command_line('benchmarks.paper_runs'))
-  markdown_sections.write_section(output, _SECTION.value, markdown,
-                                  title='Benchmarks')
+  output = round_reports.write_benchmarks_section(_OUTPUT_MARKDOWN.value,
+                                                  _SECTION.value, markdown)
   print(markdown)
   print(f'Wrote section {_SECTION.value} of {output}')
 

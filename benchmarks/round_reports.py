@@ -22,6 +22,7 @@ can be read without loading TensorFlow.
 
 import collections
 import os
+import platform
 import shlex
 import sys
 from typing import Any, Optional
@@ -84,6 +85,39 @@ def row_name(name: str, groups: list[int]) -> str:
   return f'{DISPLAY_NAMES[name]}{what}, per-client'
 
 
+def _meminfo_gib(key: str) -> Optional[float]:
+  try:
+    with open('/proc/meminfo') as f:
+      for line in f:
+        if line.startswith(key + ':'):
+          return float(line.split()[1]) / 2**20  # kB.
+  except OSError:
+    pass
+  return None
+
+
+def _cpu_model() -> str:
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        if line.startswith('model name'):
+          return line.split(':', 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or 'unknown'
+
+
+def hardware_info() -> dict[str, Any]:
+  """CPU, cores, memory and OS of this machine (no TensorFlow needed)."""
+  return collections.OrderedDict(
+      cpu_model=_cpu_model(),
+      cpu_count=os.cpu_count(),
+      usable_cores=len(os.sched_getaffinity(0)),
+      memory_gib=_meminfo_gib('MemTotal'),
+      platform=platform.platform(),
+  )
+
+
 def machine_lines(machine: dict[str, Any]) -> list[str]:
   """The Machine and Software bullets of a report's `machine` record."""
   return [
@@ -123,3 +157,17 @@ def command_line(module: str) -> str:
 def resolve(path: str) -> str:
   """`path`, relative to the repository root unless absolute."""
   return path if os.path.isabs(path) else os.path.join(_REPO_ROOT, path)
+
+
+def write_benchmarks_section(path: str, section: str, markdown: str) -> str:
+  """Writes `markdown` as section `section` of the Markdown file `path`.
+
+  `path` is resolved as `resolve` does; the file is created with the title
+  Benchmarks if missing. Returns the resolved path.
+  """
+  # Imported here: it loads TensorFlow (through tff_mixed), which the
+  # readers of this module's reports do not need.
+  from experiments.common import markdown_sections  # pylint: disable=g-import-not-at-top
+  path = resolve(path)
+  markdown_sections.write_section(path, section, markdown, title='Benchmarks')
+  return path

@@ -906,40 +906,9 @@ def measure_memory(model_name: str, names: list[str],
 # --- Reporting. ---
 
 
-def _cpu_model() -> str:
-  try:
-    with open('/proc/cpuinfo') as f:
-      for line in f:
-        if line.startswith('model name'):
-          return line.split(':', 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor() or 'unknown'
-
-
-def _memory_total_gib() -> Optional[float]:
-  total = _meminfo_bytes('MemTotal')
-  return None if total is None else total / _MIB / 1024.0
-
-
-def _meminfo_bytes(key: str) -> Optional[float]:
-  try:
-    with open('/proc/meminfo') as f:
-      for line in f:
-        if line.startswith(key + ':'):
-          return float(line.split()[1]) * 1024.0
-  except OSError:
-    pass
-  return None
-
-
 def machine_info() -> dict[str, Any]:
   return collections.OrderedDict(
-      cpu_model=_cpu_model(),
-      cpu_count=os.cpu_count(),
-      usable_cores=len(os.sched_getaffinity(0)),
-      memory_gib=_memory_total_gib(),
-      platform=platform.platform(),
+      **round_reports.hardware_info(),
       python=platform.python_version(),
       tensorflow=tf.__version__,
       tensorflow_federated=tff.__version__,

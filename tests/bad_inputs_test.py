@@ -401,8 +401,10 @@ _BAD_INPUTS = (
 # then runs main on those workers). Not listed (they run no TFF
 # computation): advice_validation_main and gaps_main (they read records),
 # convert_raw_celeba_main and convert_posts_main (data converters),
-# benchmarks/workers_report (it reads round_time's reports) and
-# benchmarks/paper_runs (it reads the binaries' run records).
+# benchmarks/workers_report (it reads round_time's reports),
+# benchmarks/paper_runs (it reads the binaries' run records) and
+# benchmarks/target_time (it runs a make target; its bad inputs are in
+# tests/target_time_test.py).
 _WORKER_BINARIES = (_LABEL, _TRAIN, _CELEBA, _SWEEP, _REPRODUCE, _BGD_INPUTS,
                     _MOVIELENS, _LM, _HYBRID, _TUNE, _STUDY, _SPAN, _ROUND_TIME,
                     _CELEBA_SCALE, _MOVIELENS_SELECT)

@@ -1,0 +1,201 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The wall time of a make target that regenerates results, as users wait it.
+
+A results target (e.g. `make results-celeba`: 27 runs of the CelebA binary,
+three seeds as concurrent processes) is timed whole, from the start of `make`
+to its end, data conversion included: the time a user waits to regenerate
+the table, which no per-run number in RESULTS.md gives. One run of this
+report runs the target once, with its output in a log file, and on success
+records the elapsed seconds, the command, the commit, the machine and the
+date in a JSON file (one entry per target, kept across runs), then writes
+the `target_times` section of BENCHMARKS.md from every entry. A target that
+fails records nothing and leaves the section as it was.
+
+Usage, from the repository root (or `make benchmark-results-celeba`):
+
+  .venv/bin/python -m benchmarks.target_time --target=results-celeba
+"""
+
+import datetime
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from typing import Any, Optional
+
+# pylint: disable=g-bad-import-order
+from experiments.common import cli
+from absl import app
+from absl import flags
+
+from benchmarks import round_reports
+from tff_mixed.training import reports
+# pylint: enable=g-bad-import-order
+
+_TARGET = flags.DEFINE_string(
+    'target', None, 'The make target to time (e.g. results-celeba).')
+_MAKE_ARGS = flags.DEFINE_list(
+    'make_args', [], 'Extra arguments for make, e.g. CELEBA_SEEDS=0.')
+_MAKE = flags.DEFINE_string(
+    'make', 'make', 'The make program (tests give a stand-in).')
+_LOG = flags.DEFINE_string(
+    'log', None, 'Where the target\'s output goes (default '
+    'outputs/target_time/TARGET.log).')
+_RECORDS = flags.DEFINE_string(
+    'records', os.path.join('benchmarks', 'results', 'target_times.json'),
+    'The JSON file of every timed target, updated with this one.')
+_OUTPUT_MARKDOWN = flags.DEFINE_string(
+    'output_markdown', 'BENCHMARKS.md', 'The Markdown file to update.')
+_SECTION = flags.DEFINE_string(
+    'section', 'target_times', 'The section of --output_markdown to write.')
+
+
+def machine() -> str:
+  """CPU, cores, memory and OS, in one line (no TensorFlow needed)."""
+  info = round_reports.hardware_info()
+  return (f'{info["cpu_model"]}, {info["cpu_count"]} cores, '
+          f'{round_reports.fmt(info["memory_gib"], 0)} GiB, '
+          f'{info["platform"]}')
+
+
+def _commit() -> str:
+  """HEAD's short hash, with `+changes` when the tree differs from it."""
+  try:
+    head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'],
+                          cwd=round_reports.resolve('.'), check=True,
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(['git', 'status', '--porcelain',
+                            '--untracked-files=no'],
+                           cwd=round_reports.resolve('.'), check=True,
+                           capture_output=True, text=True).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return 'unknown'
+  return head + ('+changes' if dirty else '')
+
+
+def _restore_signals() -> None:
+  # A job started in the background ignores SIGINT, and so would make's
+  # children and their TFF workers, which TFF then cannot stop.
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+  signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def run_target(command: list[str], log_path: str) -> float:
+  """Runs `command` with its output in `log_path`; its wall seconds.
+
+  Raises:
+    ChildProcessError: If it exits with a non-zero status.
+    OSError: If it cannot be started.
+  """
+  reports.make_directory(os.path.dirname(log_path) or '.', 'log directory')
+  start = time.perf_counter()
+  with open(log_path, 'w') as log:
+    status = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL,
+                            cwd=round_reports.resolve('.'),
+                            preexec_fn=_restore_signals, check=False).returncode
+  seconds = time.perf_counter() - start
+  if status:
+    raise ChildProcessError(f'{shlex.join(command)} exited with status {status} '
+                       f'after {seconds:.0f} s; its output is in {log_path}')
+  return seconds
+
+
+def read_records(path: str) -> dict[str, Any]:
+  """The records at `path` (`{}` if there is none yet).
+
+  Raises:
+    ValueError: If the file is not such a record file.
+  """
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    try:
+      records = json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f'{path} is not JSON: {e}') from e
+  if not isinstance(records, dict) or not all(
+      isinstance(r, dict) and 'seconds' in r for r in records.values()):
+    raise ValueError(f'{path} is not a file of target times.')
+  return records
+
+
+def _duration(seconds: float) -> str:
+  if seconds >= 3600:
+    return f'{seconds / 3600:.2f} h'
+  if seconds >= 60:
+    return f'{seconds / 60:.1f} min'
+  return f'{seconds:.0f} s'
+
+
+def build_section(records: dict[str, Any], command: str) -> str:
+  """The section's Markdown: one row per timed target, by name."""
+  lines = [
+      '## Wall time to regenerate results (make targets, timed whole)', '',
+      f'Generated by `{command}` (last run); each row is the latest run of '
+      'its target, timed from the start of `make` to its end, with data '
+      'conversion and everything else the target does. A row is written '
+      'only when its target succeeded.', '',
+      '| Target | wall time | seconds | finished | commit | machine |',
+      '|---|---:|---:|---|---|---|',
+  ]
+  for target in sorted(records):
+    r = records[target]
+    lines.append(f'| `{r["command"]}` | {_duration(r["seconds"])} | '
+                 f'{r["seconds"]:,.0f} | {r["finished"]} | {r["commit"]} | '
+                 f'{r["machine"]} |')
+  return '\n'.join(lines) + '\n'
+
+
+def record(target: str, command: list[str], seconds: float,
+           finished: Optional[str] = None) -> dict[str, Any]:
+  """One target's entry."""
+  if finished is None:
+    finished = datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y-%m-%d %H:%M UTC')
+  return dict(target=target, command=shlex.join(command),
+              seconds=round(seconds, 1), finished=finished,
+              commit=_commit(), machine=machine())
+
+
+def main(argv: list[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  target = _TARGET.value
+  if not target or target.startswith('-') or '=' in target:
+    raise app.UsageError(f'--target must name a make target, got {target!r}')
+  records_path = round_reports.resolve(_RECORDS.value)
+  records = read_records(records_path)  # Refuse a bad file before the run.
+  log_path = round_reports.resolve(
+      _LOG.value or os.path.join('outputs', 'target_time', f'{target}.log'))
+  command = [_MAKE.value, target, *_MAKE_ARGS.value]
+  print(f'Running {shlex.join(command)}; output in {log_path}', flush=True)
+  seconds = run_target(command, log_path)
+  records[target] = record(target, command, seconds)
+  reports.atomic_write_text(records_path,
+                            json.dumps(records, indent=2) + '\n')
+  markdown = build_section(
+      records, round_reports.command_line('benchmarks.target_time'))
+  output = round_reports.write_benchmarks_section(_OUTPUT_MARKDOWN.value,
+                                                  _SECTION.value, markdown)
+  print(markdown)
+  print(f'{target}: {_duration(seconds)}. Wrote section {_SECTION.value} of '
+        f'{output} and {records_path}')
+
+
+if __name__ == '__main__':
+  cli.run(main)
