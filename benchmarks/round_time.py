@@ -65,8 +65,8 @@ and central batches from one of the central set: packed (one file, read
 whole) for the small model, a file per example for the CelebA-size one (85
 MB of clients at 100, 169 MB of central images). Held as constants instead,
 the data would travel in the computation, which TFF's execution context sends
-to its worker on every call: for the small model that cost its mixed rows
-about 0.1-0.4x their floor (one process, interleaved, 2026-11-28).
+to its worker on every call: for the small model that cost its rows
+0.06-0.38x their floor (one process, interleaved, 2026-11-28).
 
 The results go to a generated BENCHMARKS.md at the repository root and to a
 JSON file with the raw per-round numbers.
