@@ -56,6 +56,7 @@ This module is pure TensorFlow and numpy: no federated types.
 """
 
 from collections.abc import Callable, Iterable, Mapping
+import contextlib
 import json
 import os
 import shutil
@@ -219,6 +220,79 @@ def _field_specs(batch: Any) -> tuple[tuple[FieldSpec, ...], str]:
   return tuple(specs), structure
 
 
+def _checked_batch(batch_num: int, batch: Any, fields, structure):
+  """`(fields, structure, little-endian arrays)` of batch `batch_num`.
+
+  Raises:
+    TypeError, ValueError: If the batch is malformed or does not match the
+      first batch's `fields` and `structure` (`None` for the first).
+  """
+  specs, batch_structure = _field_specs(batch)
+  if fields is not None and (specs != fields or batch_structure != structure):
+    raise ValueError(
+        f'Batch {batch_num} has fields {specs}, but the first batch had '
+        f'{fields}: every batch must have the same fields, dtypes and '
+        'per-example shapes.')
+  arrays = [np.asarray(v) for v in (
+      batch.values() if isinstance(batch, Mapping) else batch)]
+  lengths = {len(a) for a in arrays}
+  if len(lengths) != 1:
+    raise ValueError(f'Batch {batch_num} has fields of different lengths '
+                     f'{sorted(lengths)}.')
+  # Little-endian bytes: what tf.bitcast reads on every supported host.
+  little = [a.astype(a.dtype.newbyteorder('<'), copy=False) for a in arrays]
+  return specs, batch_structure, little
+
+
+def _write_records(tmp_dir: str, packed_file, arrays, count: int,
+                   fields) -> int:
+  """Writes one batch's records after the `count` written; the new count.
+
+  Into `packed_file` when it is open (a packed store), else a file each.
+  """
+  num_rows = len(arrays[0])
+  if packed_file is not None:
+    record_bytes = sum(f.num_bytes for f in fields)
+    if (count + num_rows) * record_bytes > MAX_PACKED_BYTES:
+      raise ValueError(
+          f'A packed store holds at most {MAX_PACKED_BYTES} bytes; these '
+          f'examples need more ({record_bytes} bytes each). Write it with '
+          'packed=False (a file per example).')
+    if num_rows:
+      # The whole batch's records at once, one row of bytes each.
+      packed_file.write(np.concatenate(
+          [np.ascontiguousarray(a).reshape(num_rows, -1).view(np.uint8)
+           for a in arrays], axis=1).tobytes())
+    return count + num_rows
+  for index in range(count, count + num_rows):
+    shard_dir = os.path.join(tmp_dir, _EXAMPLES_DIR,
+                             f'{index // _EXAMPLES_PER_SHARD:05d}')
+    if index % _EXAMPLES_PER_SHARD == 0:
+      os.makedirs(shard_dir, exist_ok=True)
+    with open(os.path.join(shard_dir, f'{index:09d}.bin'), 'wb') as f:
+      for a in arrays:
+        f.write(np.ascontiguousarray(a[index - count]).tobytes())
+  return count + num_rows
+
+
+def _publish(tmp_dir: str, directory: str) -> None:
+  """Renames the complete store `tmp_dir` onto `directory`."""
+  # mkdtemp makes the directory private (0700); give it the usual mode, so
+  # workers running as other users can read the store.
+  umask = os.umask(0)
+  os.umask(umask)
+  os.chmod(tmp_dir, 0o777 & ~umask)
+  if os.path.exists(directory):
+    # Swap in two renames so a crash leaves the old or the new store.
+    old = directory + '.old'
+    shutil.rmtree(old, ignore_errors=True)
+    os.replace(directory, old)
+    os.replace(tmp_dir, directory)
+    shutil.rmtree(old, ignore_errors=True)
+  else:
+    os.replace(tmp_dir, directory)
+
+
 def write_example_store(directory: str, batches: Iterable[Any], *,
                         packed: bool = False) -> ExampleStore:
   """Writes examples to a new store at `directory`, atomically.
@@ -251,53 +325,15 @@ def write_example_store(directory: str, batches: Iterable[Any], *,
                              prefix=f'.{os.path.basename(directory)}.',
                              suffix='.tmp')
   fields, structure, count = None, None, 0
-  packed_file = None
   try:
-    if packed:
-      packed_file = open(os.path.join(tmp_dir, _PACKED_FILENAME), 'wb')
-    for batch_num, batch in enumerate(batches):
-      specs, batch_structure = _field_specs(batch)
-      if fields is None:
-        fields, structure = specs, batch_structure
-      elif specs != fields or batch_structure != structure:
-        raise ValueError(
-            f'Batch {batch_num} has fields {specs}, but the first batch had '
-            f'{fields}: every batch must have the same fields, dtypes and '
-            'per-example shapes.')
-      arrays = [np.asarray(v) for v in (
-          batch.values() if isinstance(batch, Mapping) else batch)]
-      lengths = {len(a) for a in arrays}
-      if len(lengths) != 1:
-        raise ValueError(f'Batch {batch_num} has fields of different lengths '
-                         f'{sorted(lengths)}.')
-      # Little-endian bytes: what tf.bitcast reads on every supported host.
-      little = [a.astype(a.dtype.newbyteorder('<'), copy=False) for a in arrays]
-      num_rows = lengths.pop()
-      if packed_file is not None:
-        record_bytes = sum(f.num_bytes for f in fields)
-        if (count + num_rows) * record_bytes > MAX_PACKED_BYTES:
-          raise ValueError(
-              f'A packed store holds at most {MAX_PACKED_BYTES} bytes; these '
-              f'examples need more ({record_bytes} bytes each). Write it '
-              'with packed=False (a file per example).')
-        # The whole batch's records at once, one row of bytes each.
-        packed_file.write(np.concatenate(
-            [np.ascontiguousarray(a).reshape(num_rows, -1).view(np.uint8)
-             for a in little], axis=1).tobytes() if num_rows else b'')
-        count += num_rows
-        continue
-      for row in range(num_rows):
-        index = count
-        shard_dir = os.path.join(tmp_dir, _EXAMPLES_DIR,
-                                 f'{index // _EXAMPLES_PER_SHARD:05d}')
-        if index % _EXAMPLES_PER_SHARD == 0:
-          os.makedirs(shard_dir, exist_ok=True)
-        with open(os.path.join(shard_dir, f'{index:09d}.bin'), 'wb') as f:
-          for a in little:
-            f.write(np.ascontiguousarray(a[row]).tobytes())
-        count += 1
-    if packed_file is not None:
-      packed_file.close()
+    with contextlib.ExitStack() as stack:
+      packed_file = (stack.enter_context(
+          open(os.path.join(tmp_dir, _PACKED_FILENAME), 'wb'))
+                     if packed else None)
+      for batch_num, batch in enumerate(batches):
+        fields, structure, arrays = _checked_batch(batch_num, batch, fields,
+                                                   structure)
+        count = _write_records(tmp_dir, packed_file, arrays, count, fields)
     if not count:
       raise ValueError('No examples to write: `batches` was empty.')
     manifest = dict(
@@ -307,23 +343,8 @@ def write_example_store(directory: str, batches: Iterable[Any], *,
                 for f in fields])
     with open(os.path.join(tmp_dir, MANIFEST_FILENAME), 'w') as f:
       json.dump(manifest, f, indent=2)
-    # mkdtemp makes the directory private (0700); give it the usual mode, so
-    # workers running as other users can read the store.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp_dir, 0o777 & ~umask)
-    if os.path.exists(directory):
-      # Swap in two renames so a crash leaves the old or the new store.
-      old = directory + '.old'
-      shutil.rmtree(old, ignore_errors=True)
-      os.replace(directory, old)
-      os.replace(tmp_dir, directory)
-      shutil.rmtree(old, ignore_errors=True)
-    else:
-      os.replace(tmp_dir, directory)
+    _publish(tmp_dir, directory)
   except BaseException:
-    if packed_file is not None:
-      packed_file.close()
     shutil.rmtree(tmp_dir, ignore_errors=True)
     raise
   return load_example_store(directory)
