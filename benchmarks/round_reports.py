@@ -167,7 +167,8 @@ def write_benchmarks_section(path: str, section: str, markdown: str) -> str:
   """
   # Imported here: it loads TensorFlow (through tff_mixed), which the
   # readers of this module's reports do not need.
-  from experiments.common import markdown_sections  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from experiments.common import markdown_sections
   path = resolve(path)
   markdown_sections.write_section(path, section, markdown, title='Benchmarks')
   return path

@@ -110,8 +110,9 @@ def run_target(command: list[str], log_path: str) -> float:
                             preexec_fn=_restore_signals, check=False).returncode
   seconds = time.perf_counter() - start
   if status:
-    raise ChildProcessError(f'{shlex.join(command)} exited with status {status} '
-                       f'after {seconds:.0f} s; its output is in {log_path}')
+    raise ChildProcessError(
+        f'{shlex.join(command)} exited with status {status} after '
+        f'{seconds:.0f} s; its output is in {log_path}')
   return seconds
 
 
