@@ -602,8 +602,9 @@ benchmark: venv
 # The wall time of `make results-celeba` (its 27 runs, three seeds at once,
 # data conversion included), timed whole into BENCHMARKS.md's target_times
 # section (benchmarks/target_time.py; its output in
-# outputs/target_time/results-celeba.log). As long as the target itself:
-# 1-1.5 h here. It also regenerates RESULTS.md's CelebA section.
+# outputs/target_time/results-celeba.log). As long as the target itself,
+# not yet measured: its 27,000 rounds at about 0.55 s a round alone suggest
+# 2-4 h here. It also regenerates RESULTS.md's CelebA section.
 benchmark-results-celeba: venv
 	@$(RUN) $(PY) -m benchmarks.target_time --target=results-celeba $(ARGS)
 
