@@ -32,7 +32,7 @@ import datetime
 import json
 import os
 import shlex
-import signal
+import shutil
 import subprocess
 import time
 from typing import Any, Optional
@@ -43,6 +43,7 @@ from absl import app
 from absl import flags
 
 from benchmarks import round_reports
+from tff_mixed import runtime
 from tff_mixed.training import reports
 # pylint: enable=g-bad-import-order
 
@@ -87,13 +88,6 @@ def _commit() -> str:
   return head + ('+changes' if dirty else '')
 
 
-def _restore_signals() -> None:
-  # A job started in the background ignores SIGINT, and so would make's
-  # children and their TFF workers, which TFF then cannot stop.
-  signal.signal(signal.SIGINT, signal.SIG_DFL)
-  signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-
-
 def run_target(command: list[str], log_path: str) -> float:
   """Runs `command` with its output in `log_path`; its wall seconds.
 
@@ -101,13 +95,20 @@ def run_target(command: list[str], log_path: str) -> float:
     ChildProcessError: If it exits with a non-zero status.
     OSError: If it cannot be started.
   """
+  executable = shutil.which(command[0])
+  if executable is None:
+    raise FileNotFoundError(f'{command[0]}: no such program on PATH')
   reports.make_directory(os.path.dirname(log_path) or '.', 'log directory')
   start = time.perf_counter()
   with open(log_path, 'w') as log:
-    status = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL,
-                            cwd=round_reports.resolve('.'),
-                            preexec_fn=_restore_signals, check=False).returncode
+    # Through TFF workers' launcher, which restores SIGINT and SIGQUIT: a
+    # job started in the background ignores both, and so would make's TFF
+    # workers, which TFF then cannot stop.
+    status = subprocess.run(
+        runtime.worker_command([executable, *command[1:]],
+                               die_with_parent=False),
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        cwd=round_reports.resolve('.'), check=False).returncode
   seconds = time.perf_counter() - start
   if status:
     raise ChildProcessError(
