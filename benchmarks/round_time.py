@@ -25,8 +25,9 @@ measures:
   until they took `--min_timed_seconds`) that follow `--warmup_rounds`
   rounds (the first of which includes compiling the computation, i.e.
   tracing). All algorithms run in one process, interleaved
-  round-robin with a rotating order, so that load from other processes on the
-  machine hits them alike;
+  round-robin in a new seeded shuffle of the rows every cycle, so that load
+  from other processes on the machine, and whatever a row leaves behind for
+  the next one, hits them alike;
 * CPU seconds per round: of this process plus TFF's `worker_binary` child,
   where TFF's local runtime executes computations. CPU time is much less
   sensitive than wall time to other load on a shared machine. On workers of
@@ -765,10 +766,7 @@ def time_algorithms(names: list[str], clients_per_round: list[int],
         time.perf_counter() - timed_start < _MIN_TIMED_SECONDS.value):
       if r == warmup:
         timed_start = time.perf_counter()
-      # Rotating the order keeps any effect of the position in the cycle
-      # (e.g. following a memory-hungry algorithm) from favoring one.
-      shift = r % len(names)
-      for name in names[shift:] + names[:shift]:
+      for name in round_reports.cycle_order(names, r, workload.seed):
         samples[name].append(_timed_round(runners[name]))
       phase = 'warm-up' if r < warmup else 'timed'
       times = ', '.join(f'{n} {samples[n][-1].wall_s:.3f}s' for n in names)
@@ -1094,7 +1092,8 @@ def render_markdown(report: dict[str, Any]) -> str:
          if config.get('min_timed_seconds') else
          f'{config["timed_rounds"]} timed rounds') +
       ', all rows interleaved '
-      'round-robin (rotating order) in one process. CPU s = this process + '
+      'round-robin (a new seeded shuffle of the rows every cycle, '
+      '`round_reports.cycle_order`) in one process. CPU s = this process + '
       'its TFF `worker_binary` (where TFF executes computations; counted in '
       '10 ms ticks); it can exceed wall time, as the worker uses all cores. '
       'Build: tracing the process (per-client processes once per model, '

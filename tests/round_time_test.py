@@ -234,6 +234,22 @@ def _synthetic_report(workers, medians):
                         algorithms=rows)])))
 
 
+class CycleOrderTest(absltest.TestCase):
+
+  def test_each_cycle_is_a_seeded_shuffle_with_changing_neighbours(self):
+    names = [f'{a}{mode}' for a in 'abcde' for mode in ('', '@grouped')]
+    orders = [round_reports.cycle_order(names, c, seed=0) for c in range(60)]
+    for order in orders:
+      self.assertCountEqual(order, names)
+    self.assertEqual(orders[3], round_reports.cycle_order(names, 3, seed=0))
+    self.assertNotEqual(orders[3], round_reports.cycle_order(names, 3, 1))
+    # A rotation always put 'a' right before 'a@grouped'; a shuffle gives
+    # each row many different predecessors.
+    before = {o[o.index('a@grouped') - 1] for o in orders
+              if o.index('a@grouped') > 0}
+    self.assertGreater(len(before), 5)
+
+
 # Median s/round of the per-client and grouped FedAvg rows by worker count.
 _MEDIANS = {0: (10.0, 4.0), 1: (12.0, 5.0), 2: (7.0, 3.0), 4: (4.0, 2.5)}
 
