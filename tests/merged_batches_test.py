@@ -126,10 +126,14 @@ class RowsFingerprintTest(parameterized.TestCase):
 class DrawRowsTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
-      ('redrawn_graph', True, _in_graph),
-      ('fixed_function', False, _in_function),
+      # A member count known when tracing (a draw op per member) and one
+      # known only when running (a loop over the members).
+      ('redrawn_graph', True, _in_graph, True),
+      ('fixed_function', False, _in_function, True),
+      ('redrawn_unknown_count', True, _in_function, False),
   )
-  def test_equals_each_members_draw(self, redraw_each_round, run):
+  def test_equals_each_members_draw(self, redraw_each_round, run,
+                                    static_count):
     rows = _client_rows(np.random.default_rng(3), members=4)
     args = dict(seed=7, num_keys=3, num_examples=50,
                 redraw_each_round=redraw_each_round)
@@ -140,7 +144,11 @@ class DrawRowsTest(parameterized.TestCase):
           tf.data.Dataset.from_tensor_slices(tuple(r[m] for r in rows))
           .batch(4) for m in range(4)]
       each = [transfer_select.draw(d, round_num, **args) for d in datasets]
-      return (transfer_select.draw_rows(rows, round_num, **args),
+      held = rows
+      if not static_count:
+        held = tuple(tf.compat.v1.placeholder_with_default(
+            r, [None, *r.shape[1:]]) for r in rows)
+      return (transfer_select.draw_rows(held, round_num, **args),
               tf.stack([d.keys for d in each]),
               tf.stack([d.shuffle_seed for d in each]))
 
