@@ -9,7 +9,7 @@ RUN := scripts/with_worker_cleanup.sh
 # TensorFlow runtime and a TFF worker, about 1 GB); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm lm-sites-data results-lm-sites benchmark-lm-s100 results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-results-celeba benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens clean
+.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-lm lm-sites-data results-lm-sites carry-lm-sites benchmark-lm-s100 results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 cifar10-data test bazel-test benchmark benchmark-results-celeba benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens clean
 
 venv:
 	@bash scripts/setup_venv.sh
@@ -300,7 +300,24 @@ LM_SITES_MAIN = $(PY) -m experiments.stackoverflow_wikipedia.stackoverflow_wikip
   --clients_per_round=100 --client_batch_size=8 --client_steps=16 \
   --central_batch_size=800 --one_way_central_batch_size=6400
 
+# A scenario takes longer than a machine may be held (2-4 hours here), so
+# its unfinished run can be carried to another checkout: make
+# carry-lm-sites SCENARIOS=... copies each listed scenario's newest
+# checkpoint and metrics to LM_SITES_CARRIED (committed; scripts/carry_run.py)
+# and drops what it carried of scenarios that have their record; this
+# target puts them back into an empty LM_SITES_DIR before running, and the
+# run resumes from them (the same numbers as an uninterrupted run).
+LM_SITES_CARRIED := $(LM_SITES_RECORDS)/carried
+LM_SITES_RUN_DIRS = $(LM_SITES_DIR)/runs:$(LM_SITES_CARRIED): \
+  $(LM_SITES_DIR)/runs/diagnostics:$(LM_SITES_CARRIED)/diagnostics:_diagnostics
+
 results-lm-sites: lm-sites-data
+	@for s in $(subst $(_comma),$(_space),$(LM_CHOSEN_SCENARIOS)); do \
+	  for d in $(LM_SITES_RUN_DIRS); do \
+	    runs=$${d%%:*}; rest=$${d#*:}; carried=$${rest%%:*}; suffix=$${rest#*:}; \
+	    $(PY) scripts/carry_run.py restore $$carried $$runs $$s || exit 1; \
+	  done; \
+	done
 	@$(RUN) $(LM_SITES_MAIN) \
 	  --scenarios=$(LM_CHOSEN_SCENARIOS) \
 	  --embedding_dim=$(LM_SITES_EMBEDDING_DIM) --gru_units=$(LM_SITES_GRU_UNITS) \
@@ -313,6 +330,18 @@ results-lm-sites: lm-sites-data
 	  --make_target=results-lm-sites --why_settings="$(LM_SITES_WHY)" \
 	  --data_note="federated: $$(cat $(LM_SITES_NOTE)) (Stack Exchange data dumps, CC BY-SA 3.0/4.0, converted together by convert_posts_main with its defaults); central: WikiText-2 (CC BY-SA 3.0)" \
 	  $(LM_SITES_ARGS)
+
+carry-lm-sites: venv
+	@for s in $(subst $(_comma),$(_space),$(LM_CHOSEN_SCENARIOS)); do \
+	  for d in $(LM_SITES_RUN_DIRS); do \
+	    runs=$${d%%:*}; rest=$${d#*:}; carried=$${rest%%:*}; suffix=$${rest#*:}; \
+	    if [ -f $(LM_SITES_RECORDS)/$$s$$suffix.json ]; then \
+	      rm -rf $$carried/$$s; \
+	    elif [ -d $$runs/checkpoints/$$s ]; then \
+	      $(PY) scripts/carry_run.py save $$runs $$s $$carried || exit 1; \
+	    fi; \
+	  done; \
+	done
 
 # The LM binary's seconds per round at the paper's S = 100 (issue 34), from
 # short runs of results-lm-sites' settings: LM_S100_ROUNDS rounds of each

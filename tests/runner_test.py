@@ -21,9 +21,12 @@ run must be killed for real (forked from an interpreter that has TF loaded,
 """
 
 import csv
+import importlib.util
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import textwrap
 from unittest import mock
@@ -41,9 +44,11 @@ import tff_mixed
 from tff_mixed import remote as remote_lib
 from tff_mixed.core import multi_round
 from tff_mixed.training import checkpoints as checkpoints_lib
+from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CARRY_SCRIPT = os.path.join(_REPO_ROOT, 'scripts', 'carry_run.py')
 _TINY = dict(total_rounds=4, clients_per_round=3, client_steps=2,
              num_clients=6, rounds_per_evaluation=2, progress=False)
 
@@ -162,6 +167,52 @@ class ResumeTest(absltest.TestCase):
       np.testing.assert_array_equal(got, want)
     self.assertEqual(
         _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
+
+  def test_carried_run_resumes_elsewhere(self):
+    # scripts/carry_run.py moves a run stopped after its round-2 checkpoint
+    # to a new root (another checkout), where it ends as the uninterrupted
+    # run does.
+    reference = self.reference()
+    first, carried, second = (os.path.join(self.root, d)
+                              for d in ('first', 'carried', 'second'))
+
+    class Stop(Exception):
+      pass
+
+    def stop_after(round_num):
+      if round_num == 2:
+        raise Stop()
+
+    with self.assertRaises(Stop):
+      train_lib.train(scenario='two_way_gt', root_output_dir=first,
+                      experiment_name='run', round_end_fn=stop_after,
+                      **_TINY)
+    for args in (('save', first, 'run', carried),
+                 ('restore', carried, second, 'run')):
+      subprocess.run([sys.executable, _CARRY_SCRIPT, *args], check=True,
+                     capture_output=True, timeout=60)
+    resumed = train_lib.train(
+        scenario='two_way_gt', root_output_dir=second,
+        experiment_name='run', **_TINY)
+    self.assertEqual(resumed.resumed_from, 2)
+    for got, want in zip(_final_weights(resumed), _final_weights(reference)):
+      np.testing.assert_array_equal(got, want)
+    self.assertEqual(
+        _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
+
+  def test_carry_script_knows_the_runners_layout(self):
+    spec = importlib.util.spec_from_file_location('carry_run', _CARRY_SCRIPT)
+    carry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(carry)
+    dirs = runner_lib.output_dirs('root', 'name')
+    self.assertEqual(dirs['checkpoints'],
+                     os.path.join('root', carry.CHECKPOINTS, 'name'))
+    self.assertEqual(dirs['results'],
+                     os.path.join('root', carry.RESULTS, 'name'))
+    self.assertEqual(carry.FINGERPRINT_FILE, checkpoints_lib.FINGERPRINT_FILE)
+    self.assertEqual(carry.LOCK_FILE, run_lock.LOCK_FILE)
+    self.assertIsNotNone(carry._FINISHED.fullmatch(
+        checkpoints_lib._PREFIX + '12'))
 
   @binary_runs.runs_binaries
   def test_ctrl_c_prints_one_line_and_the_same_command_resumes(self):
