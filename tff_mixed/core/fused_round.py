@@ -112,7 +112,7 @@ def build_fused_next(next_fn: tff.Computation) -> tff.Computation:
       result.metrics.member)
 
   # `update` and the restoring identity in one TF computation: every
-  # intrinsic costs TFF's runtime a dispatch, and this one replaces seven
+  # intrinsic costs TFF's runtime a dispatch, and this one replaces six
   # of them a round (the secure sums' values and zips, the two restores):
   # 17.1 against 18.6 ms a round, grouped FedAvg on round_time's small
   # model at 100 clients (one process, interleaved, 2026-11-28).
