@@ -314,7 +314,7 @@ LM_SITES_RUN_DIRS = $(LM_SITES_DIR)/runs:$(LM_SITES_CARRIED): \
 results-lm-sites: lm-sites-data
 	@for s in $(subst $(_comma),$(_space),$(LM_CHOSEN_SCENARIOS)); do \
 	  for d in $(LM_SITES_RUN_DIRS); do \
-	    runs=$${d%%:*}; rest=$${d#*:}; carried=$${rest%%:*}; suffix=$${rest#*:}; \
+	    runs=$${d%%:*}; rest=$${d#*:}; carried=$${rest%%:*}; \
 	    $(PY) scripts/carry_run.py restore $$carried $$runs $$s || exit 1; \
 	  done; \
 	done

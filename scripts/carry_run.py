@@ -41,7 +41,7 @@ import shutil
 import sys
 
 # The runner's layout (`runner.output_dirs`, `checkpoints.Checkpointer`;
-# tests/carry_run_test.py checks they agree).
+# tests/runner_test.py checks they agree).
 CHECKPOINTS = 'checkpoints'
 RESULTS = 'results'
 FINGERPRINT_FILE = 'experiment_fingerprint.json'
