@@ -238,6 +238,64 @@ class TransferSelectTest(absltest.TestCase):
         tf.constant(1, tf.int64), 0, tf.constant(0), 5, 5)
     self.assertEqual(sorted(all_keys.numpy().tolist()), list(range(5)))
 
+  def test_keys_are_floyds_sample_of_philox_numbers(self):
+    # An independent oracle: TF's own Philox op for the numbers, Floyd's
+    # sample and the sort by the order numbers in numpy.
+    n, k = 20, 4
+    for fingerprint, seed, round_num in ((123, 3, 0), (7, 0, 5), (2**40, 9, 1)):
+      client_seed = transfer_select._client_seed(
+          tf.constant(fingerprint, tf.int64), seed, tf.constant(round_num),
+          'examples').numpy()
+      words = tf.raw_ops.StatelessRandomUniformFullIntV2(
+          shape=[4 * k], key=tf.constant([client_seed[0]], tf.uint64),
+          counter=tf.constant([0, client_seed[1]], tf.uint64), alg=1,
+          dtype=tf.uint32).numpy().astype(np.int64)
+      numbers = ((words[1::2] & ((1 << 30) - 1)) << 32) | words[0::2]
+      taken = []
+      for s, j in enumerate(range(n - k, n)):
+        t = int(numbers[s] % (j + 1))
+        taken.append(j if t in taken else t)
+      expected = [taken[i] for i in np.argsort(numbers[k:], kind='stable')]
+      keys = transfer_select.transfer_keys(
+          tf.constant(fingerprint, tf.int64), seed, tf.constant(round_num),
+          k, n)
+      self.assertEqual(keys.numpy().tolist(), expected)
+
+  def test_draws_are_uniform_ordered_samples(self):
+    # Every ordered 3 of 6 (120 outcomes) over 24,000 seeds: chi^2 / dof
+    # is about 1 (sd 0.13) for a uniform draw; a draw that favours some
+    # subsets or orders by a few percent lands far above 1.5.
+    n, k, draws = 6, 3, 24_000
+    seeds = np.random.RandomState(1).randint(0, 2**52, size=(draws, 2))
+    keys = transfer_select._seeded_keys(tf.constant(seeds, tf.int64), k,
+                                        n).numpy()
+    self.assertTrue(all(len(set(row)) == k for row in keys))
+    codes = (keys * n ** np.arange(k)).sum(axis=1)
+    counts = np.bincount(codes, minlength=n ** k)
+    outcomes = counts[counts > 0]
+    self.assertLen(outcomes, 120)
+    expected = draws / 120
+    chi2 = ((outcomes - expected) ** 2 / expected).sum() / 119
+    self.assertLess(chi2, 1.5)
+    self.assertGreater(chi2, 0.5)
+
+  def test_group_keys_of_any_member_count(self):
+    seeds = tf.constant([[1, 2], [3, 4], [1, 2]], tf.int64)
+    keys = transfer_select._seeded_keys(seeds, 3, 10).numpy()
+    self.assertEqual(keys[0].tolist(), keys[2].tolist())
+    self.assertEqual(
+        keys[1].tolist(),
+        transfer_select._seeded_keys(seeds[1], 3, 10).numpy().tolist())
+    unknown = tf.function(
+        lambda s: transfer_select._seeded_keys(s, 3, 10),
+        input_signature=[tf.TensorSpec([None, 2], tf.int64)])
+    self.assertEqual(unknown(seeds).numpy().tolist(), keys.tolist())
+    self.assertEqual(
+        transfer_select._seeded_keys(seeds[:0], 3, 10).shape.as_list(),
+        [0, 3])
+    self.assertEqual(
+        transfer_select._seeded_keys(seeds, 0, 10).shape.as_list(), [3, 0])
+
   def test_fixed_portion_keeps_keys_but_reshuffles(self):
     def draw(round_num):
       return transfer_select.draw(
