@@ -168,6 +168,32 @@ class ResumeTest(absltest.TestCase):
     self.assertEqual(
         _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
 
+  def test_ctrl_c_saves_the_last_round_and_the_run_resumes_from_it(self):
+    # Checkpoints only at round 4; Ctrl-C after round 3 saves round 3.
+    reference = self.reference()
+    root = os.path.join(self.root, 'interrupted')
+    args = dict(_TINY, rounds_per_checkpoint=4)
+
+    def ctrl_c_after(round_num):
+      if round_num == 3:
+        raise KeyboardInterrupt()
+
+    with self.assertRaises(runner_lib.RunInterrupted) as raised:
+      train_lib.train(scenario='two_way_gt', root_output_dir=root,
+                      experiment_name='run', round_end_fn=ctrl_c_after,
+                      **args)
+    self.assertIn('interrupted after round 3 of run; run the same command',
+                  str(raised.exception))
+    checkpoints = runner_lib.output_dirs(root, 'run')['checkpoints']
+    self.assertIn('program_state_3', os.listdir(checkpoints))
+    resumed = train_lib.train(scenario='two_way_gt', root_output_dir=root,
+                              experiment_name='run', **args)
+    self.assertEqual(resumed.resumed_from, 3)
+    for got, want in zip(_final_weights(resumed), _final_weights(reference)):
+      np.testing.assert_array_equal(got, want)
+    self.assertEqual(
+        _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
+
   def test_carried_run_resumes_elsewhere(self):
     # scripts/carry_run.py moves a run stopped after its round-2 checkpoint
     # to a new root (another checkout), where it ends as the uninterrupted

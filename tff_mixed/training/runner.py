@@ -295,8 +295,10 @@ def run_training(
       another configuration or model.
     DivergenceError: On a non-finite training metric, evaluation metric or
       model weight; the last good checkpoint is left intact.
-    RunInterrupted: On Ctrl-C (KeyboardInterrupt) during the rounds; the
-      last checkpoint is left intact.
+    RunInterrupted: On Ctrl-C (KeyboardInterrupt) during the rounds, after
+      saving the state of the last round that handed one out (the last of
+      a multi-round call) when it is newer than the last checkpoint: the
+      same command resumes from it. The checkpoints before are intact.
   """
   _check_run_args(process, clients_per_group, total_rounds=total_rounds,
                   rounds_per_checkpoint=rounds_per_checkpoint,
@@ -319,6 +321,9 @@ def run_training(
       tff.program.TensorBoardReleaseManager(dirs['logdir']),
   ])
   last_good, last_round = [start_round if start_round else None], [start_round]
+  # The newest state a round handed out (rounds inside a multi-round call
+  # get none), saved on Ctrl-C when it is newer than the last checkpoint.
+  last_state = [start_round, None]
 
   # A call stops at a round whose state is needed.
   state_every = [rounds_per_checkpoint] + (
@@ -336,6 +341,8 @@ def run_training(
 
   def finish_round(round_num, state, flat):
     checkpoints_lib.run_sync(managers.release(flat, key=round_num))
+    if state is not None:
+      last_state[:] = [round_num, state]
     if round_num % rounds_per_checkpoint == 0 or round_num == total_rounds:
       checkpointer.save(state, round_num)
       last_good[0] = round_num
@@ -355,6 +362,14 @@ def run_training(
     # clears; the checkpoints before it are complete.
     if isinstance(e, RunInterrupted):
       raise
+    if last_state[1] is not None and last_state[0] != last_good[0]:
+      # A second Ctrl-C during this save leaves the checkpoints before it.
+      try:
+        checkpointer.save(last_state[1], last_state[0])
+        last_good[0] = last_state[0]
+      except Exception as error:  # pylint: disable=broad-exception-caught
+        logging.warning('%s: could not save round %d on Ctrl-C: %s',
+                        experiment_name, last_state[0], error)
     raise RunInterrupted(interrupted_message(
         experiment_name, last_round[0], last_good[0])) from e
   return RunResult(state=state, history=history, resumed_from=start_round,
