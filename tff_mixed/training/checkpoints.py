@@ -208,3 +208,43 @@ class Checkpointer:
 
   def save(self, state, round_num: int) -> None:
     run_sync(self._manager.save(state, round_num))
+
+
+class RoundSaver:
+  """When a run saves its state: every `every` rounds, the last, on Ctrl-C.
+
+  Attributes:
+    last_saved: The newest round saved or resumed from (None: none yet).
+  """
+
+  def __init__(self, checkpointer: Checkpointer, every: int,
+               total_rounds: int, start_round: int):
+    self._checkpointer = checkpointer
+    self._every, self._total_rounds = every, total_rounds
+    self.last_saved = start_round or None
+    # The newest state a round handed out (rounds inside a multi-round call
+    # get none).
+    self._newest = (start_round, None)
+
+  def round_ended(self, round_num: int, state) -> None:
+    """Keeps `state` (None: none handed out), saved on schedule."""
+    if state is not None:
+      self._newest = (round_num, state)
+    if round_num % self._every == 0 or round_num == self._total_rounds:
+      self._checkpointer.save(state, round_num)
+      self.last_saved = round_num
+
+  def save_newest(self, name: str) -> None:
+    """Saves the newest state if no checkpoint holds it (on Ctrl-C).
+
+    A failed save is logged, not raised: the checkpoints before it stay.
+    """
+    round_num, state = self._newest
+    if state is None or round_num == self.last_saved:
+      return
+    try:
+      self._checkpointer.save(state, round_num)
+      self.last_saved = round_num
+    except Exception as error:  # pylint: disable=broad-exception-caught
+      logging.warning('%s: could not save round %d on Ctrl-C: %s', name,
+                      round_num, error)

@@ -73,9 +73,9 @@ class DivergenceError(RuntimeError):
 
 
 class RunInterrupted(KeyboardInterrupt):
-  """Ctrl-C (SIGINT) stopped `run_training`; its last checkpoint is intact.
+  """Ctrl-C (SIGINT) stopped `run_training`, which saved its newest state.
 
-  Its message is the one line a binary prints instead of a traceback:
+  Its message, the one line a binary prints instead of a traceback, says
   which round the run got to and that the same command resumes it.
   """
 
@@ -296,9 +296,7 @@ def run_training(
     DivergenceError: On a non-finite training metric, evaluation metric or
       model weight; the last good checkpoint is left intact.
     RunInterrupted: On Ctrl-C (KeyboardInterrupt) during the rounds, after
-      saving the state of the last round that handed one out (the last of
-      a multi-round call) when it is newer than the last checkpoint: the
-      same command resumes from it. The checkpoints before are intact.
+      saving the newest state (`checkpoints.RoundSaver.save_newest`).
   """
   _check_run_args(process, clients_per_group, total_rounds=total_rounds,
                   rounds_per_checkpoint=rounds_per_checkpoint,
@@ -320,10 +318,9 @@ def run_training(
           key_fieldname=ROUND_KEY),
       tff.program.TensorBoardReleaseManager(dirs['logdir']),
   ])
-  last_good, last_round = [start_round if start_round else None], [start_round]
-  # The newest state a round handed out (rounds inside a multi-round call
-  # get none), saved on Ctrl-C when it is newer than the last checkpoint.
-  last_state = [start_round, None]
+  saver = checkpoints_lib.RoundSaver(checkpointer, rounds_per_checkpoint,
+                                     total_rounds, start_round)
+  last_round = [start_round]
 
   # A call stops at a round whose state is needed.
   state_every = [rounds_per_checkpoint] + (
@@ -333,19 +330,15 @@ def run_training(
                                                total_rounds, state_every)))
 
   def diverged(round_num, bad):
-    where = (f'checkpoint {last_good[0]} in {dirs["checkpoints"]}'
-             if last_good[0] else 'none (no checkpoint was saved yet)')
+    where = (f'checkpoint {saver.last_saved} in {dirs["checkpoints"]}'
+             if saver.last_saved else 'none (no checkpoint was saved yet)')
     return DivergenceError(
         f'{experiment_name} diverged at round {round_num}: non-finite '
         f'{", ".join(bad)}. Last good checkpoint: {where}, left intact.')
 
   def finish_round(round_num, state, flat):
     checkpoints_lib.run_sync(managers.release(flat, key=round_num))
-    if state is not None:
-      last_state[:] = [round_num, state]
-    if round_num % rounds_per_checkpoint == 0 or round_num == total_rounds:
-      checkpointer.save(state, round_num)
-      last_good[0] = round_num
+    saver.round_ended(round_num, state)
     last_round[0] = round_num
     if round_end_fn is not None:
       round_end_fn(round_num)
@@ -358,20 +351,12 @@ def run_training(
             lambda w: flatten_metrics(evaluation_fn(w), 'eval/')),
         rounds_per_evaluation=rounds_per_evaluation, progress=progress)
   except KeyboardInterrupt as e:
-    # A save cut off here is a `program_state_N_temp*` that the next run
-    # clears; the checkpoints before it are complete.
     if isinstance(e, RunInterrupted):
       raise
-    if last_state[1] is not None and last_state[0] != last_good[0]:
-      # A second Ctrl-C during this save leaves the checkpoints before it.
-      try:
-        checkpointer.save(last_state[1], last_state[0])
-        last_good[0] = last_state[0]
-      except Exception as error:  # pylint: disable=broad-exception-caught
-        logging.warning('%s: could not save round %d on Ctrl-C: %s',
-                        experiment_name, last_state[0], error)
+    # A save cut off by a second Ctrl-C is a temp dir the next run clears.
+    saver.save_newest(experiment_name)
     raise RunInterrupted(interrupted_message(
-        experiment_name, last_round[0], last_good[0])) from e
+        experiment_name, last_round[0], saver.last_saved)) from e
   return RunResult(state=state, history=history, resumed_from=start_round,
                    metrics_path=metrics_path,
                    checkpoint_dir=dirs['checkpoints'])
