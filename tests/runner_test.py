@@ -136,8 +136,19 @@ class ResumeTest(absltest.TestCase):
     self.root = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, self.root)
 
-  def test_killed_and_resumed_run_equals_uninterrupted_run(self):
+  def assert_resumes_as_reference(self, root, resumed_from, **args):
+    """Resumes the run under `root`; it must end as the uninterrupted one."""
     reference = self.reference()
+    resumed = train_lib.train(scenario='two_way_gt', root_output_dir=root,
+                              experiment_name='run', **(args or _TINY))
+    self.assertEqual(resumed.resumed_from, resumed_from)
+    for got, want in zip(_final_weights(resumed), _final_weights(reference)):
+      np.testing.assert_array_equal(got, want)
+    self.assertEqual(
+        _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
+    return resumed
+
+  def test_killed_and_resumed_run_equals_uninterrupted_run(self):
     killed_root = os.path.join(self.root, 'b')
     pid_file = os.path.join(self.root, 'worker_pids')
     log_path = os.path.join(self.root, 'killed.log')
@@ -158,19 +169,11 @@ class ResumeTest(absltest.TestCase):
     partial = _read_csv(os.path.join(killed_root, 'results', 'run',
                                      'metrics.csv'))
     self.assertEqual([r['round_num'] for r in partial], ['1', '2'])
-    resumed = train_lib.train(
-        scenario='two_way_gt', root_output_dir=killed_root,
-        experiment_name='run', **_TINY)
-    self.assertEqual(resumed.resumed_from, 2)
+    resumed = self.assert_resumes_as_reference(killed_root, 2)
     self.assertEqual([h['round_num'] for h in resumed.history], [3, 4])
-    for got, want in zip(_final_weights(resumed), _final_weights(reference)):
-      np.testing.assert_array_equal(got, want)
-    self.assertEqual(
-        _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
 
   def test_ctrl_c_saves_the_last_round_and_the_run_resumes_from_it(self):
     # Checkpoints only at round 4; Ctrl-C after round 3 saves round 3.
-    reference = self.reference()
     root = os.path.join(self.root, 'interrupted')
     args = dict(_TINY, rounds_per_checkpoint=4)
 
@@ -186,19 +189,12 @@ class ResumeTest(absltest.TestCase):
                   str(raised.exception))
     checkpoints = runner_lib.output_dirs(root, 'run')['checkpoints']
     self.assertIn('program_state_3', os.listdir(checkpoints))
-    resumed = train_lib.train(scenario='two_way_gt', root_output_dir=root,
-                              experiment_name='run', **args)
-    self.assertEqual(resumed.resumed_from, 3)
-    for got, want in zip(_final_weights(resumed), _final_weights(reference)):
-      np.testing.assert_array_equal(got, want)
-    self.assertEqual(
-        _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
+    self.assert_resumes_as_reference(root, 3, **args)
 
   def test_carried_run_resumes_elsewhere(self):
     # scripts/carry_run.py moves a run stopped after its round-2 checkpoint
     # to a new root (another checkout), where it ends as the uninterrupted
     # run does.
-    reference = self.reference()
     first, carried, second = (os.path.join(self.root, d)
                               for d in ('first', 'carried', 'second'))
 
@@ -224,14 +220,7 @@ class ResumeTest(absltest.TestCase):
       if not subdirs and not files:
         os.rmdir(directory)
     carry('restore', carried, second, 'run')
-    resumed = train_lib.train(
-        scenario='two_way_gt', root_output_dir=second,
-        experiment_name='run', **_TINY)
-    self.assertEqual(resumed.resumed_from, 2)
-    for got, want in zip(_final_weights(resumed), _final_weights(reference)):
-      np.testing.assert_array_equal(got, want)
-    self.assertEqual(
-        _read_csv(resumed.metrics_path), _read_csv(reference.metrics_path))
+    self.assert_resumes_as_reference(second, 2)
 
   def test_carry_script_knows_the_runners_layout(self):
     spec = importlib.util.spec_from_file_location('carry_run', _CARRY_SCRIPT)
