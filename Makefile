@@ -306,7 +306,9 @@ LM_SITES_MAIN = $(PY) -m experiments.stackoverflow_wikipedia.stackoverflow_wikip
 # checkpoint and metrics to LM_SITES_CARRIED (committed; scripts/carry_run.py)
 # and drops what it carried of scenarios that have their record; this
 # target puts them back into an empty LM_SITES_DIR before running, and the
-# run resumes from them (the same numbers as an uninterrupted run).
+# run resumes from them (the same numbers as an uninterrupted run). Stop a
+# run with Ctrl-C (SIGINT to the binary) to carry it: it saves its last
+# round first, so no round since the last checkpoint is lost.
 LM_SITES_CARRIED := $(LM_SITES_RECORDS)/carried
 LM_SITES_RUN_DIRS = $(LM_SITES_DIR)/runs:$(LM_SITES_CARRIED): \
   $(LM_SITES_DIR)/runs/diagnostics:$(LM_SITES_CARRIED)/diagnostics:_diagnostics
