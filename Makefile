@@ -633,9 +633,13 @@ benchmark: venv
 # The wall time of `make results-celeba` (its 27 runs, three seeds at once,
 # data conversion included), timed whole into BENCHMARKS.md's target_times
 # section (benchmarks/target_time.py; its output in
-# outputs/target_time/results-celeba.log). As long as the target itself,
-# not yet measured: its 27,000 rounds at about 0.55 s a round alone suggest
-# 2-4 h here. It also regenerates RESULTS.md's CelebA section.
+# outputs/target_time/results-celeba.log). It also regenerates RESULTS.md's
+# CelebA section. As long as the target itself: on 2 cores (2026-11-28) the
+# three seeds trained 0.28 rounds/s each, and one seed alone 0.85, so its
+# 18 runs of 1,000 rounds take about 6 hours. Ctrl-C stops it with its runs
+# saved, and the same command goes on and adds the parts' seconds (keep
+# outputs/ between them). For a time from nothing: `rm -rf
+# outputs/celeba_dev`, then ARGS=--fresh.
 benchmark-results-celeba: venv
 	@$(RUN) $(PY) -m benchmarks.target_time --target=results-celeba $(ARGS)
 

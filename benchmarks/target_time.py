@@ -20,8 +20,16 @@ the table, which no per-run number in RESULTS.md gives. One run of this
 report runs the target once, with its output in a log file, and on success
 records the elapsed seconds, the command, the commit, the machine and the
 date in a JSON file (one entry per target, kept across runs), then writes
-the `target_times` section of BENCHMARKS.md from every entry. A target that
-fails records nothing and leaves the section as it was.
+the `target_times` section of BENCHMARKS.md from every entry.
+
+A target longer than a sitting (results-celeba: hours) can be timed in
+parts, as it is made: the results targets resume where they stopped. A run
+that is interrupted (Ctrl-C: make gets it, and its runs stop at a round's
+end with their state saved) or fails leaves the records and the section as
+they were and keeps its seconds in a segments file beside the log; the same
+command later goes on, and the run that finishes the target records the sum
+of every part's seconds, with their number. `--fresh` drops the parts kept
+(for a target started again from nothing).
 
 Usage, from the repository root (or `make benchmark-results-celeba`):
 
@@ -33,9 +41,10 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import time
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 # pylint: disable=g-bad-import-order
 from experiments.common import cli
@@ -63,6 +72,13 @@ _OUTPUT_MARKDOWN = flags.DEFINE_string(
     'output_markdown', 'BENCHMARKS.md', 'The Markdown file to update.')
 _SECTION = flags.DEFINE_string(
     'section', 'target_times', 'The section of --output_markdown to write.')
+_SEGMENTS = flags.DEFINE_string(
+    'segments', None, 'Where the seconds of unfinished runs of the target '
+    'wait for the run that finishes it (default: beside --log, '
+    'TARGET.segments.json).')
+_FRESH = flags.DEFINE_bool(
+    'fresh', False, 'Drop the seconds kept from unfinished runs of the '
+    'target (when it starts again from nothing).')
 
 
 def machine() -> str:
@@ -88,33 +104,77 @@ def _commit() -> str:
   return head + ('+changes' if dirty else '')
 
 
-def run_target(command: list[str], log_path: str) -> float:
-  """Runs `command` with its output in `log_path`; its wall seconds.
+class Outcome(NamedTuple):
+  """How one run of a make command ended."""
+  seconds: float  # Its wall-clock time.
+  status: int  # Its exit status.
+  interrupted: bool  # Whether Ctrl-C (SIGINT) reached us while it ran.
+
+
+def run_target(command: list[str], log_path: str,
+               append: bool = False) -> Outcome:
+  """Runs `command` with its output in `log_path` (added to it with
+  `append`) until it ends, also on Ctrl-C.
 
   Raises:
-    ChildProcessError: If it exits with a non-zero status.
     OSError: If it cannot be started.
   """
   executable = shutil.which(command[0])
   if executable is None:
     raise FileNotFoundError(f'{command[0]}: no such program on PATH')
   reports.make_directory(os.path.dirname(log_path) or '.', 'log directory')
+  interrupted = False
   start = time.perf_counter()
-  with open(log_path, 'w') as log:
+  with open(log_path, 'a' if append else 'w') as log:
     # Through TFF workers' launcher, which restores SIGINT and SIGQUIT: a
     # job started in the background ignores both, and so would make's TFF
-    # workers, which TFF then cannot stop.
-    status = subprocess.run(
+    # workers, which TFF then cannot stop. In a process group of its own,
+    # so that a Ctrl-C reaches make's processes once, through us, whether it
+    # came from a terminal or to our pid alone.
+    process = subprocess.Popen(
         runtime.worker_command([executable, *command[1:]],
                                die_with_parent=False),
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        cwd=round_reports.resolve('.'), check=False).returncode
-  seconds = time.perf_counter() - start
-  if status:
-    raise ChildProcessError(
-        f'{shlex.join(command)} exited with status {status} after '
-        f'{seconds:.0f} s; its output is in {log_path}')
-  return seconds
+        cwd=round_reports.resolve('.'), process_group=0)
+    while True:
+      try:
+        status = process.wait()
+        break
+      except KeyboardInterrupt:
+        # Not killed: its runs stop at a round's end and save their state,
+        # which the next run of the command resumes from.
+        interrupted = True
+        try:
+          os.killpg(process.pid, signal.SIGINT)
+        except ProcessLookupError:
+          pass
+  return Outcome(time.perf_counter() - start, status, interrupted)
+
+
+def read_segments(path: str, command: str) -> list[dict[str, Any]]:
+  """The unfinished runs of `command` kept at `path` (`[]` if none).
+
+  Raises:
+    ValueError: If the file is not such a segments file, or keeps the runs
+      of another command.
+  """
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    try:
+      kept = json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f'{path} is not JSON: {e}') from e
+  if not (isinstance(kept, dict) and isinstance(kept.get('segments'), list)
+          and all(isinstance(s, dict) and 'seconds' in s
+                  for s in kept['segments'])):
+    raise ValueError(f'{path} is not a file of unfinished runs.')
+  if kept.get('command') != command:
+    raise ValueError(
+        f'{path} keeps the time of unfinished runs of another command '
+        f'({kept.get("command")!r}); run that one to go on, or pass --fresh '
+        'to drop it')
+  return kept['segments']
 
 
 def read_records(path: str) -> dict[str, Any]:
@@ -151,27 +211,55 @@ def build_section(records: dict[str, Any], command: str) -> str:
       f'Generated by `{command}` (last run); each row is the latest run of '
       'its target, timed from the start of `make` to its end, with data '
       'conversion and everything else the target does. A row is written '
-      'only when its target succeeded.', '',
-      '| Target | wall time | seconds | finished | commit | machine |',
-      '|---|---:|---:|---|---|---|',
+      'only when its target succeeded. A target timed in parts (interrupted '
+      'and resumed, as the results targets can be) counts the seconds of '
+      'every part: "parts" says how many runs of make it took; each resumed '
+      'part adds its own start-up and redoes the rounds after its last saved '
+      'state.', '',
+      '| Target | wall time | seconds | parts | finished | commit | machine |',
+      '|---|---:|---:|---:|---|---|---|',
   ]
   for target in sorted(records):
     r = records[target]
     lines.append(f'| `{r["command"]}` | {_duration(r["seconds"])} | '
-                 f'{r["seconds"]:,.0f} | {r["finished"]} | {r["commit"]} | '
-                 f'{r["machine"]} |')
+                 f'{r["seconds"]:,.0f} | {r.get("parts", 1)} | '
+                 f'{r["finished"]} | {r["commit"]} | {r["machine"]} |')
   return '\n'.join(lines) + '\n'
 
 
+def _now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).strftime(
+      '%Y-%m-%d %H:%M UTC')
+
+
 def record(target: str, command: list[str], seconds: float,
-           finished: Optional[str] = None) -> dict[str, Any]:
-  """One target's entry."""
-  if finished is None:
-    finished = datetime.datetime.now(datetime.timezone.utc).strftime(
-        '%Y-%m-%d %H:%M UTC')
+           finished: Optional[str] = None, parts: int = 1) -> dict[str, Any]:
+  """One target's entry: `seconds` over `parts` runs of `command`."""
   return dict(target=target, command=shlex.join(command),
-              seconds=round(seconds, 1), finished=finished,
-              commit=_commit(), machine=machine())
+              seconds=round(seconds, 1), parts=parts,
+              finished=finished or _now(), commit=_commit(),
+              machine=machine())
+
+
+def _keep_unfinished(path: str, command: list[str],
+                     segments: list[dict[str, Any]], outcome: Outcome,
+                     log_path: str) -> KeyboardInterrupt | ChildProcessError:
+  """Adds `outcome`'s run to the segments at `path`; the error to raise."""
+  segments = [*segments, dict(
+      seconds=round(outcome.seconds, 1), status=outcome.status,
+      interrupted=outcome.interrupted, ended=_now(), commit=_commit())]
+  reports.atomic_write_text(path, json.dumps(
+      dict(command=shlex.join(command), segments=segments), indent=2) + '\n')
+  ended = ('was interrupted' if outcome.interrupted
+           else f'exited with status {outcome.status}')
+  total = sum(s['seconds'] for s in segments)
+  message = (f'{shlex.join(command)} {ended} after {outcome.seconds:.0f} s; '
+             f'its output is in {log_path}; {len(segments)} unfinished '
+             f'run(s), {total:.0f} s in all, kept in {path}: the same command '
+             'goes on and adds them')
+  if outcome.interrupted:
+    return KeyboardInterrupt(message)
+  return ChildProcessError(message)
 
 
 def main(argv: list[str]) -> None:
@@ -184,19 +272,32 @@ def main(argv: list[str]) -> None:
   records = read_records(records_path)  # Refuse a bad file before the run.
   log_path = round_reports.resolve(
       _LOG.value or os.path.join('outputs', 'target_time', f'{target}.log'))
+  segments_path = round_reports.resolve(
+      _SEGMENTS.value or os.path.join(os.path.dirname(log_path),
+                                      f'{target}.segments.json'))
   command = [_MAKE.value, target, *_MAKE_ARGS.value]
-  print(f'Running {shlex.join(command)}; output in {log_path}', flush=True)
-  seconds = run_target(command, log_path)
-  records[target] = record(target, command, seconds)
+  segments = ([] if _FRESH.value
+              else read_segments(segments_path, shlex.join(command)))
+  print(f'Running {shlex.join(command)}; output in {log_path}'
+        + (f' (part {len(segments) + 1})' if segments else ''), flush=True)
+  outcome = run_target(command, log_path, append=bool(segments))
+  if outcome.status:
+    raise _keep_unfinished(segments_path, command, segments, outcome,
+                           log_path)
+  seconds = outcome.seconds + sum(s['seconds'] for s in segments)
+  records[target] = record(target, command, seconds,
+                           parts=len(segments) + 1)
   reports.atomic_write_text(records_path,
                             json.dumps(records, indent=2) + '\n')
+  if os.path.exists(segments_path):
+    os.remove(segments_path)  # Counted in the record.
   markdown = build_section(
       records, round_reports.command_line('benchmarks.target_time'))
   output = round_reports.write_benchmarks_section(_OUTPUT_MARKDOWN.value,
                                                   _SECTION.value, markdown)
   print(markdown)
-  print(f'{target}: {_duration(seconds)}. Wrote section {_SECTION.value} of '
-        f'{output} and {records_path}')
+  print(f'{target}: {_duration(seconds)} in {len(segments) + 1} part(s). '
+        f'Wrote section {_SECTION.value} of {output} and {records_path}')
 
 
 if __name__ == '__main__':

@@ -16,12 +16,16 @@
 The binary runs as a user runs it, with a stand-in for make (a script that
 sleeps, writes its arguments and exits with a chosen status), so a run takes
 a second: the recorded seconds cover the stand-in's sleep, a second target
-keeps the first one's row, and a failing target writes nothing.
+keeps the first one's row, and a failing target writes no record. A target
+timed in parts: a run stopped by Ctrl-C (or failing) keeps its seconds, and
+the run that finishes the target records the sum.
 """
 
 import json
 import os
+import signal
 import stat
+import time
 
 from absl.testing import absltest
 
@@ -36,6 +40,17 @@ sleep 1
 exit {status}
 """
 
+# make's stand-in for a target timed in parts: its first call runs until
+# Ctrl-C reaches it (then exits as make does), later ones as _STAND_IN's.
+_INTERRUPTIBLE = """#!/bin/sh
+trap 'kill $!; exit 130' INT
+echo "$@" >> "{calls}"
+if [ "$(wc -l < "{calls}")" = 1 ]; then sleep 60 & wait; exit 3; fi
+sleep 1
+exit 0
+"""
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 @binary_runs.runs_binaries
 class TargetTimeTest(absltest.TestCase):
@@ -47,20 +62,26 @@ class TargetTimeTest(absltest.TestCase):
     self.records = os.path.join(self.dir, 'times.json')
     self.markdown = os.path.join(self.dir, 'BENCHMARKS.md')
 
-  def _stand_in(self, status):
+  def _stand_in(self, status, script=_STAND_IN):
     path = os.path.join(self.dir, f'make{status}')
     with open(path, 'w') as f:
-      f.write(_STAND_IN.format(calls=self.calls, status=status))
+      f.write(script.format(calls=self.calls, status=status))
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
     return path
 
+  def _args(self, target, make, *args):
+    return (f'--target={target}', f'--make={make}',
+            f'--records={self.records}', f'--output_markdown={self.markdown}',
+            f'--log={os.path.join(self.dir, target + ".log")}', *args)
+
   def _run(self, target, status=0, *args):
     return preloaded_python.run_module(
-        'benchmarks.target_time', f'--target={target}',
-        f'--make={self._stand_in(status)}', f'--records={self.records}',
-        f'--output_markdown={self.markdown}',
-        f'--log={os.path.join(self.dir, target + ".log")}', *args,
-        timeout=120)
+        'benchmarks.target_time',
+        *self._args(target, self._stand_in(status), *args), timeout=120)
+
+  def _segments(self, target='results-celeba'):
+    with open(os.path.join(self.dir, f'{target}.segments.json')) as f:
+      return json.load(f)
 
   def test_times_targets_and_keeps_earlier_rows(self):
     first = self._run('results-celeba', 0, '--make_args=CELEBA_SEEDS=0')
@@ -89,7 +110,70 @@ class TargetTimeTest(absltest.TestCase):
     self.assertIn(f'| {celeba["seconds"]:,.0f} |', rows[0])
     self.assertIn('results-movielens`', rows[1])
 
-  def test_failing_target_writes_nothing(self):
+  def test_ctrl_c_keeps_the_part_and_the_same_command_adds_it(self):
+    make = self._stand_in('i', _INTERRUPTIBLE)
+    stderr_path = os.path.join(self.dir, 'stderr.txt')
+    # Ctrl-C to our pid alone (not a terminal's to the whole group): it must
+    # reach make through target_time, which then waits for make to end.
+    run = preloaded_python.shared().start(
+        'benchmarks.target_time', self._args('results-celeba', make),
+        cwd=_REPO, stderr_path=stderr_path)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(self.calls) and time.monotonic() < deadline:
+      time.sleep(0.1)
+    time.sleep(0.5)  # A part worth counting.
+    run.send_signal(signal.SIGINT)
+    self.assertEqual(run.wait(60), 130)
+    with open(stderr_path) as f:
+      stderr = f.read()
+    self.assertNotIn('Traceback', stderr)
+    self.assertRegex(
+        stderr.strip().splitlines()[-1],
+        r'^\S*makei results-celeba was interrupted after \d+ s; its output '
+        r'is in .*results-celeba\.log; 1 unfinished run\(s\), \d+ s in all, '
+        r'kept in .*results-celeba\.segments\.json: the same command goes '
+        r'on and adds them$')
+    self.assertFalse(os.path.exists(self.records))  # No record yet.
+    kept = self._segments()
+    self.assertTrue(kept['command'].endswith('makei results-celeba'))
+    (part,) = kept['segments']
+    self.assertEqual((part['status'], part['interrupted']), (130, True))
+    self.assertBetween(part['seconds'], 0.5, 30.0)
+
+    finished = preloaded_python.run_module(
+        'benchmarks.target_time', *self._args('results-celeba', make),
+        timeout=120)
+    self.assertEqual(finished.returncode, 0, finished.stderr[-2000:])
+    with open(self.records) as f:
+      celeba = json.load(f)['results-celeba']
+    self.assertEqual(celeba['parts'], 2)
+    # Both parts: the interrupted one's seconds, then the stand-in's sleep.
+    self.assertBetween(celeba['seconds'], part['seconds'] + 1.0,
+                       part['seconds'] + 30.0)
+    self.assertFalse(os.path.exists(
+        os.path.join(self.dir, 'results-celeba.segments.json')))
+    with open(self.markdown) as f:
+      (row,) = [r for r in f.read().splitlines() if r.startswith('| `')]
+    self.assertIn(f'| {celeba["seconds"]:,.0f} | 2 |', row)
+
+  def test_parts_of_another_command_are_refused_unless_fresh(self):
+    self.assertEqual(self._run('results-celeba', 2).returncode, 1)
+    self.assertLen(self._segments()['segments'], 1)
+    other = self._run('results-celeba', 0)  # Another make: make0, not make2.
+    self.assertEqual(other.returncode, 1)
+    self.assertRegex(other.stderr.strip().splitlines()[-1],
+                     r'^error: .*results-celeba\.segments\.json keeps the '
+                     r'time of unfinished runs of another command .*pass '
+                     r'--fresh to drop it$')
+    self.assertFalse(os.path.exists(self.records))
+    fresh = self._run('results-celeba', 0, '--fresh')
+    self.assertEqual(fresh.returncode, 0, fresh.stderr[-2000:])
+    with open(self.records) as f:
+      celeba = json.load(f)['results-celeba']
+    self.assertEqual(celeba['parts'], 1)  # The failed part was dropped.
+    self.assertBetween(celeba['seconds'], 1.0, 30.0)
+
+  def test_failing_target_writes_no_record_and_keeps_its_part(self):
     self.assertEqual(self._run('results-celeba').returncode, 0)
     with open(self.records) as f:
       before = f.read()
@@ -99,8 +183,12 @@ class TargetTimeTest(absltest.TestCase):
     self.assertEqual(failed.returncode, 1)
     self.assertRegex(failed.stderr.strip().splitlines()[-1],
                      r'^error: .*make2 results-celeba exited with status 2 '
-                     r'after \d+ s; its output is in .*results-celeba\.log$')
+                     r'after \d+ s; its output is in .*results-celeba\.log; '
+                     r'1 unfinished run\(s\)')
     self.assertNotIn('Traceback', failed.stderr)
+    # Its seconds are kept for the run of the same command that finishes.
+    (part,) = self._segments()['segments']
+    self.assertEqual((part['status'], part['interrupted']), (2, False))
     with open(self.records) as f:
       self.assertEqual(f.read(), before)
     with open(self.markdown) as f:

@@ -29,7 +29,9 @@ That gives every binary the same console behaviour:
   status 130 (128 + SIGINT, as shells report it): for a training run,
   `interrupted after round N of <run>; run the same command to resume`
   (`tff_mixed.training.runner.RunInterrupted`), its last checkpoint left
-  intact; elsewhere `interrupted`. `--verbose` also prints the traceback.
+  intact; the text of any other KeyboardInterrupt that has one (a binary
+  saying what it kept); elsewhere `interrupted`. `--verbose` also prints the
+  traceback.
 * Workers. The TFF worker processes the binary starts end with it, at exit
   or when it is killed (`tff_mixed.runtime.register_worker_cleanup`). A
   binary that runs TFF computations calls `define_worker_addresses_flag()`:
@@ -186,12 +188,9 @@ INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
 def _interrupted(error: KeyboardInterrupt) -> None:
-  runner = sys.modules.get('tff_mixed.training.runner')
-  if runner is not None and isinstance(error, runner.RunInterrupted):
-    line = str(error)
-  else:
-    line = 'interrupted'
-  print(line, file=sys.stderr, flush=True)
+  # Ctrl-C's own KeyboardInterrupt has no text; a RunInterrupted, or one a
+  # binary raises after Ctrl-C, says what was kept.
+  print(str(error) or 'interrupted', file=sys.stderr, flush=True)
   sys.exit(INTERRUPTED_STATUS)
 
 
