@@ -104,6 +104,21 @@ def _commit() -> str:
   return head + ('+changes' if dirty else '')
 
 
+def _read_json(path: str, missing: Any) -> Any:
+  """The JSON value at `path`, or `missing` if there is no such file.
+
+  Raises:
+    ValueError: If the file is not JSON.
+  """
+  if not os.path.exists(path):
+    return missing
+  with open(path) as f:
+    try:
+      return json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f'{path} is not JSON: {e}') from e
+
+
 class Outcome(NamedTuple):
   """How one run of a make command ended."""
   seconds: float  # Its wall-clock time.
@@ -158,13 +173,9 @@ def read_segments(path: str, command: str) -> list[dict[str, Any]]:
     ValueError: If the file is not such a segments file, or keeps the runs
       of another command.
   """
-  if not os.path.exists(path):
+  kept = _read_json(path, None)
+  if kept is None:
     return []
-  with open(path) as f:
-    try:
-      kept = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ValueError(f'{path} is not JSON: {e}') from e
   if not (isinstance(kept, dict) and isinstance(kept.get('segments'), list)
           and all(isinstance(s, dict) and 'seconds' in s
                   for s in kept['segments'])):
@@ -183,13 +194,7 @@ def read_records(path: str) -> dict[str, Any]:
   Raises:
     ValueError: If the file is not such a record file.
   """
-  if not os.path.exists(path):
-    return {}
-  with open(path) as f:
-    try:
-      records = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ValueError(f'{path} is not JSON: {e}') from e
+  records = _read_json(path, {})
   if not isinstance(records, dict) or not all(
       isinstance(r, dict) and 'seconds' in r for r in records.values()):
     raise ValueError(f'{path} is not a file of target times.')
