@@ -411,10 +411,13 @@ _WORKER_BINARIES = (_LABEL, _TRAIN, _CELEBA, _SWEEP, _REPRODUCE, _BGD_INPUTS,
 
 
 def _run(binary: str, args: list[str], directory: str) -> tuple[int, str]:
-  """Runs `python -m binary args`; returns (exit status, stderr)."""
+  """Runs `python -m binary args` in `directory`; returns (exit status,
+  stderr)."""
   # Output to files, not pipes: a TFF worker left behind would hold a pipe.
   stderr_path = os.path.join(directory, 'stderr.txt')
-  returncode = preloaded_python.shared().run(binary, args, cwd=_REPO,
+  # In `directory`, not the checkout: a binary's default output paths
+  # (outputs/..., relative) would leave empty directories in it.
+  returncode = preloaded_python.shared().run(binary, args, cwd=directory,
                                              stderr_path=stderr_path)
   with open(stderr_path) as f:
     return returncode, f.read()
