@@ -375,7 +375,7 @@ benchmark-lm-s100: lm-sites-data
 # CelebA curves come from make results-celeba, the LM and MovieLens ones
 # from their committed records (scripts/results_advice.sh says which target
 # each task uses).
-ADVICE_TASKS ?= digits,celeba,lm,movielens,movielens_1m
+ADVICE_TASKS ?= digits,celeba,lm,lm_sites,movielens,movielens_1m
 ADVICE_PROBE_ROUNDS ?= 20
 
 results-advice: venv

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make results-advice: the algorithm advisor against measurement (issue 20),
 # one task at a time (ADVICE_TASKS, default
-# digits,celeba,lm,movielens,movielens_1m).
+# digits,celeba,lm,lm_sites,movielens,movielens_1m).
 #
 # Per task, a Parallel Training probe prints and writes the advice
 # (--advise_rounds, --advise_then=stop; skipped when its advice.json is
@@ -18,6 +18,9 @@
 #   lm         make results-lm's settings; the curves are its committed
 #              records; target 0.95 x the lowest last-quarter mixed
 #              accuracy of the three, as in its section.
+#   lm_sites   make results-lm-sites' settings (the eight sites, S = 100);
+#              its committed records, read as lm's (run make
+#              results-lm-sites first).
 #   movielens  make results-movielens's settings; its committed records;
 #              test hinge loss, the metric of its section's convergence
 #              claims (recall@10 curves coincide early and then fall),
@@ -29,7 +32,7 @@
 set -euo pipefail
 
 PY=${PY:-.venv/bin/python}
-TASKS=${ADVICE_TASKS:-digits,celeba,lm,movielens,movielens_1m}
+TASKS=${ADVICE_TASKS:-digits,celeba,lm,lm_sites,movielens,movielens_1m}
 PROBE_ROUNDS=${ADVICE_PROBE_ROUNDS:-20}
 VALIDATE=("$PY" -m experiments.advisor_validation.advice_validation_main)
 
@@ -114,6 +117,25 @@ for task in ${TASKS//,/ }; do
         --advice_json="$advice" "${flags[@]}" \
         --metric=mixed_accuracy --target_share=0.95
       ;;
+    lm_sites)
+      need outputs/lm_sites/stackoverflow/stackoverflow.sqlite \
+        'no converted Stack Exchange posts: run make lm-sites-data first'
+      records=docs/results/stackoverflow_wikipedia_sites
+      for algorithm in parallel_training one_way_gt two_way_gt; do
+        need "$records/$algorithm.csv" \
+          "no $algorithm record in $records: run make results-lm-sites SCENARIOS=$algorithm first"
+      done
+      advice=$records/advice/advice.json
+      [ -f "$advice" ] || \
+        make --no-print-directory results-lm-sites RUN= \
+          SCENARIOS=parallel_training \
+          LM_SITES_ARGS="--advise_rounds=$PROBE_ROUNDS --advise_then=stop"
+      mapfile -t flags < <(curves "$records/%s.csv")
+      "${VALIDATE[@]}" --task=stackoverflow_wikipedia_sites \
+        --title='Eight Stack Exchange sites + WikiText-2 LM, make results-lm-sites settings (K = 16, S = 100), 500 rounds, seed 0' \
+        --advice_json="$advice" "${flags[@]}" \
+        --metric=mixed_accuracy --target_share=0.95
+      ;;
     movielens)
       movielens_task movielens results-movielens docs/results/movielens \
         'MovieLens 100K dual encoder, tables 9-10 (K = 10, S = 100), 2,000 rounds, seed 0' \
@@ -124,7 +146,7 @@ for task in ${TASKS//,/ }; do
         'MovieLens 1M (users 1-2999) dual encoder, tables 9-10 (K = 10, S = 100), 2,000 rounds, seed 0'
       ;;
     *)
-      echo "error: unknown task $task in ADVICE_TASKS (digits, celeba, lm, movielens, movielens_1m)" >&2
+      echo "error: unknown task $task in ADVICE_TASKS (digits, celeba, lm, lm_sites, movielens, movielens_1m)" >&2
       exit 1
       ;;
   esac
