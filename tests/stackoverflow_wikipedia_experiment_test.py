@@ -29,7 +29,6 @@ import tensorflow as tf
 
 from experiments.common import advising
 from experiments.stackoverflow_wikipedia import central_training
-from experiments.stackoverflow_wikipedia import lm_advice
 from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
@@ -235,53 +234,6 @@ _MIXED = (registry.PARALLEL_TRAINING, registry.ONE_WAY_GT,
 _ESTIMATES = ('sigma2', 'sigma_c2', 'bgd_G2', 'bgd_B2')
 
 
-class AdviceTest(absltest.TestCase):
-  """`--advise_rounds`: the PT probe at the run's settings, the advice."""
-
-  def test_probe_at_the_run_settings_and_advice_beside_the_records(self):
-    directory = temp_dirs.temp_dir(self)
-    data = _load_tiny(directory)
-    output_dir = os.path.join(directory, 'out')
-    records_dir = os.path.join(directory, 'records')
-    config = _TINY._replace(central_batch_size=5, rounds=50)
-    advice, files = lm_advice.run_advice(
-        data, config, rounds=2, output_dir=output_dir,
-        records_dir=records_dir, progress=False)
-    self.assertIn(advice.recommendation, _MIXED)
-    self.assertEqual(advice.rounds, (1, 2))
-    for name in _ESTIMATES:
-      self.assertIn(name, advice.estimates)
-    # What the processes use: K, S, eta = eta_c = client_lr, w_f, w_c,
-    # each algorithm's |B_c| against PT's measured one.
-    settings = advice.settings
-    self.assertEqual((settings.client_steps, settings.cohort_size), (2, 3))
-    self.assertEqual(settings.client_learning_rate, 0.5)
-    self.assertEqual(settings.central_learning_rate, 0.5)
-    self.assertEqual((settings.federated_weight, settings.central_weight),
-                     (0.75, 0.25))
-    self.assertAlmostEqual(
-        settings.central_variance_scale[registry.ONE_WAY_GT], 5 / 8)
-    self.assertEqual(sorted(files), [
-        'advice_json', 'advice_markdown', 'records_advice_json',
-        'records_advice_markdown'])
-    for kind, path in files.items():
-      with open(path) as f:
-        text = f.read()
-      if kind.endswith('json'):
-        self.assertEqual(json.loads(text)['recommendation'],
-                         advice.recommendation)
-    self.assertCountEqual(os.listdir(output_dir), [
-        advising.JSON_FILE, advising.MARKDOWN_FILE, advising.PROBE_DIR])
-    # The probe, with the runner's checkpoints, under advice/.
-    probe_dir = os.path.join(output_dir, advising.PROBE_DIR)
-    self.assertTrue(os.path.isdir(os.path.join(
-        probe_dir, 'checkpoints', advising.PROBE_SCENARIO)))
-    # The advice is kept in records_dir/advice/, which is not a record.
-    self.assertEqual(os.path.dirname(files['records_advice_json']),
-                     os.path.join(records_dir, advising.PROBE_DIR))
-    self.assertEqual(lm_records.read_records(records_dir), {})
-
-
 @binary_runs.runs_binaries
 class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
@@ -389,7 +341,9 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
   def test_advise_rounds_then_stop_or_continue(self):
     directory = temp_dirs.temp_dir(self)
+    # `--advise_rounds`: the PT probe at the run's settings, the advice.
     args = [*_data_args(directory), '--rounds=1', *_TINY_ARGS,
+            '--client_lr=0.5', '--one_way_central_batch_size=8',
             '--advise_rounds=2']
     output_dir = os.path.join(directory, 'out')
     stop = _run(*args, '--advise_then=stop', f'--output_dir={output_dir}')
@@ -398,11 +352,27 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
     with open(os.path.join(output_dir, advising.JSON_FILE)) as f:
       advice = json.load(f)
     self.assertIn(advice['recommendation'], _MIXED)
+    self.assertEqual(advice['rounds'], [1, 2])
     for name in _ESTIMATES:
       self.assertIn(name, advice['estimates'])
+    # What the processes use: K, S, eta = eta_c = client_lr, w_f, w_c,
+    # each algorithm's |B_c| against PT's measured one (4 against 8).
+    settings = advice['settings']
+    self.assertEqual((settings['client_steps'], settings['cohort_size']),
+                     (2, 2))
+    self.assertEqual((settings['client_learning_rate'],
+                      settings['central_learning_rate']), (0.5, 0.5))
+    self.assertEqual((settings['federated_weight'],
+                      settings['central_weight']), (0.75, 0.25))
+    self.assertAlmostEqual(
+        settings['central_variance_scale'][registry.ONE_WAY_GT], 4 / 8)
     # The advice and its probe, and no scenario (no metrics.csv, no runs).
     self.assertCountEqual(os.listdir(output_dir), [
         advising.JSON_FILE, advising.MARKDOWN_FILE, advising.PROBE_DIR])
+    # The probe, with the runner's checkpoints, under advice/.
+    self.assertTrue(os.path.isdir(os.path.join(
+        output_dir, advising.PROBE_DIR, 'checkpoints',
+        advising.PROBE_SCENARIO)))
     # Continue, in the same directory: the probe resumes at its end (no
     # round trained again), the advice is given again, the scenarios run.
     records_dir = os.path.join(directory, 'records')
@@ -418,6 +388,7 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
     self.assertCountEqual(
         os.listdir(os.path.join(records_dir, advising.PROBE_DIR)),
         [advising.JSON_FILE, advising.MARKDOWN_FILE])
+    self.assertCountEqual(lm_records.read_records(records_dir), ['fl_only'])
     # Bad flag combinations: bad_inputs_test's `lm_advise_*`.
 
   def test_missing_data_is_a_clear_message(self):
