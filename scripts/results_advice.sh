@@ -48,6 +48,16 @@ need() {
   [ -e "$1" ] || { echo "error: $2" >&2; exit 1; }
 }
 
+# The records of PT, 1-way and 2-way GT in RECORDS (FILE: a name with %s for
+# the algorithm), or an error naming COMMAND (%s: the algorithm) to run.
+need_records() {  # RECORDS FILE COMMAND
+  local algorithm
+  for algorithm in parallel_training one_way_gt two_way_gt; do
+    need "$1/${2//%s/$algorithm}" \
+      "no $algorithm record in $1: run ${3//%s/$algorithm} first"
+  done
+}
+
 # A MovieLens task (TASK TARGET RECORDS TITLE [FLAG...]): the PT probe of
 # make TARGET (skipped when RECORDS/advice/advice.json is there), then the
 # curves of its committed records; test hinge loss, the metric of its
@@ -55,12 +65,9 @@ need() {
 # fall), reached at or below the highest last-quarter mean / 0.95. FLAGs go
 # to the validation.
 movielens_task() {
-  local task=$1 target=$2 records=$3 title=$4 algorithm advice
+  local task=$1 target=$2 records=$3 title=$4 advice
   shift 4
-  for algorithm in parallel_training one_way_gt two_way_gt; do
-    need "$records/${algorithm}_metrics.csv" \
-      "no $algorithm record in $records: run make $target first"
-  done
+  need_records "$records" '%s_metrics.csv' "make $target"
   advice=$records/advice/advice.json
   [ -f "$advice" ] || \
     make --no-print-directory "$target" \
@@ -121,10 +128,7 @@ for task in ${TASKS//,/ }; do
       need outputs/lm_sites/stackoverflow/stackoverflow.sqlite \
         'no converted Stack Exchange posts: run make lm-sites-data first'
       records=docs/results/stackoverflow_wikipedia_sites
-      for algorithm in parallel_training one_way_gt two_way_gt; do
-        need "$records/$algorithm.csv" \
-          "no $algorithm record in $records: run make results-lm-sites SCENARIOS=$algorithm first"
-      done
+      need_records "$records" '%s.csv' 'make results-lm-sites SCENARIOS=%s'
       advice=$records/advice/advice.json
       [ -f "$advice" ] || \
         make --no-print-directory results-lm-sites RUN= \
