@@ -58,6 +58,23 @@ need_records() {  # RECORDS FILE COMMAND
   done
 }
 
+# An LM task (TASK RECORDS TARGET ARGS_VARIABLE TITLE): the PT probe of
+# make TARGET, its binary's flags in ARGS_VARIABLE (skipped when
+# RECORDS/advice/advice.json is there; the target converts its data), then
+# the curves of its committed records; mixed accuracy reached at 0.95 x the
+# lowest last-quarter mean of the three, as in the task's section.
+lm_task() {
+  local task=$1 records=$2 target=$3 args_variable=$4 title=$5 advice
+  need_records "$records" '%s.csv' "make $target SCENARIOS=%s"
+  advice=$records/advice/advice.json
+  [ -f "$advice" ] || \
+    make --no-print-directory "$target" RUN= SCENARIOS=parallel_training \
+      "$args_variable=--advise_rounds=$PROBE_ROUNDS --advise_then=stop"
+  mapfile -t flags < <(curves "$records/%s.csv")
+  "${VALIDATE[@]}" --task="$task" --title="$title" --advice_json="$advice" \
+    "${flags[@]}" --metric=mixed_accuracy --target_share=0.95
+}
+
 # A MovieLens task (TASK TARGET RECORDS TITLE [FLAG...]): the PT probe of
 # make TARGET (skipped when RECORDS/advice/advice.json is there), then the
 # curves of its committed records; test hinge loss, the metric of its
@@ -112,33 +129,14 @@ for task in ${TASKS//,/ }; do
         --metric=eval_auc --target=0.85
       ;;
     lm)
-      need outputs/lm/stackoverflow/stackoverflow.sqlite \
-        'no converted Stack Exchange posts: run make results-lm first'
-      advice=docs/results/stackoverflow_wikipedia/advice/advice.json
-      [ -f "$advice" ] || \
-        make --no-print-directory results-lm RUN= \
-          LM_ARGS="--advise_rounds=$PROBE_ROUNDS --advise_then=stop"
-      mapfile -t flags < <(curves 'docs/results/stackoverflow_wikipedia/%s.csv')
-      "${VALIDATE[@]}" --task=stackoverflow_wikipedia \
-        --title='Stack Exchange + WikiText-2 LM, make results-lm settings (K = 16, S = 10), 200 rounds, seed 0' \
-        --advice_json="$advice" "${flags[@]}" \
-        --metric=mixed_accuracy --target_share=0.95
+      lm_task stackoverflow_wikipedia docs/results/stackoverflow_wikipedia \
+        results-lm LM_ARGS \
+        'Stack Exchange + WikiText-2 LM, make results-lm settings (K = 16, S = 10), 200 rounds, seed 0'
       ;;
     lm_sites)
-      need outputs/lm_sites/stackoverflow/stackoverflow.sqlite \
-        'no converted Stack Exchange posts: run make lm-sites-data first'
-      records=docs/results/stackoverflow_wikipedia_sites
-      need_records "$records" '%s.csv' 'make results-lm-sites SCENARIOS=%s'
-      advice=$records/advice/advice.json
-      [ -f "$advice" ] || \
-        make --no-print-directory results-lm-sites RUN= \
-          SCENARIOS=parallel_training \
-          LM_SITES_ARGS="--advise_rounds=$PROBE_ROUNDS --advise_then=stop"
-      mapfile -t flags < <(curves "$records/%s.csv")
-      "${VALIDATE[@]}" --task=stackoverflow_wikipedia_sites \
-        --title='Eight Stack Exchange sites + WikiText-2 LM, make results-lm-sites settings (K = 16, S = 100), 500 rounds, seed 0' \
-        --advice_json="$advice" "${flags[@]}" \
-        --metric=mixed_accuracy --target_share=0.95
+      lm_task stackoverflow_wikipedia_sites \
+        docs/results/stackoverflow_wikipedia_sites results-lm-sites LM_SITES_ARGS \
+        'Eight Stack Exchange sites + WikiText-2 LM, make results-lm-sites settings (K = 16, S = 100), 500 rounds, seed 0'
       ;;
     movielens)
       movielens_task movielens results-movielens docs/results/movielens \
