@@ -180,8 +180,8 @@ def _accuracy_claims(main: Mapping[str, ScenarioRecord],
         PaperNumber(f'{PAPER["mixed"].value} vs {PAPER[_LIB.ORACLE].value}',
                     'section 4.2, figure 1b'),
         all(g <= tolerance for g in gaps.values()),
-        f'oracle {tail_accuracy(oracle):.3f} over the last quarter; below it '
-        f'(equal within {tolerance:g}): ' + ', '.join(
+        f'oracle {tail_accuracy(oracle):.3f} over the last quarter; each '
+        f'short of it by at most {tolerance:g}? ' + ', '.join(
             f'{_label(s)} {g:+.3f}' for s, g in gaps.items())
         + _compared([oracle, *mixed])))
   return found
