@@ -552,8 +552,11 @@ results-hybrid-cifar10: venv cifar10-data
 # 5 epochs), and its method stage is 6 grids of 9 points at those 5 epochs
 # (a FedBuff point ran 32 s a round sharing the 2 cores with an LM run: 200
 # rounds take 30-60 minutes a point alone), 1-2 days; results-hybrid-cifar10
-# runs it. Each finished run is kept under --runs_dir (resumable); about
-# 4-7 hours for the seven runs of seed 0 here.
+# runs it. Each finished run is kept under --runs_dir, and the run under
+# way resumes from its last round (outputs/.../checkpoints, not committed).
+# Measured here alone: FedAvg 39 minutes, Center 3; Feddle-ID about 33 s a
+# round (its 20 search epochs a merge), so about 1.8 hours; about 5-6 hours
+# for the seven runs of seed 0.
 HYBRID_TRANSFERRED_METHODS ?= fedavg,fedbuff,fedasync,ca2fl,feddle_id,fed_ft,center
 HYBRID_TRANSFERRED_SEEDS ?= 0
 

@@ -323,7 +323,8 @@ class ResumeTest(absltest.TestCase):
     return hybrid_baselines.FineTuneMethod(
         server_strategies.FedBuff(learning_rate=1.0, buffer_size=2), center)
 
-  def _run(self, method_fn, kill_after=None, rounds=None, path=None):
+  def _run(self, method_fn, kill_after=None, rounds=None, path=None,
+           observer=None):
     def round_end_fn(round_num, weights):
       del weights
       if round_num == kill_after:
@@ -337,7 +338,7 @@ class ResumeTest(absltest.TestCase):
                                    allow_fewer=True, check_delays=False),
         self.training, _dataset, self.model.initial_weights[0],
         evaluate_fn=_loss, eval_every=2, round_end_fn=round_end_fn,
-        checkpoint_path=path or self.path)
+        checkpoint_path=path or self.path, observer=observer)
 
   def _assert_same_run(self, got, want):
     for g, w in zip(got.weights, want.weights):
@@ -363,6 +364,31 @@ class ResumeTest(absltest.TestCase):
         got = self._run(method_fn)
         self._assert_same_run(got, want)
         os.remove(self.path)
+
+  def test_an_observer_with_a_snapshot_is_restored(self):
+    class Rounds(strategy.AsyncObserver):
+
+      def __init__(self):
+        super().__init__()
+        self.seen = []
+
+      def on_round(self, event):
+        self.seen.append(event.round_num)
+
+      def snapshot(self):
+        return list(self.seen)
+
+      def restore(self, snapshot):
+        self.seen = list(snapshot)
+
+    method_fn = lambda: server_strategies.FedBuff(learning_rate=1.0,
+                                                  buffer_size=2)
+    first, resumed = Rounds(), Rounds()
+    with self.assertRaises(_Killed):
+      self._run(method_fn, kill_after=4, observer=first)
+    self.assertEqual(first.seen, [1, 2, 3, 4])
+    self._run(method_fn, observer=resumed)
+    self.assertEqual(resumed.seen, list(range(1, self._ROUNDS + 1)))
 
   def test_the_schedule_must_be_restored(self):
     # The test above can fail: a resumed run whose schedule starts afresh

@@ -33,6 +33,7 @@ from tests import binary_runs
 from tests import cifar10_testing
 from tests import preloaded_python
 from tests import temp_dirs
+import tff_mixed
 from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.tasks import hybrid_images
 
@@ -98,6 +99,74 @@ class ClientGroupsTest(absltest.TestCase):
             [got.accuracy, got.loss], [want.accuracy, want.loss], rtol=1e-4,
             err_msg=method)
       self.assertEqual(grouped.notes, per_client.notes)
+
+
+class _Killed(Exception):
+  """Stands in for a run killed during a round."""
+
+
+class ResumeTest(absltest.TestCase):
+  """A run interrupted mid-way resumes from its checkpoint and ends as the
+  uninterrupted run, Feddle's diagnostics included."""
+
+  def setUp(self):
+    super().setUp()
+    self.data = _digits_data(300, num_clients=8, server_size=30, seed=2)
+    # Delays keep updates in flight at the checkpoint; 4 merges of Feddle.
+    self.config = _TINY_CONFIG._replace(rounds=4, num_clients=8,
+                                        clients_per_round=2, delay_std=0.8)
+    self.cache = {}
+
+  def _killer(self, model):
+    del model
+
+    def on_round(event):
+      if event.round_num == 3:
+        raise _Killed()
+    return tff_mixed.AsyncObserver(on_round=on_round)
+
+  def test_killed_feddle_run_resumes_to_the_uninterrupted_one(self):
+    lib = hybrid_async_lib
+    want = lib.run_method(lib.FEDDLE_ID, self.data, self.config, 1,
+                          self.cache)
+    self.assertNotEmpty(want.diagnostics)
+    path = os.path.join(temp_dirs.temp_dir(self), 'run.pkl')
+    with self.assertRaises(_Killed):
+      lib.run_method(lib.FEDDLE_ID, self.data, self.config, 1, self.cache,
+                     observer_fn=self._killer, checkpoint_path=path)
+    self.assertTrue(os.path.exists(path))
+    got = lib.run_method(lib.FEDDLE_ID, self.data, self.config, 1,
+                         self.cache, checkpoint_path=path)
+    self.assertEqual([r.round for r in got.rows],
+                     [r.round for r in want.rows])
+    np.testing.assert_allclose([(r.accuracy, r.loss) for r in got.rows],
+                               [(r.accuracy, r.loss) for r in want.rows],
+                               rtol=1e-6)
+    # The rounds before the kill come from the checkpoint's observer.
+    np.testing.assert_equal(got.diagnostics, want.diagnostics)  # NaN == NaN
+
+  def test_kept_run_names_its_checkpoint_by_config_and_removes_it(self):
+    lib = hybrid_async_lib
+    out = temp_dirs.temp_dir(self)
+    checkpoints = os.path.join(out, lib.CHECKPOINTS_DIR)
+    config = self.config._replace(rounds=2, delay_std=0.0)
+    seen = []
+    original = lib.run_method
+
+    def run_method(*args, checkpoint_path=None, **kwargs):
+      seen.append(checkpoint_path)
+      return original(*args, checkpoint_path=checkpoint_path, **kwargs)
+    with mock.patch.object(lib, 'run_method', run_method):
+      for c in (config, config._replace(client_lr=0.1)):
+        lib.kept_run(os.path.join(out, f'fedbuff_{c.client_lr}.json'),
+                     lib.FEDBUFF, self.data, c, 1, self.cache,
+                     checkpoint_dir=checkpoints)
+    self.assertLen(seen, 2)
+    self.assertNotEqual(os.path.basename(seen[0]).split('-')[-1],
+                        os.path.basename(seen[1]).split('-')[-1])
+    self.assertTrue(all(os.path.dirname(p) == checkpoints for p in seen))
+    # Both runs finished, so no checkpoint is left behind.
+    self.assertEmpty(os.listdir(checkpoints))
 
 
 class ProtocolTest(absltest.TestCase):

@@ -68,8 +68,9 @@ class TuneTest(absltest.TestCase):
 
     self.data_fn = data_fn
 
-    def fake_run(method, data, config, seed, cache, clients_per_group):
-      del cache, clients_per_group
+    def fake_run(method, data, config, seed, cache, clients_per_group,
+                 checkpoint_path=None):
+      del cache, clients_per_group, checkpoint_path
       self.calls.append((method, config, seed, data.split.eval_indices))
       accuracy = _accuracy(method, config)
       # The final metric is the best of the last 5 evaluations.

@@ -50,6 +50,7 @@ from the runs without training.
 
 import collections
 from collections.abc import Callable, Mapping, Sequence
+import hashlib
 import json
 import math
 import os
@@ -117,6 +118,9 @@ DIAGNOSTICS_FILE = 'feddle_diagnostics.csv'
 DIAGNOSTICS_PLOT_FILE = 'feddle_diagnostics.png'
 CONFIG_FILE = 'config.json'
 RUNS_DIR = 'runs'
+# Under --output_dir: the per-round state of runs not finished yet
+# (`kept_run`), never committed.
+CHECKPOINTS_DIR = 'checkpoints'
 TAIL_EVALUATIONS = 5
 
 
@@ -563,6 +567,19 @@ class FeddleDiagnostics(tff_mixed.AsyncObserver):
     if self._then is not None:
       self._then.on_round(event)
 
+  # Saved with `run_async`'s checkpoints, so a resumed run's diagnostics
+  # hold the rounds before the interruption too. At a round's end nothing
+  # is pending (`on_round` took the last merge).
+  def snapshot(self) -> dict[str, Any]:
+    then = getattr(self._then, 'snapshot', None)
+    return dict(rows=[dict(r) for r in self.rows],
+                then=None if then is None else then())
+
+  def restore(self, snapshot: Mapping[str, Any]) -> None:
+    self.rows = [dict(r) for r in snapshot['rows']]
+    if snapshot['then'] is not None:
+      self._then.restore(snapshot['then'])
+
 
 def _model(data: Data, config: Config, seed: int, cache: dict):
   """The seed's CNN, one object for every method run on the same data.
@@ -589,7 +606,8 @@ def run_method(method: str, data: Data, config: Config, seed: int,
                clients_per_group: int = simulation.AUTO,
                delay_std: Optional[float] = None,
                server_fn: Optional[Callable[[Any], Any]] = None,
-               observer_fn: Optional[Callable[[Any], Any]] = None
+               observer_fn: Optional[Callable[[Any], Any]] = None,
+               checkpoint_path: Optional[str] = None
                ) -> MethodRun:
   """One method, one seed, the setting in `config`: `run_async`.
 
@@ -601,7 +619,9 @@ def run_method(method: str, data: Data, config: Config, seed: int,
   FedAvg's clients under the setting's delays
   (experiments/hybrid_async/async_study_lib.py). `observer_fn(model)`
   gives a `tff_mixed.AsyncObserver` that sees the run's merges and rounds
-  too (a study's probes); it cannot change the run.
+  too (a study's probes); it cannot change the run. `checkpoint_path`:
+  `run_async`'s, saved after every round; a run that finds it resumes after
+  its round and ends as the uninterrupted run (its diagnostics included).
   """
   c = config
   cache = {} if cache is None else cache
@@ -634,7 +654,8 @@ def run_method(method: str, data: Data, config: Config, seed: int,
       model.initial_weights[0],
       evaluate_fn=evaluate_fn(split.eval_x, split.eval_y),
       eval_every=c.eval_every, group_training=group_training,
-      clients_per_group=clients_per_group, observer=observer)
+      clients_per_group=clients_per_group, observer=observer,
+      checkpoint_path=checkpoint_path)
   notes = {}
   if method == LOADABOOST:
     notes['mean_client_epochs'] = training.mean_epochs
@@ -772,10 +793,16 @@ def _fingerprint(config: Config, description: str,
 
 
 def kept_run(path: str, method: str, data: Data, config: Config, seed: int,
-             cache: dict, clients_per_group: int = simulation.AUTO
-             ) -> MethodRun:
+             cache: dict, clients_per_group: int = simulation.AUTO,
+             checkpoint_dir: Optional[str] = None) -> MethodRun:
   """`run_method`'s run, kept at `path`: read back if it is there (made
   with the same config and data), else run and saved.
+
+  With `checkpoint_dir`, a run not kept yet saves its state there after
+  every round, in a file named after the run and a digest of its
+  configuration (another configuration starts afresh, never from it), and
+  resumes from it: a run longer than a sitting survives an interruption.
+  The file is removed once the run is kept.
 
   Raises:
     ValueError: If `path` holds a run made with another configuration, or
@@ -786,8 +813,18 @@ def kept_run(path: str, method: str, data: Data, config: Config, seed: int,
   run = _load_run(path, fingerprint)
   if run is None:
     logging.info('%s: %s, seed %d', label, method, seed)
-    run = run_method(method, data, config, seed, cache, clients_per_group)
+    checkpoint = None
+    if checkpoint_dir:
+      digest = hashlib.sha256(json.dumps(
+          fingerprint, sort_keys=True, default=str).encode()).hexdigest()
+      checkpoint = os.path.join(
+          reports_lib.make_directory(checkpoint_dir, 'checkpoint directory'),
+          f'{os.path.splitext(os.path.basename(path))[0]}-{digest[:16]}.pkl')
+    run = run_method(method, data, config, seed, cache, clients_per_group,
+                     checkpoint_path=checkpoint)
     _save_run(path, fingerprint, run)
+    if checkpoint and os.path.exists(checkpoint):
+      os.remove(checkpoint)
   else:
     logging.info('%s: %s, seed %d: kept run', label, method, seed)
   return run
@@ -1180,7 +1217,9 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
 
   Seeds are the outer loop, so an experiment stopped early has whole seeds
   for every setting. Each finished run is kept in `output_dir/runs/` and
-  reused when the experiment is run again with the same configuration.
+  reused when the experiment is run again with the same configuration; the
+  run under way resumes from its last round (`output_dir/checkpoints/`,
+  `kept_run`).
 
   Args:
     data_fn: `data_fn(seed, alpha) -> Data`: the seed also draws the split,
@@ -1249,7 +1288,8 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
             continue
         else:
           run = kept_run(path, method, data, method_config, seed, cache,
-                         clients_per_group)
+                         clients_per_group,
+                         os.path.join(output_dir, CHECKPOINTS_DIR))
         rows.extend(run.rows)
         diagnostics.extend(dict(d, method=method, alpha=setting.alpha,
                                 delay_std=setting.delay_std, seed=seed)

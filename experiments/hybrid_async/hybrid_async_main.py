@@ -45,9 +45,10 @@ Writes `metrics.csv` (accuracy per evaluation, method, setting and seed),
 out-of-domain, the in-/out-of-domain coefficient-gradient cosines),
 `accuracy.png`, `feddle_diagnostics.png`, `results.md` (the table: best of
 the last 5 evaluations, mean and std over seeds) and `config.json` to
-`--output_dir`. Finished runs are kept in `--output_dir/runs/`: running the
-same command again resumes an interrupted experiment, or only rebuilds the
-report.
+`--output_dir`. Finished runs are kept in `--output_dir/runs/` (or
+`--runs_dir`), and the run under way saves its state after every round in
+`--output_dir/checkpoints/`: running the same command again resumes an
+interrupted experiment from its last round, or only rebuilds the report.
 """
 
 from collections.abc import Sequence

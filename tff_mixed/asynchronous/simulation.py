@@ -221,6 +221,9 @@ class _Checkpoint(NamedTuple):
   client_training: Any
   rows: list[dict[str, float]]
   seconds: float
+  # The observer's `snapshot()` (one that keeps what it saw), else None;
+  # defaulted so checkpoints saved before observers were kept still load.
+  observer: Any = None
 
 
 def _fingerprint(method: Any, schedule: schedule_lib.AsyncSchedule,
@@ -249,9 +252,10 @@ def _load_checkpoint(path: Optional[str],
   return saved
 
 
-def _client_training_state(client_training: Any) -> Any:
-  """A stateful client training's state (`snapshot()`), else None."""
-  snapshot = getattr(client_training, 'snapshot', None)
+def _snapshot(stateful: Any) -> Any:
+  """The state of a stateful client training or observer (its
+  `snapshot()`), else None."""
+  snapshot = getattr(stateful, 'snapshot', None)
   return snapshot() if snapshot is not None else None
 
 
@@ -309,7 +313,9 @@ def run_async(
     checkpoint_path: Optional file: after every round the run is saved
       there (atomically), and a run that finds it resumes after its round.
       The schedule, method and client training must be built as for the
-      saved run (their configuration is checked).
+      saved run: the method's type, the schedule and the weights' shapes
+      are checked, the method's hyperparameters are not (name the file
+      after them, as experiments/hybrid_async does).
     group_training: Optional client groups, the fast simulation mode:
       `client_training.build_group_client_training` (or a LoAdaBoost
       driver's `train_groups`), called as `group_training(weights,
@@ -326,6 +332,9 @@ def run_async(
     observer: Optional `strategy.AsyncObserver`: `on_merge` after each of
       the method's merges, `on_round` after each round (on resumption, for
       the rounds run after the checkpoint only). It cannot change the run.
+      One that keeps what it saw and defines `snapshot()` and
+      `restore(snapshot)` is saved with each checkpoint and restored on
+      resumption, so it ends as after an uninterrupted run.
 
   Returns:
     An `AsyncRunResult`.
@@ -355,6 +364,8 @@ def run_async(
     schedule.restore(saved.schedule)
     if saved.client_training is not None:
       client_training.restore(saved.client_training)
+    if saved.observer is not None:
+      observer.restore(saved.observer)
     state, first_round, seconds_before = (saved.state, saved.round_num,
                                           saved.seconds)
     rows = list(saved.rows)
@@ -385,8 +396,8 @@ def run_async(
                     if isinstance(v, float)})
     if checkpoint_path:
       saved = _Checkpoint(fingerprint, round_num, state, schedule.snapshot(),
-                          _client_training_state(client_training), rows,
-                          seconds)
+                          _snapshot(client_training), rows, seconds,
+                          _snapshot(observer))
       reports.atomic_write(checkpoint_path,
                            lambda f: pickle.dump(saved, f), mode='wb')
 

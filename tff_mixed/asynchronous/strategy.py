@@ -108,7 +108,10 @@ class AsyncObserver:
 
   Give the callbacks, `AsyncObserver(on_merge=print)`, or subclass and
   override either method (unset, they do nothing). An observer only reads:
-  the weights it gets are the run's own arrays, not to be modified.
+  the weights it gets are the run's own arrays, not to be modified. A
+  subclass that keeps what it saw can define `snapshot()` (picklable) and
+  `restore(snapshot)`: `run_async(checkpoint_path=...)` then saves it with
+  each round's checkpoint and restores it when the run resumes.
   """
 
   def __init__(self, on_merge: OnMerge = None,
