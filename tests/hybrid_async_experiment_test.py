@@ -268,6 +268,17 @@ class ReportTest(absltest.TestCase):
     self.assertIn('feddle_id ranks 3 of 3', lines[1])
     self.assertIn('NOT reproduced', lines[1])
 
+  def test_ranking_without_a_feddle_run_is_undecided(self):
+    # A table being run method by method: Feddle's run not kept yet.
+    rows = [r for r in self.rows if r.method != hybrid_async_lib.FEDDLE_ID]
+    lines = hybrid_async_lib.ranking_summary(rows, self.methods,
+                                             self.settings)
+    self.assertLen(lines, 2)
+    for line in lines:
+      self.assertIn('paper\'s ranking (Feddle first) undecided (no Feddle '
+                    'run kept)', line)
+      self.assertNotIn('reproduced', line)
+
   def test_results_markdown_compares_with_the_paper_point_by_point(self):
     lib = hybrid_async_lib
     result = lib.ExperimentResult(

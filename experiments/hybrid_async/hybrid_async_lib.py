@@ -951,9 +951,13 @@ def ranking_summary(rows: Sequence[RunRow], methods: Sequence[str],
     if CENTER in means:
       above = [m for m in order if means[m] > means[CENTER]]
       parts.append('above Center: ' + (', '.join(above) or 'none'))
-    reproduced = bool(order) and order[0] in FEDDLE_METHODS
-    parts.append('paper\'s ranking (Feddle first) '
-                 + ('reproduced' if reproduced else 'NOT reproduced'))
+    if not any(m in means for m in FEDDLE_METHODS):
+      # A table still being run (or one without Feddle) cannot say.
+      verdict = 'undecided (no Feddle run kept)'
+    else:
+      verdict = ('reproduced' if order[0] in FEDDLE_METHODS
+                 else 'NOT reproduced')
+    parts.append('paper\'s ranking (Feddle first) ' + verdict)
     lines.append(f'{setting.label}: ' + '; '.join(parts) + '.')
   return lines
 
