@@ -792,6 +792,13 @@ def _fingerprint(config: Config, description: str,
   return dict(fields, data=description)
 
 
+def key_digest(key: Mapping[str, Any]) -> str:
+  """16 hex digits of a JSON-able key's SHA-256: a file name that changes
+  whenever the key does (kept checkpoints, pretrained backbones)."""
+  return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()
+                        ).hexdigest()[:16]
+
+
 def kept_run(path: str, method: str, data: Data, config: Config, seed: int,
              cache: dict, clients_per_group: int = simulation.AUTO,
              checkpoint_dir: Optional[str] = None) -> MethodRun:
@@ -815,11 +822,10 @@ def kept_run(path: str, method: str, data: Data, config: Config, seed: int,
     logging.info('%s: %s, seed %d', label, method, seed)
     checkpoint = None
     if checkpoint_dir:
-      digest = hashlib.sha256(json.dumps(
-          fingerprint, sort_keys=True, default=str).encode()).hexdigest()
       checkpoint = os.path.join(
           reports_lib.make_directory(checkpoint_dir, 'checkpoint directory'),
-          f'{os.path.splitext(os.path.basename(path))[0]}-{digest[:16]}.pkl')
+          f'{os.path.splitext(os.path.basename(path))[0]}-'
+          f'{key_digest(fingerprint)}.pkl')
     run = run_method(method, data, config, seed, cache, clients_per_group,
                      checkpoint_path=checkpoint)
     _save_run(path, fingerprint, run)

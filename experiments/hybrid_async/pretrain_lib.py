@@ -115,9 +115,8 @@ def cache_key(x: np.ndarray, y: np.ndarray, config: PretrainConfig, *,
 
 
 def cache_path(cache_dir: str, key: dict[str, Any]) -> str:
-  name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()
-                        ).hexdigest()[:16]
-  return os.path.join(cache_dir, f'cnn_{name}.npz')
+  return os.path.join(cache_dir,
+                      f'cnn_{hybrid_async_lib.key_digest(key)}.npz')
 
 
 def _read(path: str, key: dict[str, Any]) -> Pretrained:
