@@ -279,14 +279,36 @@ class ReportTest(absltest.TestCase):
                     'run kept)', line)
       self.assertNotIn('reproduced', line)
 
+  def test_wall_time_per_method_and_the_runs_not_kept(self):
+    lib = hybrid_async_lib
+    # Each run's time is its last round's clock, not the largest or a sum.
+    rows = [r._replace(seconds=60.0 * r.round) for r in self.rows]
+    rows[0], rows[1] = rows[1], rows[0]  # Out of order: the last round wins.
+    line = lib.wall_time_line(rows, ['fedbuff', 'fedavg', 'center'])
+    # fedbuff: 3 runs of 50 rounds at 60 s each, 50 min each.
+    self.assertEqual(line, (
+        'Wall time per run (training and evaluation, from each run\'s last '
+        'round; resumed runs count every part): fedbuff 50.0 min (3 runs, '
+        'mean), center 50.0 min (2 runs, mean); 4.17 h in all. Not run yet: '
+        'fedavg.'))
+    one = [r._replace(seconds=12.0) for r in rows if r.method == 'center'
+           and r.seed == 0]
+    self.assertEqual(lib.wall_time_line(one, ['center']), (
+        'Wall time per run (training and evaluation, from each run\'s last '
+        'round; resumed runs count every part): center 12 s; 12 s in all.'))
+    self.assertIn('none kept; 0 s in all. Not run yet: center.',
+                  lib.wall_time_line([], ['center']))
+
   def test_results_markdown_compares_with_the_paper_point_by_point(self):
     lib = hybrid_async_lib
     result = lib.ExperimentResult(
         self.rows, [], {}, lib.format_table(self.rows, self.methods,
                                             self.settings), {}, lib.Config(),
         tuple(self.settings), 'clients: CIFAR-10 at 16x16 (made up)', (0, 1),
-        {})
+        {}, tuple(self.methods) + ('fedavg',))
     text = lib.results_markdown(result, 'cmd', 'machine', 'today')
+    self.assertIn('* Wall time per run (', text)
+    self.assertIn('Not run yet: fedavg.', text)
     # Table 7, Dir(0.1): fedbuff 33.2 / 26.8, center 42.1, feddle_id 52.9 /
     # 51.2. Ours: fedbuff 40 / 10, center 30, feddle_id 60 / 5. Gaps N(5):
     # +6.8, -12.1, +7.1 (median +6.8); N(20): -16.8, -12.1, -46.2 (median

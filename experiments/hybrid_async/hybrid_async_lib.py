@@ -932,6 +932,44 @@ def format_table(rows: Sequence[RunRow], methods: Sequence[str],
   return '\n'.join(lines) + '\n'
 
 
+def _duration(seconds: float) -> str:
+  if seconds < 60:
+    return f'{seconds:.0f} s'
+  if seconds < 3600:
+    return f'{seconds / 60:.1f} min'
+  return f'{seconds / 3600:.2f} h'
+
+
+def wall_time_line(rows: Sequence[RunRow], methods: Sequence[str]) -> str:
+  """Each method's wall time per run, and the methods without a kept run.
+
+  A run's time is its last row's `seconds`: its own rounds and evaluations,
+  counted across a resumed run's parts (`run_async` keeps the clock in its
+  checkpoint); data loading is not counted. Over seeds and settings, the
+  mean; the total sums every run, so a reader can price the missing ones.
+  """
+  last = {}
+  for r in rows:
+    key = (r.method, r.alpha, r.delay_std, r.seed)
+    if key not in last or r.round > last[key].round:
+      last[key] = r
+  parts, total = [], 0.0
+  for method in methods:
+    times = [r.seconds for k, r in last.items() if k[0] == method]
+    if times:
+      total += sum(times)
+      runs = f' ({len(times)} runs, mean)' if len(times) > 1 else ''
+      parts.append(f'{method} {_duration(float(np.mean(times)))}{runs}')
+  missing = [m for m in methods if not any(k[0] == m for k in last)]
+  line = ('Wall time per run (training and evaluation, from each run\'s '
+          'last round; resumed runs count every part): '
+          + (', '.join(parts) if parts else 'none kept')
+          + f'; {_duration(total)} in all.')
+  if missing:
+    line += ' Not run yet: ' + ', '.join(missing) + '.'
+  return line
+
+
 def ranking_summary(rows: Sequence[RunRow], methods: Sequence[str],
                     settings: Sequence[Setting]) -> list[str]:
   """Per setting, where Feddle ranks: the paper has Feddle (in domain) first
@@ -1144,6 +1182,8 @@ class ExperimentResult(NamedTuple):
   description: str
   seeds: tuple[int, ...]
   overrides: dict[str, dict[str, Any]]
+  # Every method asked for, in the table's order, kept or not.
+  methods: tuple[str, ...] = ()
 
 
 def _check_idle_clients(config: Config, setting: Setting, seed: int) -> None:
@@ -1335,7 +1375,8 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
            overrides=overrides),
       indent=2) + '\n')
   return ExperimentResult(rows, diagnostics, notes, table, files, config,
-                          settings, descriptions[0], tuple(seeds), overrides)
+                          settings, descriptions[0], tuple(seeds), overrides,
+                          tuple(methods))
 
 
 def _paper_table_name(settings: Sequence[Setting], reference) -> str:
@@ -1406,6 +1447,7 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
         f'LoAdaBoost clients trained {result.notes[LOADABOOST + ".mean_client_epochs"]:.2f} '
         f'epochs on average (FedAvg: E = {c.loadaboost_epochs}; one epoch '
         f'= {loadaboost_epoch_steps(c)} batches).', '']
+  lines += [f'* {wall_time_line(result.rows, result.methods or methods)}', '']
   lines += ['Against the paper (in its tables 1, 2 and 7 Feddle in domain '
             'is first in every column):',
             '']
