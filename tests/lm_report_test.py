@@ -179,6 +179,19 @@ class SectionTest(absltest.TestCase):
                   '|', text)
     self.assertEqual(text.count('* **reproduced**'), 7)
 
+  def test_section_prices_the_seeds_not_run(self):
+    # FL-only, PT and both GTs: 2 more runs each of 40 rounds at 3 s/round
+    # (the oracle and the transfer baselines are not seeded).
+    text = lm_report.results_markdown(
+        _paper_like(), records_dir='recs', command='cmd', date='today',
+        plot_link='p.png')
+    self.assertIn('* Seeds: [0] (one run per scenario); 3 seeds of fl_only, '
+                  'parallel_training, one_way_gt, two_way_gt would add about '
+                  '16 min at these records\' s/round.', text)
+    only_oracle = {'oracle': _paper_like()['oracle']}
+    self.assertEqual(lm_report.more_seeds_cost(list(only_oracle.values())),
+                     '')
+
   def test_another_data_sets_section_names_its_title_and_target(self):
     text = lm_report.results_markdown(
         _paper_like(), records_dir='recs', command='cmd', date='today',
