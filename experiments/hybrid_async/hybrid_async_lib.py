@@ -953,14 +953,15 @@ def wall_time_line(rows: Sequence[RunRow], methods: Sequence[str]) -> str:
     key = (r.method, r.alpha, r.delay_std, r.seed)
     if key not in last or r.round > last[key].round:
       last[key] = r
-  parts, total = [], 0.0
+  parts, missing, total = [], [], 0.0
   for method in methods:
     times = [r.seconds for k, r in last.items() if k[0] == method]
-    if times:
-      total += sum(times)
-      runs = f' ({len(times)} runs, mean)' if len(times) > 1 else ''
-      parts.append(f'{method} {_duration(float(np.mean(times)))}{runs}')
-  missing = [m for m in methods if not any(k[0] == m for k in last)]
+    if not times:
+      missing.append(method)
+      continue
+    total += sum(times)
+    runs = f' ({len(times)} runs, mean)' if len(times) > 1 else ''
+    parts.append(f'{method} {_duration(float(np.mean(times)))}{runs}')
   line = ('Wall time per run (training and evaluation, from each run\'s '
           'last round; resumed runs count every part): '
           + (', '.join(parts) if parts else 'none kept')
@@ -1183,7 +1184,7 @@ class ExperimentResult(NamedTuple):
   seeds: tuple[int, ...]
   overrides: dict[str, dict[str, Any]]
   # Every method asked for, in the table's order, kept or not.
-  methods: tuple[str, ...] = ()
+  methods: tuple[str, ...]
 
 
 def _check_idle_clients(config: Config, setting: Setting, seed: int) -> None:
@@ -1447,7 +1448,7 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
         f'LoAdaBoost clients trained {result.notes[LOADABOOST + ".mean_client_epochs"]:.2f} '
         f'epochs on average (FedAvg: E = {c.loadaboost_epochs}; one epoch '
         f'= {loadaboost_epoch_steps(c)} batches).', '']
-  lines += [f'* {wall_time_line(result.rows, result.methods or methods)}', '']
+  lines += [f'* {wall_time_line(result.rows, result.methods)}', '']
   lines += ['Against the paper (in its tables 1, 2 and 7 Feddle in domain '
             'is first in every column):',
             '']
