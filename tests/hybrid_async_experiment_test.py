@@ -289,13 +289,19 @@ class ReportTest(absltest.TestCase):
     self.assertEqual(line, (
         'Wall time per run (training and evaluation, from each run\'s last '
         'round; resumed runs count every part): fedbuff 50.0 min (3 runs, '
-        'mean), center 50.0 min (2 runs, mean); 4.17 h in all. Not run yet: '
-        'fedavg.'))
+        'mean), center 50.0 min (2 runs, mean); 4.17 h in all. A further '
+        'seed of the methods kept: about 2.50 h. Not run yet: fedavg.'))
+    # A further seed: each (method, setting)'s mean over its seeds, summed
+    # (fedbuff N(5) and N(20), center once), not the total over seeds.
+    uneven = [r._replace(seconds=r.seconds * (1 + r.seed)) for r in rows]
+    self.assertIn('5.83 h in all. A further seed of the methods kept: about '
+                  '3.33 h.', lib.wall_time_line(uneven, ['fedbuff', 'center']))
     one = [r._replace(seconds=12.0) for r in rows if r.method == 'center'
            and r.seed == 0]
     self.assertEqual(lib.wall_time_line(one, ['center']), (
         'Wall time per run (training and evaluation, from each run\'s last '
-        'round; resumed runs count every part): center 12 s; 12 s in all.'))
+        'round; resumed runs count every part): center 12 s; 12 s in all. '
+        'A further seed of the methods kept: about 12 s.'))
     self.assertIn('none kept; 0 s in all. Not run yet: center.',
                   lib.wall_time_line([], ['center']))
 
