@@ -554,10 +554,12 @@ results-hybrid-cifar10: venv cifar10-data
 # rounds take 30-60 minutes a point alone), 1-2 days; results-hybrid-cifar10
 # runs it. Each finished run is kept under --runs_dir, and the run under
 # way resumes from its last round (outputs/.../checkpoints, not committed).
-# Measured here alone: FedAvg 39 minutes, Center 3; Feddle-ID about 50 s a
-# round over its first 90 (its 20 search epochs a merge take two thirds of
-# it), so about 2.8 hours: more than one sitting here, so it resumes; about
-# 6-7 hours for the seven runs of seed 0.
+# Measured here alone: FedAvg 39 minutes, Center 3, CA2FL 11-17 s a round
+# (about 50 minutes), Fed+FT 23-28 s a round (its 10 server epochs after
+# each buffer; about 1.4 hours); Feddle-ID about 50 s a round over its
+# first 90 (its 20 search epochs a merge take two thirds of it), so about
+# 2.8 hours: more than one sitting here, so it resumes; about 7 hours for
+# the seven runs of seed 0.
 HYBRID_TRANSFERRED_METHODS ?= fedavg,fedbuff,fedasync,ca2fl,feddle_id,fed_ft,center
 HYBRID_TRANSFERRED_SEEDS ?= 0
 
