@@ -956,18 +956,20 @@ def wall_time_line(rows: Sequence[RunRow], methods: Sequence[str]) -> str:
     key = (r.method, r.alpha, r.delay_std, r.seed)
     if key not in last or r.round > last[key].round:
       last[key] = r
-  by_setting = collections.defaultdict(list)
+  # method -> (alpha, delay_std) -> each seed's seconds: one grouping
+  # serves both the per-run mean and the further seed's price.
+  by_method = collections.defaultdict(lambda: collections.defaultdict(list))
   for (method, alpha, delay_std, _), r in last.items():
-    by_setting[(method, alpha, delay_std)].append(r.seconds)
+    by_method[method][(alpha, delay_std)].append(r.seconds)
   parts, missing, total, per_seed = [], [], 0.0, 0.0
   for method in methods:
-    times = [r.seconds for k, r in last.items() if k[0] == method]
+    settings = by_method.get(method, {})
+    times = [s for seeds in settings.values() for s in seeds]
     if not times:
       missing.append(method)
       continue
     total += sum(times)
-    per_seed += sum(float(np.mean(t)) for k, t in by_setting.items()
-                    if k[0] == method)
+    per_seed += sum(float(np.mean(seeds)) for seeds in settings.values())
     runs = f' ({len(times)} runs, mean)' if len(times) > 1 else ''
     parts.append(f'{method} {_duration(float(np.mean(times)))}{runs}')
   line = ('Wall time per run (training and evaluation, from each run\'s '
