@@ -556,10 +556,9 @@ results-hybrid-cifar10: venv cifar10-data
 # way resumes from its last round (outputs/.../checkpoints, not committed).
 # Measured here alone: FedAvg 39 minutes, Center 3, CA2FL 11-17 s a round
 # (about 50 minutes), Fed+FT 23-28 s a round (its 10 server epochs after
-# each buffer; about 1.4 hours); Feddle-ID about 50 s a round over its
-# first 90 (its 20 search epochs a merge take two thirds of it), so about
-# 2.8 hours: more than one sitting here, so it resumes; about 7 hours for
-# the seven runs of seed 0.
+# each buffer; about 1.4 hours), Feddle-ID 24-46 s a round, slower as it
+# goes (its 20 search epochs a merge take most of it; 2.1 hours); about 7
+# hours for the seven runs of seed 0.
 HYBRID_TRANSFERRED_METHODS ?= fedavg,fedbuff,fedasync,ca2fl,feddle_id,fed_ft,center
 HYBRID_TRANSFERRED_SEEDS ?= 0
 
@@ -572,7 +571,7 @@ results-hybrid-cifar10-transferred: venv cifar10-data
 	  --output_dir=outputs/hybrid_async_cifar10/transferred \
 	  --results_markdown=RESULTS.md \
 	  --results_section=hybrid_async_cifar10_transferred \
-	  --results_note="All of CIFAR-10 at 32x32, 500 clients (the paper's scale), with each method's values selected by the search at 16x16 (docs/results/hybrid_tuning/cifar10_16/selected.json; the paper tunes once and applies its values everywhere): the search at this scale re-selected the same client values and its method grids would take 1-2 days on this machine (Makefile, results-hybrid-cifar10-transferred)." \
+	  --results_note="All of CIFAR-10 at 32x32, 500 clients (the paper's scale), with each method's values selected by the search at 16x16 (docs/results/hybrid_tuning/cifar10_16/selected.json; the paper tunes once and applies its values everywhere): the search at this scale re-selected the same client values and its method grids would take 1-2 days on this machine (Makefile, results-hybrid-cifar10-transferred). The runs do not record their machine: FedAvg, FedBuff, FedAsync, CA2FL, Fed+FT and Center ran on 2-core AMD EPYC machines, Feddle-ID on a 2-core Intel Xeon; the Machine line names the machine of the last rebuild." \
 	  $(ARGS)
 
 # The paper's table 2, CelebA column (guided model merging, Zhu et al.;
