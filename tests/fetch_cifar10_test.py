@@ -49,7 +49,7 @@ class FetchCifar10Test(absltest.TestCase):
 
   def _run(self, npm: str) -> subprocess.CompletedProcess:
     return subprocess.run(['bash', _SCRIPT, self.dest], capture_output=True,
-                          text=True, timeout=120, check=False,
+                          text=True, timeout=600, check=False,
                           env=dict(os.environ, NPM=npm))
 
   def _assert_error(self, run, expected: str) -> None:

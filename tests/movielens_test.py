@@ -21,7 +21,6 @@ next to the repository, are read as a sanity check.
 import collections
 import gzip
 import os
-import time
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -593,10 +592,7 @@ class RealMovieLens100kTest(absltest.TestCase):
   def test_counts(self):
     if not os.path.exists(_ML_100K):
       self.skipTest(f'{_ML_100K} is absent')
-    start = time.monotonic()
     ratings = movielens.read_ratings(_ML_100K)
-    seconds = time.monotonic() - start
-    self.assertLess(seconds, 20.0)
     self.assertLen(ratings.user_ids, 100_000)
     self.assertEqual(ratings.num_skipped, 0)
     self.assertLen(np.unique(ratings.user_ids), 943)

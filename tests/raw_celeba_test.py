@@ -659,7 +659,7 @@ class BinaryTest(absltest.TestCase):
   def _run(self, *args):
     return preloaded_python.run_module(
         'experiments.celeba_smile.convert_raw_celeba_main', *args,
-        timeout=120)
+        timeout=600)
 
   def test_success_and_missing_file(self):
     raw = temp_dirs.temp_dir(self)

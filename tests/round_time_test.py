@@ -269,7 +269,7 @@ class WorkersReportTest(absltest.TestCase):
     markdown = os.path.join(d, 'BENCHMARKS.md')
     completed = preloaded_python.run_module(
         'benchmarks.workers_report', f'--inputs={",".join(paths)}',
-        f'--output_markdown={markdown}', timeout=120)
+        f'--output_markdown={markdown}', timeout=600)
     if expect_error:
       self.assertEqual(completed.returncode, 1, completed.stderr[-3000:])
       self.assertEqual(completed.stderr.splitlines(), [

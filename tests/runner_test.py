@@ -112,24 +112,33 @@ def _final_weights(result):
 
 class ResumeTest(absltest.TestCase):
 
-  _reference = None  # The uninterrupted run, trained once for the class.
+  # The uninterrupted run, trained at most once per class set-up, in the
+  # set-up's own directory. pytest may set the class up more than once in
+  # a process (its tests run apart when others are ordered between them,
+  # or when pytest-xdist splits the class), so the run belongs to the
+  # set-up, never to the class for the life of the process: one kept past
+  # `tearDownClass` would point into a deleted directory.
+  _reference = None
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
+    cls._reference = None
     cls.reference_root = tempfile.mkdtemp()
 
   @classmethod
   def tearDownClass(cls):
+    cls._reference = None
     shutil.rmtree(cls.reference_root)
     super().tearDownClass()
 
   def reference(self):
-    if ResumeTest._reference is None:
-      ResumeTest._reference = train_lib.train(
+    cls = type(self)
+    if cls._reference is None:
+      cls._reference = train_lib.train(
           scenario='two_way_gt', root_output_dir=self.reference_root,
           experiment_name='run', **_TINY)
-    return ResumeTest._reference
+    return cls._reference
 
   def setUp(self):
     super().setUp()
@@ -211,7 +220,7 @@ class ResumeTest(absltest.TestCase):
                       **_TINY)
     def carry(*args):
       subprocess.run([sys.executable, _CARRY_SCRIPT, *args], check=True,
-                     capture_output=True, timeout=60)
+                     capture_output=True, timeout=600)
 
     carry('save', first, 'run', carried)
     # Committed and checked out again, the carried state loses its empty

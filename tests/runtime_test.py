@@ -141,7 +141,7 @@ def _run_script(test: absltest.TestCase, script: str, *args: str,
   try:
     result = subprocess.run(
         [sys.executable, '-c', script, *args], capture_output=True,
-        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=_REPO_ROOT),
+        text=True, timeout=600, env=dict(os.environ, PYTHONPATH=_REPO_ROOT),
         preexec_fn=preexec_fn, check=False)
   except subprocess.TimeoutExpired as e:
     test.fail(f'{hung}; its output: {e.stdout!r}')

@@ -85,7 +85,7 @@ class WorkerCleanupTest(absltest.TestCase):
       run = subprocess.run(['bash', _WRAPPER, 'bash', '-c', command],
                            stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=err,
-                           timeout=60, check=False)
+                           timeout=600, check=False)
       err.seek(0)
       stderr = err.read()
     mine = self._read_pid(mine_pid_file)
@@ -104,7 +104,7 @@ class WorkerCleanupTest(absltest.TestCase):
   def test_passes_the_commands_exit_status(self):
     run = subprocess.run(['bash', _WRAPPER, 'bash', '-c', 'exit 7'],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, timeout=60, check=False)
+                         stderr=subprocess.DEVNULL, timeout=600, check=False)
     self.assertEqual(run.returncode, 7)
 
 
@@ -125,7 +125,7 @@ class BesideTest(absltest.TestCase):
     # caller's session.
     run = subprocess.run(
         ['python3', _BESIDE, 'python3', '-c', _PROBE],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
         check=False,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     self.assertEqual(run.returncode, 0, run.stderr)
@@ -134,7 +134,7 @@ class BesideTest(absltest.TestCase):
   def test_passes_the_commands_exit_status(self):
     run = subprocess.run(['python3', _BESIDE, 'bash', '-c', 'exit 7'],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, timeout=60, check=False)
+                         stderr=subprocess.DEVNULL, timeout=600, check=False)
     self.assertEqual(run.returncode, 7)
 
 
