@@ -102,7 +102,7 @@ class ProcessRoundEstimatesTest(absltest.TestCase):
     central = tu.central_arrays()
     process = tff_mixed.build_one_way_gradient_transfer(
         tu.linear_model(), tff_mixed.central_data_objective(central),
-        tu.sgd(0.1), central_batch_size=100, client_steps=2,
+        tu.sgd(0.1), central_batch_size=tu.CENTRAL_EXAMPLES, client_steps=2,
         federated_weight=0.7, central_weight=0.3, with_diagnostics=True)
     cls.metrics = process.next(process.initialize(),
                                tu.to_datasets(clients, 2)).metrics['central']

@@ -74,8 +74,9 @@ class HandComputedRoundTest(absltest.TestCase):
   def test_parallel_training(self):
     process = tff_mixed.build_parallel_training(
         self.model, self.objective, tu.sgd(self.lr), tu.sgd(self.lr_c),
-        tu.sgd(self.lr_s), tu.sgd(self.lr_m), central_batch_size=100,
-        central_steps=self.k_c, client_steps=self.k,
+        tu.sgd(self.lr_s), tu.sgd(self.lr_m),
+        central_batch_size=tu.CENTRAL_EXAMPLES, central_steps=self.k_c,
+        client_steps=self.k,
         federated_weight=self.w_f, central_weight=self.w_c)
     state = process.next(process.initialize(), self.datasets).state
     mean_update = self._mean_client_update(self.x0)
@@ -87,7 +88,7 @@ class HandComputedRoundTest(absltest.TestCase):
   def test_one_way_gradient_transfer(self):
     process = tff_mixed.build_one_way_gradient_transfer(
         self.model, self.objective, tu.sgd(self.lr), tu.sgd(self.lr_s),
-        central_batch_size=100, client_steps=self.k,
+        central_batch_size=tu.CENTRAL_EXAMPLES, client_steps=self.k,
         federated_weight=self.w_f, central_weight=self.w_c)
     output = process.next(process.initialize(), self.datasets)
     g_c = tu.mse_gradient(self.x0, *self.central)
@@ -106,9 +107,10 @@ class HandComputedRoundTest(absltest.TestCase):
     # and g~_c^(t+1), the mean gradient of its K_c central steps.
     process = tff_mixed.build_two_way_gradient_transfer(
         self.model, self.objective, tu.sgd(self.lr), tu.sgd(self.lr_c),
-        tu.sgd(self.lr_s), tu.sgd(self.lr_m), central_batch_size=100,
-        client_steps=self.k, central_steps=self.k_c,
-        federated_weight=self.w_f, central_weight=self.w_c)
+        tu.sgd(self.lr_s), tu.sgd(self.lr_m),
+        central_batch_size=tu.CENTRAL_EXAMPLES, client_steps=self.k,
+        central_steps=self.k_c, federated_weight=self.w_f,
+        central_weight=self.w_c)
     state = process.initialize()
     x = self.x0
     federated_gradient = [np.zeros_like(p) for p in x]
@@ -141,9 +143,10 @@ class HandComputedRoundTest(absltest.TestCase):
     # central batch, as in 1-way GT; g~_f as in Algorithm 1.
     process = tff_mixed.build_two_way_gradient_transfer(
         self.model, self.objective, tu.sgd(self.lr), tu.sgd(self.lr_c),
-        tu.sgd(self.lr_s), tu.sgd(self.lr_m), central_batch_size=100,
-        client_steps=self.k, central_steps=self.k_c,
-        federated_weight=self.w_f, central_weight=self.w_c,
+        tu.sgd(self.lr_s), tu.sgd(self.lr_m),
+        central_batch_size=tu.CENTRAL_EXAMPLES, client_steps=self.k,
+        central_steps=self.k_c, federated_weight=self.w_f,
+        central_weight=self.w_c,
         augmenting_central_gradient='fresh')
     state = process.initialize()
     x = self.x0
@@ -212,8 +215,9 @@ class HandComputedRoundTest(absltest.TestCase):
 
   def test_diagnostics_match_equation_7(self):
     process = tff_mixed.build_one_way_gradient_transfer(
-        self.model, self.objective, tu.sgd(self.lr), central_batch_size=100,
-        client_steps=self.k, federated_weight=self.w_f,
+        self.model, self.objective, tu.sgd(self.lr),
+        central_batch_size=tu.CENTRAL_EXAMPLES, client_steps=self.k,
+        federated_weight=self.w_f,
         central_weight=self.w_c, with_diagnostics=True)
     metrics = process.next(process.initialize(), self.datasets).metrics
     probes = [tu.mse_gradient(self.x0, x[:2], y[:2]) for x, y in self.clients]
@@ -385,7 +389,7 @@ class TwoWayRecoveredGradientTest(absltest.TestCase):
     kwargs = {} if option is None else dict(augmenting_central_gradient=option)
     process = tff_mixed.build_two_way_gradient_transfer(
         model, tff_mixed.central_data_objective(central), tu.sgd(lr),
-        tu.sgd(lr), central_batch_size=100, client_steps=k,
+        tu.sgd(lr), central_batch_size=tu.CENTRAL_EXAMPLES, client_steps=k,
         federated_weight=w_f, central_weight=w_c, client_weighting=weighting,
         **kwargs)
     datasets = tu.to_datasets(clients, batch_size)
@@ -441,8 +445,9 @@ class TwoWayClippedUpdatesTest(absltest.TestCase):
     clip = 0.05
     process = tff_mixed.build_two_way_gradient_transfer(
         model, tff_mixed.central_data_objective(central), tu.sgd(lr),
-        tu.sgd(lr_c), tu.sgd(lr_s), tu.sgd(lr_m), central_batch_size=100,
-        client_steps=k, central_steps=k_c, federated_weight=w_f,
+        tu.sgd(lr_c), tu.sgd(lr_s), tu.sgd(lr_m),
+        central_batch_size=tu.CENTRAL_EXAMPLES, client_steps=k,
+        central_steps=k_c, federated_weight=w_f,
         central_weight=w_c, augmenting_central_gradient='fresh',
         model_aggregator=tff.aggregators.clipping_factory(
             clip, tff.aggregators.MeanFactory()))
@@ -522,7 +527,7 @@ class KEqualsOneTest(absltest.TestCase):
                  w_c=0.4, lr=0.1):
     objective = objective or tff_mixed.central_data_objective(
         tu.central_arrays())
-    common = dict(central_batch_size=100, federated_weight=w_f,
+    common = dict(central_batch_size=tu.CENTRAL_EXAMPLES, federated_weight=w_f,
                   central_weight=w_c)
     two_way_kwargs = ({} if two_way_option is None
                       else dict(augmenting_central_gradient=two_way_option))

@@ -13,9 +13,15 @@
 # limitations under the License.
 """Tests for the asynchronous FL loop (`tff_mixed.asynchronous.simulation`)."""
 
+import collections
+import fcntl
 import functools
 import os
+import pickle
+import shutil
+import signal
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
@@ -31,7 +37,9 @@ from tff_mixed.asynchronous import simulation
 from tff_mixed.asynchronous import strategy
 from tff_mixed.models import dense
 from tff_mixed.training import checkpoints
+from tff_mixed.training import run_lock
 
+from tests import preloaded_python
 from tests import testing_utils as tu
 
 _NUM_CLIENTS = 8
@@ -65,6 +73,20 @@ class RecordingDatasets:
     self.calls.append((round_num, client))
     return _dataset(client, round_num)
 
+
+class _Recording:
+  """A method that records the updates it receives, then applies `inner`."""
+
+  def __init__(self, inner):
+    self.inner = inner
+    self.received = []
+
+  def initial_state(self):
+    return self.inner.initial_state()
+
+  def apply(self, state, weights, updates):
+    self.received.extend(updates)
+    return self.inner.apply(state, weights, updates)
 
 
 def _eight_delayed_rounds(model, method, evaluate_fn=_loss, observer=None):
@@ -137,21 +159,7 @@ class RunAsyncTest(absltest.TestCase):
     model = _model()
     train = client_training.build_client_training(model, _sgd(0.05))
 
-    class Recorder:
-      """FedAsync that also records what it receives."""
-
-      def __init__(self):
-        self.inner = server_strategies.FedAsync(alpha=0.5)
-        self.received = []
-
-      def initial_state(self):
-        return self.inner.initial_state()
-
-      def apply(self, state, weights, updates):
-        self.received.extend(updates)
-        return self.inner.apply(state, weights, updates)
-
-    recorder = Recorder()
+    recorder = _Recording(server_strategies.FedAsync(alpha=0.5))
     weights_at = {0: [np.asarray(w) for w in model.initial_weights[0]]}
 
     def round_end(round_num, weights):
@@ -183,6 +191,58 @@ class RunAsyncTest(absltest.TestCase):
           [_dataset(update.client, base_round)])['update'][0]
       for got, want in zip(update.delta, again):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+  def test_weight_zero_arrivals_are_discarded_and_counted(self):
+    # Client 3's features are NaN: its updates are non-finite, which the
+    # client training zeroes with weight 0. FedBuff by examples refuses a
+    # weight of 0; the run leaves those updates out, counts them and says
+    # so once, then in sum.
+    model = _model()
+    nan_client, trained = 3, []
+
+    def dataset_fn(client, round_num):
+      trained.append(client)
+      x, y = _client_arrays(client)
+      if client == nan_client:
+        x = np.full_like(x, np.nan)
+      del round_num  # The same data every round.
+      return tf.data.Dataset.from_tensor_slices((x, y)).batch(3)
+
+    method = _Recording(server_strategies.FedBuff(
+        learning_rate=1.0, buffer_size=2, weighting='num_examples'))
+    with mock.patch.object(simulation.logging, 'warning',
+                           wraps=simulation.logging.warning) as warning:
+      result = simulation.run_async(
+          method, schedule_lib.AsyncSchedule(_NUM_CLIENTS, 2, 1.0, 8, seed=2),
+          client_training.build_client_training(model, _sgd(0.05)),
+          dataset_fn, model.initial_weights[0], evaluate_fn=_loss,
+          eval_every=8)
+    discarded = trained.count(nan_client)
+    self.assertGreater(discarded, 0)
+    self.assertEqual(result.num_discarded, discarded)
+    self.assertEqual(result.num_applied + result.num_discarded,
+                     result.num_trained)
+    self.assertNotIn(nan_client, [u.client for u in method.received])
+    self.assertTrue(all(np.all(np.isfinite(w)) for w in result.weights))
+    self.assertLess(result.rows[-1]['loss'], result.rows[0]['loss'])
+    messages = [c.args[0] % c.args[1:] for c in warning.call_args_list]
+    self.assertLen([m for m in messages if 'only counted' in m], 1)
+    self.assertEqual(messages[-1], (
+        f'{discarded} arriving client update(s) of weight 0 were not given '
+        f'to the method in this run (of {result.num_trained} trained).'))
+
+  def test_a_state_saved_before_discards_were_counted_loads(self):
+    # A checkpoint pickled when `AsyncState` had no `num_discarded`.
+    fields = [f for f in simulation.AsyncState._fields
+              if f != 'num_discarded']
+    old = collections.namedtuple('AsyncState', fields)
+    old.__module__ = simulation.__name__
+    with mock.patch.object(simulation, 'AsyncState', old):
+      saved = pickle.dumps(old([np.zeros(2)], None, {}, 0.5, 4, 3, 1))
+    state = pickle.loads(saved)
+    self.assertIsInstance(state, simulation.AsyncState)
+    self.assertEqual((state.num_applied, state.num_dropped,
+                      state.num_discarded), (3, 1, 0))
 
   def test_updates_that_cannot_arrive_are_not_trained(self):
     model = _model()
@@ -302,6 +362,35 @@ class _Killed(Exception):
   """Stands in for a run killed after a round."""
 
 
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_WAIT_S = 300
+# `ResumeTest._run`'s FedBuff run, sent SIGTERM at the end of round 4;
+# prints what stopped it and exits with status 3.
+_SIGTERM_AFTER_ROUND_4 = """
+import os, signal, sys
+from tests import async_simulation_test as t
+from tff_mixed.training import runner
+
+test = t.ResumeTest()
+test.setUp()
+
+def sigterm_after_round_4(round_num, weights):
+  if round_num == 4:
+    os.kill(os.getpid(), signal.SIGTERM)
+
+real_run_async = t.simulation.run_async
+t.simulation.run_async = lambda *a, **kw: real_run_async(
+    *a, **dict(kw, round_end_fn=sigterm_after_round_4))
+try:
+  test._run(lambda: t.server_strategies.FedBuff(learning_rate=1.0,
+                                                buffer_size=2),
+            path=sys.argv[1])
+except runner.RunInterrupted as e:
+  print(f'stopped: {e.signum}: {e}', file=sys.stderr)
+  sys.exit(3)
+"""
+
+
 class ResumeTest(absltest.TestCase):
   """A killed run resumed from its checkpoint ends as if never killed."""
 
@@ -389,6 +478,52 @@ class ResumeTest(absltest.TestCase):
     self.assertEqual(first.seen, [1, 2, 3, 4])
     self._run(method_fn, observer=resumed)
     self.assertEqual(resumed.seen, list(range(1, self._ROUNDS + 1)))
+
+  def test_sigterm_saves_the_round_and_the_run_resumes(self):
+    # SIGTERM used to kill the run where it stood, without a word. In a
+    # process of its own: the test's process must not be the one signalled.
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+    path, log_path = (os.path.join(root, n) for n in ('async.pkl', 'log'))
+    status = preloaded_python.shared().start(
+        None, [path], cwd=_REPO, stderr_path=log_path,
+        code=_SIGTERM_AFTER_ROUND_4).wait(_WAIT_S)
+    with open(log_path) as f:
+      stderr = f.read()
+    self.assertEqual(status, 3, stderr[-3000:])
+    self.assertIn(f'stopped: {signal.SIGTERM}: stopped by SIGTERM after '
+                  'round 4 of async.pkl; run the same command to resume',
+                  stderr)
+    method_fn = lambda: server_strategies.FedBuff(learning_rate=1.0,
+                                                  buffer_size=2)
+    want = self._run(method_fn, path=os.path.join(root, 'once.pkl'))
+    self._assert_same_run(self._run(method_fn, path=path), want)
+
+  def test_a_second_process_on_the_run_is_refused(self):
+    # Both would write the one checkpoint file.
+    lock = os.open(self.path + '.lock', os.O_RDWR | os.O_CREAT)
+    self.addCleanup(os.close, lock)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.pwrite(lock, b'4242\n', 0)
+    method_fn = lambda: server_strategies.FedBuff(learning_rate=1.0,
+                                                  buffer_size=2)
+    with self.assertRaisesRegex(run_lock.DirectoryInUseError,
+                                'in use by process 4242'):
+      self._run(method_fn)
+    self.assertFalse(os.path.exists(self.path))
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    self._run(method_fn, rounds=2)  # Released: it runs.
+
+  def test_a_damaged_checkpoint_is_named(self):
+    method_fn = lambda: server_strategies.FedBuff(learning_rate=1.0,
+                                                  buffer_size=2)
+    for damaged in (b'', b'garbage', pickle.dumps(object())[:5]):
+      with self.subTest(damaged=damaged):
+        with open(self.path, 'wb') as f:
+          f.write(damaged)
+        with self.assertRaisesRegex(checkpoints.CheckpointMismatchError,
+                                    f'{self.path} is damaged'):
+          self._run(method_fn)
 
   def test_the_schedule_must_be_restored(self):
     # The test above can fail: a resumed run whose schedule starts afresh

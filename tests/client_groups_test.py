@@ -44,6 +44,7 @@ from tff_mixed.core import lockstep
 from tff_mixed.core import model_types
 from tff_mixed.models import char_lm
 from tff_mixed.models import dual_encoder
+from tff_mixed.training import round_loop
 from tff_mixed.training import runner
 
 from tests import testing_utils as tu
@@ -60,10 +61,10 @@ def _linear_clients():
   return client_groups.ClientGroups(fn, np.int32)
 
 
-def _movie_clients(reshuffle=False):
+def _movie_clients(reshuffle=False, sizes=_SIZES):
   rng = np.random.default_rng(4)
   arrays = []
-  for n in _SIZES:
+  for n in sizes:
     movies = rng.choice(np.arange(1, _ROWS), 5, replace=False)
     context = rng.choice(movies, (n, _CONTEXT)).astype(np.int32)
     context[rng.random((n, _CONTEXT)) < 0.3] = 0
@@ -165,7 +166,14 @@ def _run_both(build, groups, rounds=3):
 
 
 def _flat(metrics):
-  return runner.flatten_metrics(metrics)
+  return round_loop.flatten_metrics(metrics)
+
+
+def _counts(metrics):
+  """The round's client counts: [count, non_finite, without_data]."""
+  flat = _flat(metrics)
+  return [flat[f'client_work/clients/{name}']
+          for name in ('count', 'non_finite', 'without_data')]
 
 
 class _SameRuns(parameterized.TestCase):
@@ -239,6 +247,31 @@ class GroupedEqualsPerClientTest(_SameRuns):
           lambda g: _linear_process(name, g, **kwargs), groups)
     return self._histories[key]
 
+  @parameterized.named_parameters(
+      ('fedavg', 'fedavg', {}, 1),
+      ('two_way_gt', registry.TWO_WAY_GT, {}, 1),
+      # The client without data of its own trains on its central examples.
+      ('example_transfer', 'example_transfer', {}, 0),
+      ('dp_fixed_clipping', registry.PARALLEL_TRAINING,
+       dict(model_aggregator=_dp_fixed()), 1),
+  )
+  def test_drop_counts_as_per_client(self, name, kwargs, without_data):
+    # In the first group, a member with NaN features (its update dropped)
+    # and one without examples: the group sums its members' counts, and
+    # the cohort's are the per-client process's.
+    arrays = tu.client_arrays(sizes=(4, 6, 0, 7, 3))
+    x, y = arrays[1]
+    arrays[1] = (np.full_like(x, np.nan), y)
+    groups = client_groups.ClientGroups(
+        client_groups.array_dataset_fn(arrays, lambda d: d.batch(2)),
+        np.int32)
+    history = _run_both(lambda g: _linear_process(name, g, **kwargs), groups,
+                        rounds=2)
+    self._assert_same(history)
+    for _, _, per_client, grouped in history:
+      self.assertEqual(_counts(per_client), [5, 1, without_data])
+      self.assertEqual(_counts(grouped), [5, 1, without_data])
+
   def test_dp_clipping_is_active_and_state_types_match(self):
     clipped = self._dense_history(
         'test_dense_algorithms_dp_adaptive_clipping', registry.ONE_WAY_GT,
@@ -268,6 +301,15 @@ class GroupedEqualsPerClientTest(_SameRuns):
   def test_federated_select(self, name, reshuffle):
     groups = _movie_clients(reshuffle)
     self._assert_same(_run_both(lambda g: _movie_process(name, g), groups))
+
+  def test_federated_select_counts_a_client_without_data(self):
+    groups = _movie_clients(sizes=(4, 6, 0, 7, 3))
+    history = _run_both(lambda g: _movie_process(registry.TWO_WAY_GT, g),
+                        groups, rounds=2)
+    self._assert_same(history)
+    for _, _, per_client, grouped in history:
+      self.assertEqual(_counts(per_client), [5, 0, 1])
+      self.assertEqual(_counts(grouped), [5, 0, 1])
 
 
 # Equal clients for the tensor path: 4 examples in 2 batches each, so the
@@ -360,6 +402,8 @@ class BatchesEqualPerClientTest(_SameRuns):
     # steps' batches of 2 (one pass and a step) = 24 per round.
     examples = _flat(history[0][3])['client_work/train/num_examples']
     self.assertEqual(examples, 24)
+    # And is counted as dropped, in its group as per client.
+    self.assertEqual(_counts(history[0][3]), [5, 1, 0])
 
   def test_padded_members_of_unequal_size_as_per_client(self):
     # Character-LM clients of 4, 3, 0, 5 and 1 sequences, in batches of 2
@@ -399,6 +443,8 @@ class BatchesEqualPerClientTest(_SameRuns):
     # 2+2+1 and 1+1+1 rows (padding rows not counted).
     examples = _flat(history[0][3])['client_work/train/num_examples']
     self.assertEqual(examples, 19)
+    # The padded member without a real row counts as without data.
+    self.assertEqual(_counts(history[0][3]), [5, 0, 1])
     batches = lockstep.padded_batches_fn(dataset_fn, 3, 2)(
         tf.constant([2, 4], tf.int32))
     np.testing.assert_array_equal(batches.num_rows, [[0, 0, 0], [1, 1, 1]])

@@ -94,7 +94,10 @@ class ComponentsTest(absltest.TestCase):
     self.assertEqual(
         list(signature.result.python_container._fields),
         ['update', 'update_weight', 'metrics', 'probe_gradient',
-         'probe_norm_squared'])
+         'probe_norm_squared', 'clients'])
+    self.assertEqual(
+        str(signature.result.clients),
+        '<count=int32,non_finite=int32,without_data=int32>')
 
   def test_server_computations_return_their_state_parts(self):
     parts = self.components.finalizer.initialize.type_signature.result

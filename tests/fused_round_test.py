@@ -26,6 +26,7 @@ from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups
 from tff_mixed.core import fused_round
 from tff_mixed.models import dual_encoder
+from tff_mixed.training import round_loop
 from tff_mixed.training import runner
 
 from tests import testing_utils as tu
@@ -50,6 +51,7 @@ def _leaves(value, path=''):
 class FusedRoundTest(absltest.TestCase):
 
   def _assert_same_rounds(self, process, data, rounds=3):
+    """Returns the last fused round's metrics."""
     fused = fused_round.build_fused_process(process)
     self.assertEqual(fused.next.type_signature, process.next.type_signature)
     s1 = s2 = process.initialize()
@@ -65,11 +67,12 @@ class FusedRoundTest(absltest.TestCase):
         np.testing.assert_allclose(got[key], value, rtol=1e-6, atol=1e-7,
                                    err_msg=f'{key}, round {round_num}')
     self.assertIn('client_work/train/loss',
-                  runner.flatten_metrics(o1.metrics))
+                  round_loop.flatten_metrics(o1.metrics))
     # The rounds trained: not two frozen models compared.
     self.assertFalse(np.allclose(
         tu.trainable(process, s1)[0],
         tu.trainable(process, process.initialize())[0]))
+    return o2.metrics
 
   def test_two_way_gt_in_groups_equals_its_round(self):
     groups = client_groups.ClientGroups(
@@ -82,6 +85,24 @@ class FusedRoundTest(absltest.TestCase):
         client_groups=groups)
     self._assert_same_rounds(process,
                              [np.asarray(g, np.int32) for g in _GROUPS])
+
+  def test_drop_counts_of_groups_in_a_fused_round(self):
+    # A member with NaN features and one without examples, in one group.
+    arrays = tu.client_arrays(sizes=(4, 6, 0, 7, 3))
+    x, y = arrays[1]
+    arrays[1] = (np.full_like(x, np.nan), y)
+    groups = client_groups.ClientGroups(
+        client_groups.array_dataset_fn(arrays, lambda d: d.batch(2)), np.int32)
+    process = registry.build(
+        registry.PARALLEL_TRAINING, tu.linear_model(),
+        tff_mixed.central_data_objective(tu.central_arrays()),
+        client_lr=0.1, central_batch_size=3, client_steps=3,
+        client_groups=groups)
+    metrics = self._assert_same_rounds(
+        process, [np.asarray(g, np.int32) for g in _GROUPS], rounds=2)
+    self.assertEqual(
+        {k: int(v) for k, v in metrics['client_work']['clients'].items()},
+        dict(count=5, non_finite=1, without_data=1))
 
   def test_tff_fedavg_per_client_equals_its_round(self):
     process = tff.learning.algorithms.build_weighted_fed_avg(

@@ -22,7 +22,7 @@ import tff_mixed
 from tff_mixed.algorithms import registry
 from tff_mixed.core import client_groups
 from tff_mixed.core import multi_round
-from tff_mixed.training import runner
+from tff_mixed.training import round_loop
 
 from tests import testing_utils as tu
 
@@ -59,7 +59,7 @@ class MultiRoundTest(absltest.TestCase):
     for cohort in _COHORTS:
       output = process.next(state, _ids(cohort))
       state = output.state
-      one_by_one.append(runner.flatten_metrics(output.metrics))
+      one_by_one.append(round_loop.flatten_metrics(output.metrics))
     expected = tu.trainable(process, state)
 
     multi = multi_round.build_multi_round_next(process.next, len(_COHORTS))
@@ -68,7 +68,7 @@ class MultiRoundTest(absltest.TestCase):
       np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     self.assertLen(output['metrics'], len(_COHORTS))
     for want, got in zip(one_by_one, output['metrics']):
-      got = runner.flatten_metrics(got)
+      got = round_loop.flatten_metrics(got)
       self.assertEqual(sorted(want), sorted(got))
       for key in want:
         np.testing.assert_allclose(got[key], want[key], rtol=1e-6,

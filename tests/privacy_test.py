@@ -16,7 +16,9 @@
 Static checks on the compiled `next` computations: every intrinsic that takes
 a CLIENTS-placed value and returns a SERVER-placed one must be an aggregation,
 and gradient transfer must upload exactly what TFF's FedAvg uploads
-(arXiv:2205.13655, appendix A.2: no extra upload, no extra leakage vector).
+(arXiv:2205.13655, appendix A.2: no extra upload, no extra leakage vector),
+besides the sum of the clients' three counts every process reports (how
+many clients, how many dropped as non-finite or without data).
 
 With an `EmbeddingSelection` (the movie task, section 4.3) there is one more
 way off the clients: `federated_select` takes each client's keys, which the
@@ -76,6 +78,24 @@ def client_to_server_uploads(computation):
         and tff.SERVER in _placements(signature.result)):
       uploads.append((intrinsic.uri, str(parameter)))
   return uploads
+
+
+def counts_uploads(metrics_aggregator=tff.learning.metrics.sum_then_finalize):
+  """The uploads of the clients' counts, aggregated by `metrics_aggregator`.
+
+  What every process adds to FedAvg's uploads: the clients' three int32
+  counts (metrics['client_work']['clients']), aggregated as the metrics are.
+  """
+  names = ('count', 'non_finite', 'without_data')
+  aggregate = metrics_aggregator(
+      collections.OrderedDict((n, tf.identity) for n in names))
+  counts_type = collections.OrderedDict((n, np.int32) for n in names)
+
+  @tff.federated_computation(tff.FederatedType(counts_type, tff.CLIENTS))
+  def upload(counts):
+    return aggregate(counts)
+
+  return client_to_server_uploads(upload)
 
 
 def assert_only_aggregations(uploads):
@@ -204,7 +224,15 @@ class PrivacyByTypeTest(absltest.TestCase):
         assert_only_aggregations(uploads)
 
   def test_gradient_transfer_uploads_what_fed_avg_uploads(self):
-    expected = sorted(t for _, t in client_to_server_uploads(self.fed_avg.next))
+    # Besides FedAvg's uploads, one aggregate every process makes: the sum
+    # of the clients' counts (metrics['client_work']['clients']), three
+    # int32, no gradient.
+    self.assertEqual(counts_uploads(), [(
+        'federated_sum',
+        '{<count=int32,non_finite=int32,without_data=int32>}@CLIENTS')])
+    expected = sorted(
+        t for _, t in client_to_server_uploads(self.fed_avg.next)
+        + counts_uploads())
     for name in ('parallel_training', 'one_way', 'two_way'):
       with self.subTest(name):
         got = sorted(

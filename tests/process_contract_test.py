@@ -202,10 +202,15 @@ class BadClientDataTest(absltest.TestCase):
     without = tu.to_datasets(arrays, 2)
     for name, process in _all_processes().items():
       with self.subTest(name):
-        a = process.next(process.initialize(), with_empty).state
+        output = process.next(process.initialize(), with_empty)
+        a = output.state
         b = process.next(process.initialize(), without).state
         for x, y in zip(tu.trainable(process, a), tu.trainable(process, b)):
           np.testing.assert_allclose(x, y, atol=1e-6)
+        # Said, not only weighed 0.
+        self.assertEqual(
+            dict(output.metrics['client_work']['clients']),
+            dict(count=len(arrays) + 1, non_finite=0, without_data=1))
 
   def test_non_finite_client_is_dropped(self):
     arrays = tu.client_arrays()
@@ -222,6 +227,7 @@ class BadClientDataTest(absltest.TestCase):
           self.assertTrue(np.all(np.isfinite(u)))
           np.testing.assert_allclose(u, v, atol=1e-6)
         self.assertEqual(a.metrics['finalizer']['update_non_finite'], 0)
+        self.assertEqual(a.metrics['client_work']['clients']['non_finite'], 1)
 
   def test_all_clients_non_finite_keeps_the_model(self):
     x, y = tu.client_arrays()[0]
@@ -230,7 +236,13 @@ class BadClientDataTest(absltest.TestCase):
       with self.subTest(name):
         state = process.initialize()
         output = process.next(state, bad)
-        self.assertEqual(output.metrics['finalizer']['update_non_finite'], 1)
+        # Skipped, because no client had a finite update to average.
+        self.assertEqual(
+            dict(output.metrics['finalizer']),
+            dict(update_non_finite=1, aggregate_non_finite=1,
+                 central_non_finite=0))
+        self.assertEqual(output.metrics['client_work']['clients']['non_finite'],
+                         1)
         for u, v in zip(tu.trainable(process, output.state),
                         tu.trainable(process, state)):
           np.testing.assert_array_equal(u, v)

@@ -204,9 +204,13 @@ class SecureStaticTest(parameterized.TestCase):
 
   def test_gradient_transfer_uploads_what_fed_avg_uploads(self):
     # 2-way GT recovers g~_f from the aggregated delta (arXiv:2205.13655,
-    # appendix A.2): with secure sums, clients still upload what FedAvg does.
-    expected = sorted(privacy_test.client_to_server_uploads(
-        _fed_avg(**_secure_arguments()).next))
+    # appendix A.2): with secure sums, clients still upload what FedAvg does,
+    # and the clients' counts every process reports, summed securely.
+    expected = sorted(
+        privacy_test.client_to_server_uploads(
+            _fed_avg(**_secure_arguments()).next)
+        + privacy_test.counts_uploads(
+            tff.learning.metrics.secure_sum_then_finalize))
     self.assertNotEmpty(expected)
     for name in ('parallel_training', 'one_way_gradient_transfer',
                  'two_way_gradient_transfer'):

@@ -39,7 +39,12 @@ def client_arrays(seed: int = 0, sizes=(4, 6, 2)):
   return arrays
 
 
-def central_arrays(seed: int = 1, n: int = 8):
+# `central_arrays`' examples by default: a central batch of this many is the
+# whole set (full-batch central gradients, which the oracles compute).
+CENTRAL_EXAMPLES = 8
+
+
+def central_arrays(seed: int = 1, n: int = CENTRAL_EXAMPLES):
   rng = np.random.default_rng(seed)
   x = rng.normal(size=(n, INPUT_DIM)).astype(np.float32)
   y = (x @ np.array([[-1.0], [0.5]], np.float32) - 1.0).astype(np.float32)

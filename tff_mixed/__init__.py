@@ -28,7 +28,9 @@ arXiv:2205.13655). This facade is the public API, kept small
 *   `ClientGroups`, the fast simulation mode: many clients per CLIENTS
     member, trained in one computation, with the per-client results;
 *   the algorithm registry (`tff_mixed.registry`: algorithms by name);
-*   the runner (`run_training`), for any `tff.learning` process;
+*   the runner (`run_training`), for any `tff.learning` process, and
+    `DropReport`, which turns the clients and rounds a process's metrics
+    say were dropped into console warnings (the runner uses it);
 *   `ArrayDataSource`: clients' numpy arrays as a `tff.program` data source,
     so that the processes (true `tff.learning.templates.LearningProcess`es)
     also run under TFF's program layer, `tff.learning.programs.train_model`
@@ -94,6 +96,7 @@ from tff_mixed.asynchronous.strategy import AsyncStrategy
 # The runner: rounds, evaluation, checkpoints, metrics.
 from tff_mixed.training.array_data_source import ArrayDataSource
 from tff_mixed.training.checkpoints import CheckpointMismatchError
+from tff_mixed.training.drop_report import DropReport
 from tff_mixed.training.runner import DivergenceError
 from tff_mixed.training.runner import run_training
 from tff_mixed.training.runner import RunResult
@@ -113,6 +116,7 @@ __all__ = [
     'ClientGroups',
     'DeadlineFedAvg',
     'DivergenceError',
+    'DropReport',
     'EmbeddingSelection',
     'FedAsync',
     'FedBuff',

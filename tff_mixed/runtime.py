@@ -48,6 +48,9 @@ handlers. A non-interactive shell starts `cmd &` with both ignored, and an
 ignored signal stays ignored across fork and exec; TFF stops its worker with
 SIGINT and then waits for it, so a run started in the background from a
 script (the Makefile's `results-celeba`, `make test &`) hung there forever.
+It also puts the worker in a process group of its own, so that Ctrl-C, or a
+signal sent to the job's process group, reaches the Python process alone,
+which stops cleanly and ends its workers itself.
 
 TFF then waits for its new worker to answer, polling the worker's channel and
 never its process: a worker that dies before it listens left the caller
@@ -164,11 +167,19 @@ def _at_exit() -> None:
 # one, a suite run lost a child to SIGABRT between fork and exec; TFF, which
 # polls the new worker's channel without looking at its process, then waited
 # forever (`_WorkerWatchingTime` now ends such a wait).
+# The worker also gets a process group of its own: Ctrl-C at a terminal, or
+# `kill -INT -PGID` to a job, signals the whole process group, and a worker
+# killed by it under a running computation was silently replaced by TFF
+# while the run went on (where Python ignored SIGINT) or failed the round
+# under a run that was stopping cleanly. Signals to the job are the Python
+# process's to act on; its workers end with it (the exit hook, the
+# parent-death signal), and TFF's own SIGINT reaches the worker by pid.
 # argv: parent pid, "1" to die with the parent, the worker's command.
 _LAUNCHER = """\
 import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+os.setpgid(0, 0)
 if sys.argv[2] == '1' and sys.platform.startswith('linux'):
   import ctypes
   libc = ctypes.CDLL(None, use_errno=True)
@@ -190,7 +201,8 @@ def worker_command(args, die_with_parent: bool = True) -> list[str]:
   default SIGINT and SIGQUIT handlers, which a process started in the
   background by a non-interactive shell inherits as ignored, and which exec
   keeps ignored: TFF stops its worker with SIGINT and waits for it to end.
-  With `die_with_parent` on Linux it also gets SIGKILL when the thread that
+  It runs in a process group of its own, out of reach of signals sent to its
+  parent's job (Ctrl-C). With `die_with_parent` on Linux it also gets SIGKILL when the thread that
   started it ends (the parent-death signal; Linux delivers it per thread). The
   launcher execs the worker, so the `Popen`'s pid is the worker's.
 

@@ -125,7 +125,7 @@ def check_central_args(
     are central steps, else `None`.
   """
   validation.check_objective(central_objective, model, seed=seed)
-  validation.check_positive_int('central_batch_size', central_batch_size)
+  validation.check_central_batch_size(central_batch_size, central_objective)
   if central_optimizer is None:
     return None
   validation.check_optimizer('central_optimizer', central_optimizer)

@@ -251,7 +251,7 @@ def build_central_work(
     raise ValueError('`central_optimizer` is needed for `central_steps` > 0.')
   if central_optimizer is not None:
     validation.check_optimizer('central_optimizer', central_optimizer)
-  validation.check_positive_int('central_batch_size', central_batch_size)
+  validation.check_central_batch_size(central_batch_size, central_objective)
   validation.optional_clip('central_clip_norm', central_clip_norm)
   config = central_lib.CentralConfig(
       central_steps=central_steps, batch_size=central_batch_size, seed=seed,

@@ -86,7 +86,8 @@ def build_one_way_gradient_transfer(
   central batch, and broadcasts it with x^(t). Every local step of every
   client uses `w_f g_i + w_c g~_c`. The server applies SERVEROPTIMIZER to the
   weighted mean client update, as FedAvg does. Clients download the model and
-  one gradient, and upload exactly what FedAvg uploads.
+  one gradient, and upload what FedAvg uploads (and, as every process here,
+  their counts of `metrics['client_work']['clients']`).
 
   Args:
     model: A `tff.learning.models.FunctionalModel` or a `model_fn`, as in
@@ -215,11 +216,13 @@ def build_two_way_gradient_transfer(
   the clients used and dividing by `w_f` leaves the aggregation-weighted
   mean client gradient (eq. 10's K_i-weighted mean when aggregation weights
   are equal per step, e.g. uniform weighting or equal-size client batches).
-  So 2-way GT uploads exactly what FedAvg uploads. The recovery uses the
-  update the server applies: with a `model_aggregator` that clips client
-  updates (`tff.learning.robust_aggregator`, `tff.learning.dp_aggregator`,
-  `tff.aggregators.clipping_factory`) or adds noise, g~_f is eq. 10 of the
-  clipped (noised) mean, a biased estimate of the mean client gradient;
+  So 2-way GT uploads what FedAvg uploads (and the clients' counts of
+  `metrics['client_work']['clients']`, as every process here). The
+  recovery uses the update the server applies: with a `model_aggregator`
+  that clips client updates (`tff.learning.robust_aggregator`,
+  `tff.learning.dp_aggregator`, `tff.aggregators.clipping_factory`) or adds
+  noise, g~_f is eq. 10 of the clipped (noised) mean, a biased estimate of
+  the mean client gradient;
   it is exact only without clipping and noise.
 
   With `embedding_selection`, a client applies `w_c g~_c` only to the table

@@ -78,7 +78,8 @@ def build_parallel_training(
   CENTRALOPTIMIZER on f_c from x^(t), giving x_c. The deltas are merged,
   `Delta = w_f (x_f - x^(t)) + w_c (x_c - x^(t))`, and applied with
   MERGEOPTIMIZER: `x^(t+1) = MERGEOPTIMIZER(x^(t), -Delta)`. Clients upload
-  exactly what FedAvg uploads.
+  what FedAvg uploads (and their counts of
+  `metrics['client_work']['clients']`, as every process here).
 
   Args:
     model: A `tff.learning.models.FunctionalModel`, or a no-arg `model_fn`

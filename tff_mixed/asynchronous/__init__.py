@@ -24,7 +24,7 @@ its merges) and is built by name through `tff_mixed.registry`, from
 `server_strategies` (FedAsync, FedBuff, CA2FL) with FedAsync's `staleness`
 functions, `deadline_fedavg` (synchronous FedAvg dropping late
 updates), `simulation` (one round as
-`AsyncProcess`, and `run_async`, driven by `training.runner.run_rounds`);
+`AsyncProcess`, and `run_async`, driven by `training.round_loop.run_rounds`);
 Feddle in `feddle` (the server round and its server method), `feddle_atlas`
 (anchors, eq. 4 normalization, FedBuff's fallback), `anchor_merging` (eq. 6
 and the coefficient gradient), `coefficient_search` (eqs. 5, 10),

@@ -218,7 +218,12 @@ def _check_update(update: Any, weights: Sequence[np.ndarray],
 
 
 def _update_weight(update: ClientUpdate, position: int) -> float:
-  """The example count of an update, checked: a finite number > 0."""
+  """The example count of an update, checked: a finite number > 0.
+
+  A count of 0 is refused, not taken: such an update carries nothing but
+  would fill a place in the buffer. `simulation.AsyncProcess` never hands
+  one over (it discards and counts them); a caller of `apply` gets this.
+  """
   n = update.num_examples
   if (isinstance(n, bool) or not isinstance(n, numbers.Real)
       or not np.isfinite(n) or n <= 0):
@@ -335,7 +340,9 @@ class FedBuff(AsyncStrategy):
         (default) gives the plain mean.
       weighting: 'uniform' (default: each buffered update counts 1/M) or
         'num_examples' (each counts n_j / sum n, n_j its
-        `ClientUpdate.num_examples`: weighted FedAvg).
+        `ClientUpdate.num_examples`: weighted FedAvg; `apply` refuses an
+        update with n_j <= 0 with a ValueError, and `run_async` gives it
+        none: it discards and counts updates of weight 0).
 
     Raises:
       ValueError: If an argument is out of range.

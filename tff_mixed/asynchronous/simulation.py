@@ -22,7 +22,11 @@ Zhu et al., "Guided Model Merging for Hybrid Data Learning", appendix):
     `build_group_client_training`), from the round-k model; an update that
     can never arrive within the run is not trained;
 3.  each update is held in Python until its arrival round;
-4.  the server method applies the updates that arrive in round k.
+4.  the server method applies the updates that arrive in round k. An
+    update of weight 0 (its client trained on no examples, or its update
+    was non-finite, which the client training zeroes) is counted
+    (`num_discarded`) instead, for every method: it carries nothing. The
+    first one of a run is warned of, and `run_async` logs their total.
 
 The server method is a `strategy.AsyncStrategy` (`initial_state()`,
 `apply(state, weights, updates, on_merge) -> (state, weights)`, where
@@ -36,9 +40,10 @@ search steps give FedBuff) and the hybrid baselines of `hybrid_baselines`;
 merge events. An `observer` (`strategy.AsyncObserver`) sees every merge,
 with its round, and the end of every round.
 
-`AsyncProcess` is one round as `initialize()` / `next(state, round_num)`,
-like a `tff.templates.IterativeProcess`; `run_async` drives it with the round
-loop every training run shares (`training.runner.run_rounds`: divergence
+`AsyncProcess` (`async_round.py`) is one round as `initialize()` /
+`next(state, round_num)`, like a `tff.templates.IterativeProcess`;
+`run_async` drives it with the round
+loop every training run shares (`training.round_loop.run_rounds`: divergence
 checks, evaluation, progress). Its state holds Python objects (pending
 updates, the method's state) and the schedule advances in place, so rounds
 must run in order, once each. With a `checkpoint_path`, `run_async` saves
@@ -61,154 +66,25 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed import runtime
-from tff_mixed.asynchronous import client_training
+from tff_mixed.asynchronous import async_round
 from tff_mixed.asynchronous import schedule as schedule_lib
-from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import strategy as strategy_lib
 from tff_mixed.core import client_groups
 from tff_mixed.training import checkpoints
 from tff_mixed.training import reports
+from tff_mixed.training import round_loop
+from tff_mixed.training import run_lock
 from tff_mixed.training import runner
+from tff_mixed.training import stop_signals
 
 Weights = Sequence[np.ndarray]
 
 # `clients_per_group` that gives one group per core.
 AUTO = client_groups.AUTO
-
-
-class AsyncState(NamedTuple):
-  """The simulation's state between rounds.
-
-  Attributes:
-    weights: The global trainable weights.
-    method_state: The server method's state.
-    pending: Per client, its trained update, the weights it started from and
-      its example count, held until the update arrives.
-    train_loss: The last trained round's mean client loss (NaN before).
-    num_trained: Client updates computed.
-    num_applied: Client updates that arrived and were given to the method.
-    num_dropped: Updates not trained because they could never arrive.
-  """
-
-  weights: list[np.ndarray]
-  method_state: Any
-  pending: dict[int, tuple[list[np.ndarray], list[np.ndarray], float]]
-  train_loss: float
-  num_trained: int
-  num_applied: int
-  num_dropped: int
-
-
-class AsyncProcess:
-  """One asynchronous round as `initialize()` / `next(state, round_num)`."""
-
-  def __init__(self, method: Any, schedule: schedule_lib.AsyncSchedule,
-               client_training: Callable[..., Any],
-               dataset_fn: Callable[[int, int], tf.data.Dataset],
-               initial_weights: Weights,
-               group_training: Optional[Callable[..., Any]] = None,
-               clients_per_group: int = AUTO,
-               observer: Optional[strategy_lib.AsyncObserver] = None):
-    """See `run_async` for the arguments; `schedule` must be fresh."""
-    if observer is not None and not isinstance(method,
-                                               strategy_lib.AsyncStrategy):
-      raise TypeError(
-          'An observer needs a method that reports its merges, a '
-          f'strategy.AsyncStrategy; got {type(method).__name__}.')
-    self._observer = observer
-    self._method = method
-    self._schedule = schedule
-    self._client_training = client_training
-    self._dataset_fn = dataset_fn
-    self._initial_weights = initial_weights
-    self._group_training = group_training
-    self._clients_per_group = client_groups.check_clients_per_group(
-        clients_per_group)
-    # A method that ignores client updates (Center) spares their training.
-    self._uses_updates = getattr(method, 'uses_client_updates', True)
-
-  def _train(self, weights: list[np.ndarray], round_num: int,
-             clients: list[int]
-             ) -> tuple[list[list[np.ndarray]], list[float], float]:
-    """Each client's update (`trained - weights`) and example count (the
-    examples it trained on, its weight in weighted aggregation), and the
-    mean loss."""
-    model_weights = tff.learning.models.ModelWeights(
-        trainable=tuple(weights), non_trainable=())
-    size = client_groups.clients_per_group_for(self._clients_per_group,
-                                               len(clients))
-    if self._group_training is None or size == 1:
-      result = self._client_training(
-          model_weights, [self._dataset_fn(c, round_num) for c in clients])
-      updates = [[np.asarray(u) for u in update]
-                 for update in result['update']]
-      counts = [float(n) for n in result['num_examples']]
-    else:
-      groups = client_groups.split_cohort(clients, size)
-      result = self._group_training(
-          model_weights, np.int64(round_num),
-          [np.asarray(g, client_training.GROUP_ID_DTYPE) for g in groups])
-      # Per group, its members' updates stacked in the order of `clients`.
-      updates = [[np.asarray(u)[m] for u in stacked]
-                 for stacked, g in zip(result['update'], groups)
-                 for m in range(len(g))]
-      counts = [float(n) for stacked in result['num_examples']
-                for n in np.asarray(stacked)]
-    return updates, counts, float(result['loss'])
-
-  def _apply(self, state: AsyncState, updates: list[Any], round_num: int
-             ) -> tuple[Any, list[np.ndarray]]:
-    """The method's `apply`, its merges and the round shown the observer."""
-    observer = self._observer
-    if observer is None:
-      return self._method.apply(state.method_state, state.weights, updates)
-    merges = []
-
-    def on_merge(event):
-      merges.append(event.merge_index)
-      observer.on_merge(event._replace(round_num=round_num))
-
-    method_state, weights = self._method.apply(
-        state.method_state, state.weights, updates, on_merge=on_merge)
-    observer.on_round(strategy_lib.RoundEvent(
-        round_num, [np.asarray(w) for w in weights], len(updates),
-        len(merges), method_state))
-    return method_state, weights
-
-  def initialize(self) -> AsyncState:
-    return AsyncState([np.asarray(w) for w in self._initial_weights],
-                      self._method.initial_state(), {}, float('nan'), 0, 0, 0)
-
-  def next(self, state: AsyncState, round_num: int) -> AsyncState:
-    """Round `round_num`: sample, train, deliver the arrivals, apply them."""
-    schedule = self._schedule
-    sampled = schedule.sample(round_num)
-    never = {a.client for a in schedule.never_arriving()
-             if a.sampled_round == round_num}
-    to_train = [c for c in sampled if c not in never]
-    dropped = state.num_dropped + len(sampled) - len(to_train)
-    if not self._uses_updates:
-      to_train = []
-    pending = dict(state.pending)
-    trained, train_loss = state.num_trained, state.train_loss
-    if to_train:
-      client_updates, counts, train_loss = self._train(
-          state.weights, round_num, to_train)
-      for client, update, count in zip(to_train, client_updates, counts):
-        pending[client] = (update, state.weights, count)
-      trained += len(to_train)
-    updates = []
-    for arrival in schedule.arrivals(round_num):
-      if arrival.client not in pending:
-        continue  # Never trained: it could not arrive within the run.
-      delta, base, count = pending.pop(arrival.client)
-      updates.append(server_strategies.ClientUpdate(
-          arrival.client, delta, arrival.staleness, base=base,
-          num_examples=count))
-    method_state, weights = self._apply(state, updates, round_num)
-    return AsyncState([np.asarray(w) for w in weights], method_state, pending,
-                      train_loss, trained, state.num_applied + len(updates),
-                      dropped)
+# One round of the loop, and the state between rounds (its own module; the
+# names stay here, where the checkpoints saved so far pickled them).
+AsyncProcess = async_round.AsyncProcess
+AsyncState = async_round.AsyncState
 
 
 class _Checkpoint(NamedTuple):
@@ -242,8 +118,14 @@ def _load_checkpoint(path: Optional[str],
   """The checkpoint at `path`, or None if there is none yet."""
   if not path or not os.path.exists(path):
     return None
-  with open(path, 'rb') as f:
-    saved = pickle.load(f)
+  try:
+    with open(path, 'rb') as f:
+      saved = pickle.load(f)
+  except (pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+          IndexError, TypeError, ValueError) as e:
+    raise checkpoints.CheckpointMismatchError(
+        f'{path} is damaged ({type(e).__name__}: {e}); remove it to start '
+        'the run over, or choose another path.') from e
   if not isinstance(saved, _Checkpoint) or saved.fingerprint != fingerprint:
     raise checkpoints.CheckpointMismatchError(
         f'{path} holds another asynchronous run (saved: '
@@ -269,6 +151,9 @@ class AsyncRunResult(NamedTuple):
     num_trained: Client updates computed.
     num_applied: Client updates that arrived and were given to the method.
     num_dropped: Updates not trained because they could never arrive.
+    num_discarded: Updates that arrived with weight 0 (no examples trained
+      on, or a non-finite update) and were not given to the method
+      (`AsyncState.num_discarded`).
   """
 
   weights: list[np.ndarray]
@@ -276,6 +161,7 @@ class AsyncRunResult(NamedTuple):
   num_trained: int
   num_applied: int
   num_dropped: int
+  num_discarded: int = 0
 
 
 def run_async(
@@ -344,6 +230,12 @@ def run_async(
       schedule) a round with too few idle clients.
     TypeError: For an `observer` with a method that is no `AsyncStrategy`.
     CheckpointMismatchError: If `checkpoint_path` holds another run.
+    run_lock.DirectoryInUseError: If another process runs the run of
+      `checkpoint_path`.
+    runner.RunInterrupted: On Ctrl-C or SIGTERM, once the round being saved
+      is (the checkpoint holds the last round run).
+    checkpoints.DiskFullError: If the disk is full (the checkpoint keeps the
+      round before).
   """
   # The TFF workers this run starts end with this process (an explicit call:
   # importing tff_mixed does not make it).
@@ -355,6 +247,28 @@ def run_async(
                          initial_weights, group_training, clients_per_group,
                          observer)
   fingerprint = _fingerprint(method, schedule, initial_weights, eval_every)
+  if not checkpoint_path:
+    return _run(process, schedule, client_training, evaluate_fn, eval_every,
+                round_end_fn, None, fingerprint, observer)
+  # One process at a time runs it: two would write one checkpoint file.
+  run_lock.lock_run_file(checkpoint_path)
+  try:
+    return _run(process, schedule, client_training, evaluate_fn, eval_every,
+                round_end_fn, checkpoint_path, fingerprint, observer)
+  finally:
+    run_lock.unlock_run_file(checkpoint_path)
+
+
+def _run(process: AsyncProcess, schedule: schedule_lib.AsyncSchedule,
+         client_training: Any,
+         evaluate_fn: Callable[[list[np.ndarray]], dict[str, float]],
+         eval_every: int, round_end_fn: Any, checkpoint_path: Optional[str],
+         fingerprint: dict[str, Any], observer: Any) -> AsyncRunResult:
+  """`run_async`'s run, its arguments checked (and its checkpoint locked).
+
+  Ctrl-C and SIGTERM stop it as they stop `runner.run_training`, the round
+  being saved finished first (`stop_signals`): `runner.RunInterrupted`.
+  """
   saved = _load_checkpoint(checkpoint_path, fingerprint)
   if saved is None:
     state, first_round, seconds_before = process.initialize(), 0, 0.0
@@ -383,29 +297,69 @@ def run_async(
         f'The global model became non-finite at round {round_num}.')
 
   def finish_round(round_num, state, metrics):
-    if round_end_fn is not None:
-      round_end_fn(round_num, state.weights)
-    seconds = seconds_before + time.perf_counter() - start
-    if round_num % eval_every == 0 or round_num == schedule.num_rounds:
-      rows.append(dict(round=round_num, train_loss=state.train_loss,
-                       seconds=seconds,
-                       **{k: v for k, v in metrics.items()
-                          if k != 'train_loss'}))
-      logging.info('round %d/%d: %s', round_num, schedule.num_rounds,
-                   {k: round(v, 4) for k, v in rows[-1].items()
-                    if isinstance(v, float)})
-    if checkpoint_path:
-      saved = _Checkpoint(fingerprint, round_num, state, schedule.snapshot(),
-                          _snapshot(client_training), rows, seconds,
-                          _snapshot(observer))
-      reports.atomic_write(checkpoint_path,
-                           lambda f: pickle.dump(saved, f), mode='wb')
+    # A stop signal waits for the round to be saved.
+    with stop_signals.deferred():
+      if round_end_fn is not None:
+        round_end_fn(round_num, state.weights)
+      seconds = seconds_before + time.perf_counter() - start
+      if round_num % eval_every == 0 or round_num == schedule.num_rounds:
+        rows.append(dict(round=round_num, train_loss=state.train_loss,
+                         seconds=seconds,
+                         **{k: v for k, v in metrics.items()
+                            if k != 'train_loss'}))
+        logging.info('round %d/%d: %s', round_num, schedule.num_rounds,
+                     {k: round(v, 4) for k, v in rows[-1].items()
+                      if isinstance(v, float)})
+      if checkpoint_path:
+        saved = _Checkpoint(fingerprint, round_num, state,
+                            schedule.snapshot(), _snapshot(client_training),
+                            rows, seconds, _snapshot(observer))
+        _save(checkpoint_path, saved, last['saved'])
+        last['saved'] = round_num
+      last['round'] = round_num
 
-  state, _ = runner.run_rounds(
-      next_fn, state, first_round=first_round,
-      total_rounds=schedule.num_rounds,
-      name='async', diverged=diverged, finish_round_fn=finish_round,
-      evaluation_fn=evaluate_fn, rounds_per_evaluation=eval_every,
-      check_metrics=False, progress=False)
+  # The last round run, and the last saved (None: none yet).
+  last = dict(round=first_round, saved=first_round or None)
+  with stop_signals.stop_on_signals():
+    try:
+      state, _ = round_loop.run_rounds(
+          next_fn, state, first_round=first_round,
+          total_rounds=schedule.num_rounds,
+          name='async', diverged=diverged, finish_round_fn=finish_round,
+          evaluation_fn=evaluate_fn, rounds_per_evaluation=eval_every,
+          check_metrics=False, progress=False)
+    except KeyboardInterrupt as e:
+      signum = stop_signals.signal_number(e)
+      name = os.path.basename(checkpoint_path or 'the asynchronous run')
+      raise runner.RunInterrupted(runner.interrupted_message(
+          name, last['round'], last['saved'], signum), signum) from e
+  return _run_result(state, rows)
+
+
+def _save(path: str, saved: _Checkpoint, last_saved: Optional[int]) -> None:
+  """Writes `saved` to `path` atomically.
+
+  Raises:
+    checkpoints.DiskFullError: If the disk is full (the previous checkpoint
+      stays).
+  """
+  with checkpoints.disk_full_as(lambda: (
+      f'No space left on device to save round {saved.round_num} in {path}; '
+      f'it holds {f"round {last_saved}" if last_saved else "nothing yet"}: '
+      'free some space and run the same command to resume')):
+    reports.atomic_write(path, lambda f: pickle.dump(saved, f), mode='wb')
+
+
+def _run_result(state: AsyncState,
+                rows: list[dict[str, float]]) -> AsyncRunResult:
+  """The `AsyncRunResult` of a run that ended in `state`.
+
+  Warns of the updates of weight 0 the run discarded, if any, in sum.
+  """
+  if state.num_discarded:
+    logging.warning('%d arriving client update(s) of weight 0 were not '
+                    'given to the method in this run (of %d trained).',
+                    state.num_discarded, state.num_trained)
   return AsyncRunResult(state.weights, rows, state.num_trained,
-                        state.num_applied, state.num_dropped)
+                        state.num_applied, state.num_dropped,
+                        state.num_discarded)

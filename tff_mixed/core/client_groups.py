@@ -33,7 +33,7 @@ The group returns what aggregation needs (`GroupOutput`):
 
 *   the weighted mean of its members' updates and their weight total, so
     that the weighted mean over groups is the weighted mean over clients;
-*   the sum of its members' unfinalized metrics (`sum_then_finalize` sums);
+*   the sums of its members' unfinalized metrics and of their counts;
 *   the mean of its members' probe gradients and their count (diagnostics);
 *   with `federated_select` (the embedding table of arXiv:2205.13655, section
     4.3): the members' row updates scattered into the table's shape and the
@@ -200,8 +200,7 @@ def split_cohort(client_ids: Sequence[Any],
   ids = np.asarray(client_ids)
   if ids.ndim != 1 or ids.size == 0:
     raise ValueError('`client_ids` must be a non-empty sequence of ids.')
-  num_groups = math.ceil(ids.size / clients_per_group)
-  return [g for g in np.array_split(ids, num_groups)]
+  return list(np.array_split(ids, math.ceil(ids.size / clients_per_group)))
 
 
 def array_dataset_fn(
@@ -261,6 +260,7 @@ class GroupOutput(NamedTuple):
     probe_norm_squared: With probe gradients, the mean over the members of
       each one's own |g_i|^2 (not the norm of their mean: the server's
       sigma^2 estimate needs the spread between members too), else `()`.
+    clients: The sum of the members' `client_work.client_counts`.
   """
 
   update: Any
@@ -271,6 +271,7 @@ class GroupOutput(NamedTuple):
   row_weights: Any = ()
   records: Any = ()
   probe_norm_squared: Any = ()
+  clients: Any = ()
 
 
 def _zero_sums(model, config, selection, records):
@@ -289,7 +290,8 @@ def _zero_sums(model, config, selection, records):
                    tf.zeros([selection.num_rows], tf.float32)),
       records=() if records is None else records,
       probe_norm_squared=(tf.constant(0.0, tf.float32)
-                          if config.with_probe_gradient else ()))
+                          if config.with_probe_gradient else ()),
+      clients=client_work_lib.zero_client_counts())
 
 
 def _add_member(sums, output, keys, selection, record):
@@ -316,7 +318,8 @@ def _add_member(sums, output, keys, selection, record):
       row_weights=row_weights,
       records=(() if record is None else
                tf.nest.map_structure(tf.add, sums.records, record)),
-      probe_norm_squared=probe_norm_squared)
+      probe_norm_squared=probe_norm_squared,
+      clients=tf.nest.map_structure(tf.add, sums.clients, output.clients))
 
 
 def trains_from_batches(client_groups: ClientGroups,
@@ -421,15 +424,13 @@ def build_group_work(
     config: A `client_work.ClientWorkConfig`.
     optimizer: CLIENTOPTIMIZER.
     client_groups: The `ClientGroups`.
-    member_records: The aggregator's `aggregators.MemberRecords`, or
-      `None`.
+    member_records: The aggregator's `aggregators.MemberRecords`, or `None`.
   """
   client_update = client_work_lib.build_client_update_fn(
       distributor.client_model, config)
   selection = distributor.selection
   from_batches = trains_from_batches(client_groups, config, distributor)
-  # Merged batches arrive merged: each member then trains on them as its
-  # own data.
+  # Merged batches arrive merged: members train on them as their own data.
   batches_update = (client_work_lib.build_batches_update_fn(
       distributor.client_model,
       config._replace(local_data=client_work_lib.OwnData()))

@@ -40,6 +40,7 @@ step for step the one of TFF's `build_functional_model_delta_update`, which is
 what makes the `w_c = 0` equivalence with `build_weighted_fed_avg` exact.
 """
 
+import collections
 from typing import Any, NamedTuple, Optional
 
 import tensorflow as tf
@@ -71,6 +72,10 @@ class ClientOutput(NamedTuple):
       |g_i(x^(t))|^2 (float32; the server's sigma^2 estimate needs the
       cohort's mean of it, `round_estimates.py`), else
       `()`.
+    clients: `client_counts`: this client counted in the cohort, and
+      whether its update was dropped as non-finite or it trained on no
+      examples (int32 each; their sums over the cohort are
+      metrics['client_work']['clients']).
   """
 
   update: Any
@@ -78,6 +83,30 @@ class ClientOutput(NamedTuple):
   metrics: Any
   probe_gradient: Any
   probe_norm_squared: Any = ()
+  clients: Any = ()
+
+
+# The counts each client reports (`client_counts`), in order.
+CLIENT_COUNT_NAMES = ('count', 'non_finite', 'without_data')
+
+
+def client_counts(has_non_finite, num_examples):
+  """`OrderedDict(count=1, non_finite, without_data)` of one client (int32).
+
+  What the process sums over the cohort so that a user learns how many
+  clients a round had and how many of them carried no update: `non_finite`
+  is 1 if the client's update was dropped as non-finite (`has_non_finite`,
+  int32), `without_data` 1 if it trained on no examples (`num_examples`).
+  """
+  return collections.OrderedDict(zip(CLIENT_COUNT_NAMES, (
+      tf.constant(1, tf.int32), tf.cast(has_non_finite, tf.int32),
+      tf.cast(tf.equal(num_examples, 0), tf.int32))))
+
+
+def zero_client_counts():
+  """`client_counts`' structure, all zero: the counts of no client."""
+  return collections.OrderedDict(
+      (name, tf.constant(0, tf.int32)) for name in CLIENT_COUNT_NAMES)
 
 
 class PlainGradient(NamedTuple):
@@ -312,7 +341,8 @@ def _client_output(model, config: ClientWorkConfig, initial_trainable,
   probe_norm_squared = (model_types.global_norm_squared(probe_gradient)
                         if config.with_probe_gradient else ())
   return ClientOutput(update, weight, metrics_state, probe_gradient,
-                      probe_norm_squared)
+                      probe_norm_squared,
+                      client_counts(has_non_finite, num_examples))
 
 
 def build_client_update_fn(model: tff.learning.models.FunctionalModel,

@@ -28,7 +28,13 @@ work:
 *   the non-finite guard: a non-finite aggregated update or model is
     rejected as TFF's FedAvg finalizer does, leaving model, optimizer states
     and augmenting gradients as they were (metrics['finalizer']
-    `update_non_finite`).
+    `update_non_finite`, where TFF's FedAvg puts it), and metrics say why:
+    `aggregate_non_finite` if the clients' aggregated update was
+    non-finite (e.g. a mean over no client with weight: an empty cohort, or
+    every client dropped), `central_non_finite` if it was finite but the
+    server-side step made the model non-finite (the central steps, e.g. on
+    non-finite central data, the merge, or SERVEROPTIMIZER). Both are int32,
+    and exactly one is 1 in a skipped round.
 
 `initialize: ( -> OrderedDict(round_num, server_optimizer, merge_optimizer,
 federated_gradient, central_gradient))` gives the state parts it owns.
@@ -73,7 +79,11 @@ class FinalizerConfig(NamedTuple):
 
 
 class FinalizerOutput(NamedTuple):
-  """The state parts the finalizer returns, and metrics['finalizer']."""
+  """The state parts the finalizer returns, and metrics['finalizer'].
+
+  `metrics` is `OrderedDict(update_non_finite, aggregate_non_finite,
+  central_non_finite)`, int32 each (see the module docstring).
+  """
 
   model_weights: Any
   round_num: Any
@@ -138,6 +148,19 @@ def _recover_federated_gradient(config, aggregated_update, central_gradient,
       1.0 / config.federated_weight,
       tuple(t - config.central_weight * c
             for t, c in zip(mean_total_gradient, used_central_gradient)))
+
+
+def _guard_metrics(aggregate_finite, accept):
+  """metrics['finalizer']: whether the round was skipped, and why."""
+  skipped = tf.logical_not(accept)
+  return collections.OrderedDict(
+      update_non_finite=tf.cast(skipped, tf.int32),
+      # Why: the clients' aggregate (e.g. no client with weight), or the
+      # server-side step from a finite one (the central steps, e.g. on
+      # non-finite central data, the merge, SERVEROPTIMIZER).
+      aggregate_non_finite=tf.cast(tf.logical_not(aggregate_finite),
+                                   tf.int32),
+      central_non_finite=tf.cast(aggregate_finite & skipped, tf.int32))
 
 
 def _input_type(weights_type, initialize, central, config, needs_augmenting):
@@ -213,8 +236,8 @@ def build_finalizer(
             config.row_coverage[0])
       federated_gradient = _recover_federated_gradient(
           config, aggregated_update, inputs['augmenting_gradient'], coverage)
-    accept = (model_types.all_finite(aggregated_update)
-              & model_types.all_finite(new_x))
+    aggregate_finite = model_types.all_finite(aggregated_update)
+    accept = aggregate_finite & model_types.all_finite(new_x)
 
     def keep(new, old):
       return tf.nest.map_structure(
@@ -235,8 +258,7 @@ def build_finalizer(
         federated_gradient=keep(federated_gradient,
                                 inputs['federated_gradient']),
         central_gradient=central_gradient,
-        metrics=collections.OrderedDict(
-            update_non_finite=tf.cast(tf.logical_not(accept), tf.int32)))
+        metrics=_guard_metrics(aggregate_finite, accept))
 
   return Finalizer(initialize, next_computation, server_optimizer,
                    merge_optimizer if has_steps else None, needs_augmenting,

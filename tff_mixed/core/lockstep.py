@@ -258,7 +258,9 @@ def _add_members(sums, outputs, records, count):
       num_clients=sums.num_clients + tf.cast(count, tf.float32),
       records=(() if records is None else tf.nest.map_structure(
           lambda s, r: total(r, s), sums.records, records)),
-      probe_norm_squared=probe_norm_squared)
+      probe_norm_squared=probe_norm_squared,
+      clients=tf.nest.map_structure(lambda s, c: total(c, s), sums.clients,
+                                    outputs.clients))
 
 
 def train_members(batches_update: Callable[..., Any], optimizer: Any,

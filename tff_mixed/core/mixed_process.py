@@ -33,9 +33,12 @@ in its own module; an algorithm (`tff_mixed/algorithms/`) only chooses them:
 
 `next` holds only intrinsics; all math is in the components' TF
 computations. Client-placed values reach the server only through the
-aggregator, the metrics aggregator and (opt-in diagnostics) two
-`federated_mean`s and a `federated_sum` of the cohort size; with diagnostics off the clients upload exactly what FedAvg
-uploads. DESIGN.md says why the composition is written out here rather than
+aggregator, the metrics aggregator (the model's metrics and the clients'
+counts, `client_work.client_counts`: the cohort size and how many clients
+carried no update) and (opt-in diagnostics) two `federated_mean`s and a
+`federated_sum` of the cohort size; with diagnostics off the clients upload
+what FedAvg uploads and those three counts. DESIGN.md says why the
+composition is written out here rather than
 through TFF's `compose_learning_process` (g~_c is used by the distributor,
 the central work and the finalizer of one round).
 """
@@ -51,6 +54,7 @@ import tensorflow_federated as tff
 from tff_mixed.core import aggregators as aggregators_lib
 from tff_mixed.core import central_work as central_lib
 from tff_mixed.core import client_groups
+from tff_mixed.core import client_work as client_work_lib
 from tff_mixed.core import distributors as distributors_lib
 from tff_mixed.core import finalizer as finalizer_lib
 from tff_mixed.core import model_types
@@ -173,7 +177,20 @@ def _finalize(components, state, augmenting, aggregated, central):
           new_central_gradient=central.gradient)))
 
 
-def _build_next(model, components, metrics_aggregation_fn, state_type):
+def _counts_aggregation(metrics_aggregator):
+  """The aggregation of the clients' `client_work.client_counts`.
+
+  They leave the clients as the model's metrics do: by the same metrics
+  aggregator (so securely, with a secure one), each count a metric of its
+  own, finalized as summed. They tell a user how many clients the round had
+  and how many carried no update, rather than leaving it to a guess.
+  """
+  return metrics_aggregator(collections.OrderedDict(
+      (name, tf.identity) for name in client_work_lib.CLIENT_COUNT_NAMES))
+
+
+def _build_next(model, components, metrics_aggregation_fn,
+                counts_aggregation_fn, state_type):
   """`(<MixedFLState@SERVER, {B*}@CLIENTS> -> <state, metrics>@SERVER)`."""
   central = components.central_work
 
@@ -243,7 +260,8 @@ def _build_next(model, components, metrics_aggregation_fn, state_type):
         central_gradient=final.central_gradient))
     metrics = collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
-            train=metrics_aggregation_fn(client_outputs.metrics))),
+            train=metrics_aggregation_fn(client_outputs.metrics),
+            clients=counts_aggregation_fn(client_outputs.clients))),
         aggregator=aggregated.measurements,
         central=central_output.metrics,
         finalizer=final.metrics)
@@ -305,12 +323,19 @@ def build_mixed_process(
   *   `get_hparams: (MixedFLState -> H)`, `set_hparams: (<MixedFLState, H> ->
       MixedFLState)` for the server-side optimizers.
 
-  `M` is `OrderedDict(client_work=OrderedDict(train=<model metrics>),
+  `M` is `OrderedDict(client_work=OrderedDict(train=<model metrics>,
+  clients=OrderedDict(count=int32, non_finite=int32, without_data=int32)),
   aggregator=<aggregator measurements>, central=OrderedDict([bgd_G2,
   bgd_B2, sigma2, sigma_c2, beta, mixed_grad_norm2,] [loss=f_c(x^(t)) on
   the round's first central batch]) (`central_work.py`),
-  finalizer=OrderedDict(update_non_finite=int32))`, so training metrics sit
-  where `tff.learning.algorithms.build_weighted_fed_avg` puts them.
+  finalizer=OrderedDict(update_non_finite=int32, aggregate_non_finite=int32,
+  central_non_finite=int32))`, so training metrics sit where
+  `tff.learning.algorithms.build_weighted_fed_avg` puts them. `clients`
+  counts the round's clients, those whose update was dropped as non-finite
+  (weight 0, metrics reset) and those that trained on no examples (weight
+  0), summed over the cohort; `update_non_finite` is 1 when the round was
+  skipped (model and states kept), `aggregate_non_finite` and
+  `central_non_finite` say why (`finalizer.py`).
 
   Args:
     model: The `tff.learning.models.FunctionalModel` being trained.
@@ -325,7 +350,8 @@ def build_mixed_process(
   metrics_aggregator = (metrics_aggregator
                         or tff.learning.metrics.sum_then_finalize)
   next_fn = _build_next(model, components,
-                        metrics_aggregator(model.finalize_metrics), state_type)
+                        metrics_aggregator(model.finalize_metrics),
+                        _counts_aggregation(metrics_aggregator), state_type)
 
   @tff.tensorflow.computation(state_type.member)
   def get_model_weights(state):

@@ -104,6 +104,31 @@ def check_positive_int(name: str, value: Any, allow_none: bool = False,
     raise ValueError(f'`{name}` must be a {kind} int, got {value!r}.')
 
 
+def check_central_batch_size(central_batch_size: Any,
+                             objective: Optional[Any]) -> None:
+  """A positive int, and at most the central examples where they are known.
+
+  `central_objective.sample_batch` would silently give the whole central
+  set instead: fewer examples a step than the run was built with. Numpy
+  data, an `ExampleStore` and datasets (read into arrays by
+  `central_data_objective`) know their size; a regularizer has no data.
+
+  Raises:
+    ValueError: If `central_batch_size` is not a positive int or exceeds
+      the central examples, naming both.
+  """
+  check_positive_int('central_batch_size', central_batch_size)
+  if objective is None or not objective.has_data:
+    return
+  num_examples = objective.num_examples
+  if central_batch_size > num_examples:
+    raise ValueError(
+        f'`central_batch_size` is {central_batch_size}, but the central '
+        f'objective ({objective.name}) holds {num_examples} examples; give '
+        f'at most {num_examples} (all of them: full-batch central '
+        'gradients).')
+
+
 def check_positive_float(name: str, value: Any, allow_none: bool = False):
   if value is None and allow_none:
     return

@@ -23,12 +23,20 @@ simulation needs:
   is refused with a message, never loaded into the wrong structure;
 * a latest checkpoint that cannot be read (a save cut off by a kill) is
   skipped in favour of the previous one, and the fallback is reported;
+* a run resumed without the metrics of the rounds its checkpoints hold (a
+  deleted metrics file) is refused, naming what is missing
+  (`check_metrics_cover`);
 * one process at a time writes a checkpoint directory (`run_lock`), and the
   one that claims it clears what a writer killed mid-save left: TFF writes
   `program_state_N_tempXXXX` and renames it to `program_state_N` when done.
 """
 
 import asyncio
+from collections.abc import Callable, Iterator
+import contextlib
+import csv
+import errno
+import io
 import json
 import os
 import re
@@ -40,6 +48,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_mixed.training import reports
 from tff_mixed.training import run_lock
 
 FINGERPRINT_FILE = 'experiment_fingerprint.json'
@@ -93,12 +102,80 @@ def claim_directory(directory: str) -> None:
     OSError: If the directory or its lock file cannot be created.
   """
   run_lock.lock_run_directory(directory)
-  for name in sorted(os.listdir(directory)):
-    path = os.path.join(directory, name)
-    if _TEMP_PATTERN.fullmatch(name) and os.path.isdir(path):
-      logging.warning('Removing %s, a checkpoint save cut off by the end of '
-                      'its process.', path)
-      shutil.rmtree(path)
+  for path in _cut_off_saves(directory):
+    logging.warning('Removing %s, a checkpoint save cut off by the end of '
+                    'its process.', path)
+    shutil.rmtree(path)
+
+
+def _cut_off_saves(directory: str) -> list[str]:
+  """The `program_state_N_temp*` directories in `directory`, sorted."""
+  return [os.path.join(directory, name)
+          for name in sorted(os.listdir(directory))
+          if _TEMP_PATTERN.fullmatch(name)
+          and os.path.isdir(os.path.join(directory, name))]
+
+
+# What a full disk (or an exhausted quota) says: an OSError's errno, or the
+# text TensorFlow's file system puts in the error it raises instead (a
+# `tf.errors.ResourceExhaustedError` from a SavedModel or gfile write).
+_DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_DISK_FULL_TEXTS = tuple(os.strerror(e) for e in _DISK_FULL_ERRNOS)
+
+
+def is_disk_full(error: BaseException) -> bool:
+  """Whether `error` says a write failed for want of disk space."""
+  if isinstance(error, OSError) and error.errno in _DISK_FULL_ERRNOS:
+    return True
+  return (isinstance(error, (OSError, tf.errors.OpError))
+          and any(text in str(error) for text in _DISK_FULL_TEXTS))
+
+
+class DiskFullError(OSError):
+  """A write of a run failed for want of disk space; its message says what
+  was kept and how to resume."""
+
+  def __init__(self, message: str):
+    super().__init__(errno.ENOSPC, message)
+
+  def __str__(self) -> str:
+    return self.strerror
+
+
+@contextlib.contextmanager
+def disk_full_as(message: Callable[[], str]) -> Iterator[None]:
+  """Raises `DiskFullError(message())` for a disk-full error in the block.
+
+  Other errors pass unchanged; the disk-full one is its `__cause__`.
+  """
+  try:
+    yield
+  except Exception as error:  # pylint: disable=broad-exception-caught
+    if not is_disk_full(error):
+      raise
+    raise DiskFullError(message()) from error
+
+
+def _read_fingerprint(path: str) -> dict[str, Any]:
+  """The fingerprint at `path`.
+
+  Raises:
+    CheckpointMismatchError: Naming `path`, if it is not a JSON object.
+  """
+  try:
+    with open(path, encoding='utf-8') as f:
+      fingerprint = json.load(f)
+  except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError included.
+    raise CheckpointMismatchError(
+        f'{path} is damaged ({e}), so the checkpoints beside it cannot be '
+        'matched to this run: restore it, or delete that directory to start '
+        'over.') from e
+  if not isinstance(fingerprint, dict):
+    raise CheckpointMismatchError(
+        f'{path} is damaged (a JSON {type(fingerprint).__name__}, not an '
+        'object), so the checkpoints beside it cannot be matched to this '
+        'run: restore it, or delete that directory to start over.')
+  return fingerprint
 
 
 class Checkpointer:
@@ -134,8 +211,7 @@ class Checkpointer:
     self.claim()
     path = self._fingerprint_path()
     if os.path.exists(path):
-      with open(path) as f:
-        existing = json.load(f)
+      existing = _read_fingerprint(path)
       if existing != self._fingerprint:
         diff = sorted(
             k for k in set(existing) | set(self._fingerprint)
@@ -207,11 +283,26 @@ class Checkpointer:
     return initial_state, 0
 
   def save(self, state, round_num: int) -> None:
-    run_sync(self._manager.save(state, round_num))
+    """Saves `state` as round `round_num`.
+
+    Raises:
+      DiskFullError: If the disk is full; the unfinished save is removed
+        and the checkpoints before it are left intact.
+    """
+    def failed_save() -> str:
+      # The directory is this process's (`claim`): any unfinished save in
+      # it is the one that just failed.
+      for path in _cut_off_saves(self.directory):
+        shutil.rmtree(path, ignore_errors=True)
+      return (f'No space left on device to save round {round_num} in '
+              f'{self.directory}')
+
+    with disk_full_as(failed_save):
+      run_sync(self._manager.save(state, round_num))
 
 
 class RoundSaver:
-  """When a run saves its state: every `every` rounds, the last, on Ctrl-C.
+  """When a run saves its state: every `every` rounds, the last, on a stop.
 
   Attributes:
     last_saved: The newest round saved or resumed from (None: none yet).
@@ -235,16 +326,58 @@ class RoundSaver:
       self.last_saved = round_num
 
   def save_newest(self, name: str) -> None:
-    """Saves the newest state if no checkpoint holds it (on Ctrl-C).
+    """Saves the newest state if no checkpoint holds it (on a stop).
 
     A failed save is logged, not raised: the checkpoints before it stay.
     """
     round_num, state = self._newest
     if state is None or round_num == self.last_saved:
       return
+    if self._checkpointer.latest_version() == round_num:
+      # Saved on schedule, by a save a signal cut short of counting it.
+      self.last_saved = round_num
+      return
     try:
       self._checkpointer.save(state, round_num)
       self.last_saved = round_num
     except Exception as error:  # pylint: disable=broad-exception-caught
-      logging.warning('%s: could not save round %d on Ctrl-C: %s', name,
+      logging.warning('%s: could not save round %d on stopping: %s', name,
                       round_num, error)
+
+
+def check_metrics_cover(metrics_path: str, start_round: int,
+                        checkpoint_dir: str, round_key: str) -> None:
+  """Checks a resumed run's metrics CSV holds rounds 1..`start_round`.
+
+  Its rows are keyed by the column `round_key`.
+
+  The runner writes a round's metrics before its checkpoint, so a run
+  resuming after round `start_round` has their rows; without them (the file
+  deleted, or replaced by an older copy) the resumed run would go on
+  without the history of the rounds its model has trained. A last row cut
+  off mid-write (a kill, a full disk) belongs to a round after the
+  checkpoint, which is trained again: it is dropped.
+
+  Raises:
+    ValueError: Naming the file and the missing rounds.
+  """
+  try:
+    with open(metrics_path, newline='') as f:
+      text = f.read()
+  except FileNotFoundError:
+    text = ''
+  if text and not text.endswith('\n'):
+    text = text[:text.rfind('\n') + 1]
+    reports.atomic_write_text(metrics_path, text)
+    logging.warning('%s: dropped its last row, cut off while it was being '
+                    'written; its round is trained again.', metrics_path)
+  found = {row.get(round_key) for row in csv.DictReader(io.StringIO(text))}
+  missing = [r for r in range(1, start_round + 1) if str(r) not in found]
+  if missing:
+    rounds = (f'round {missing[0]}' if len(missing) == 1 else
+              f'{len(missing)} rounds from {missing[0]} to {missing[-1]}')
+    what = ('is missing' if not text else f'has no row for {rounds}')
+    raise ValueError(
+        f'{metrics_path} {what}, although the checkpoints in '
+        f'{checkpoint_dir} reach round {start_round}: restore the file, or '
+        'delete both directories to train from round 1 again.')

@@ -24,11 +24,21 @@ that names the PID of the holder, before it writes anything.
 
 A process may lock the same directory again (the runner claims a run once
 before building its process and again when training starts): the lock is
-taken once per process.
+taken once per process, and held until the process ends or releases it
+(`unlock_run_directory`: the runner does when its run ends).
+
+`claimed_output_directory` does the same for a binary's whole output
+directory, where one invocation writes files of its own (a table, a plot,
+its config) beside its runs: a second invocation on the directory, even
+with other scenarios, would overwrite them.
 """
 
+from collections.abc import Iterator
+import contextlib
 import fcntl
 import os
+
+from tff_mixed.training import reports
 
 LOCK_FILE = '.run.lock'
 
@@ -60,11 +70,29 @@ def lock_run_directory(path: str) -> None:
     OSError: If the directory or its lock file cannot be created.
   """
   os.makedirs(path, exist_ok=True)
-  key = os.path.realpath(path)
+  _lock(os.path.join(path, LOCK_FILE), path)
+
+
+def lock_run_file(path: str) -> None:
+  """Locks the run whose state is the one file `path`, for this process.
+
+  For a run whose state is one file, replaced whole at every save (a
+  locked file would be replaced by an unlocked one): the lock is on
+  `path + '.lock'`, beside it.
+
+  Raises:
+    DirectoryInUseError: If another process holds the lock.
+    OSError: If the lock file cannot be created.
+  """
+  _lock(path + '.lock', path)
+
+
+def _lock(lock_path: str, what: str) -> None:
+  """Takes the lock of `lock_path` for this process; `what` is locked."""
+  key = os.path.realpath(lock_path)
   if key in _held:
     return
-  fd = os.open(os.path.join(path, LOCK_FILE),
-               os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+  fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
   try:
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
   except BlockingIOError:
@@ -74,7 +102,7 @@ def lock_run_directory(path: str) -> None:
     # means we looked in between.
     by = f'process {holder}' if holder.isdigit() else 'another process'
     raise DirectoryInUseError(
-        f'{path} is in use by {by}; wait for that run to end (or stop it) '
+        f'{what} is in use by {by}; wait for that run to end (or stop it) '
         'before running it again, or use another output directory or '
         'experiment name.') from None
   except BaseException:
@@ -83,3 +111,63 @@ def lock_run_directory(path: str) -> None:
   os.ftruncate(fd, 0)
   os.pwrite(fd, f'{os.getpid()}\n'.encode('ascii'), 0)
   _held[key] = fd
+
+
+def unlock_run_directory(path: str) -> None:
+  """Releases this process's lock of run directory `path`, if it holds one.
+
+  For a process that goes on after a run (a notebook, a test, a binary
+  running several): another process may take the run up from there.
+  """
+  _unlock(os.path.join(path, LOCK_FILE))
+
+
+def unlock_run_file(path: str) -> None:
+  """Releases this process's lock of the run file `path` (`lock_run_file`),
+  if it holds one, and removes the lock file.
+
+  Removed while still held, so no other process can hold that file: one
+  that opens the path afterwards creates and locks a new one, and this
+  process writes nothing more.
+  """
+  _unlock(path + '.lock', remove=True)
+
+
+def _unlock(lock_path: str, remove: bool = False) -> None:
+  fd = _held.pop(os.path.realpath(lock_path), None)
+  if fd is not None:
+    if remove:
+      try:
+        os.remove(lock_path)
+      except FileNotFoundError:
+        pass
+    os.close(fd)  # The kernel drops the flock with its last descriptor.
+
+
+@contextlib.contextmanager
+def claimed_output_directory(path: str, what: str = 'output directory'
+                             ) -> Iterator[str]:
+  """Creates directory `path` if needed and holds its lock for the block.
+
+  For everything one invocation writes under `path`. A block inside
+  another that holds the same directory leaves the lock to the outer one.
+
+  Args:
+    path: The directory.
+    what: What it is, for the error messages (e.g. '--output_dir').
+
+  Yields:
+    `path`.
+
+  Raises:
+    DirectoryInUseError: If another process holds it.
+    OSError: If it cannot be created (`reports.make_directory`).
+  """
+  reports.make_directory(path, what)
+  held_already = os.path.realpath(os.path.join(path, LOCK_FILE)) in _held
+  lock_run_directory(path)
+  try:
+    yield path
+  finally:
+    if not held_already:
+      unlock_run_directory(path)

@@ -29,7 +29,9 @@ clearing the unfinished save of a killed run), releases each round's
 metrics to CSV (one row per round, rows past a resumed checkpoint
 replaced), TensorBoard and the log, shows a progress bar with rounds/s and
 ETA on terminals, evaluates every few rounds, and stops on divergence
-naming the round and the last good checkpoint, which stays intact. Client
+naming the round and the last good checkpoint, which stays intact. Ctrl-C
+(SIGINT) and SIGTERM stop it after saving its newest round, a full disk
+with one error naming what was kept (`stop_signals`, `checkpoints`). Client
 selection must be a pure function of the round number (e.g.
 `tff.simulation.build_uniform_sampling_fn` with a seed) and our processes
 key all server-side sampling on the round in their state, so a run killed
@@ -39,33 +41,34 @@ With a process built with `client_groups` (the fast simulation mode), the
 runner splits each round's flat list of client ids into groups, one per core
 by default (`clients_per_group`).
 
-The round loop itself (divergence checks, evaluation, progress) is
-`run_rounds`, which the asynchronous simulation
+The round loop itself (divergence checks, evaluation, progress, the
+rounds a TFF call runs) is `round_loop`, which the asynchronous simulation
 (`asynchronous.simulation.run_async`) shares.
 """
 
-import collections
 from collections.abc import Callable, Mapping
 import json
-import math
 import os
-import time
+import signal
 from typing import Any, NamedTuple, Optional
 
 from absl import logging
 import numpy as np
 import tensorflow_federated as tff
-import tqdm
 
 from tff_mixed import runtime
 from tff_mixed.core import client_groups
 from tff_mixed.core import multi_round
 from tff_mixed.training import checkpoints as checkpoints_lib
 from tff_mixed.training import reports
+from tff_mixed.training import round_loop
+from tff_mixed.training import run_lock
+from tff_mixed.training import stop_signals
 
 METRICS_FILE = 'metrics.csv'
 HPARAMS_FILE = 'hparams.json'
-ROUND_KEY = 'round_num'
+# A round's key in the metrics CSV and in `RunResult.history`.
+ROUND_KEY = round_loop.ROUND_KEY
 
 
 class DivergenceError(RuntimeError):
@@ -73,27 +76,39 @@ class DivergenceError(RuntimeError):
 
 
 class RunInterrupted(KeyboardInterrupt):
-  """Ctrl-C (SIGINT) stopped `run_training`, which saved its newest state.
+  """Ctrl-C (SIGINT) or SIGTERM stopped `run_training`, which saved its
+  newest state.
 
   Its message, the one line a binary prints instead of a traceback, says
   which round the run got to and that the same command resumes it.
+
+  Attributes:
+    signum: The signal that stopped the run (`signal.SIGINT` or
+      `signal.SIGTERM`): a binary exits with status 128 + signum.
   """
+
+  def __init__(self, message: str, signum: int = signal.SIGINT):
+    super().__init__(message)
+    self.signum = signum
 
 
 def interrupted_message(name: str, last_round: int,
-                        checkpoint: Optional[int]) -> str:
+                        checkpoint: Optional[int],
+                        signum: int = signal.SIGINT) -> str:
   """The line for run `name` stopped after `last_round` (0: none ended).
 
   `checkpoint` is its last saved round (None: none yet), where a rerun
-  resumes.
+  resumes; `signum` the signal that stopped it.
   """
+  how = ('interrupted' if signum == signal.SIGINT else
+         f'stopped by {signal.Signals(signum).name}')
   if checkpoint is None:
-    return (f'interrupted in round {last_round + 1} of {name}, before its '
-            'first checkpoint; run the same command to start it again')
+    return (f'{how} in round {last_round + 1} of {name}, before its first '
+            'checkpoint; run the same command to start it again')
   if checkpoint == last_round:
-    return (f'interrupted after round {last_round} of {name}; run the same '
-            'command to resume')
-  return (f'interrupted after round {last_round} of {name} (last checkpoint: '
+    return (f'{how} after round {last_round} of {name}; run the same command '
+            'to resume')
+  return (f'{how} after round {last_round} of {name} (last checkpoint: '
           f'round {checkpoint}); run the same command to resume from it')
 
 
@@ -113,18 +128,6 @@ class RunResult(NamedTuple):
   resumed_from: int
   metrics_path: str
   checkpoint_dir: str
-
-
-def flatten_metrics(metrics: Mapping[str, Any], prefix: str = '') -> dict:
-  """Flattens nested metrics to `{'a/b/c': float}`, keeping scalars only."""
-  flat = collections.OrderedDict()
-  for key, value in metrics.items():
-    name = f'{prefix}{key}'
-    if isinstance(value, Mapping):
-      flat.update(flatten_metrics(value, name + '/'))
-    elif np.ndim(value) == 0 and not isinstance(value, (str, bytes, tuple)):
-      flat[name] = float(value)
-  return flat
 
 
 def output_dirs(root_output_dir: str, experiment_name: str) -> dict[str, str]:
@@ -166,8 +169,20 @@ def _check_positive_int(name, value):
     raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
 
 
-def _non_finite(flat: Mapping[str, float]) -> list[str]:
-  return [k for k, v in flat.items() if not math.isfinite(v)]
+def check_experiment_name(name: Any) -> None:
+  """Raises ValueError unless `name` names one directory of its own.
+
+  '.' and '..' are refused too: they would put the run's checkpoints,
+  metrics and lock straight into (or above) the output root, beside other
+  runs.
+  """
+  separators = {os.sep, os.altsep} - {None}
+  if (not isinstance(name, str) or name in ('', os.curdir, os.pardir)
+      or any(s in name for s in separators) or '\0' in name):
+    raise ValueError(
+        '`experiment_name` must name one directory (not empty, "." or "..", '
+        f'without {" or ".join(map(repr, sorted(separators)))}), got '
+        f'{name!r}.')
 
 
 def prepare_run(root_output_dir: str, experiment_name: str,
@@ -179,8 +194,9 @@ def prepare_run(root_output_dir: str, experiment_name: str,
   seconds, not after the build. `run_training` calls it again.
 
   Claiming takes the run's lock (`run_lock`, on its checkpoint directory)
-  before anything is written, held until this process ends: a second
-  process on the same run is refused, naming the first one's PID. The
+  before anything is written, held until this process ends or its
+  `run_training` does: a second process on the same run is refused, naming
+  the first one's PID. The
   process that owns the run also gets its TFF workers ended with it
   (`runtime.register_worker_cleanup`, which importing tff_mixed does not
   call).
@@ -201,9 +217,7 @@ def prepare_run(root_output_dir: str, experiment_name: str,
     run_lock.DirectoryInUseError: If another process is running this run.
   """
   runtime.register_worker_cleanup()
-  if not experiment_name or os.sep in experiment_name:
-    raise ValueError('`experiment_name` must be a non-empty name without '
-                     f'{os.sep!r}, got {experiment_name!r}.')
+  check_experiment_name(experiment_name)
   dirs = output_dirs(root_output_dir, experiment_name)
   # The run's lock comes first: a second process on the run writes nothing,
   # not even a write probe. Creating the lock file probes the directory.
@@ -289,14 +303,21 @@ def run_training(
     A `RunResult`.
 
   Raises:
-    ValueError: For bad arguments or an output directory that is not
-      writable.
+    ValueError: For bad arguments, an output directory that is not
+      writable, or a resumed run whose metrics.csv lacks rounds its
+      checkpoints hold (`check_metrics_cover`).
     checkpoints_lib.CheckpointMismatchError: If the checkpoints belong to
-      another configuration or model.
+      another configuration or model, or their fingerprint is damaged.
     DivergenceError: On a non-finite training metric, evaluation metric or
       model weight; the last good checkpoint is left intact.
-    RunInterrupted: On Ctrl-C (KeyboardInterrupt) during the rounds, after
-      saving the newest state (`checkpoints.RoundSaver.save_newest`).
+    RunInterrupted: On Ctrl-C (KeyboardInterrupt: SIGINT, even in a process
+      started with SIGINT ignored) or SIGTERM during the rounds, after
+      saving the newest state (`checkpoints.RoundSaver.save_newest`). A
+      signal that lands while a round's metrics and checkpoint are written
+      takes effect once they are (`stop_signals`).
+    checkpoints_lib.DiskFullError: (An OSError.) If the disk fills up; the
+      checkpoints before the round are left intact, and the same call
+      resumes once there is space.
   """
   _check_run_args(process, clients_per_group, total_rounds=total_rounds,
                   rounds_per_checkpoint=rounds_per_checkpoint,
@@ -304,197 +325,113 @@ def run_training(
                   keep_checkpoints=keep_checkpoints,
                   rounds_per_call=rounds_per_call)
   dirs = prepare_run(root_output_dir, experiment_name, hparams)
-  checkpointer = checkpoints_lib.Checkpointer(
-      dirs['checkpoints'], fingerprint=hparams, keep_total=keep_checkpoints)
-
-  state, start_round = checkpointer.restore(process.initialize())
-  if start_round:
-    logging.info('%s: resuming after round %d from %s', experiment_name,
-                 start_round, dirs['checkpoints'])
-  metrics_path = os.path.join(dirs['results'], METRICS_FILE)
-  managers = tff.program.GroupingReleaseManager([
-      tff.program.CSVFileReleaseManager(
-          metrics_path, save_mode=tff.program.CSVSaveMode.APPEND,
-          key_fieldname=ROUND_KEY),
-      tff.program.TensorBoardReleaseManager(dirs['logdir']),
-  ])
-  saver = checkpoints_lib.RoundSaver(checkpointer, rounds_per_checkpoint,
-                                     total_rounds, start_round)
-  last_round = [start_round]
-
-  # A call stops at a round whose state is needed.
-  state_every = [rounds_per_checkpoint] + (
-      [] if evaluation_fn is None else [rounds_per_evaluation])
-  next_fn = _chained_next_fn(process, client_data_fn, clients_per_group, (
-      lambda r: multi_round.last_round_of_call(r, rounds_per_call,
-                                               total_rounds, state_every)))
-
-  def diverged(round_num, bad):
-    where = (f'checkpoint {saver.last_saved} in {dirs["checkpoints"]}'
-             if saver.last_saved else 'none (no checkpoint was saved yet)')
-    return DivergenceError(
-        f'{experiment_name} diverged at round {round_num}: non-finite '
-        f'{", ".join(bad)}. Last good checkpoint: {where}, left intact.')
-
-  def finish_round(round_num, state, flat):
-    checkpoints_lib.run_sync(managers.release(flat, key=round_num))
-    saver.round_ended(round_num, state)
-    last_round[0] = round_num
-    if round_end_fn is not None:
-      round_end_fn(round_num)
-
+  # The run's lock is released when the run ends, however it ends: the
+  # process may go on (a notebook, several runs), and another one may then
+  # take the run up (`scripts/carry_run.py`, a resume elsewhere).
   try:
-    state, history = run_rounds(
-        next_fn, state, first_round=start_round, total_rounds=total_rounds,
-        name=experiment_name, diverged=diverged, finish_round_fn=finish_round,
-        evaluation_fn=None if evaluation_fn is None else (
-            lambda w: flatten_metrics(evaluation_fn(w), 'eval/')),
-        rounds_per_evaluation=rounds_per_evaluation, progress=progress)
-  except KeyboardInterrupt as e:
-    if isinstance(e, RunInterrupted):
-      raise
-    # A save cut off by a second Ctrl-C is a temp dir the next run clears.
-    saver.save_newest(experiment_name)
-    raise RunInterrupted(interrupted_message(
-        experiment_name, last_round[0], saver.last_saved)) from e
-  return RunResult(state=state, history=history, resumed_from=start_round,
-                   metrics_path=metrics_path,
-                   checkpoint_dir=dirs['checkpoints'])
+    checkpointer = checkpoints_lib.Checkpointer(
+        dirs['checkpoints'], fingerprint=hparams, keep_total=keep_checkpoints)
+    state, start_round = checkpointer.restore(process.initialize())
+    metrics_path = os.path.join(dirs['results'], METRICS_FILE)
+    if start_round:
+      checkpoints_lib.check_metrics_cover(metrics_path, start_round,
+                                          dirs['checkpoints'], ROUND_KEY)
+      logging.info('%s: resuming after round %d from %s', experiment_name,
+                   start_round, dirs['checkpoints'])
+    writer = _RoundWriter(
+        experiment_name, root_output_dir, metrics_path, dirs['logdir'],
+        checkpoints_lib.RoundSaver(checkpointer, rounds_per_checkpoint,
+                                   total_rounds, start_round),
+        round_end_fn)
+    # A call stops at a round whose state is needed.
+    state_every = [rounds_per_checkpoint] + (
+        [] if evaluation_fn is None else [rounds_per_evaluation])
+    next_fn = round_loop.chained_next_fn(
+        process, client_data_fn, clients_per_group,
+        lambda r: multi_round.last_round_of_call(r, rounds_per_call,
+                                                 total_rounds, state_every))
+
+    def diverged(round_num, bad):
+      last_saved = writer.saver.last_saved
+      where = (f'checkpoint {last_saved} in {dirs["checkpoints"]}'
+               if last_saved else 'none (no checkpoint was saved yet)')
+      return DivergenceError(
+          f'{experiment_name} diverged at round {round_num}: non-finite '
+          f'{", ".join(bad)}. Last good checkpoint: {where}, left intact.')
+
+    # SIGINT (even where the process started with it ignored) and SIGTERM
+    # stop the run as Ctrl-C does, saving its newest round.
+    with stop_signals.stop_on_signals():
+      try:
+        state, history = round_loop.run_rounds(
+            next_fn, state, first_round=start_round, total_rounds=total_rounds,
+            name=experiment_name, diverged=diverged, finish_round_fn=writer,
+            evaluation_fn=None if evaluation_fn is None else (
+                lambda w: round_loop.flatten_metrics(evaluation_fn(w),
+                                                     'eval/')),
+            rounds_per_evaluation=rounds_per_evaluation, progress=progress)
+      except RunInterrupted:
+        raise
+      except KeyboardInterrupt as e:
+        raise writer.stopped(e) from e
+    return RunResult(state=state, history=history, resumed_from=start_round,
+                     metrics_path=metrics_path,
+                     checkpoint_dir=dirs['checkpoints'])
+  finally:
+    run_lock.unlock_run_directory(dirs['checkpoints'])
 
 
-def _chained_next_fn(process, client_data_fn: Callable[[int], Any],
-                     clients_per_group: int,
-                     call_end: Callable[[int], int]):
-  """`run_rounds`' `next_fn`, running rounds `r..call_end(r)` a TFF call.
+class _RoundWriter:
+  """What `run_training` writes at the end of each round, and on a stop.
 
-  It hands them out one by one: the rounds before the last get their
-  metrics, no state (`None`: `call_end` stops at checkpoints) and no
-  weights to check; the last gets the state and the weights.
+  Called as `run_rounds`' `finish_round_fn`: releases the round's metrics
+  (CSV, TensorBoard), saves its checkpoint on schedule (`saver`), then calls
+  `round_end_fn`. A stop signal that arrives meanwhile waits for the writes
+  (`stop_signals.deferred`): cut off, they would leave a save half-written
+  and a round saved but not counted.
+
+  Attributes:
+    saver: The run's `checkpoints.RoundSaver`.
+    last_round: The last round written (the start round before any).
   """
-  pending, chained, prepared = {}, {}, {}
 
-  def next_fn(state, round_num):
-    if round_num in pending:
-      return pending.pop(round_num)
-    rounds = range(round_num, call_end(round_num) + 1)
-    for r in rounds:  # Kept for the next call if this one runs fewer.
-      if r not in prepared:
-        prepared[r] = _grouped(process, client_data_fn(r), clients_per_group)
-    data = [prepared[r] for r in rounds]
-    if len(rounds) == 1 or len({len(d) for d in data}) > 1:
-      # One round a call (also when cohorts differ in CLIENTS members,
-      # which one TFF call cannot take).
-      output = process.next(state, data[0])
-      rounds, final, metrics = rounds[:1], output.state, [output.metrics]
-    else:
-      if len(rounds) not in chained:
-        chained[len(rounds)] = multi_round.build_multi_round_next(
-            process.next, len(rounds))
-      output = chained[len(rounds)](state, data)
-      final, metrics = output['state'], output['metrics']
-    for r, round_metrics in zip(rounds, metrics):
-      del prepared[r]
-      last = r == rounds[-1]
-      pending[r] = (final if last else None,
-                    flatten_metrics(round_metrics, 'train/'),
-                    process.get_model_weights(final) if last else ())
-    return pending.pop(round_num)
+  def __init__(self, name: str, root_output_dir: str, metrics_path: str,
+               logdir: str, saver: checkpoints_lib.RoundSaver,
+               round_end_fn: Optional[Callable[[int], None]]):
+    self._name, self._root = name, root_output_dir
+    self._managers = tff.program.GroupingReleaseManager([
+        tff.program.CSVFileReleaseManager(
+            metrics_path, save_mode=tff.program.CSVSaveMode.APPEND,
+            key_fieldname=ROUND_KEY),
+        tff.program.TensorBoardReleaseManager(logdir),
+    ])
+    self.saver = saver
+    self._round_end_fn = round_end_fn
+    self.last_round = saver.last_saved or 0
 
-  return next_fn
+  def __call__(self, round_num: int, state: Any,
+               flat: Mapping[str, float]) -> None:
+    def disk_full() -> str:
+      kept = (f'checkpoints up to round {self.saver.last_saved} are intact'
+              if self.saver.last_saved else 'no checkpoint was saved yet')
+      return (f'No space left on device to write round {round_num} of '
+              f'{self._name} (under {self._root}); {kept}: free some space '
+              'and run the same command to resume')
 
+    with stop_signals.deferred(), checkpoints_lib.disk_full_as(disk_full):
+      checkpoints_lib.run_sync(self._managers.release(flat, key=round_num))
+      self.saver.round_ended(round_num, state)
+      self.last_round = round_num
+    if self._round_end_fn is not None:
+      self._round_end_fn(round_num)
 
-def _grouped(process, client_data: Any, clients_per_group: int) -> Any:
-  """`client_data` split into groups, if `process` takes groups of ids.
+  def stopped(self, error: KeyboardInterrupt) -> 'RunInterrupted':
+    """Saves the newest round after a stop by `error`; the error to raise.
 
-  A process built with `client_groups` takes one id vector per CLIENTS
-  member; a flat list of scalar ids becomes `split_cohort` groups of
-  `clients_per_group` (0: one group per core). Anything else is passed on.
-  """
-  member = process.next.type_signature.parameter[1].member
-  takes_groups = (isinstance(member, tff.TensorType)
-                  and member.shape is not None and len(member.shape) == 1)
-  if not takes_groups or not all(np.ndim(c) == 0 for c in client_data):
-    return client_data
-  size = client_groups.clients_per_group_for(clients_per_group,
-                                             len(client_data))
-  return [np.asarray(g, member.dtype)
-          for g in client_groups.split_cohort(client_data, size)]
-
-
-def _trainable(weights: Any) -> Any:
-  return getattr(weights, 'trainable', weights)
-
-
-def run_rounds(
-    next_fn: Callable[[Any, int], tuple[Any, Mapping[str, float], Any]],
-    state: Any,
-    *,
-    first_round: int,
-    total_rounds: int,
-    name: str,
-    diverged: Callable[[int, list[str]], Exception],
-    finish_round_fn: Optional[Callable[[int, Any, dict], None]] = None,
-    evaluation_fn: Optional[Callable[[Any], Mapping[str, float]]] = None,
-    rounds_per_evaluation: int = 1,
-    check_metrics: bool = True,
-    progress: Optional[bool] = None,
-) -> tuple[Any, list[dict[str, float]]]:
-  """The round loop of synchronous and asynchronous training.
-
-  Runs rounds `first_round + 1, ..., total_rounds`. Each round
-  `next_fn(state, round_num)` returns `(new_state, metrics, weights)`; the
-  model weights (their `trainable` part for a `tff.learning.models.
-  ModelWeights`) must be finite, and so must the metrics with
-  `check_metrics`. Every `rounds_per_evaluation` rounds and after the last,
-  `evaluation_fn(weights)` adds its metrics (checked likewise). A bad round
-  raises `diverged(round_num, what_was_bad)` and keeps the previous state;
-  a good one becomes the state, then `finish_round_fn(round_num, state,
-  metrics)` releases it (metrics files, checkpoints, hooks). A progress bar
-  (`progress`: True, False, or None for terminals only) or, without one, a
-  log line every tenth of the run shows rounds/s and the ETA.
-
-  `run_training` drives a `tff.learning.templates.LearningProcess` with it,
-  `asynchronous.simulation.run_async` an `AsyncProcess`.
-
-  Returns:
-    `(final_state, history)`, history holding per round its metrics and
-    `ROUND_KEY`.
-
-  Raises:
-    The exception `diverged` returns, on a non-finite value.
-  """
-  history = []
-  bar = tqdm.tqdm(total=total_rounds, initial=first_round, unit='round',
-                  desc=name, disable=None if progress is None else not progress)
-  log_every = max(1, total_rounds // 10)
-  started = time.perf_counter()
-  with bar:
-    for round_num in range(first_round + 1, total_rounds + 1):
-      new_state, metrics, weights = next_fn(state, round_num)
-      flat = dict(metrics)
-      bad = _non_finite(flat) if check_metrics else []
-      if not all(np.all(np.isfinite(w)) for w in _trainable(weights)):
-        bad.append('model weights')
-      if (evaluation_fn is not None and not bad and
-          (round_num % rounds_per_evaluation == 0
-           or round_num == total_rounds)):
-        eval_metrics = dict(evaluation_fn(weights))
-        if check_metrics:
-          bad += _non_finite(eval_metrics)
-        flat.update(eval_metrics)
-      if bad:
-        raise diverged(round_num, bad)
-      state = new_state
-      if finish_round_fn is not None:
-        finish_round_fn(round_num, state, flat)
-      history.append(dict(flat, **{ROUND_KEY: round_num}))
-      bar.update(1)
-      if bar.disable and (round_num % log_every == 0
-                          or round_num == total_rounds):
-        elapsed = time.perf_counter() - started
-        rate = (round_num - first_round) / elapsed if elapsed > 0 else float(
-            'inf')
-        logging.info('%s: round %d/%d, %.2f rounds/s, ETA %.0f s', name,
-                     round_num, total_rounds, rate,
-                     (total_rounds - round_num) / rate if rate else 0.0)
-  return state, history
+    A second signal waits for the save.
+    """
+    with stop_signals.deferred():
+      self.saver.save_newest(self._name)
+    signum = stop_signals.signal_number(error)
+    return RunInterrupted(interrupted_message(
+        self._name, self.last_round, self.saver.last_saved, signum), signum)
