@@ -224,7 +224,8 @@ _TRANSFER_EXAMPLES = flags.DEFINE_integer(
     'Example Transfer: central examples sent to each client per round.')
 _CLIENT_LEARNING_RATE = flags.DEFINE_float(
     'client_learning_rate', 0.05, 'Client (and central) SGD learning rate.')
-_SEED = flags.DEFINE_integer('seed', 0, 'Seeds data, model and processes.')
+_SEED = flags.DEFINE_integer('seed', 0, 'Seeds data, model and processes.',
+                             lower_bound=0, upper_bound=cli.MAX_SEED)
 _GOAL_RATIO = flags.DEFINE_float(
     'goal_ratio', 1.15,
     'Mixed algorithms should take at most this times the round time of '

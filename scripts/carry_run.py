@@ -38,6 +38,7 @@ import fcntl
 import os
 import re
 import shutil
+import signal
 import sys
 
 # The runner's layout (`runner.output_dirs`, `checkpoints.Checkpointer`;
@@ -77,7 +78,8 @@ def _check_not_running(directory: str) -> None:
   try:
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
   except BlockingIOError:
-    raise CarryError(f'a running process holds {directory}') from None
+    raise CarryError(f'a running process holds {directory}; stop it first '
+                     '(Ctrl-C saves its last round)') from None
   finally:
     os.close(fd)  # Releases the lock, if taken.
 
@@ -89,13 +91,22 @@ def _copy_file(source: str, target_dir: str) -> None:
 
 
 def _publish(staged: str, target: str) -> None:
-  """Renames `staged` to `target`, replacing what was there."""
+  """Renames `staged` to `target`, replacing what was there.
+
+  Ctrl-C and SIGTERM wait for the two renames: between them `target` is
+  missing (its old content is at `target.old`).
+  """
   old = None
-  if os.path.exists(target):
-    old = target + '.old'
-    shutil.rmtree(old, ignore_errors=True)
-    os.rename(target, old)
-  os.rename(staged, target)
+  stop_signals = {signal.SIGINT, signal.SIGTERM}
+  blocked = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+  try:
+    if os.path.exists(target):
+      old = target + '.old'
+      shutil.rmtree(old, ignore_errors=True)
+      os.rename(target, old)
+    os.rename(staged, target)
+  finally:
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
   if old:
     shutil.rmtree(old)
 
@@ -104,6 +115,10 @@ def save(root: str, name: str, dest: str) -> str:
   """Copies run `name` under `root` to `dest/name`; returns the checkpoint."""
   checkpoints = os.path.join(root, CHECKPOINTS, name)
   checkpoint = newest_checkpoint(checkpoints)
+  # A running run goes on past what would be carried, and rotates its
+  # checkpoints away under the copy: stop it first (Ctrl-C saves its last
+  # round).
+  _check_not_running(checkpoints)
   target = os.path.join(dest, name)
   staged = target + '.tmp'
   shutil.rmtree(staged, ignore_errors=True)

@@ -190,6 +190,31 @@ def _unreadable_checkpoints(d: str) -> dict[str, str]:
   return {}
 
 
+def _damaged_fingerprint(d: str) -> dict[str, str]:
+  """A checkpoint directory whose fingerprint is not JSON."""
+  directory = os.path.join(d, 'out', 'checkpoints', 'run')
+  os.makedirs(directory)
+  _write(os.path.join(directory, 'experiment_fingerprint.json'), 'garbage')
+  return {}
+
+
+def _checkpoints_without_metrics(d: str) -> dict[str, str]:
+  """A run of one round whose metrics.csv was deleted since.
+
+  Trained by the binary in a process of its own: a run in this process
+  would hold the run's lock as long as this process lives.
+  """
+  log_path = os.path.join(d, 'setup.txt')
+  status = preloaded_python.shared().run(
+      _TRAIN, [a.format(d=d) for a in _TRAIN_ARGS], cwd=_REPO,
+      stderr_path=log_path)
+  if status:
+    with open(log_path) as f:
+      raise AssertionError(f'the setup run failed: {f.read()[-2000:]}')
+  os.remove(os.path.join(d, 'out', 'results', 'run', 'metrics.csv'))
+  return {}
+
+
 def _advice(d: str) -> dict[str, str]:
   return {'advice': _write(os.path.join(d, 'advice.json'),
                            '{"recommendation": "one_way_gt"}\n')}
@@ -221,8 +246,18 @@ _BAD_INPUTS = (
      [*_TRAIN_ARGS, '--root_output_dir={file}'], _no_setup, 'is a file'),
     ('train_experiment_name_with_slash', _TRAIN,
      [*_TRAIN_ARGS, '--experiment_name=a/b'], _no_setup, 'experiment_name'),
+    ('train_experiment_name_parent', _TRAIN,
+     [*_TRAIN_ARGS, '--experiment_name=..'], _no_setup, 'experiment_name'),
+    ('train_experiment_name_dot', _TRAIN,
+     [*_TRAIN_ARGS, '--experiment_name=.'], _no_setup, 'experiment_name'),
     ('train_lr_inf', _TRAIN, [*_TRAIN_ARGS, '--client_lr=inf'], _no_setup,
      '--client_lr must be finite'),
+    ('train_seed_out_of_range', _TRAIN,
+     [*_TRAIN_ARGS, '--seed=99999999999'], _no_setup, '--seed'),
+    ('train_damaged_fingerprint', _TRAIN, _TRAIN_ARGS, _damaged_fingerprint,
+     'checkpoints/run/experiment_fingerprint.json is damaged'),
+    ('train_metrics_deleted', _TRAIN, [*_TRAIN_ARGS, '--total_rounds=2'],
+     _checkpoints_without_metrics, 'results/run/metrics.csv is missing'),
     ('train_refused_resume', _TRAIN, _TRAIN_ARGS,
      _other_experiments_checkpoints, 'Refusing to resume'),
     ('train_unreadable_checkpoints', _TRAIN, _TRAIN_ARGS,
@@ -230,6 +265,8 @@ _BAD_INPUTS = (
     ('train_worker_down', _TRAIN,
      [*_TRAIN_ARGS, '--worker_addresses=127.0.0.1:{port}'], _free_port,
      'No TFF worker answered'),
+    ('label_seed_out_of_range', _LABEL, ['--seed=4294967296'], _no_setup,
+     '--seed'),
     # celeba_smile_main.
     ('celeba_advise_rounds_negative', _CELEBA, ['--advise_rounds=-1'],
      _no_setup, 'advise_rounds'),
@@ -325,6 +362,10 @@ _BAD_INPUTS = (
      ['--data=digits', '--cifar10_npz=', '--methods=fedavg', '--seeds=0',
       '--alphas=0.1', '--delay_stds=5', '--selected_json={d}/missing.json'],
      _no_setup, 'missing.json'),
+    ('hybrid_seeds_out_of_range', _HYBRID,
+     ['--data=digits', '--cifar10_npz=', '--methods=fedavg',
+      '--seeds=0,4294967296', '--alphas=0.1', '--delay_stds=5'], _no_setup,
+     '--seeds must be distinct ints from 0 to 2147483647'),
     ('study_without_cifar10', _STUDY,
      ['--records_dir={d}/rec', '--seeds=0'], _no_setup, '--cifar10_npz'),
     ('study_unknown_variant', _STUDY,
@@ -472,25 +513,24 @@ class BadInputsTest(parameterized.TestCase):
       time.sleep(0.1)
     return deadline
 
-  def test_second_run_of_a_running_experiment_writes_nothing(self):
-    # Two runs on one experiment directory: the second appended a duplicate
-    # round to metrics.csv, then failed on TFF's 'File already exists for
-    # path .../program_state_1', leaving its program_state_1_temp*.
+  def assert_second_run_writes_nothing(self, binary: str, first_args,
+                                       second_args, out: str,
+                                       metrics: str) -> None:
+    """Starts `binary` with `first_args`; once it has written a round to
+    `metrics`, `second_args` must be refused in one line, `out` untouched."""
     d = temp_dirs.temp_dir(self)
-    out = os.path.join(d, 'out')
-    args = [a.format(d=d) for a in _TRAIN_ARGS] + ['--total_rounds=100000']
     preloaded = preloaded_python.shared()
-    first = preloaded.start(_TRAIN, args, cwd=_REPO,
+    first = preloaded.start(binary, first_args, cwd=d,
                             stderr_path=os.path.join(d, 'first.txt'))
     self.addCleanup(first.wait)
     self.addCleanup(first.kill)
-    deadline = self.wait_for_round_one(
-        first, os.path.join(out, 'results', 'run', 'metrics.csv'))
+    deadline = self.wait_for_round_one(first, metrics)
     # Mid-run, and holding still: what it wrote stays as it is.
     first.send_signal(signal.SIGSTOP)
     before = _tree(out)
     stderr_path = os.path.join(d, 'second.txt')
-    second = preloaded.start(_TRAIN, args, cwd=_REPO, stderr_path=stderr_path)
+    second = preloaded.start(binary, second_args, cwd=d,
+                             stderr_path=stderr_path)
     self.addCleanup(second.wait)
     self.addCleanup(second.kill)
     while second.poll() is None:
@@ -502,6 +542,29 @@ class BadInputsTest(parameterized.TestCase):
       self.assert_one_error_line(second.returncode, f.read(),
                                  f'in use by process {first.pid}')
     self.assertEqual(_tree(out), before)
+
+  def test_second_run_of_a_running_experiment_writes_nothing(self):
+    # Two runs on one experiment directory: the second appended a duplicate
+    # round to metrics.csv, then failed on TFF's 'File already exists for
+    # path .../program_state_1', leaving its program_state_1_temp*.
+    d = temp_dirs.temp_dir(self)
+    out = os.path.join(d, 'out')
+    args = [a.format(d=d) for a in _TRAIN_ARGS] + ['--total_rounds=100000']
+    self.assert_second_run_writes_nothing(
+        _TRAIN, args, args, out,
+        os.path.join(out, 'results', 'run', 'metrics.csv'))
+
+  def test_second_comparison_on_one_output_dir_writes_nothing(self):
+    # Two label_imbalance_main runs of other scenarios on one --output_dir:
+    # each locked only its scenario's run, so the second wrote its
+    # metrics.csv, results.txt, config.json and plot over the first's.
+    out = os.path.join(temp_dirs.temp_dir(self), 'out')
+    common = [f'--output_dir={out}', '--clients_per_round=2',
+              '--num_clients=4', '--client_steps=1', '--eval_every=1000']
+    self.assert_second_run_writes_nothing(
+        _LABEL, [*common, '--scenarios=fl_only', '--rounds=100000'],
+        [*common, '--scenarios=two_way_gt', '--rounds=1'], out,
+        os.path.join(out, 'results', 'fl_only', 'metrics.csv'))
 
   def test_worker_killed_mid_run_gives_one_error_line(self):
     d = temp_dirs.temp_dir(self)

@@ -32,7 +32,7 @@ _SCRIPT = os.path.join(_REPO, 'scripts', 'carry_run.py')
 
 def _carry(*args):
   return subprocess.run([sys.executable, _SCRIPT, *args],
-                        capture_output=True, text=True, timeout=60)
+                        capture_output=True, text=True, timeout=600)
 
 
 def _write(path, text=''):
@@ -111,14 +111,28 @@ class CarryRunTest(absltest.TestCase):
     result = _carry('restore', self.dest,
                     os.path.join(self.dir, 'started'), 'run')
     self.assertEqual(result.returncode, 1)
-    self.assertEqual(result.stderr.strip(),
-                     f'error: a running process holds {started}')
+    self.assertStartsWith(result.stderr.strip(),
+                          f'error: a running process holds {started};')
+    self.assertLen(result.stderr.strip().splitlines(), 1)
     # Unlocked (the run ended before its first checkpoint): restored.
     fcntl.flock(fd, fcntl.LOCK_UN)
     result = _carry('restore', self.dest,
                     os.path.join(self.dir, 'started'), 'run')
     self.assertEqual(result.returncode, 0, result.stderr)
     self.assertIn('restored program_state_10', result.stdout)
+
+  def test_save_refuses_a_run_that_is_still_running(self):
+    # It went on past the carried checkpoint, and rotated checkpoints away
+    # under the copy.
+    lock = os.path.join(self.root, 'checkpoints', 'run', '.run.lock')
+    fd = os.open(lock, os.O_RDONLY)
+    self.addCleanup(os.close, fd)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    result = _carry('save', self.root, 'run', self.dest)
+    self.assertEqual(result.returncode, 1)
+    self.assertStartsWith(result.stderr, 'error: a running process holds ')
+    self.assertIn('stop it first', result.stderr)
+    self.assertFalse(os.path.exists(self.dest))
 
   def test_bad_inputs_get_one_error_line(self):
     for args, message in (

@@ -14,9 +14,12 @@
 """Tests of the experiment framework's scenarios, records and tables."""
 
 import math
+import types
+from unittest import mock
 
 from absl.testing import absltest
 
+from experiments.common import comparison
 from experiments.common import records
 from experiments.common import scenarios as scenarios_lib
 from experiments.common import tables
@@ -37,6 +40,19 @@ class ScenariosTest(absltest.TestCase):
     self.assertEqual(sizes.parallel_training, 80)  # S |B_i|.
     self.assertEqual(sizes.two_way_gt, 80)
     self.assertEqual(sizes.one_way_gt, 300)  # K S |B_i| = 400, capped.
+
+  def test_a_batch_size_beyond_the_central_data_is_capped_and_said(self):
+    # It was capped without a word: a run of |B_c| = 500 on 28 examples
+    # trained on the whole set every step.
+    task = types.SimpleNamespace(
+        central_objective=types.SimpleNamespace(num_examples=28))
+    with mock.patch.object(comparison.logging, 'warning') as warning:
+      sizes = comparison.central_batch_sizes(task, 500, 3, 2, 4)
+      self.assertEqual(sizes, scenarios_lib.CentralBatchSizes(28, 28, 28))
+      self.assertEqual(warning.call_args.args[1:], (500, 28, 28))
+      self.assertEqual(comparison.central_batch_sizes(task, 20, 3, 2, 4),
+                       scenarios_lib.CentralBatchSizes(20, 20, 20))
+      self.assertLen(warning.call_args_list, 1)
 
   def test_unknown_scenario_process(self):
     with self.assertRaisesRegex(ValueError, '`scenario`'):

@@ -37,6 +37,7 @@ from experiments.label_imbalance import train_lib
 from tff_mixed.algorithms import registry
 from tff_mixed.models import dense
 from tff_mixed.tasks import digits_label_imbalance as task_lib
+from tff_mixed.training import run_lock
 from tests import temp_dirs
 
 _NUM_CLIENTS = 12
@@ -252,12 +253,13 @@ class RunComparisonTest(parameterized.TestCase):
     # FL only never sees a negative, so it cannot learn to predict one.
     self.assertLess(result.summaries[0].final.negative_accuracy, 0.5)
     # Atomic writes leave no temporary files behind; each scenario ran in
-    # the runner's layout.
+    # the runner's layout; the comparison held the directory (its lock
+    # file, released).
     self.assertCountEqual(
         os.listdir(output_dir),
         [comparison.METRICS_FILE, comparison.PLOT_FILE,
          comparison.TABLE_FILE, comparison.CONFIG_FILE,
-         'checkpoints', 'results', 'logdir'])
+         'checkpoints', 'results', 'logdir', run_lock.LOCK_FILE])
 
   @parameterized.named_parameters(
       ('zero_rounds', dict(rounds=0), ValueError, 'rounds'),

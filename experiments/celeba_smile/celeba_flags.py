@@ -20,6 +20,7 @@ same name in another module raises DuplicateFlagError.
 from absl import flags
 
 from experiments.celeba_smile import celeba_smile_lib
+from experiments.common import cli
 from experiments.common import grouping
 
 CACHE_DIR = flags.DEFINE_string(
@@ -69,7 +70,8 @@ MAX_EVAL_EXAMPLES = flags.DEFINE_integer(
     'max_eval_examples', None, 'Evaluate on a seeded sample of this many '
     'evaluation images (faster); unset: all.', lower_bound=1)
 SEED = flags.DEFINE_integer('seed', 0, 'Seed of grouping, initialization and '
-                            'sampling.', lower_bound=0)
+                            'sampling.', lower_bound=0,
+                            upper_bound=cli.MAX_SEED)
 OUTPUT_DIR = flags.DEFINE_string(
     'output_dir', 'outputs/celeba_smile', 'Directory for the outputs.')
 CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()

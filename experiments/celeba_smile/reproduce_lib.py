@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, Optional
 from absl import logging
 
 from experiments.celeba_smile import celeba_smile_lib
+from experiments.common import cli
 from experiments.common import records as records_lib
 from experiments.common import scenarios as scenarios_lib
 from experiments.common import tables
@@ -82,15 +83,9 @@ class RunRecord(NamedTuple):
 
 
 def parse_seeds(values: Sequence[str]) -> list[int]:
-  """`--seeds` as ints; raises ValueError unless distinct and >= 0."""
-  try:
-    seeds = [int(s) for s in values]
-  except ValueError:
-    seeds = []
-  if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-    raise ValueError('--seeds must be distinct non-negative ints, got '
-                     f'{",".join(values)!r}.')
-  return seeds
+  """`--seeds` as ints; raises ValueError unless distinct, in [0,
+  `cli.MAX_SEED`]."""
+  return cli.check_seeds('seeds', values)
 
 
 def read_metrics_csv(path: str) -> list[records_lib.MetricsRow]:

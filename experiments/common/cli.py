@@ -20,13 +20,15 @@ That gives every binary the same console behaviour:
 
 * Errors. A bad input or a fault outside the program (a flag out of range, a
   missing or unreadable file, a damaged database, an output directory that
-  cannot be written or that another running process holds, a run that
-  diverged, a checkpoint directory of another run, a TFF worker that is
-  down) prints exactly one line, `error: ...`, on
+  cannot be written or that another running process holds, a full disk, a
+  run that diverged, a checkpoint directory of another run, a TFF worker
+  that is down) prints exactly one line, `error: ...`, on
   stderr and exits with status 1. Any other exception is a bug and keeps its
   traceback. `--verbose` also prints the traceback of the one-line errors.
 * Ctrl-C. SIGINT prints one line, without a traceback, and exits with
-  status 130 (128 + SIGINT, as shells report it): for a training run,
+  status 130 (128 + SIGINT, as shells report it), SIGTERM likewise with
+  143, also in a binary started with SIGINT ignored (a script's `cmd &`;
+  `tff_mixed.training.stop_signals`): for a training run,
   `interrupted after round N of <run>; run the same command to resume`
   (`tff_mixed.training.runner.RunInterrupted`), its last checkpoint left
   intact; the text of any other KeyboardInterrupt that has one (a binary
@@ -47,6 +49,7 @@ That gives every binary the same console behaviour:
   back, as does setting `TF_CPP_MIN_LOG_LEVEL` yourself (the C++ lines).
 """
 
+import atexit
 from collections.abc import Callable
 import functools
 import logging as std_logging
@@ -64,10 +67,35 @@ from absl import logging
 
 from tff_mixed import remote
 from tff_mixed import runtime
+from tff_mixed.training import checkpoints
+from tff_mixed.training import stop_signals
 
 VERBOSE = flags.DEFINE_bool(
     'verbose', False, "Also print TensorFlow's and TFF's own log lines (C++ "
     'logs, grappler, checkpoint writes) and the traceback of an error.')
+
+# The largest seed a binary takes: seeds reach NumPy, scikit-learn and
+# TensorFlow, whose limits differ (2**32 - 1 for NumPy's legacy generator),
+# and some runs derive more seeds from them; int32 suits all.
+MAX_SEED = 2**31 - 1
+
+
+def check_seeds(flag: str, seeds) -> list[int]:
+  """`seeds` (a list flag's values) as distinct ints in [0, MAX_SEED].
+
+  Raises:
+    ValueError: Naming `--flag` otherwise.
+  """
+  try:
+    values = [int(s) for s in seeds]
+  except (TypeError, ValueError):
+    values = []
+  if (not values or min(values) < 0 or max(values) > MAX_SEED
+      or len(set(values)) != len(values)):
+    raise ValueError(f'--{flag} must be distinct ints from 0 to {MAX_SEED}, '
+                     f'got {",".join(map(str, seeds))!r}.')
+  return values
+
 
 # `--worker_addresses`, once a binary defines it.
 _worker_addresses: flags.FlagHolder | None = None
@@ -183,15 +211,29 @@ def _configure_python_logs(verbose: bool) -> None:
       tf_logger.removeHandler(own)
 
 
-# The exit status of a process ended by Ctrl-C, as shells report it.
+# The exit status of a process ended by Ctrl-C, as shells report it; SIGTERM
+# gives 128 + SIGTERM.
 INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
 def _interrupted(error: KeyboardInterrupt) -> None:
-  # Ctrl-C's own KeyboardInterrupt has no text; a RunInterrupted, or one a
-  # binary raises after Ctrl-C, says what was kept.
-  print(str(error) or 'interrupted', file=sys.stderr, flush=True)
-  sys.exit(INTERRUPTED_STATUS)
+  """Prints the line for a stop by `error` and ends the process at once.
+
+  Ctrl-C's own KeyboardInterrupt has no text; a RunInterrupted, or one a
+  binary raises after Ctrl-C, says what was kept. The exit hooks run (the
+  TFF workers end, logs are flushed), then the process exits without the
+  interpreter's teardown: a TFF computation cut off by the signal may still
+  be running on TFF's threads, and tearing the runtime down under them once
+  ended a run with SIGABRT instead of its exit status.
+  """
+  signum = stop_signals.signal_number(error)
+  default = ('interrupted' if signum == signal.SIGINT else
+             f'stopped by {signal.Signals(signum).name}')
+  print(str(error) or default, file=sys.stderr, flush=True)
+  atexit._run_exitfuncs()  # pylint: disable=protected-access
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(128 + signum)  # pylint: disable=protected-access
 
 
 def define_worker_addresses_flag() -> flags.FlagHolder:
@@ -235,14 +277,18 @@ def _run_main(main: Callable[[list[str]], Any], argv: list[str]) -> Any:
   _configure_python_logs(VERBOSE.value)
   addresses = [] if _worker_addresses is None else _worker_addresses.value
   try:
-    with remote.remote_execution(addresses):
-      return main(argv)
+    # Ctrl-C and SIGTERM stop the binary as one KeyboardInterrupt, also
+    # where it was started in the background with SIGINT ignored.
+    with stop_signals.stop_on_signals():
+      with remote.remote_execution(addresses):
+        return main(argv)
   except KeyboardInterrupt as e:
     if VERBOSE.value:
       traceback.print_exc()
     _interrupted(e)
   except BaseException as e:  # pylint: disable=broad-except
-    if not isinstance(e, _expected_error_types()):
+    if not (isinstance(e, _expected_error_types())
+            or checkpoints.is_disk_full(e)):
       raise  # A bug: keep the traceback.
     if VERBOSE.value:
       traceback.print_exc()

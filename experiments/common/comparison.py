@@ -42,6 +42,7 @@ from experiments.common import tables
 from tff_mixed.core import central_objective as central_objective_lib
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.training import reports as reports_lib
+from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib
 
 METRICS_FILE = 'metrics.csv'
@@ -305,12 +306,17 @@ def central_batch_sizes(task: ComparisonTask,
                         central_batch_size: Optional[int],
                         clients_per_round: int, client_steps: int,
                         client_batch_size: int) -> scenarios_lib.CentralBatchSizes:
-  """|B_c| per mixed algorithm: `central_batch_size` for all (capped at the
-  central data), or with `None` the paper's rule."""
+  """|B_c| per mixed algorithm: `central_batch_size` for all, or with `None`
+  the paper's rule; either capped at the central data (a paper's batch size
+  on a smaller data set: the whole set), which is logged."""
   num_central = task.central_objective.num_examples
   if central_batch_size is None:
     return scenarios_lib.paper_central_batch_sizes(
         clients_per_round, client_steps, client_batch_size, num_central)
+  if central_batch_size > num_central:
+    logging.warning('central_batch_size %d exceeds the %d central examples: '
+                    'capped at %d (the whole set every step).',
+                    central_batch_size, num_central, num_central)
   capped = min(central_batch_size, num_central)
   return scenarios_lib.CentralBatchSizes(capped, capped, capped)
 
@@ -440,49 +446,50 @@ def compare(
       examples_per_client=examples_per_client, eval_every=eval_every,
       target_auc=target_auc, seed=seed, output_dir=output_dir,
       clients_per_group=clients_per_group)
-  output_dir = reports_lib.make_directory(os.fspath(output_dir),
-                                          '`output_dir`')
+  # Held to the end: a second comparison here, even of other scenarios,
+  # would overwrite this one's table, metrics, config and plot.
+  with run_lock.claimed_output_directory(os.fspath(output_dir),
+                                        '`output_dir`') as output_dir:
+    num_central = task.central_objective.num_examples
+    batch_sizes = central_batch_sizes(task, central_batch_size,
+                                      clients_per_round, client_steps,
+                                      client_batch_size)
+    if examples_per_client is None:
+      examples_per_client = max(1, round(task.mean_client_examples))
+    examples_per_client = min(examples_per_client, num_central)
 
-  num_central = task.central_objective.num_examples
-  batch_sizes = central_batch_sizes(task, central_batch_size,
-                                    clients_per_round, client_steps,
-                                    client_batch_size)
-  if examples_per_client is None:
-    examples_per_client = max(1, round(task.mean_client_examples))
-  examples_per_client = min(examples_per_client, num_central)
-
-  config = collections.OrderedDict(
-      scenarios=list(scenarios), rounds=rounds,
-      clients_per_round=clients_per_round, client_steps=client_steps,
-      client_batch_size=client_batch_size, client_lr=client_lr,
-      central_batch_sizes=batch_sizes._asdict(),
-      examples_per_client=examples_per_client,
-      eval_every=eval_every, target_auc=target_auc, seed=seed,
-      with_diagnostics=with_diagnostics, clients_per_group=clients_per_group,
-      **(extra_config or {}), **task.description)
-  logging.info('Label imbalance comparison: %s', json.dumps(config))
-
-  rows, summaries = [], []
-  process_kwargs = dict(
-      client_lr=client_lr, central_batch_sizes=batch_sizes,
-      examples_per_client=examples_per_client,
-      client_batch_size=client_batch_size, with_diagnostics=with_diagnostics)
-  for scenario in scenarios:
-    scenario_rows, summary = run_scenario(
-        scenario, task, model, process_kwargs, rounds=rounds,
+    config = collections.OrderedDict(
+        scenarios=list(scenarios), rounds=rounds,
         clients_per_round=clients_per_round, client_steps=client_steps,
+        client_batch_size=client_batch_size, client_lr=client_lr,
+        central_batch_sizes=batch_sizes._asdict(),
+        examples_per_client=examples_per_client,
         eval_every=eval_every, target_auc=target_auc, seed=seed,
-        progress=progress, output_dir=output_dir,
-        clients_per_group=clients_per_group,
-        # What a resumed scenario must share with its checkpoints; more
-        # rounds, other scenarios or evaluation settings may differ.
-        hparams={k: v for k, v in config.items()
-                 if k not in ('scenarios', 'rounds', 'eval_every',
-                              'target_auc', 'with_diagnostics')})
-    rows.extend(scenario_rows)
-    summaries.append(summary)
+        with_diagnostics=with_diagnostics, clients_per_group=clients_per_group,
+        **(extra_config or {}), **task.description)
+    logging.info('Label imbalance comparison: %s', json.dumps(config))
 
-  table, files = _write_outputs(output_dir, rows, summaries, target_auc,
-                                task.title, config)
-  return ComparisonResult(rows=rows, summaries=summaries, table=table,
-                          files=files, config=dict(config))
+    rows, summaries = [], []
+    process_kwargs = dict(
+        client_lr=client_lr, central_batch_sizes=batch_sizes,
+        examples_per_client=examples_per_client,
+        client_batch_size=client_batch_size, with_diagnostics=with_diagnostics)
+    for scenario in scenarios:
+      scenario_rows, summary = run_scenario(
+          scenario, task, model, process_kwargs, rounds=rounds,
+          clients_per_round=clients_per_round, client_steps=client_steps,
+          eval_every=eval_every, target_auc=target_auc, seed=seed,
+          progress=progress, output_dir=output_dir,
+          clients_per_group=clients_per_group,
+          # What a resumed scenario must share with its checkpoints; more
+          # rounds, other scenarios or evaluation settings may differ.
+          hparams={k: v for k, v in config.items()
+                   if k not in ('scenarios', 'rounds', 'eval_every',
+                                'target_auc', 'with_diagnostics')})
+      rows.extend(scenario_rows)
+      summaries.append(summary)
+
+    table, files = _write_outputs(output_dir, rows, summaries, target_auc,
+                                  task.title, config)
+    return ComparisonResult(rows=rows, summaries=summaries, table=table,
+                            files=files, config=dict(config))

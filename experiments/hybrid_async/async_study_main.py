@@ -94,7 +94,7 @@ def _numbers(name: str, values: Sequence[str], kind):
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
-  seeds = _numbers('seeds', _SEEDS.value, int)
+  seeds = cli.check_seeds('seeds', _SEEDS.value)
   report_seeds = _numbers('report_seeds', _REPORT_SEEDS.value, int)
   settings = [lib.Setting(a, d)
               for a in _numbers('alphas', _ALPHAS.value, float)

@@ -81,6 +81,7 @@ from tff_mixed.models import cnn
 from tff_mixed.tasks import client_streams
 from tff_mixed.tasks import hybrid_images
 from tff_mixed.training import reports as reports_lib
+from tff_mixed.training import run_lock
 
 
 FEDAVG = 'fedavg'
@@ -1324,73 +1325,77 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
       raise ValueError(f'Overrides for {method!r} name no method run or '
                        f'unknown fields {unknown}.')
     validate(config._replace(**values), [method], settings, seeds)
-  runs_dir = reports_lib.make_directory(
-      runs_dir or os.path.join(output_dir, RUNS_DIR), 'runs directory')
-  rows, diagnostics, notes = [], [], collections.defaultdict(list)
-  descriptions = []
-  cache = {}
-  done = set()
-  for seed in seeds:
-    data_of_alpha = {}  # The split depends on the seed and alpha only.
-    for setting in settings:
-      c = config._replace(alpha=setting.alpha, delay_std=setting.delay_std)
-      if setting.alpha not in data_of_alpha:
-        data_of_alpha[setting.alpha] = data_fn(seed, setting.alpha)
-      data = data_of_alpha[setting.alpha]
-      descriptions.append(data.description)
-      for method in methods:
-        key = run_key(method, setting, seed)
-        if key in done:
-          continue  # A delay-free method, run for an earlier delay.
-        done.add(key)
-        path = os.path.join(runs_dir, key + '.json')
-        method_config = c._replace(**overrides.get(method, {}))
-        if report_only:
-          run = _load_run(path, _fingerprint(method_config, data.description,
-                                             method))
-          if run is None:
-            continue
-        else:
-          run = kept_run(path, method, data, method_config, seed, cache,
-                         clients_per_group,
-                         os.path.join(output_dir, CHECKPOINTS_DIR))
-        rows.extend(run.rows)
-        diagnostics.extend(dict(d, method=method, alpha=setting.alpha,
-                                delay_std=setting.delay_std, seed=seed)
-                           for d in run.diagnostics)
-        for name, value in run.notes.items():
-          notes[f'{method}.{name}'].append(value)
-  if not rows:
-    raise ValueError(f'No kept run in {runs_dir!r} to report.')
-  notes = {k: float(np.mean(v)) for k, v in notes.items()}
-  files = {k: os.path.join(output_dir, v) for k, v in (
-      ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),
-      ('diagnostics', DIAGNOSTICS_FILE),
-      ('diagnostics_plot', DIAGNOSTICS_PLOT_FILE), ('config', CONFIG_FILE))}
-  lines = [','.join(RunRow._fields)] + [
-      f'{r.method},{_csv(r.alpha, "g")},{r.delay_std:g},{r.seed},{r.round},'
-      f'{r.accuracy:.6g},{r.loss:.6g},{r.seconds:.1f}' for r in rows]
-  reports_lib.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
-  diag_fields = ('method', 'alpha', 'delay_std', 'seed', 'round',
-                 'negative_share', 'id_ood_cosine', 'id_ood_cosine_at_zero')
-  diag_lines = [','.join(diag_fields)] + [
-      ','.join(_csv(d[k]) for k in diag_fields) for d in diagnostics]
-  reports_lib.atomic_write_text(files['diagnostics'],
-                                '\n'.join(diag_lines) + '\n')
-  table = format_table(rows, methods, settings)
-  reports_lib.atomic_write_text(files['table'], table + '\n' + '\n'.join(
-      ranking_summary(rows, methods, settings)
-      + diagnostics_summary(diagnostics, settings)) + '\n')
-  plot(files['plot'], rows, methods, settings, descriptions[0])
-  plot_diagnostics(files['diagnostics_plot'], diagnostics, settings)
-  reports_lib.atomic_write_text(files['config'], json.dumps(
-      dict(config._asdict(), methods=list(methods), seeds=list(seeds),
-           settings=[s._asdict() for s in settings], data=descriptions,
-           overrides=overrides),
-      indent=2) + '\n')
-  return ExperimentResult(rows, diagnostics, notes, table, files, config,
-                          settings, descriptions[0], tuple(seeds), overrides,
-                          tuple(methods))
+  # Held to the end: a second experiment here, even of other methods, would
+  # overwrite this one's tables, plots and config (the kept runs and the
+  # checkpoints are per run).
+  with run_lock.claimed_output_directory(output_dir, '`output_dir`'):
+    runs_dir = reports_lib.make_directory(
+        runs_dir or os.path.join(output_dir, RUNS_DIR), 'runs directory')
+    rows, diagnostics, notes = [], [], collections.defaultdict(list)
+    descriptions = []
+    cache = {}
+    done = set()
+    for seed in seeds:
+      data_of_alpha = {}  # The split depends on the seed and alpha only.
+      for setting in settings:
+        c = config._replace(alpha=setting.alpha, delay_std=setting.delay_std)
+        if setting.alpha not in data_of_alpha:
+          data_of_alpha[setting.alpha] = data_fn(seed, setting.alpha)
+        data = data_of_alpha[setting.alpha]
+        descriptions.append(data.description)
+        for method in methods:
+          key = run_key(method, setting, seed)
+          if key in done:
+            continue  # A delay-free method, run for an earlier delay.
+          done.add(key)
+          path = os.path.join(runs_dir, key + '.json')
+          method_config = c._replace(**overrides.get(method, {}))
+          if report_only:
+            run = _load_run(path, _fingerprint(method_config, data.description,
+                                               method))
+            if run is None:
+              continue
+          else:
+            run = kept_run(path, method, data, method_config, seed, cache,
+                           clients_per_group,
+                           os.path.join(output_dir, CHECKPOINTS_DIR))
+          rows.extend(run.rows)
+          diagnostics.extend(dict(d, method=method, alpha=setting.alpha,
+                                  delay_std=setting.delay_std, seed=seed)
+                             for d in run.diagnostics)
+          for name, value in run.notes.items():
+            notes[f'{method}.{name}'].append(value)
+    if not rows:
+      raise ValueError(f'No kept run in {runs_dir!r} to report.')
+    notes = {k: float(np.mean(v)) for k, v in notes.items()}
+    files = {k: os.path.join(output_dir, v) for k, v in (
+        ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),
+        ('diagnostics', DIAGNOSTICS_FILE),
+        ('diagnostics_plot', DIAGNOSTICS_PLOT_FILE), ('config', CONFIG_FILE))}
+    lines = [','.join(RunRow._fields)] + [
+        f'{r.method},{_csv(r.alpha, "g")},{r.delay_std:g},{r.seed},{r.round},'
+        f'{r.accuracy:.6g},{r.loss:.6g},{r.seconds:.1f}' for r in rows]
+    reports_lib.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
+    diag_fields = ('method', 'alpha', 'delay_std', 'seed', 'round',
+                   'negative_share', 'id_ood_cosine', 'id_ood_cosine_at_zero')
+    diag_lines = [','.join(diag_fields)] + [
+        ','.join(_csv(d[k]) for k in diag_fields) for d in diagnostics]
+    reports_lib.atomic_write_text(files['diagnostics'],
+                                  '\n'.join(diag_lines) + '\n')
+    table = format_table(rows, methods, settings)
+    reports_lib.atomic_write_text(files['table'], table + '\n' + '\n'.join(
+        ranking_summary(rows, methods, settings)
+        + diagnostics_summary(diagnostics, settings)) + '\n')
+    plot(files['plot'], rows, methods, settings, descriptions[0])
+    plot_diagnostics(files['diagnostics_plot'], diagnostics, settings)
+    reports_lib.atomic_write_text(files['config'], json.dumps(
+        dict(config._asdict(), methods=list(methods), seeds=list(seeds),
+             settings=[s._asdict() for s in settings], data=descriptions,
+             overrides=overrides),
+        indent=2) + '\n')
+    return ExperimentResult(rows, diagnostics, notes, table, files, config,
+                            settings, descriptions[0], tuple(seeds), overrides,
+                            tuple(methods))
 
 
 def _paper_table_name(settings: Sequence[Setting], reference) -> str:

@@ -364,14 +364,14 @@ def config_from_flags() -> tuple['hybrid_async_lib.Config',
                      '(the columns are --delay_stds).')
   alphas = ([_LIB.IDENTITIES] if _DATA.value == 'celeba'
             else _ALPHAS.value)
+  seeds = cli.check_seeds('seeds', _SEEDS.value)
   try:
-    seeds = [int(s) for s in _SEEDS.value]
     filters = tuple(int(f) for f in _CONV_FILTERS.value)
     settings = [
         _LIB.Setting(a if a is _LIB.IDENTITIES else float(a), float(d))
         for a in alphas for d in _DELAY_STDS.value]
   except ValueError as e:
-    raise ValueError('--seeds and --conv_filters take integers, --alphas '
+    raise ValueError('--conv_filters takes integers, --alphas '
                      f'and --delay_stds numbers: {e}') from None
   config = _LIB.Config(
       rounds=_ROUNDS.value, num_clients=_NUM_CLIENTS.value,

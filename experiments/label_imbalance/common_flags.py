@@ -21,6 +21,7 @@ import math
 
 from absl import flags
 
+from experiments.common import cli
 from experiments.common import grouping
 
 CLIENTS_PER_ROUND = flags.DEFINE_integer(
@@ -38,7 +39,7 @@ NUM_CLIENTS = flags.DEFINE_integer(
     'num_clients', 60, 'Number of federated clients.', lower_bound=1)
 SEED = flags.DEFINE_integer(
     'seed', 0, 'The one seed: data split, model initialization, client and '
-    'central sampling.', lower_bound=0)
+    'central sampling.', lower_bound=0, upper_bound=cli.MAX_SEED)
 CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 
 

@@ -66,6 +66,7 @@ from tff_mixed.core import flops as flops_lib
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
+from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib
 
 
@@ -580,67 +581,69 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     raise ValueError(f'`client_lr` must be finite, got {config.client_lr}.')
   if config.client_lr <= 0:
     raise ValueError(f'`client_lr` must be positive, got {config.client_lr}.')
-  # Before the data: a bad directory should not cost the load.
-  reports_lib.make_directory(output_dir, '`output_dir`')
-  if records_dir is not None:
-    reports_lib.make_directory(records_dir, '`records_dir`')
-  data = movielens.load_movielens(
-      ratings_file, context_length=config.context_length,
-      skip_malformed=skip_malformed, seed=config.seed)
-  num_train = sum(1 for u in data.train_user_ids if int(u) in data.examples)
-  if config.clients_per_round > num_train:
-    raise ValueError(f'`clients_per_round` ({config.clients_per_round}) must '
-                     f'be at most the {num_train} training users.')
-  description = (
-      f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
-      f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
-      f'{len(data.validation_user_ids)} validation / '
-      f'{len(data.test_user_ids)} test users after '
-      f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
-  settings = dict(record_settings(config, description),
-                  **({'with_diagnostics': True} if with_diagnostics else {}))
-  if records_dir is not None:
-    records_lib.check_settings(records_dir, settings)
-  results = []
-  for scenario in scenarios:
-    scenario_config = config._replace(
-        rounds=scenario_rounds.get(scenario, config.rounds))
-    previous = (records_lib.read_record(records_dir, scenario)
-                if records_dir is not None else None)
-    if (previous is not None and previous.settings == settings
-        and previous.rounds == scenario_config.rounds):
-      logging.info('%s: finished earlier (%d rounds), read from %s',
-                   scenario, previous.rounds, records_dir)
-      results.append(result_from_record(previous))
-      continue
-    result = run_scenario(scenario, data, scenario_config, output_dir,
-                          progress, with_diagnostics)
+  # Before the data: a bad directory should not cost the load. Held to the
+  # end: a second run here, even of other scenarios, would overwrite this
+  # one's tables, metrics and config.
+  with run_lock.claimed_output_directory(output_dir, '`output_dir`'):
     if records_dir is not None:
-      records_lib.write_record(records_dir, _record(
-          result, scenario_config, settings, previous, command))
-    results.append(result)
-  table, cost_table = format_tables(results)
-  files = {k: os.path.join(output_dir, v) for k, v in (
-      ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),
-      ('costs', COST_FILE), ('config', CONFIG_FILE))}
-  metrics_lines = ['scenario,round,recall_at_10,hinge_loss']
-  for r in results:
-    metrics_lines += [f'{r.scenario},{row["round"]},'
-                      f'{row["recall_at_10"]:.6g},{row["hinge_loss"]:.6g}'
-                      for row in r.rows]
-  reports_lib.atomic_write_text(files['metrics'], '\n'.join(metrics_lines)
+      reports_lib.make_directory(records_dir, '`records_dir`')
+    data = movielens.load_movielens(
+        ratings_file, context_length=config.context_length,
+        skip_malformed=skip_malformed, seed=config.seed)
+    num_train = sum(1 for u in data.train_user_ids if int(u) in data.examples)
+    if config.clients_per_round > num_train:
+      raise ValueError(f'`clients_per_round` ({config.clients_per_round}) must '
+                       f'be at most the {num_train} training users.')
+    description = (
+        f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
+        f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
+        f'{len(data.validation_user_ids)} validation / '
+        f'{len(data.test_user_ids)} test users after '
+        f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
+    settings = dict(record_settings(config, description),
+                    **({'with_diagnostics': True} if with_diagnostics else {}))
+    if records_dir is not None:
+      records_lib.check_settings(records_dir, settings)
+    results = []
+    for scenario in scenarios:
+      scenario_config = config._replace(
+          rounds=scenario_rounds.get(scenario, config.rounds))
+      previous = (records_lib.read_record(records_dir, scenario)
+                  if records_dir is not None else None)
+      if (previous is not None and previous.settings == settings
+          and previous.rounds == scenario_config.rounds):
+        logging.info('%s: finished earlier (%d rounds), read from %s',
+                     scenario, previous.rounds, records_dir)
+        results.append(result_from_record(previous))
+        continue
+      result = run_scenario(scenario, data, scenario_config, output_dir,
+                            progress, with_diagnostics)
+      if records_dir is not None:
+        records_lib.write_record(records_dir, _record(
+            result, scenario_config, settings, previous, command))
+      results.append(result)
+    table, cost_table = format_tables(results)
+    files = {k: os.path.join(output_dir, v) for k, v in (
+        ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),
+        ('costs', COST_FILE), ('config', CONFIG_FILE))}
+    metrics_lines = ['scenario,round,recall_at_10,hinge_loss']
+    for r in results:
+      metrics_lines += [f'{r.scenario},{row["round"]},'
+                        f'{row["recall_at_10"]:.6g},{row["hinge_loss"]:.6g}'
+                        for row in r.rows]
+    reports_lib.atomic_write_text(files['metrics'], '\n'.join(metrics_lines)
+                                  + '\n')
+    plot(files['plot'], results, f'MovieLens dual encoder ({description})')
+    reports_lib.atomic_write_text(files['table'], table)
+    reports_lib.atomic_write_text(files['costs'], cost_table)
+    reports_lib.atomic_write_text(files['config'], json.dumps(
+        dict(config._asdict(), scenarios=list(scenarios),
+             ratings_file=os.path.abspath(ratings_file),
+             scenario_rounds=scenario_rounds,
+             mean_keys={r.scenario: r.mean_keys for r in results}), indent=2)
                                 + '\n')
-  plot(files['plot'], results, f'MovieLens dual encoder ({description})')
-  reports_lib.atomic_write_text(files['table'], table)
-  reports_lib.atomic_write_text(files['costs'], cost_table)
-  reports_lib.atomic_write_text(files['config'], json.dumps(
-      dict(config._asdict(), scenarios=list(scenarios),
-           ratings_file=os.path.abspath(ratings_file),
-           scenario_rounds=scenario_rounds,
-           mean_keys={r.scenario: r.mean_keys for r in results}), indent=2)
-                              + '\n')
-  return ExperimentResult(results, table, cost_table, files, description,
-                          config)
+    return ExperimentResult(results, table, cost_table, files, description,
+                            config)
 
 
 def results_markdown(result: ExperimentResult, command: str,

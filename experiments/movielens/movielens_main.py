@@ -102,7 +102,8 @@ _EVAL_EVERY = flags.DEFINE_integer(
 _MAX_EVAL_EXAMPLES = flags.DEFINE_integer(
     'max_eval_examples', None, 'Evaluate on a seeded sample of this many '
     'test examples; unset: all.', lower_bound=1)
-_SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
+_SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0,
+                             upper_bound=cli.MAX_SEED)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()

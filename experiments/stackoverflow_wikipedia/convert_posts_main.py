@@ -67,7 +67,8 @@ _HELDOUT_FRACTION = flags.DEFINE_float(
     'heldout_fraction', posts_xml_lib.DEFAULT_HELDOUT_FRACTION, 'Fraction of '
     'the clients, in (0, 1), whose posts of all dates form the heldout split.')
 _SEED = flags.DEFINE_integer(
-    'seed', 0, 'Seed of the draw of the held-out clients.', lower_bound=0)
+    'seed', 0, 'Seed of the draw of the held-out clients.', lower_bound=0,
+    upper_bound=cli.MAX_SEED)
 _DATA_NOTE_FILE = flags.DEFINE_string(
     'data_note_file', None, 'Also write a one-line description of the '
     'converted data (sites, posts, clients, splits) to this file, e.g. for '

@@ -84,6 +84,7 @@ from tff_mixed.tasks import char_sequences
 from tff_mixed.tasks import stackoverflow_wikipedia
 from tff_mixed.training import checkpoints
 from tff_mixed.training import reports as reports_lib
+from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib
 
 task_lib = stackoverflow_wikipedia
@@ -617,37 +618,39 @@ def run_experiment(data: Data, config: Config, *,
     central_training.oracle_batch_split(config.clients_per_round,
                                         config.client_batch_size,
                                         config.federated_weight)
-  reports_lib.make_directory(output_dir, '`output_dir`')
-  results = []
-  processes = {}  # FL-only's FedAvg serves both transfer baselines.
-  for scenario in scenarios:
-    logging.info('Scenario %s', scenario)
-    if scenario in SEQUENTIAL:
-      results.append(run_sequential(scenario, data, config, output_dir,
-                                    processes))
-    else:
-      results.append(run_mixed_or_fl(scenario, data, config, output_dir,
-                                     progress, processes))
-    if on_result is not None:
-      on_result(results[-1])
-  table = format_table(results, config)
-  files = {k: os.path.join(output_dir, v) for k, v in (
-      ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),
-      ('config', CONFIG_FILE))}
-  lines = [','.join(CSV_COLUMNS)]
-  for r in results:
-    for row in r.rows:
-      lines.append(','.join(
-          [r.scenario, str(row['round'])]
-          + [f'{row[c]:.6g}' for c in CSV_COLUMNS[2:-1]]
-          + [f'{r.seconds_per_round * row["round"]:.1f}']))
-  reports_lib.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
-  plot(files['plot'], results, config, data.description)
-  reports_lib.atomic_write_text(files['table'], table)
-  reports_lib.atomic_write_text(files['config'], json.dumps(
-      collections.OrderedDict(config._asdict(), scenarios=list(scenarios),
-                              data=data.description), indent=2) + '\n')
-  return ExperimentResult(results, table, files, config, data.description)
+  # Held to the end: a second run here, even of other scenarios, would
+  # overwrite this one's CSV, plot, table and config.
+  with run_lock.claimed_output_directory(output_dir, '`output_dir`'):
+    results = []
+    processes = {}  # FL-only's FedAvg serves both transfer baselines.
+    for scenario in scenarios:
+      logging.info('Scenario %s', scenario)
+      if scenario in SEQUENTIAL:
+        results.append(run_sequential(scenario, data, config, output_dir,
+                                      processes))
+      else:
+        results.append(run_mixed_or_fl(scenario, data, config, output_dir,
+                                       progress, processes))
+      if on_result is not None:
+        on_result(results[-1])
+    table = format_table(results, config)
+    files = {k: os.path.join(output_dir, v) for k, v in (
+        ('metrics', METRICS_FILE), ('plot', PLOT_FILE), ('table', TABLE_FILE),
+        ('config', CONFIG_FILE))}
+    lines = [','.join(CSV_COLUMNS)]
+    for r in results:
+      for row in r.rows:
+        lines.append(','.join(
+            [r.scenario, str(row['round'])]
+            + [f'{row[c]:.6g}' for c in CSV_COLUMNS[2:-1]]
+            + [f'{r.seconds_per_round * row["round"]:.1f}']))
+    reports_lib.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
+    plot(files['plot'], results, config, data.description)
+    reports_lib.atomic_write_text(files['table'], table)
+    reports_lib.atomic_write_text(files['config'], json.dumps(
+        collections.OrderedDict(config._asdict(), scenarios=list(scenarios),
+                                data=data.description), indent=2) + '\n')
+    return ExperimentResult(results, table, files, config, data.description)
 
 
 def results_markdown(result: ExperimentResult, command: str, machine: str,

@@ -154,7 +154,8 @@ _SWITCH_ROUND = flags.DEFINE_integer(
 _EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
                                    'Evaluate every this many rounds.',
                                    lower_bound=1)
-_SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0)
+_SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0,
+                             upper_bound=cli.MAX_SEED)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 _MEMBERS_AT_ONCE = grouping.define_members_at_once_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
