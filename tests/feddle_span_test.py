@@ -203,7 +203,9 @@ class BinaryTest(absltest.TestCase):
     selected = os.path.join(d, 'selected.json')
     with open(selected, 'w') as f:
       json.dump({'client': {'client_lr': 0.001, 'client_epochs': 1},
-                 'methods': {'feddle_id': {'feddle_search_lr': 0.01,
+                 # Feddle and Fed+FT take FedBuff's buffer: 2 updates.
+                 'methods': {'fedbuff': {'buffer_size': 2, 'server_lr': 1.0},
+                             'feddle_id': {'feddle_search_lr': 0.01,
                                            'feddle_search_epochs': 1},
                              'fed_ft': {'server_sgd_lr': 0.001,
                                         'server_epochs': 1}},
@@ -225,6 +227,7 @@ class BinaryTest(absltest.TestCase):
     self.assertEqual(done.returncode, 0, done.stderr[-3000:])
     (record,) = span.read_records(os.path.join(d, 'rec'))
     self.assertEqual(record.config['feddle_search_lr'], 0.01)
+    self.assertEqual(record.config['buffer_size'], 2)
     self.assertEqual(record.config['client_epochs'], 1)
     self.assertNotEmpty(record.probes)
     with open(os.path.join(d, 'R.md')) as f:

@@ -152,6 +152,64 @@ class SearchTest(absltest.TestCase):
         [0.0], [batch], steps=300, learning_rate=0.05, optimizer='adam')
     self.assertAlmostEqual(float(result.coefficients[0]), -0.5, places=2)
 
+  def test_scaled_sgd_steps_at_the_papers_rate(self):
+    # The loss is sum_m ||a_m||^2-smooth in c at most (the paper's appendix
+    # A): 'scaled_sgd' steps by eta / sum_m ||abar_m||^2.
+    target = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    model, batch = _quadratic_model(target)
+    x = (np.zeros([4], np.float32),)
+    anchors = [(np.array([1.0, 0.0, 0.0, 0.0], np.float32),),
+               (np.array([0.0, 2.0, 0.0, 1.0], np.float32),)]
+    c0 = np.array([0.5, 0.5], np.float32)
+    a = np.stack([anchor[0] for anchor in anchors]).astype(np.float64)
+    squared = float(np.sum(a * a))  # 1 + 5.
+    loss_fn = feddle.model_loss_fn(model)
+    one = feddle.search_coefficients(loss_fn, x, anchors, c0, [batch],
+                                     steps=1, learning_rate=0.5,
+                                     optimizer='scaled_sgd')
+    gradient = a @ (c0 @ a - target)  # dL/dc of 0.5 ||A^T c - t||^2.
+    np.testing.assert_allclose(one.coefficients,
+                               c0 - 0.5 / squared * gradient, rtol=1e-5)
+    self.assertAlmostEqual(one.diagnostics.rate, 0.5 / squared, places=7)
+    # Its diagnostics: the loss over the server data at c' and at the
+    # result, and the relative move.
+    loss_at = lambda c: 0.5 * float(np.sum((c @ a - target) ** 2))
+    self.assertAlmostEqual(one.diagnostics.prior_loss, loss_at(c0), places=5)
+    self.assertAlmostEqual(one.diagnostics.final_loss,
+                           loss_at(one.coefficients), places=5)
+    self.assertAlmostEqual(
+        one.diagnostics.coefficient_move,
+        np.linalg.norm(one.coefficients - c0) / np.linalg.norm(c0), places=6)
+    # At eta = 1 it converges to the least-squares coefficients.
+    many = feddle.search_coefficients(loss_fn, x, anchors, c0, [batch],
+                                      steps=300, learning_rate=1.0,
+                                      optimizer='scaled_sgd')
+    c_star = np.linalg.lstsq(a.T, target, rcond=None)[0]
+    np.testing.assert_allclose(many.coefficients, c_star, atol=1e-4)
+    self.assertLess(many.diagnostics.final_loss, many.diagnostics.prior_loss)
+    # Rate 0 stays at c': FedBuff's merge, whatever the steps.
+    still = feddle.search_coefficients(loss_fn, x, anchors, c0, [batch],
+                                       steps=5, learning_rate=0.0,
+                                       optimizer='scaled_sgd')
+    np.testing.assert_array_equal(still.coefficients, c0)
+    self.assertEqual(still.diagnostics.coefficient_move, 0.0)
+
+  def test_adam_at_a_small_rate_barely_moves(self):
+    # Adam moves each coefficient by about its rate a step, whatever the
+    # gradient: at 1e-5 and 160 steps the coefficients of a real-sized c'
+    # (0.1) move by at most 1.6e-3.
+    model = dense.build_binary_classifier(4, (3,))
+    rng = np.random.default_rng(4)
+    weights = model.initial_weights[0]
+    anchors = [_random_like(weights, rng) for _ in range(3)]
+    c0 = np.full([3], 0.1, np.float32)
+    result = feddle.search_coefficients(
+        feddle.model_loss_fn(model), weights, anchors, c0,
+        _classifier_batches(rng), steps=160, learning_rate=1e-5,
+        optimizer='adam')
+    self.assertLessEqual(np.abs(result.coefficients - c0).max(), 1.7e-3)
+    self.assertLess(result.diagnostics.coefficient_move, 0.02)
+
   def test_projected_gradient_equals_autodiff(self):
     model = dense.build_binary_classifier(4, (3,))
     rng = np.random.default_rng(2)

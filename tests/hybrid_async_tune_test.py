@@ -113,7 +113,9 @@ class TuneTest(absltest.TestCase):
       table = f.read()
     self.assertIn('client_lr (our choice): whole grid', table)
     self.assertIn('server_lr (paper): whole grid', table)
-    self.assertIn('| **0.1** | **20** | **50.0** | 2 |', table)
+    # The tie-breaking second score beside it: the mean over the runs'
+    # last half (rounds 2 and 3 of 1-3).
+    self.assertIn('| **0.1** | **20** | **50.0** | **47.5** | 2 |', table)
 
     # Again: every point is read back, none runs.
     self.calls.clear()
@@ -140,6 +142,21 @@ class TuneTest(absltest.TestCase):
     with open(os.path.join(output_dir, tune_lib.TABLE_FILE)) as f:
       self.assertIn("buffer_size (paper): searched ['10', '50'] of "
                     "['10', '20', '50']", f.read())
+
+  def test_methods_built_on_fedbuff_are_tuned_at_its_selection(self):
+    output_dir = temp_dirs.temp_dir(self)
+    with self.assertRaisesRegex(ValueError, 'tune fedbuff first'):
+      self._tune(output_dir, [lib.FED_FT])
+    self.assertEmpty(self.calls)
+    # Listed after it or not, FedBuff is tuned first, and Fed+FT's points
+    # run at FedBuff's selected buffer and server lr.
+    self._tune(output_dir, [lib.FED_FT, lib.FEDBUFF],
+               only={'server_epochs': [1], 'server_sgd_lr': [1e-3]})
+    self.assertEqual([m for m, *_ in self.calls][:1], [lib.FEDBUFF])
+    fine_tuned = [c for m, c, *_ in self.calls if m == lib.FED_FT]
+    self.assertNotEmpty(fine_tuned)
+    for config in fine_tuned:
+      self.assertEqual((config.buffer_size, config.server_lr), (20, 0.1))
 
   def test_bad_arguments(self):
     output_dir = temp_dirs.temp_dir(self)

@@ -30,14 +30,20 @@ class GridTest(absltest.TestCase):
         'fedasync': [(0.1, 0.5, 0.9), (0.2, 0.4, 0.8)],
         'fedbuff': [(0.01, 0.1, 1.0), (10, 20, 50)],
         'ca2fl': [(0.01, 0.1, 1.0), (10, 20, 50)],
-        'feddle_id': [(1e-5, 1e-4, 1e-3), (1, 10, 20)],
-        'feddle_ood': [(1e-5, 1e-4, 1e-3), (1, 10, 20)],
+        # The search at the paper's scaled rate (appendix A), our grid
+        # of its factor; the paper's epochs.
+        'feddle_id': [('scaled_sgd',), (0.01, 0.03, 0.1, 0.3, 1.0),
+                      (1, 10, 20)],
+        'feddle_ood': [('scaled_sgd',), (0.01, 0.03, 0.1, 0.3, 1.0),
+                       (1, 10, 20)],
     }
     self.assertEqual(
         {m: [a.values for a in g.axes]
          for m, g in tuning.METHOD_GRIDS.items()}, want)
-    for grid in tuning.METHOD_GRIDS.values():
-      self.assertEqual(grid.ours, ())
+    for method, grid in tuning.METHOD_GRIDS.items():
+      self.assertEqual(grid.ours, (
+          ('feddle_search_optimizer', 'feddle_search_lr')
+          if method.startswith('feddle') else ()))
     # The client grid is ours, and says so.
     self.assertEqual(tuning.CLIENT_GRID.ours, ('client_lr', 'client_epochs'))
 
@@ -51,12 +57,15 @@ class GridTest(absltest.TestCase):
   def test_restrict_keeps_a_stated_subset(self):
     grid = tuning.restrict(tuning.METHOD_GRIDS['feddle_id'],
                            {'feddle_search_epochs': [1], 'buffer_size': [10],
-                            'feddle_search_lr': ['0.001', 1e-4]})
+                            'feddle_search_lr': ['0.3', 0.01]})
     # Values keep the grid's order; an axis the grid lacks is ignored.
-    self.assertEqual([a.values for a in grid.axes], [(1e-4, 1e-3), (1,)])
+    self.assertEqual([a.values for a in grid.axes],
+                     [('scaled_sgd',), (0.01, 0.3), (1,)])
     self.assertEqual(grid.points(), [
-        dict(feddle_search_lr=1e-4, feddle_search_epochs=1),
-        dict(feddle_search_lr=1e-3, feddle_search_epochs=1)])
+        dict(feddle_search_optimizer='scaled_sgd', feddle_search_lr=0.01,
+             feddle_search_epochs=1),
+        dict(feddle_search_optimizer='scaled_sgd', feddle_search_lr=0.3,
+             feddle_search_epochs=1)])
     with self.assertRaisesRegex(ValueError, 'no value'):
       tuning.restrict(tuning.METHOD_GRIDS['center'], {'server_epochs': [5]})
     with self.assertRaisesRegex(ValueError, 'no value'):
@@ -65,6 +74,17 @@ class GridTest(absltest.TestCase):
   def test_select_takes_the_best_and_the_first_on_ties(self):
     self.assertEqual(tuning.select({0: 0.2, 1: 0.5, 2: 0.1}), 1)
     self.assertEqual(tuning.select({3: 0.5, 1: 0.5, 2: 0.4}), 1)
+
+  def test_select_breaks_ties_within_the_tolerance_by_the_late_score(self):
+    # 0.172 and 0.1716 are one validation image apart of 250 (0.004): a
+    # tie, which the runs' last-half means decide, then grid order.
+    scores = {0: 0.1716, 1: 0.172, 2: 0.15}
+    late = {0: 0.16, 1: 0.12, 2: 0.2}
+    self.assertEqual(tuning.select(scores), 1)
+    self.assertEqual(tuning.select(scores, late, tolerance=1 / 250), 0)
+    self.assertEqual(tuning.select(scores, {0: 0.1, 1: 0.1},
+                                   tolerance=1 / 250), 0)
+    self.assertEqual(tuning.select(scores, late, tolerance=0.03), 2)
     with self.assertRaisesRegex(ValueError, 'No scored'):
       tuning.select({})
 

@@ -68,9 +68,10 @@ def main(argv: Sequence[str]) -> None:
   if flags.FLAGS.selected_json:
     selected = tune_lib.read_selected(flags.FLAGS.selected_json)
     config = config._replace(**selected.client)
-    finetune = config._replace(
-        **selected.methods.get(span.lib.FED_FT, {}))
-    config = config._replace(**selected.methods.get(span.lib.FEDDLE_ID, {}))
+    finetune = span.lib.method_config(config, span.lib.FED_FT,
+                                      selected.methods)
+    config = span.lib.method_config(config, span.lib.FEDDLE_ID,
+                                    selected.methods)
   if not flags.FLAGS.report_only:
     span.run_study(
         lambda seed, alpha: hybrid_async_main.load_data(config, seed, alpha),

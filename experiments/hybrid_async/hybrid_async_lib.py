@@ -111,7 +111,18 @@ ID_METHODS = (CENTER, FED_FT, HFCL, FEDDF_ID, FEDDLE_ID)
 # Methods whose runs do not depend on the delays (synchronous, or no client).
 DELAY_FREE = (FEDAVG, LOADABOOST, CENTER)
 FEDDLE_METHODS = (FEDDLE_ID, FEDDLE_OOD)
+# FedBuff's hyperparameters, and the methods built on FedBuff's merge: Feddle
+# (its fallback c' is FedBuff's merge, and FedBuff's buffer triggers its
+# search), Fed+FT (fine-tunes FedBuff's model) and FedDF (distills into it).
+# One source of truth: each takes FedBuff's values of its setting
+# (`method_config`), so that it is compared against the FedBuff it builds
+# on. CA2FL, a method of its own, keeps its own tuned buffer (the paper
+# tunes both per method).
+FEDBUFF_FIELDS = ('buffer_size', 'server_lr', 'fedbuff_staleness_exponent')
+FEDBUFF_BASED = (FED_FT, FEDDF_ID, FEDDF_OOD) + FEDDLE_METHODS
 CLIENT_OPTIMIZERS = ('sgd', 'adam')
+# The coefficient search's optimizers (`coefficient_search.OPTIMIZERS`).
+SEARCH_OPTIMIZERS = ('sgd', 'scaled_sgd', 'adam')
 METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'accuracy.png'
 TABLE_FILE = 'results.md'
@@ -352,9 +363,8 @@ def _registry_call(method: str, data: Data, config: Config, seed: int
     return registry.FEDDF, central, dict(
         **fedbuff, **training, temperature=c.distill_temperature)
   if method in FEDDLE_METHODS:
-    max_anchors = c.feddle_atlas_size or 2 * c.clients_per_round
     return registry.FEDDLE, central, dict(
-        max_anchors=max_anchors, buffer_size=min(c.buffer_size, max_anchors),
+        max_anchors=feddle_atlas_size(c), buffer_size=c.buffer_size,
         server_lr=c.server_lr, search_lr=c.feddle_search_lr,
         search_steps=server_steps(c, len(central[0]), feddle_search=True),
         search_optimizer=c.feddle_search_optimizer,
@@ -369,6 +379,54 @@ def _registry_call(method: str, data: Data, config: Config, seed: int
                   split.server_y[:c.id_probe_size]) if ood else None,
         central_batch_size=c.server_batch_size, seed=seed)
   raise ValueError(f'`method` must be one of {METHODS}, got {method!r}.')
+
+
+def method_config(config: Config, method: str,
+                  selected: Mapping[str, Mapping[str, Any]]) -> Config:
+  """`config` with `method`'s selected values, and FedBuff's for a method
+  built on FedBuff (`FEDBUFF_BASED`).
+
+  The one place a method's hyperparameters are resolved: the runs, the
+  tuning and the studies all call it.
+
+  Args:
+    config: The setting's configuration (the client stage applied).
+    method: A name from `METHODS`.
+    selected: {method: {config field: value}}, the selection (FedBuff's
+      entry is read for every method built on it).
+
+  Raises:
+    ValueError: If a FedBuff-based method's own values set a FedBuff field
+      to another value than FedBuff's.
+  """
+  values = dict(selected.get(method, {}))
+  if method in FEDBUFF_BASED:
+    fedbuff = {k: v for k, v in selected.get(FEDBUFF, {}).items()
+               if k in FEDBUFF_FIELDS}
+    clash = sorted(k for k in fedbuff if k in values
+                   and values[k] != fedbuff[k])
+    if clash:
+      raise ValueError(f'{method} is built on FedBuff and takes its {clash}; '
+                       'its own values differ from FedBuff\'s.')
+    values.update(fedbuff)
+  return config._replace(**values)
+
+
+def feddle_atlas_size(config: Config) -> int:
+  """Feddle's atlas size M: `feddle_atlas_size`, else twice the clients a
+  round (the paper's choice, its appendix F.7), and at least one buffer:
+  FedBuff's merge, Feddle's fallback, must fit in it.
+
+  Raises:
+    ValueError: If a given atlas size cannot hold the buffer.
+  """
+  if config.feddle_atlas_size:
+    if config.feddle_atlas_size < config.buffer_size:
+      raise ValueError(f'`feddle_atlas_size` ({config.feddle_atlas_size}) '
+                       f'cannot hold a buffer of {config.buffer_size} '
+                       'updates (FedBuff\'s, the fallback).')
+    return config.feddle_atlas_size
+  return max(2 * config.clients_per_round, config.buffer_size)
 
 
 def build_method(method: str, model, data: Data, config: Config, seed: int
@@ -426,8 +484,9 @@ class MethodRun(NamedTuple):
 
   Attributes:
     rows: One `RunRow` per evaluation.
-    diagnostics: Feddle only: one dict per merge (round, negative share,
-      out-of-domain gradient cosine similarities).
+    diagnostics: Feddle only: one dict per round with merges (its last
+      merge's negative share and out-of-domain gradient cosine
+      similarities; every merge's `MERGE_DIAGNOSTICS`).
     notes: Method-specific numbers, e.g. LoAdaBoost's mean client epochs.
   """
   rows: list[RunRow]
@@ -538,39 +597,51 @@ def _group_training(method: str, model, data: Data, config: Config,
   return cache[key][1]
 
 
+# What `FeddleDiagnostics` keeps of every merge (`feddle.FeddleDiagnostics`'s
+# fields), as lists per round.
+MERGE_DIAGNOSTICS = ('coefficient_move', 'prior_loss', 'final_loss')
+
+
 class FeddleDiagnostics(tff_mixed.AsyncObserver):
   """Feddle's diagnostics a round (`MethodRun.diagnostics`), and another
   observer's events passed on.
 
-  A round with Feddle merges gives one row, of its last merge: the share
-  of negative coefficients and, out of domain, the gradient cosines.
+  A round with Feddle merges gives one row: of its last merge, the share of
+  negative coefficients and, out of domain, the gradient cosines; of every
+  merge, how far the search moved the coefficients (`coefficient_move`,
+  ||c - c'|| / ||c'||) and the search loss over the server data at c'
+  (FedBuff's merge, `prior_loss`) and at the searched c (`final_loss`), as
+  lists in merge order.
   """
 
   def __init__(self, then: Optional[tff_mixed.AsyncObserver] = None):
     super().__init__()
     self.rows = []
     self._then = then
-    self._last = None
+    self._merges = []
 
   def on_merge(self, event) -> None:
     if isinstance(event.diagnostics, feddle.FeddleMerge):
-      self._last = event.diagnostics.diagnostics
+      self._merges.append(event.diagnostics.diagnostics)
     if self._then is not None:
       self._then.on_merge(event)
 
   def on_round(self, event) -> None:
-    last, self._last = self._last, None
-    if last is not None:
+    merges, self._merges = self._merges, []
+    if merges:
+      last = merges[-1]
       self.rows.append(dict(
           round=event.round_num, negative_share=float(last.negative_share),
           id_ood_cosine=float(last.id_ood_cosine),
-          id_ood_cosine_at_zero=float(last.id_ood_cosine_at_zero)))
+          id_ood_cosine_at_zero=float(last.id_ood_cosine_at_zero),
+          **{name: [float(getattr(m, name)) for m in merges]
+             for name in MERGE_DIAGNOSTICS}))
     if self._then is not None:
       self._then.on_round(event)
 
   # Saved with `run_async`'s checkpoints, so a resumed run's diagnostics
   # hold the rounds before the interruption too. At a round's end nothing
-  # is pending (`on_round` took the last merge).
+  # is pending (`on_round` took the round's merges).
   def snapshot(self) -> dict[str, Any]:
     then = getattr(self._then, 'snapshot', None)
     return dict(rows=[dict(r) for r in self.rows],
@@ -761,6 +832,25 @@ def final_metric(rows: Sequence[RunRow]) -> float:
   return max(r.accuracy for r in rows[-TAIL_EVALUATIONS:])
 
 
+def late_mean_metric(rows: Sequence[RunRow]) -> float:
+  """The mean accuracy over the last half of the evaluations after round 0.
+
+  Less exposed to one lucky evaluation than the paper's best of the last
+  5, which a jump in the last rounds decides.
+  """
+  rows = sorted((r for r in rows if r.round > 0), key=lambda r: r.round)
+  return float(np.mean([r.accuracy for r in rows[len(rows) // 2:]]))
+
+
+# The two final metrics every table gives: (name, function, what it is).
+METRICS = (
+    ('best of the last 5', final_metric, 'best of the last 5 evaluations, '
+     'as in the paper'),
+    ('mean of the last half', late_mean_metric, 'mean over the last half '
+     'of the evaluations'),
+)
+
+
 # ----------------------------------------------------------------------------
 # Runs kept on disk: resuming and rebuilding reports.
 
@@ -880,9 +970,11 @@ def _cell(values: Sequence[float]) -> str:
 
 
 def final_metrics(rows: Sequence[RunRow], methods: Sequence[str],
-                  settings: Sequence[Setting]
+                  settings: Sequence[Setting],
+                  metric: Callable[[Sequence[RunRow]], float] = final_metric
                  ) -> dict[tuple[str, Setting], list[float]]:
-  """Per method and setting, the final metric of each seed."""
+  """Per method and setting, `metric` (the paper's by default) of each
+  seed."""
   by_run = collections.defaultdict(list)
   for r in rows:
     by_run[(r.method, r.alpha, r.delay_std, r.seed)].append(r)
@@ -891,7 +983,7 @@ def final_metrics(rows: Sequence[RunRow], methods: Sequence[str],
     for setting in settings:
       delay = delay_of(method, setting.delay_std)
       finals[(method, setting)] = [
-          final_metric(v) for (m, a, d, _), v in sorted(by_run.items())
+          metric(v) for (m, a, d, _), v in sorted(by_run.items())
           if m == method and a == setting.alpha and d == delay]
   return finals
 
@@ -906,9 +998,12 @@ def mean_finals(rows: Sequence[RunRow], methods: Sequence[str],
 
 
 def format_table(rows: Sequence[RunRow], methods: Sequence[str],
-                 settings: Sequence[Setting]) -> str:
-  """A Markdown table like the paper's table 1 (best per column in bold)."""
-  finals = final_metrics(rows, methods, settings)
+                 settings: Sequence[Setting],
+                 metric: Callable[[Sequence[RunRow]], float] = final_metric
+                 ) -> str:
+  """A Markdown table like the paper's table 1 of `metric` (the paper's by
+  default), mean ± std over seeds, the best per column in bold."""
+  finals = final_metrics(rows, methods, settings, metric)
   means = {k: np.mean(v) if v else -1.0 for k, v in finals.items()}
   lines = ['| method | server data | ' + ' | '.join(
       s.label for s in settings) + ' |',
@@ -985,38 +1080,62 @@ def wall_time_line(rows: Sequence[RunRow], methods: Sequence[str]) -> str:
   return line
 
 
+def _lead(values: dict[str, list[float]], first: str, second: str) -> str:
+  """`first`'s lead over `second` in points, and whether it exceeds the
+  spread: the sum of the two standard deviations over seeds (their
+  mean +- std intervals do not overlap)."""
+  gap = np.mean(values[first]) - np.mean(values[second])
+  spread = np.std(values[first]) + np.std(values[second])
+  beyond = ('beyond' if abs(gap) > spread else 'within')
+  return (f'{100 * gap:+.1f} points vs {second}, {beyond} the spread '
+          f'({100 * spread:.1f})')
+
+
 def ranking_summary(rows: Sequence[RunRow], methods: Sequence[str],
                     settings: Sequence[Setting]) -> list[str]:
-  """Per setting, where Feddle ranks: the paper has Feddle (in domain) first
-  in every column of its tables 1 and 7, out of domain mostly above the
-  baselines."""
-  finals = final_metrics(rows, methods, settings)
+  """Per setting, where Feddle ranks by both metrics (`METRICS`), on the
+  means over seeds: the paper has Feddle (in domain) first in every column
+  of its tables 1 and 7, out of domain mostly above the baselines.
+
+  "Reproduced" needs Feddle first by the paper's metric; each comparison
+  says whether the difference exceeds the spread over seeds (`_lead`).
+  """
   lines = []
   for setting in settings:
-    means = {m: np.mean(finals[(m, setting)]) for m in methods
-             if finals[(m, setting)]}
-    if not means:
+    parts, verdict = [], None
+    for name, metric, _ in METRICS:
+      finals = final_metrics(rows, methods, settings, metric)
+      values = {m: finals[(m, setting)] for m in methods
+                if finals[(m, setting)]}
+      if not values:
+        continue
+      means = {m: np.mean(v) for m, v in values.items()}
+      order = sorted(means, key=lambda m: -means[m])
+      text = f'{name}: best {order[0]} ({100 * means[order[0]]:.1f}%)'
+      for m in FEDDLE_METHODS:
+        if m in means:
+          text += f', {m} ranks {order.index(m) + 1} of {len(order)}'
+          # FedBuff is Feddle's fallback: the search's own contribution.
+          if FEDBUFF in means:
+            text += f' ({_lead(values, m, FEDBUFF)})'
+          if order[0] == m and len(order) > 1 and order[1] != FEDBUFF:
+            text += f' ({_lead(values, m, order[1])})'
+      if CENTER in means and metric is final_metric:
+        above = [m for m in order if means[m] > means[CENTER]]
+        text += '; above Center: ' + (', '.join(above) or 'none')
+      parts.append(text)
+      if metric is final_metric:
+        if not any(m in means for m in FEDDLE_METHODS):
+          # A table still being run (or one without Feddle) cannot say.
+          verdict = 'undecided (no Feddle run kept)'
+        else:
+          verdict = ('reproduced' if order[0] in FEDDLE_METHODS
+                     else 'NOT reproduced')
+    if not parts:
       continue
-    order = sorted(means, key=lambda m: -means[m])
-    parts = [f'best {order[0]} ({100 * means[order[0]]:.1f}%)']
-    for m in FEDDLE_METHODS:
-      if m in means:
-        text = f'{m} ranks {order.index(m) + 1} of {len(order)}'
-        # FedBuff is Feddle's fallback: the search's own contribution.
-        if FEDBUFF in means:
-          text += (f' ({100 * (means[m] - means[FEDBUFF]):+.1f} points vs '
-                   'fedbuff)')
-        parts.append(text)
-    if CENTER in means:
-      above = [m for m in order if means[m] > means[CENTER]]
-      parts.append('above Center: ' + (', '.join(above) or 'none'))
-    if not any(m in means for m in FEDDLE_METHODS):
-      # A table still being run (or one without Feddle) cannot say.
-      verdict = 'undecided (no Feddle run kept)'
-    else:
-      verdict = ('reproduced' if order[0] in FEDDLE_METHODS
-                 else 'NOT reproduced')
-    parts.append('paper\'s ranking (Feddle first) ' + verdict)
+    if verdict is not None:
+      parts.append('paper\'s ranking (Feddle first, by the mean over seeds) '
+                   + verdict)
     lines.append(f'{setting.label}: ' + '; '.join(parts) + '.')
   return lines
 
@@ -1047,10 +1166,36 @@ def diagnostics_summary(diagnostics: Sequence[dict[str, Any]],
         text += (f', ID/OOD coefficient-gradient cosine '
                  f'{np.mean(with_fallback):.2f} at the fallback start vs '
                  f'{np.mean(without):.2f} at c = 0')
+      text += search_move_text(ds)
       parts.append(text)
     if parts:
       lines.append(f'{setting.label}: ' + '; '.join(parts) + '.')
   return lines
+
+
+def merge_values(diagnostics: Sequence[dict[str, Any]],
+                 name: str) -> np.ndarray:
+  """One of `MERGE_DIAGNOSTICS` over every merge of `diagnostics`' rows
+  (none for rows kept before it was recorded)."""
+  return np.array([v for d in diagnostics for v in d.get(name, ())],
+                  np.float64)
+
+
+def search_move_text(diagnostics: Sequence[dict[str, Any]]) -> str:
+  """How far the searches of `diagnostics`' merges moved, in words ('' for
+  rows kept before it was recorded): the median of ||c - c'|| / ||c'||,
+  and the search loss at c against c' (FedBuff's merge)."""
+  moves = merge_values(diagnostics, 'coefficient_move')
+  moves = moves[np.isfinite(moves)]
+  if not moves.size:
+    return ''
+  change = (merge_values(diagnostics, 'final_loss')
+            - merge_values(diagnostics, 'prior_loss'))
+  change = change[np.isfinite(change)]
+  return (f'; the search moved c by a median {100 * np.median(moves):.3g}% '
+          f'of |c\'| ({moves.size} merges), its server loss '
+          f'{np.mean(change):+.3g} on average from c\' (lower in '
+          f'{100 * np.mean(change < 0):.0f}% of merges)')
 
 
 def _count(epochs: int, steps: int) -> str:
@@ -1235,11 +1380,19 @@ def validate(config: Config, methods: Sequence[str],
     if getattr(config, name) < 0:
       raise ValueError(f'`{name}` must be >= 0, got '
                        f'{getattr(config, name)}.')
-  for name in ('client_optimizer', 'server_optimizer',
-               'feddle_search_optimizer'):
-    if getattr(config, name) not in CLIENT_OPTIMIZERS:
-      raise ValueError(f'`{name}` must be one of {CLIENT_OPTIMIZERS}, got '
+  for name, choices in (('client_optimizer', CLIENT_OPTIMIZERS),
+                        ('server_optimizer', CLIENT_OPTIMIZERS),
+                        ('feddle_search_optimizer', SEARCH_OPTIMIZERS)):
+    if getattr(config, name) not in choices:
+      raise ValueError(f'`{name}` must be one of {choices}, got '
                        f'{getattr(config, name)!r}.')
+  if any(m in FEDDLE_METHODS for m in methods):
+    feddle_atlas_size(config)  # Holds a buffer.
+    if config.fedbuff_staleness_exponent:
+      # Its fallback c' would no longer be FedBuff's merge.
+      raise ValueError('Feddle\'s fallback is FedBuff without staleness '
+                       'weights: `fedbuff_staleness_exponent` must be 0, got '
+                       f'{config.fedbuff_staleness_exponent}.')
   if config.fedasync_staleness_unit not in staleness.UNITS:
     raise ValueError('`fedasync_staleness_unit` must be one of '
                      f'{staleness.UNITS}, got '
@@ -1319,12 +1472,16 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
   settings = tuple(settings) or (Setting(config.alpha, config.delay_std),)
   overrides = {m: dict(v) for m, v in (overrides or {}).items()}
   validate(config, methods, settings, seeds)
+  built_on_fedbuff = any(m in FEDBUFF_BASED for m in methods)
   for method, values in overrides.items():
     unknown = sorted(set(values) - set(Config._fields))
-    if method not in methods or unknown:
+    used = method in methods or (method == FEDBUFF and built_on_fedbuff)
+    if not used or unknown:
       raise ValueError(f'Overrides for {method!r} name no method run or '
                        f'unknown fields {unknown}.')
-    validate(config._replace(**values), [method], settings, seeds)
+  for method in methods:
+    validate(method_config(config, method, overrides), [method], settings,
+             seeds)
   # Held to the end: a second experiment here, even of other methods, would
   # overwrite this one's tables, plots and config (the kept runs and the
   # checkpoints are per run).
@@ -1349,14 +1506,14 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
             continue  # A delay-free method, run for an earlier delay.
           done.add(key)
           path = os.path.join(runs_dir, key + '.json')
-          method_config = c._replace(**overrides.get(method, {}))
+          run_config = method_config(c, method, overrides)
           if report_only:
-            run = _load_run(path, _fingerprint(method_config, data.description,
+            run = _load_run(path, _fingerprint(run_config, data.description,
                                                method))
             if run is None:
               continue
           else:
-            run = kept_run(path, method, data, method_config, seed, cache,
+            run = kept_run(path, method, data, run_config, seed, cache,
                            clients_per_group,
                            os.path.join(output_dir, CHECKPOINTS_DIR))
           rows.extend(run.rows)
@@ -1378,12 +1535,19 @@ def run_experiment(data_fn: Callable[[int, float], Data], config: Config, *,
     reports_lib.atomic_write_text(files['metrics'], '\n'.join(lines) + '\n')
     diag_fields = ('method', 'alpha', 'delay_std', 'seed', 'round',
                    'negative_share', 'id_ood_cosine', 'id_ood_cosine_at_zero')
-    diag_lines = [','.join(diag_fields)] + [
-        ','.join(_csv(d[k]) for k in diag_fields) for d in diagnostics]
+    # Per merge in the runs, their round's mean here; '' for runs kept
+    # before they were recorded.
+    diag_lines = [','.join(diag_fields + MERGE_DIAGNOSTICS)] + [
+        ','.join([_csv(d[k]) for k in diag_fields]
+                 + [_csv(float(np.mean(d[k]))) if d.get(k) else ''
+                    for k in MERGE_DIAGNOSTICS])
+        for d in diagnostics]
     reports_lib.atomic_write_text(files['diagnostics'],
                                   '\n'.join(diag_lines) + '\n')
     table = format_table(rows, methods, settings)
-    reports_lib.atomic_write_text(files['table'], table + '\n' + '\n'.join(
+    late = format_table(rows, methods, settings, late_mean_metric)
+    reports_lib.atomic_write_text(files['table'], table + '\n' + late + '\n'
+                                  + '\n'.join(
         ranking_summary(rows, methods, settings)
         + diagnostics_summary(diagnostics, settings)) + '\n')
     plot(files['plot'], rows, methods, settings, descriptions[0])
@@ -1415,6 +1579,8 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
   settings = result.settings
   methods = [m for m in METHODS if any(r.method == m for r in result.rows)]
   reference = paper_tables.reference(methods, settings, result.description)
+  # Feddle's values as its runs had them (FedBuff's, then its own).
+  feddle = method_config(c, FEDDLE_ID, result.overrides)
   lines = [
       '## Hybrid data under asynchrony: Feddle and baselines (guided model '
       f'merging, Zhu et al., {_paper_table_name(settings, reference)})',
@@ -1435,11 +1601,13 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
       f'{c.server_optimizer} {_count(c.server_epochs, c.server_steps)} at '
       f'lr {c.server_sgd_lr} (Center: '
       f'{"once, then held" if c.center_once else "every round"}); Feddle '
-      f'atlas {c.feddle_atlas_size or 2 * c.clients_per_round}, '
-      f'{c.feddle_search_optimizer} search '
-      f'{_count(c.feddle_search_epochs, c.feddle_search_steps)} at lr '
-      f'{c.feddle_search_lr}, lambda 0 (in-domain) / {c.feddle_ood_lambda} '
-      f'(out-of-domain); LoAdaBoost E = {c.loadaboost_epochs} (SGD at lr '
+      f'atlas {feddle_atlas_size(feddle)}, buffer {feddle.buffer_size} and '
+      f'server lr {feddle.server_lr} (FedBuff\'s: every method built on '
+      f'FedBuff takes its values), {feddle.feddle_search_optimizer} search '
+      f'{_count(feddle.feddle_search_epochs, feddle.feddle_search_steps)} '
+      f'at lr {feddle.feddle_search_lr}, lambda 0 (in-domain) / '
+      f'{c.feddle_ood_lambda} (out-of-domain); LoAdaBoost E = '
+      f'{c.loadaboost_epochs} (SGD at lr '
       f'{c.loadaboost_lr}); CNN filters '
       f'{list(c.conv_filters)}, dense {c.dense_units}.',
       '',
@@ -1451,6 +1619,13 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
       'delay column.',
       '',
       result.table.rstrip('\n'),
+      '',
+      'Mean accuracy (%) over the last half of the evaluations, mean ± std '
+      'over seeds: less exposed to one lucky evaluation than the paper\'s '
+      'metric.',
+      '',
+      format_table(result.rows, result.methods, settings,
+                   late_mean_metric).rstrip('\n'),
       '',
   ]
   if reference:

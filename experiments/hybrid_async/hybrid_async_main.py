@@ -209,18 +209,23 @@ _SERVER_OPTIMIZER = flags.DEFINE_enum(
     'Fed+FT, HFCL, FedDF); Adam\'s rate is cosine-annealed over a round.')
 _FEDDLE_OPTIMIZER = flags.DEFINE_enum(
     'feddle_search_optimizer', _DEFAULTS.feddle_search_optimizer,
-    list(_LIB.CLIENT_OPTIMIZERS), 'Feddle\'s coefficient search optimizer.')
+    list(_LIB.SEARCH_OPTIMIZERS), 'Feddle\'s coefficient search optimizer: '
+    'scaled_sgd takes steps of --feddle_search_lr / sum_m |abar_m|^2 (the '
+    'paper\'s rate, of order 1 / (L sum_m |a_m|^2)); sgd and adam take '
+    '--feddle_search_lr as it is.')
 _FEDDLE_EPOCHS = flags.DEFINE_integer(
     'feddle_search_epochs', _DEFAULTS.feddle_search_epochs,
     'Coefficient search epochs over the server set (the paper\'s unit); 0: '
     '--feddle_search_steps batches.', lower_bound=0)
 _FEDDLE_LR = flags.DEFINE_float('feddle_search_lr',
                                 _DEFAULTS.feddle_search_lr,
-                                'Coefficient search learning rate.')
+                                'Coefficient search learning rate (0 keeps '
+                                'FedBuff\'s coefficients c\').',
+                                lower_bound=0.0)
 _FEDDLE_ATLAS = flags.DEFINE_integer(
     'feddle_atlas_size', _DEFAULTS.feddle_atlas_size,
     'Anchors in Feddle\'s atlas; 0: twice --clients_per_round (the '
-    'paper\'s choice).', lower_bound=0)
+    'paper\'s choice), and at least FedBuff\'s buffer.', lower_bound=0)
 _CONV_FILTERS = flags.DEFINE_list(
     'conv_filters', [str(f) for f in _DEFAULTS.conv_filters],
     'Filters of the 3 conv layers.')
@@ -416,8 +421,12 @@ def main(argv: Sequence[str]) -> None:
   if _SELECTED_JSON.value:
     selected = tune_lib.read_selected(_SELECTED_JSON.value)
     config = config._replace(**selected.client)
+    # FedBuff's values also configure the methods built on it
+    # (`hybrid_async_lib.method_config`), whether or not FedBuff runs.
+    built_on_fedbuff = any(m in _LIB.FEDBUFF_BASED for m in _METHODS.value)
     overrides = {m: v for m, v in selected.methods.items()
-                 if m in _METHODS.value}
+                 if m in _METHODS.value
+                 or (m == _LIB.FEDBUFF and built_on_fedbuff)}
     if selected.client and _LIB.FEDAVG in _METHODS.value:
       # Already every method's: listed on the row of the method searched.
       overrides[_LIB.FEDAVG] = dict(selected.client)

@@ -74,11 +74,15 @@ class PointScore(NamedTuple):
     values: The point, {config field: value}.
     score: Mean over settings and seeds of the final validation accuracy.
     runs: Number of runs averaged.
+    late_score: The same of the mean accuracy over each run's last half.
   """
 
   values: dict[str, Any]
   score: float
   runs: int
+  # Mean over the same runs of the mean accuracy over their last half,
+  # which breaks ties (`tuning.select`); NaN in searches kept before it.
+  late_score: float = float('nan')
 
 
 class MethodSearch(NamedTuple):
@@ -101,7 +105,8 @@ def grids(methods: Sequence[str],
           only: Optional[Mapping[str, Sequence[Any]]] = None
           ) -> list[tuple[str, tuning.Grid, tuning.Grid]]:
   """`(method, searched grid, full grid)` per method with a grid, the
-  client stage (FedAvg) first.
+  client stage (FedAvg) first, then FedBuff (the methods built on it take
+  its selection).
 
   `only` keys are an axis (for every method that has it) or
   `method:axis` (for that method only, over an unqualified key): methods
@@ -116,7 +121,9 @@ def grids(methods: Sequence[str],
                        f'({list(methods)}).')
   result = []
   tuned = [(lib.FEDAVG, tuning.CLIENT_GRID)] if lib.FEDAVG in methods else []
-  tuned += [(m, tuning.METHOD_GRIDS[m]) for m in methods
+  # FedBuff before the methods built on it, which take its selection.
+  ordered = sorted(methods, key=lambda m: m != lib.FEDBUFF)
+  tuned += [(m, tuning.METHOD_GRIDS[m]) for m in ordered
             if m in tuning.METHOD_GRIDS]
   for method, grid in tuned:
     own = {k: v for k, v in only.items() if ':' not in k}
@@ -200,11 +207,16 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
   cache = {}
   searches = []
   for method, grid, full_grid in plan:
-    base = config._replace(**selected.client) if method != lib.FEDAVG else (
-        config)
+    if method in lib.FEDBUFF_BASED and lib.FEDBUFF not in selected.methods:
+      raise ValueError(f'{method} is built on FedBuff and takes its selected '
+                       'values: tune fedbuff first (or with it).')
+    # A method built on FedBuff is tuned at FedBuff's selected values (the
+    # plan tunes FedBuff before them).
+    base = (config if method == lib.FEDAVG else lib.method_config(
+        config._replace(**selected.client), method, selected.methods))
     scores = []
     for values in grid.points():
-      finals = []
+      finals, lates = [], []
       for seed in seeds:
         for setting in settings:
           if (seed, setting.alpha) not in data_of:
@@ -221,8 +233,13 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
                            + '.json'), method, data_of[(seed, setting.alpha)],
               c, seed, cache, clients_per_group)
           finals.append(lib.final_metric(run.rows))
-      scores.append(PointScore(values, float(np.mean(finals)), len(finals)))
-    best = tuning.select({i: p.score for i, p in enumerate(scores)})
+          lates.append(lib.late_mean_metric(run.rows))
+      scores.append(PointScore(values, float(np.mean(finals)), len(finals),
+                               float(np.mean(lates))))
+    # Points within one validation image of the best tie.
+    best = tuning.select({i: p.score for i, p in enumerate(scores)},
+                         {i: p.late_score for i, p in enumerate(scores)},
+                         tolerance=1.0 / config.validation_size)
     searches.append(MethodSearch(method, grid, full_grid, scores, best))
     selected.searched[method] = {
         axis.name: dict(values=list(axis.values), grid=list(full.values),
@@ -254,9 +271,12 @@ def tuning_markdown(searches: Sequence[MethodSearch],
       'examples (never the test set): final accuracy (best of the last 5 '
       'evaluations), mean over settings '
       + ', '.join(s.label for s in settings) + f' and seeds {list(seeds)}; '
-      f'{config.rounds} rounds, {config.num_clients} clients. Grids: the '
-      'paper\'s appendix D; axes marked "our choice" it tunes without '
-      'listing values.', '']
+      f'{config.rounds} rounds, {config.num_clients} clients. Points within '
+      f'one validation image ({100 / config.validation_size:.2g} points) of '
+      'the best tie; the tie goes to the highest mean accuracy over the '
+      'runs\' last half (the second score), then to the first point. '
+      'Grids: the paper\'s appendix D; axes marked "our choice" it tunes '
+      'without listing values.', '']
   for search in searches:
     lines.append(f'### {search.method}')
     lines.append('')
@@ -267,15 +287,15 @@ def tuning_markdown(searches: Sequence[MethodSearch],
               f'{[_value(v) for v in full.values]}')
       lines.append(f'* {axis.name} ({source}): {part}')
     lines += ['', '| ' + ' | '.join(a.name for a in search.grid.axes)
-              + ' | validation accuracy (%) | runs |',
-              '| ' + '--- | ' * (len(search.grid.axes) + 2)]
+              + ' | validation accuracy (%) | last half (%) | runs |',
+              '| ' + '--- | ' * (len(search.grid.axes) + 3)]
     for i, point in enumerate(search.points):
       cells = [_value(point.values[a.name]) for a in search.grid.axes]
-      score = f'{100 * point.score:.1f}'
+      scores = [f'{100 * point.score:.1f}', f'{100 * point.late_score:.1f}']
       if i == search.selected:
         cells = [f'**{c}**' for c in cells]
-        score = f'**{score}**'
-      lines.append('| ' + ' | '.join(cells + [score, str(point.runs)])
+        scores = [f'**{v}**' for v in scores]
+      lines.append('| ' + ' | '.join(cells + scores + [str(point.runs)])
                    + ' |')
     lines.append('')
   return '\n'.join(lines)

@@ -18,8 +18,24 @@ Feddle ("Guided Model Merging for Hybrid Data Learning", Zhu et al., eqs. 5,
 over the coefficients c, from FedBuff's coefficients c' and with the fallback
 term lambda/2 ||c - c'||^2. Each step uses one server batch, cycling through
 the server data, and the memory-efficient coefficient gradient of appendix E
-(`anchor_merging.loss_and_coefficient_gradient`). The search is plain SGD by
-default (Adam optional), a choice the paper leaves open.
+(`anchor_merging.loss_and_coefficient_gradient`).
+
+The paper names no optimizer for the coefficients. Its analysis (appendix A,
+lemma on the smoothness of c -> F(x + sum_m c_m a_m)) finds the loss
+L sum_m ||a_m||^2-smooth in c, so gradient steps converge at rates of order
+1 / (L sum_m ||a_m||^2): 'scaled_sgd' takes that rate, `learning_rate` /
+sum_m ||abar_m||^2, the dimensionless `learning_rate` standing for 1 / L.
+Plain 'sgd' (the rate as given) and 'adam' are the alternatives; Adam moves
+every coefficient by about its rate a step whatever the gradient, so a rate
+far below c' leaves c at c'.
+
+Every search reports how far it moved (`coefficient_move`, ||c - c'|| /
+||c'||) and the server loss at c' and at its result, over one pass of the
+server data, so that a search that does not move, or moves uphill, shows.
+There is no rule to keep c' when the searched c has the higher loss: the
+paper's fallback is the starting point and the regularizer of eq. 10, not a
+choice between the two, and a loss on the search's own data would favour
+the search anyway.
 """
 
 from collections.abc import Hashable, Sequence
@@ -36,7 +52,7 @@ from tff_mixed.core import validation
 Weights = Sequence[Any]
 LossFn = anchor_merging.LossFn
 
-OPTIMIZERS = ('sgd', 'adam')
+OPTIMIZERS = ('sgd', 'scaled_sgd', 'adam')
 _ADAM_BETA1, _ADAM_BETA2, _ADAM_EPSILON = 0.9, 0.999, 1e-8
 
 
@@ -54,12 +70,21 @@ class SearchDiagnostics(NamedTuple):
     gradients: float32 `[T, M]` loss gradient dL/dc at each step, without the
       fallback term (what eq. 7 compares between in- and out-of-domain data).
     negative_share: Fraction of the final coefficients that are negative.
+    prior_loss: The mean loss over one pass of the server data at c'.
+    final_loss: The same at the searched coefficients.
+    coefficient_move: ||c - c'|| / ||c'|| (NaN where c' is 0).
+    rate: The step size the search took (`learning_rate`, or for
+      'scaled_sgd' `learning_rate` / sum_m ||abar_m||^2).
   """
   init_coefficients: np.ndarray
   losses: np.ndarray
   objectives: np.ndarray
   gradients: np.ndarray
   negative_share: float
+  prior_loss: float = float('nan')
+  final_loss: float = float('nan')
+  coefficient_move: float = float('nan')
+  rate: float = float('nan')
 
 
 class SearchResult(NamedTuple):
@@ -79,8 +104,9 @@ def _checked_search_args(steps, learning_rate, fallback_lambda, optimizer,
                          weights, anchors, init_coefficients):
   """`search_coefficients`' arguments, checked and converted."""
   steps = validation.check_int('steps', steps, 0)
+  # 0 keeps c' (FedBuff's merge), the search's cost aside.
   learning_rate = validation.check_float('learning_rate', learning_rate, 0.0,
-                                         strict=True)
+                                         strict=False)
   fallback_lambda = validation.check_float('fallback_lambda', fallback_lambda,
                                            0.0, strict=False)
   if optimizer not in OPTIMIZERS:
@@ -96,11 +122,13 @@ def _checked_search_args(steps, learning_rate, fallback_lambda, optimizer,
   return steps, learning_rate, fallback_lambda, base, anchors, c0
 
 
-def _search_step(loss_fn, learning_rate, fallback_lambda, use_adam):
-  """One search step on c: the loss gradient plus the fallback term (eq. 10)."""
+def _search_fns(loss_fn, fallback_lambda, use_adam):
+  """`(step, loss_at)`: one search step on c, the loss gradient plus the
+  fallback term (eq. 10), at step size `rate`; and the loss of the merge at
+  c on one batch."""
 
   @tf.function(reduce_retracing=True)
-  def step(base, stacked, c, c_prior, m, v, t, batch):
+  def step(base, stacked, c, c_prior, m, v, t, rate, batch):
     loss, grad = anchor_merging.loss_and_coefficient_gradient(
         loss_fn, base, stacked, c, batch)
     total = grad + fallback_lambda * (c - c_prior)
@@ -111,12 +139,42 @@ def _search_step(loss_fn, learning_rate, fallback_lambda, use_adam):
       v = _ADAM_BETA2 * v + (1.0 - _ADAM_BETA2) * tf.square(total)
       m_hat = m / (1.0 - tf.pow(_ADAM_BETA1, t))
       v_hat = v / (1.0 - tf.pow(_ADAM_BETA2, t))
-      c = c - learning_rate * m_hat / (tf.sqrt(v_hat) + _ADAM_EPSILON)
+      c = c - rate * m_hat / (tf.sqrt(v_hat) + _ADAM_EPSILON)
     else:
-      c = c - learning_rate * total
+      c = c - rate * total
     return c, m, v, loss, objective, grad
 
-  return step
+  @tf.function(reduce_retracing=True)
+  def loss_at(base, stacked, c, batch):
+    return tf.cast(loss_fn(anchor_merging.merge_tf(base, stacked, c), batch),
+                   tf.float32)
+
+  return step, loss_at
+
+
+def _mean_loss(loss_at, base, stacked, c, batches) -> float:
+  """The mean loss of the merge at `c` over one pass of `batches`."""
+  return float(tf.reduce_mean(tf.stack(
+      [loss_at(base, stacked, c, batch) for batch in batches])))
+
+
+def _step_size(optimizer: str, learning_rate: float,
+               stacked: Sequence[tf.Tensor]) -> float:
+  """The step size: `learning_rate`, scaled for 'scaled_sgd' by 1 / sum_m
+  ||abar_m||^2 (the paper's rate, of order 1 / (L sum_m ||a_m||^2))."""
+  if optimizer != 'scaled_sgd':
+    return learning_rate
+  squared = float(tf.add_n([tf.reduce_sum(tf.square(tf.cast(s, tf.float64)))
+                            for s in stacked]))
+  return learning_rate / squared if squared > 0 else 0.0
+
+
+def _relative_move(c: np.ndarray, c_prior: np.ndarray) -> float:
+  """||c - c'|| / ||c'||, NaN where c' is 0."""
+  prior = float(np.linalg.norm(np.asarray(c_prior, np.float64)))
+  if prior == 0:
+    return float('nan')
+  return float(np.linalg.norm(np.asarray(c, np.float64) - c_prior) / prior)
 
 
 # `search_coefficients`' traced steps by its `cache_key`.
@@ -137,8 +195,9 @@ def search_coefficients(loss_fn: LossFn, weights: Weights,
   (cycling) and the memory-efficient gradient of appendix E: the merged
   weights are formed without gradient to the anchors (eq. 15), one backward
   pass gives g = dL/dw, and dL/dc_m = <g, abar_m> (eq. 16); the fallback term
-  adds lambda (c - c'). The paper tunes the server optimizer; SGD is the
-  default here, Adam (beta1 0.9, beta2 0.999, eps 1e-8) the alternative.
+  adds lambda (c - c'). The paper tunes the server optimizer's rate; SGD
+  is the default here, at the given rate or at the paper's scaled rate
+  ('scaled_sgd'), Adam (beta1 0.9, beta2 0.999, eps 1e-8) the alternative.
 
   Args:
     loss_fn: `loss_fn(weights, batch) -> scalar`, traceable by tf.function,
@@ -150,11 +209,13 @@ def search_coefficients(loss_fn: LossFn, weights: Weights,
     server_data: A `tf.data.Dataset` of batches, a list of batches or one
       batch, in the form `loss_fn` expects.
     steps: Number of gradient steps T; 0 returns the merge at c'.
-    learning_rate: Coefficient learning rate eta_c.
+    learning_rate: Coefficient learning rate eta_c ('sgd', 'adam'), or for
+      'scaled_sgd' the dimensionless rate eta, the step being
+      eta / sum_m ||abar_m||^2.
     fallback_lambda: Fallback strength lambda (paper: 0 in-domain, 0.01 OOD).
-    optimizer: 'sgd' or 'adam'.
-    cache_key: If given, the traced step is kept under it (with the rate,
-      lambda and optimizer) and reused by the next search with the same key,
+    optimizer: 'sgd', 'scaled_sgd' or 'adam'.
+    cache_key: If given, the traced step is kept under it (with lambda and
+      the optimizer) and reused by the next search with the same key,
       which must then mean the same `loss_fn` (e.g. the model whose loss it
       is); None traces it for this search only.
 
@@ -178,30 +239,49 @@ def search_coefficients(loss_fn: LossFn, weights: Weights,
                           np.zeros([0, 0], np.float32), 0.0))
 
   use_adam = optimizer == 'adam'
-  step = _STEPS.get(
-      None if cache_key is None else (cache_key, learning_rate,
-                                      fallback_lambda, use_adam),
-      lambda: _search_step(loss_fn, learning_rate, fallback_lambda, use_adam))
+  step, loss_at = _STEPS.get(
+      None if cache_key is None else (cache_key, fallback_lambda, use_adam),
+      lambda: _search_fns(loss_fn, fallback_lambda, use_adam))
   base_t = [tf.constant(b) for b in base]
   stacked = anchor_merging.stack_anchors(anchors, base)
+  rate = _step_size(optimizer, learning_rate, stacked)
+  rate_t = tf.constant(rate, tf.float32)
+  # Batches held as tensors are converted once per search; a dataset is
+  # read pass after pass, as it may reshuffle.
+  if isinstance(server_data, tf.data.Dataset):
+    cycle = server_data_lib.cycle_batches(server_data)
+    next_batch = lambda t: next(cycle)
+    one_pass = lambda: server_data_lib.one_pass(server_data)
+  else:
+    batches = server_data_lib.one_pass(server_data)
+    next_batch = lambda t: batches[t % len(batches)]
+    one_pass = lambda: batches
   c_prior = tf.constant(c0)
   c = c_prior
   m = v = tf.zeros([num], tf.float32)
   losses, objectives, gradients = [], [], []
-  batches = server_data_lib.cycle_batches(server_data)
   for t in range(steps):
-    c, m, v, loss, objective, grad = step(base_t, stacked, c, c_prior, m, v,
-                                          tf.constant(t + 1.0), next(batches))
-    losses.append(float(loss))
-    objectives.append(float(objective))
-    gradients.append(grad.numpy())
+    c, m, v, loss, objective, grad = step(
+        base_t, stacked, c, c_prior, m, v, tf.constant(t + 1.0), rate_t,
+        next_batch(t))
+    # Kept as tensors: read back once, after the loop.
+    losses.append(loss)
+    objectives.append(objective)
+    gradients.append(grad)
   merged = anchor_merging.merge_tf(base_t, stacked, c)
+  final_loss = _mean_loss(loss_at, base_t, stacked, c, one_pass())
+  prior_loss = (final_loss if steps == 0 else
+                _mean_loss(loss_at, base_t, stacked, c_prior, one_pass()))
   c = c.numpy()
+  as_array = lambda values, shape: (
+      tf.stack(values).numpy() if values else np.zeros(shape, np.float32))
   diagnostics = SearchDiagnostics(
       init_coefficients=c0,
-      losses=np.array(losses, np.float32),
-      objectives=np.array(objectives, np.float32),
-      gradients=np.array(gradients, np.float32).reshape([steps, num]),
-      negative_share=float(np.mean(c < 0)))
+      losses=as_array(losses, [0]),
+      objectives=as_array(objectives, [0]),
+      gradients=as_array(gradients, [0, num]).reshape([steps, num]),
+      negative_share=float(np.mean(c < 0)),
+      prior_loss=prior_loss, final_loss=final_loss,
+      coefficient_move=_relative_move(c, c0), rate=rate)
   return SearchResult(tuple(w.numpy() for w in merged), c, diagnostics)
 

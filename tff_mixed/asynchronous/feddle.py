@@ -115,7 +115,9 @@ class FeddleConfig(NamedTuple):
   Attributes:
     max_anchors: Atlas size M (paper: twice the clients per round).
     server_lr: FedBuff's server learning rate eta_g, for the fallback c'.
-    search_lr: Coefficient learning rate eta_c (paper tunes 1e-5..1e-3).
+    search_lr: Coefficient learning rate eta_c (paper tunes 1e-5..1e-3),
+      or with 'scaled_sgd' the dimensionless rate of the step eta_c /
+      sum_m ||abar_m||^2.
     search_steps: Search steps T, one server batch each; 0 is FedBuff.
     fallback_lambda: lambda of eq. 10 (paper: 0 in-domain, 0.01 OOD).
     out_of_domain: Use the surrogate loss of eqs. 8-9 on the server labels.
@@ -124,7 +126,8 @@ class FeddleConfig(NamedTuple):
     num_ood_classes: Number of classes of the OOD server labels.
     head_steps: Gradient steps fitting the surrogate head theta (eq. 8).
     head_lr: Step size for fitting theta.
-    optimizer: 'sgd' or 'adam' for the coefficient search.
+    optimizer: 'sgd', 'scaled_sgd' or 'adam' for the coefficient search
+      (`coefficient_search`).
     ood_head_rule: How the model head moves in OOD mode: 'searched' (paper,
       after eq. 9: the searched c-hat on the whole anchors), 'fallback'
       (FedBuff's c') or 'frozen' (unchanged).
@@ -161,7 +164,7 @@ def validate_config(config: FeddleConfig) -> FeddleConfig:
                     f'{type(config).__name__}.')
   validation.check_int('max_anchors', config.max_anchors, 1)
   validation.check_float('server_lr', config.server_lr, 0.0, strict=True)
-  validation.check_float('search_lr', config.search_lr, 0.0, strict=True)
+  validation.check_float('search_lr', config.search_lr, 0.0, strict=False)
   validation.check_int('search_steps', config.search_steps, 0)
   validation.check_float('fallback_lambda', config.fallback_lambda, 0.0,
                           strict=False)
@@ -202,6 +205,12 @@ class FeddleDiagnostics(NamedTuple):
       eq. 17, the paper's Fig. 9 "with fallback").
     id_ood_cosine_at_zero: The same at c = 0, the current global model,
       i.e. a search started without the fallback (Fig. 9 "without").
+    coefficient_move: How far the search moved: ||c-hat - c'|| / ||c'||.
+    prior_loss: The search's loss (the surrogate's, OOD) over one pass of
+      the server data at c', FedBuff's merge.
+    final_loss: The same at c-hat.
+    search_rate: The step size the search took (for 'scaled_sgd',
+      search_lr / sum_m ||abar_m||^2).
   """
   new_indices: tuple[int, ...]
   init_coefficients: np.ndarray
@@ -213,6 +222,10 @@ class FeddleDiagnostics(NamedTuple):
   head: Optional[ood_surrogate.LinearHead]
   id_ood_cosine: float = float('nan')
   id_ood_cosine_at_zero: float = float('nan')
+  coefficient_move: float = float('nan')
+  prior_loss: float = float('nan')
+  final_loss: float = float('nan')
+  search_rate: float = float('nan')
 
 
 def cosine_similarity(a: Any, b: Any) -> float:
@@ -306,6 +319,10 @@ def feddle_step(
       gradients=result.diagnostics.gradients,
       median_norm=normalized.median,
       head=head,
+      coefficient_move=result.diagnostics.coefficient_move,
+      prior_loss=result.diagnostics.prior_loss,
+      final_loss=result.diagnostics.final_loss,
+      search_rate=result.diagnostics.rate,
       **alignment)
   return tuple(new_weights), new_atlas, diagnostics
 

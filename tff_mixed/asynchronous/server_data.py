@@ -129,6 +129,19 @@ def iterable_batches(server_data: Any) -> Any:
                   f'{type(server_data).__name__}.')
 
 
+def one_pass(server_data: Any) -> list[Any]:
+  """One pass of the server data: its batches, as tensors.
+
+  Raises:
+    ValueError: If there is no batch.
+  """
+  batches = [tf.nest.map_structure(tf.convert_to_tensor, batch)
+             for batch in iterable_batches(server_data)]
+  if not batches:
+    raise ValueError('Server data is empty.')
+  return batches
+
+
 def cycle_batches(server_data: Any) -> Iterator[Any]:
   """Endless batches: one pass after another through the server data."""
   batches = iterable_batches(server_data)
