@@ -61,12 +61,10 @@ class HybridAsyncRecordsTest(absltest.TestCase):
     # FedAsync's (a > 0) and FedDF's were all run again after their methods
     # changed (issue 32: staleness counted in server steps, one distillation
     # per merged buffer), and their records name the change.
-    methods = sorted(lib.METHODS, key=len, reverse=True)
     counts = {}
     for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
       for name in names:
-        method = next((m for m in methods if name.startswith(
-            (m + '_alpha', m + '_identities'))), None)
+        method = lib.method_of_record(name)
         if (method is None or '_delay' not in name
             or not name.endswith('.json')):
           continue
@@ -93,13 +91,11 @@ class FedBuffValuesTest(absltest.TestCase):
     # Feddle's fallback, Fed+FT's and FedDF's FedBuff are the FedBuff of
     # their table: the same buffer and server lr in every runs directory
     # that holds a FedBuff run.
-    methods = sorted(lib.METHODS, key=len, reverse=True)
     checked = 0
     for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
       values = {}
       for name in sorted(names):
-        method = next((m for m in methods if name.startswith(
-            (m + '_alpha', m + '_identities'))), None)
+        method = lib.method_of_record(name)
         if method not in (lib.FEDBUFF,) + lib.FEDBUFF_BASED:
           continue
         with open(os.path.join(root, name)) as f:
