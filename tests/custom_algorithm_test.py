@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""A new algorithm is one file of public components (issue 33).
+"""A new algorithm is one file of public components.
 
 `examples/custom_algorithm.py` writes Parallel Training (arXiv:2205.13655,
 Algorithm 1, green steps) from `tff_mixed.components` alone: it is at most
