@@ -51,6 +51,32 @@ from tff_mixed.core import transfer_select as transfer_lib
 from tff_mixed.core import validation
 
 # The composer's input and the components' types.
+__all__ = [
+    'Aggregator',
+    'CentralWork',
+    'Components',
+    'Distributor',
+    'Finalizer',
+    'GradientAtModel',
+    'MergedData',
+    'MixedCentralSteps',
+    'MixedGradient',
+    'OwnData',
+    'PlainCentralSteps',
+    'PlainGradient',
+    'PreviousRoundMean',
+    'Recovery',
+    'build_broadcast_distributor',
+    'build_central_work',
+    'build_client_work',
+    'build_finalizer',
+    'build_mean_aggregator',
+    'build_scatter_back_aggregator',
+    'build_select_distributor',
+    'build_transfer_distributor',
+    'compose_mixed_process',
+]
+
 Components = mixed_process.Components
 Distributor = distributors_lib.Distributor
 Aggregator = aggregators_lib.Aggregator
