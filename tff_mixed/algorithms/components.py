@@ -190,13 +190,9 @@ def build_client_work(
   validation.check_optimizer('client_optimizer', client_optimizer)
   validation.check_positive_int('client_steps', client_steps, allow_none=True)
   validation.check_client_weighting(client_weighting)
-  for name, rule, example in (
-      ('step_gradient', step_gradient, 'MixedGradient(w_f, w_c)'),
-      ('local_data', local_data, 'MergedData(batch_size)')):
-    if not callable(rule):
-      raise TypeError(f'`{name}` must be a callable rule (e.g. '
-                      f'`components.{example}`), got {rule!r}.')
-  uses = getattr(step_gradient, 'uses_augmenting_gradient', False)
+  validation.check_rule('step_gradient', step_gradient)
+  validation.check_rule('local_data', local_data)
+  uses = step_gradient.uses_augmenting_gradient
   if uses != _sends_central_gradient(distributor):
     raise ValueError(
         f'`step_gradient` {step_gradient!r} reads g~_c only if the '
@@ -279,6 +275,9 @@ def build_central_work(
     validation.check_optimizer('central_optimizer', central_optimizer)
   validation.check_central_batch_size(central_batch_size, central_objective)
   validation.optional_clip('central_clip_norm', central_clip_norm)
+  validation.check_rule('step_rule', step_rule)
+  if augmenting_gradient is not None:
+    validation.check_rule('augmenting_gradient', augmenting_gradient)
   config = central_lib.CentralConfig(
       central_steps=central_steps, batch_size=central_batch_size, seed=seed,
       clip_norm=central_clip_norm, federated_weight=float(federated_weight),
