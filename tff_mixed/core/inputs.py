@@ -98,8 +98,10 @@ def functional_model(
   outputs with their own losses, layer losses (`keras_model.losses`, e.g.
   kernel regularizers: the converted loss would leave them out), and
   metrics given as `tf.keras.metrics.Metric` instances rather than no-arg
-  constructors. The converted model is usable only inside TFF
-  computations (TFF's note on `functional_model_from_keras`).
+  constructors. Unlike the model `functional_model_from_keras` returns,
+  which runs only inside TFF computations, the converted model's forward
+  pass also runs in eager TensorFlow, where the asynchronous methods'
+  server steps (Feddle's search, FedDF, Fed+FT, Center, HFCL) use it.
 
   Args:
     model: The model, as above.
@@ -163,11 +165,51 @@ def _from_keras(keras_model, loss, input_spec, metrics_constructor):
     _check_no_layer_losses(keras_model)
   metrics = _with_training_metrics(loss, metrics_constructor)
   try:
-    return tff.learning.models.functional_model_from_keras(
+    converted = tff.learning.models.functional_model_from_keras(
         keras_model, loss, input_spec, metrics_constructor=metrics)
   except tff_functional.KerasFunctionalModelError as e:
     raise ValueError(
         f'The Keras `model` cannot become a FunctionalModel: {e}') from e
+  return _usable_outside_tff(converted, keras_model)
+
+
+def _usable_outside_tff(converted, keras_model):
+  """`converted` with a forward pass that also runs outside TFF.
+
+  TFF's converted model refuses to run its forward pass outside a TFF
+  computation or graph, but the asynchronous server methods (Feddle's
+  coefficient search, FedDF's distillation, Fed+FT's and Center's server
+  steps) run the model in eager TensorFlow. The forward pass here is the
+  same idea as TFF's, without that refusal: a clone of the Keras model
+  whose variables are, as they are created, the given weights (tensors, so
+  nothing is created and gradients reach the weights), in the order of
+  creation that TFF's initial weights follow. Weights, loss, metrics and
+  input spec are TFF's conversion's.
+  """
+  template = (keras_model if isinstance(keras_model, tf.keras.Model)
+              else keras_model())
+
+  @tf.function
+  def predict_on_batch(model_weights, x, training=True):
+    trainable, non_trainable = (list(w) for w in model_weights)
+
+    def as_given(next_creator, **kwargs):
+      del next_creator  # Nothing is created: the weights are the variables.
+      source = trainable if kwargs.get('trainable', True) else non_trainable
+      return source.pop(0)
+
+    with tf.variable_creator_scope(as_given):
+      clone = tf.keras.models.clone_model(template)
+    return clone(x, training=training)
+
+  return tff.learning.models.FunctionalModel(
+      initial_weights=converted.initial_weights,
+      predict_on_batch_fn=predict_on_batch,
+      loss_fn=converted.loss,
+      metrics_fns=(converted.initialize_metrics_state,
+                   converted.update_metrics_state,
+                   converted.finalize_metrics),
+      input_spec=converted.input_spec)
 
 
 class _MeanLoss(tf.keras.metrics.Mean):
