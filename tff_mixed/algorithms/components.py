@@ -54,7 +54,9 @@ from tff_mixed.core import validation
 __all__ = [
     'Aggregator',
     'CentralWork',
+    'ClientInputs',
     'Components',
+    'Distribution',
     'Distributor',
     'Finalizer',
     'GradientAtModel',
@@ -75,10 +77,19 @@ __all__ = [
     'build_select_distributor',
     'build_transfer_distributor',
     'compose_mixed_process',
+    'data_type',
+    'weights_type',
 ]
 
 Components = mixed_process.Components
 Distributor = distributors_lib.Distributor
+# What a distributor of one's own returns: the clients' values (and keys),
+# and, on each client, what it trains with.
+Distribution = distributors_lib.Distribution
+ClientInputs = distributors_lib.ClientInputs
+# The TFF types of a model's weights (ModelWeights) and of a client's data.
+weights_type = model_types.weights_type
+data_type = model_types.data_type
 Aggregator = aggregators_lib.Aggregator
 CentralWork = central_lib.CentralWork
 Finalizer = finalizer_lib.Finalizer
