@@ -29,7 +29,7 @@ from absl.testing import absltest
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Built from parts so that this file does not match itself. `\bturn` keeps
-# `return 0` out; a work step would read "turn 3".
+# `return 0` out; a work step would read "turn" and a number.
 _TRACKER = 'iss' + 'ue'
 PATTERN = re.compile(
     rf'\b{_TRACKER} [0-9]|\b{_TRACKER}\'s\b|\btu' r'rn [0-9]', re.IGNORECASE)
