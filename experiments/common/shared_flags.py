@@ -294,7 +294,7 @@ def define_plot_flag(default: Optional[str],
 # A binary's own bounds on the values of a shared flag.
 
 
-def require_at_least(holder: flags.FlagHolder, bound) -> None:
+def require_at_least(holder: flags.FlagHolder, bound: float) -> None:
   """Refuses values of `holder`'s numeric flag below `bound`.
 
   For a binary that needs a stricter lower bound than the shared
