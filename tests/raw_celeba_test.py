@@ -35,6 +35,7 @@ import tensorflow_federated as tff
 from experiments.celeba_smile import celeba_sqlite
 from experiments.celeba_smile import raw_celeba_files
 from experiments.celeba_smile import raw_celeba_lib
+from experiments.common import sqlite_files
 from tests import binary_runs
 from tests import celeba_testing
 from tests import preloaded_python
@@ -650,7 +651,7 @@ class AtomicityTest(absltest.TestCase):
 
   def test_failure_while_writing_the_index(self):
     # A failure after all rows are in (e.g. a full disk) removes the file.
-    with mock.patch.object(celeba_sqlite, '_CREATE_INDEX', 'NOT SQL;'):
+    with mock.patch.object(sqlite_files, 'CLIENT_DATA_INDEX', 'NOT SQL;'):
       with self.assertRaises(sqlite3.OperationalError):
         self._convert()
     self.assertEmpty(os.listdir(self.output_dir))

@@ -73,14 +73,6 @@ SPLIT_BY_EXAMPLES_TEST = 'split_by_examples_test'
 SPLIT_NAMES = (SPLIT_BY_CLIENTS_TRAIN, SPLIT_BY_CLIENTS_TEST,
                SPLIT_BY_EXAMPLES_TRAIN, SPLIT_BY_EXAMPLES_TEST)
 
-_CREATE_STATEMENTS = (
-    'CREATE TABLE examples (split_name TEXT NOT NULL, client_id TEXT NOT NULL,'
-    ' serialized_example_proto BLOB NOT NULL);',
-    'CREATE TABLE client_metadata (client_id TEXT NOT NULL,'
-    ' split_name TEXT NOT NULL, num_examples INTEGER NOT NULL);',
-)
-_CREATE_INDEX = ('CREATE INDEX examples_client_split ON examples'
-                 ' (client_id, split_name);')
 
 
 class DatabaseSummary(NamedTuple):
@@ -253,7 +245,7 @@ def write_celeba_database(
 
   counts = collections.Counter()
   with sqlite_files.new_database(database_path) as connection:
-    for statement in _CREATE_STATEMENTS:
+    for statement in sqlite_files.CLIENT_DATA_TABLES:
       connection.execute(statement)
     for client_id in client_ids:
       examples = clients[client_id]
@@ -293,7 +285,7 @@ def write_celeba_database(
         if n:
           counts[f'{split}_clients'] += 1
           counts[f'{split}_examples'] += n
-    connection.execute(_CREATE_INDEX)
+    connection.execute(sqlite_files.CLIENT_DATA_INDEX)
   return DatabaseSummary(
       database_path=database_path,
       **{f: counts[f] for f in DatabaseSummary._fields[1:]})

@@ -65,14 +65,6 @@ from experiments.stackoverflow_wikipedia import posts_splits
 from experiments.stackoverflow_wikipedia import posts_xml_rows
 
 DATABASE_FILENAME = 'stackoverflow.sqlite'
-_CREATE_STATEMENTS = (
-    'CREATE TABLE examples (split_name TEXT NOT NULL, client_id TEXT NOT NULL,'
-    ' serialized_example_proto BLOB NOT NULL);',
-    'CREATE TABLE client_metadata (client_id TEXT NOT NULL,'
-    ' split_name TEXT NOT NULL, num_examples INTEGER NOT NULL);',
-)
-_CREATE_INDEX = ('CREATE INDEX examples_client_split ON examples'
-                 ' (client_id, split_name);')
 _INSERT_BATCH = 1000
 
 
@@ -256,7 +248,7 @@ def _write_database(connection: sqlite3.Connection,
                     heldout_fraction: float, seed: int,
                     counts: posts_xml_rows.RowCounts):
   """Fills the database; returns (posts per split, [(dump, cutoff)])."""
-  for statement in _CREATE_STATEMENTS:
+  for statement in sqlite_files.CLIENT_DATA_TABLES:
     connection.execute(statement)
   dumps = _insert_dumps(connection, given, counts)
   inserted = _merged([d[3] for d in dumps])
@@ -276,7 +268,7 @@ def _write_database(connection: sqlite3.Connection,
                                                 heldout_fraction, seed)
   # Built before the update, so that each client's update is a lookup
   # rather than a scan of all posts.
-  connection.execute(_CREATE_INDEX)
+  connection.execute(sqlite_files.CLIENT_DATA_INDEX)
   # Held-out clients keep all their posts, of any date, in `heldout`.
   connection.executemany(
       'UPDATE examples SET split_name = ? WHERE client_id = ?;',
