@@ -92,13 +92,12 @@ def _floor_rounds(name, model, objective, x, y, part):
 class ComputeFloorTest(parameterized.TestCase):
 
   def test_every_synchronous_algorithm_has_a_floor(self):
-    self.assertCountEqual(compute_floor.FLOOR_PARTS,
-                          registry.SYNCHRONOUS_NAMES)
+    self.assertCountEqual(compute_floor.FLOOR_PARTS, registry.NAMES)
     with self.assertRaisesRegex(ValueError, 'fedbuff.*parallel_training'):
-      compute_floor.central_part(registry.FEDBUFF)
+      compute_floor.central_part(tff_mixed.async_registry.FEDBUFF)
 
   @parameterized.named_parameters(
-      (name, name) for name in registry.SYNCHRONOUS_NAMES)
+      (name, name) for name in registry.NAMES)
   def test_floor_rounds_give_the_process_weights(self, name):
     model, objective, x, y = _floor_workload()
     # As round_time builds it; the per-client FedAvg row is TFF's FedAvg.

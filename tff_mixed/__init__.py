@@ -27,7 +27,10 @@ arXiv:2205.13655). This facade is the public API, kept small
     (docs/COMPOSING.md);
 *   `ClientGroups`, the fast simulation mode: many clients per CLIENTS
     member, trained in one computation, with the per-client results;
-*   the algorithm registry (`tff_mixed.registry`: algorithms by name);
+*   the algorithm registries, by name: `tff_mixed.registry` of the
+    synchronous algorithms (a `LearningProcess` each) and
+    `tff_mixed.async_registry` of the asynchronous ones (an `AsyncStrategy`
+    each, for `run_async`);
 *   the runner (`run_training`), for any `tff.learning` process, and
     `DropReport`, which turns the clients and rounds a process's metrics
     say were dropped into console warnings (the runner uses it);
@@ -39,10 +42,10 @@ arXiv:2205.13655). This facade is the public API, kept small
 *   the algorithm advisor (`advise`, `Advice`): PT, 1-way or 2-way GT from
     a run's first rounds with diagnostics;
 *   asynchronous FL on hybrid data (guided model merging, Zhu et al.): its
-    server strategies (all `AsyncStrategy`s, also built by name through the
-    registry), Feddle, the arrival schedule, the clients' local training
-    (`build_async_client_training`), `run_async` and the `AsyncObserver`
-    that sees a run's merges and rounds;
+    server strategies (all `AsyncStrategy`s, also built by name through
+    `async_registry`), Feddle, the arrival schedule, the clients' local
+    training (`build_async_client_training`), `run_async` and the
+    `AsyncObserver` that sees a run's merges and rounds;
 *   `register_worker_cleanup`, which makes the TFF worker processes this
     process starts end with it. Importing `tff_mixed` has no side effects
     (no exit hook, TFF's modules untouched); `run_training`, `run_async`
@@ -88,6 +91,8 @@ from tff_mixed.advisor.advice import Advice
 # The clients' side of an asynchronous run: local training from the
 # weights a client was sent, its update returned (`run_async` takes it).
 from tff_mixed.asynchronous.client_training import build_client_training as build_async_client_training
+# The asynchronous algorithms by name, beside `registry`'s synchronous ones.
+from tff_mixed.asynchronous import registry as async_registry
 from tff_mixed.asynchronous.deadline_fedavg import DeadlineFedAvg
 from tff_mixed.asynchronous.feddle import FeddleMethod
 from tff_mixed.asynchronous.schedule import AsyncSchedule
@@ -128,6 +133,7 @@ __all__ = [
     'MixedFLState',
     'RunResult',
     'advise',
+    'async_registry',
     'build_async_client_training',
     'build_example_transfer',
     'build_fedavg',

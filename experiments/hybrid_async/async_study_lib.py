@@ -51,7 +51,7 @@ from experiments.hybrid_async import hybrid_records
 from experiments.hybrid_async import hybrid_runs
 from experiments.hybrid_async import hybrid_tables
 import tff_mixed
-from tff_mixed import registry
+from tff_mixed import async_registry
 from tff_mixed.asynchronous import feddf
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.training import reports as reports_lib
@@ -244,11 +244,12 @@ def _server_fn(variant: Variant, config: hybrid_config.Config):
   """`run_method`'s server override for the variant, or None."""
   c = config
   if variant.server == DEADLINE:
-    return lambda model: registry.build(registry.DEADLINE_FEDAVG, model)
+    return lambda model: async_registry.build(
+        async_registry.DEADLINE_FEDAVG, model)
   if variant.server in (FEDBUFF_WEIGHTED, FEDBUFF_STALENESS):
     weighted = variant.server == FEDBUFF_WEIGHTED
-    return lambda model: registry.build(
-        registry.FEDBUFF, model, server_lr=c.server_lr,
+    return lambda model: async_registry.build(
+        async_registry.FEDBUFF, model, server_lr=c.server_lr,
         buffer_size=c.buffer_size,
         staleness_exponent=0.0 if weighted else 0.5,
         weighting='num_examples' if weighted else 'uniform')

@@ -36,7 +36,8 @@ once per seed and label skew and stand in every delay column.
 
 `method_config` resolves a method's hyperparameters (FedBuff's for the
 methods built on it), `build_method` builds its server strategy through the
-registry, and the counts here turn epochs into the steps each trains.
+asynchronous registry (`tff_mixed.async_registry`), and the counts here
+turn epochs into the steps each trains.
 """
 
 from collections.abc import Mapping
@@ -46,7 +47,7 @@ import numpy as np
 
 from experiments.hybrid_async import hybrid_config
 import tff_mixed
-from tff_mixed import registry
+from tff_mixed import async_registry
 from tff_mixed.asynchronous import hybrid_baselines
 from tff_mixed.asynchronous import server_sgd
 from tff_mixed.asynchronous import staleness
@@ -142,9 +143,10 @@ def hfcl_training(config: hybrid_config.Config, num_examples: int
 class EveryRoundCenter(tff_mixed.AsyncStrategy):
   """Center training its server epochs every round (`center_once=False`).
 
-  The library's Center (`registry.build('center', ...)`) trains once, the
-  paper's one centrally trained model; tables made before 2026-11-26 read
-  the server epochs as a round's, and this keeps them reproducible.
+  The library's Center (`async_registry.build('center', ...)`) trains
+  once, the paper's one centrally trained model; tables made before
+  2026-11-26 read the server epochs as a round's, and this keeps them
+  reproducible.
   """
 
   uses_client_updates = False  # No client trains for Center.
@@ -174,18 +176,18 @@ def _registry_call(method: str, data: hybrid_config.Data,
                 hybrid_config.LOADABOOST):
     # Weighted FedAvg: the round's clients' updates, weighted by the
     # examples each trained on (McMahan et al. 2017).
-    return registry.FEDBUFF, None, dict(
+    return async_registry.FEDBUFF, None, dict(
         server_lr=1.0, buffer_size=c.clients_per_round,
         weighting='num_examples')
   if method == hybrid_config.FEDASYNC:
-    return registry.FEDASYNC, None, dict(
+    return async_registry.FEDASYNC, None, dict(
         alpha=c.fedasync_alpha,
         staleness_fn=staleness.polynomial_staleness(c.fedasync_a),
         staleness_unit=c.fedasync_staleness_unit)
   if method == hybrid_config.FEDBUFF:
-    return registry.FEDBUFF, None, fedbuff
+    return async_registry.FEDBUFF, None, fedbuff
   if method == hybrid_config.CA2FL:
-    return registry.CA2FL, None, dict(
+    return async_registry.CA2FL, None, dict(
         server_lr=c.server_lr, buffer_size=c.buffer_size,
         num_clients=c.num_clients)
   ood = method in hybrid_config.OOD_METHODS
@@ -196,22 +198,22 @@ def _registry_call(method: str, data: hybrid_config.Data,
                   central_lr=c.server_sgd_lr,
                   central_optimizer=c.server_optimizer, seed=seed)
   if method == hybrid_config.CENTER:
-    return registry.CENTER, central, training
+    return async_registry.CENTER, central, training
   if method == hybrid_config.FED_FT:
-    return registry.FED_FT, central, {**fedbuff, **training}
+    return async_registry.FED_FT, central, {**fedbuff, **training}
   if method == hybrid_config.HFCL:
     t = hfcl_training(c, len(split.server_y))
-    return registry.HFCL, central, dict(
+    return async_registry.HFCL, central, dict(
         central_steps=t.steps, central_batch_size=t.batch_size,
         central_lr=t.learning_rate, central_optimizer=t.optimizer,
         seed=seed, client_epochs=client_epochs(method, c),
         client_examples=float(np.mean(
             [len(i) for i in split.client_indices])))
   if method in (hybrid_config.FEDDF_ID, hybrid_config.FEDDF_OOD):
-    return registry.FEDDF, central, dict(
+    return async_registry.FEDDF, central, dict(
         **fedbuff, **training, temperature=c.distill_temperature)
   if method in hybrid_config.FEDDLE_METHODS:
-    return registry.FEDDLE, central, dict(
+    return async_registry.FEDDLE, central, dict(
         max_anchors=hybrid_config.feddle_atlas_size(c),
         buffer_size=c.buffer_size,
         server_lr=c.server_lr, search_lr=c.feddle_search_lr,
@@ -234,11 +236,11 @@ def _registry_call(method: str, data: hybrid_config.Data,
 def build_method(method: str, model, data: hybrid_config.Data,
                  config: hybrid_config.Config, seed: int
                  ) -> tff_mixed.AsyncStrategy:
-  """The server method of `method` for `run_async`: `registry.build` with
-  the configuration's values (the registry is the one name-to-algorithm
+  """The server method of `method` for `run_async`: `async_registry.build`
+  with the configuration's values (the registry is the one name-to-algorithm
   table; `method` names the experiment's variants of its algorithms)."""
   name, central, hyperparameters = _registry_call(method, data, config, seed)
-  built = registry.build(name, model, central, **hyperparameters)
+  built = async_registry.build(name, model, central, **hyperparameters)
   if method == hybrid_config.CENTER and not config.center_once:
     return EveryRoundCenter(built)
   return built

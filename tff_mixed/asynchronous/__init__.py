@@ -17,8 +17,9 @@ Clients report stale updates at simulated arrival rounds; the server, which
 also holds data of its own, merges them (the guided-model-merging paper,
 Zhu et al., "Guided Model Merging for Hybrid Data Learning"). Every
 algorithm implements `strategy.AsyncStrategy` (with the observer that sees
-its merges) and is built by name through `tff_mixed.registry`, from
-`builders`. Modules: `schedule` (who is sampled and when each update arrives), `client_training`
+its merges) and is built by name through `registry`
+(`tff_mixed.async_registry`), from `builders`. Modules: `schedule` (who is
+sampled and when each update arrives), `client_training`
 (the TFF federated computation of the clients' local training),
 `loadaboost` (LoAdaBoost's loss-driven local epochs, same contract),
 `server_strategies` (FedAsync, FedBuff, CA2FL) with FedAsync's `staleness`

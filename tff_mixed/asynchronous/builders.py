@@ -11,13 +11,13 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The asynchronous algorithms' builders, for the registry.
+"""The asynchronous algorithms' builders, for the asynchronous registry.
 
 Each `build_<algorithm>(model, central_data, **hyperparameters)` returns the
 algorithm's `strategy.AsyncStrategy` from flat keyword hyperparameters, the
-form `tff_mixed.registry.build` passes (the guided-model-merging paper's
-algorithms, Zhu et al., "Guided Model Merging for Hybrid Data Learning",
-section 5 and appendix D). Shared names mean one thing everywhere:
+form `registry.build` (`tff_mixed.async_registry.build`) passes (the
+guided-model-merging paper's algorithms, Zhu et al., "Guided Model Merging
+for Hybrid Data Learning", section 5 and appendix D). Shared names mean one thing everywhere:
 `server_lr` (eta_g of the server's merge), `buffer_size` (M, updates a
 merge), `central_steps`, `central_batch_size`, `central_lr`,
 `central_optimizer` ('sgd' or 'adam') and `seed` (the server's own training

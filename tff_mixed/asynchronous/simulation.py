@@ -35,7 +35,7 @@ trains, if it sets `uses_client_updates = False`): FedAsync, FedBuff and
 CA2FL (`server_strategies`), `deadline_fedavg.DeadlineFedAvg`,
 `feddle.FeddleMethod` (Feddle behind a FedBuff-style buffer, so that zero
 search steps give FedBuff) and the hybrid baselines of `hybrid_baselines`;
-`tff_mixed.registry.build` makes each by name. Any object with
+`tff_mixed.async_registry.build` makes each by name. Any object with
 `initial_state()` and `apply(state, weights, updates)` also runs, without
 merge events. An `observer` (`strategy.AsyncObserver`) sees every merge,
 with its round, and the end of every round.
@@ -183,7 +183,7 @@ def run_async(
 
   Args:
     method: The server method, a `strategy.AsyncStrategy` (e.g.
-      `tff_mixed.registry.build('fedbuff', model, buffer_size=10)`).
+      `tff_mixed.async_registry.build('fedbuff', model, buffer_size=10)`).
     schedule: A fresh `AsyncSchedule` (it is advanced here).
     client_training: From `client_training.build_client_training` (or a
       `loadaboost.LoAdaBoostTraining`).

@@ -378,6 +378,19 @@ def check_rule(name: str, rule: Any) -> None:
         f'`{example}`).')
 
 
+def check_algorithm_name(name: str, names: Sequence[str], kind: str,
+                         other_kind: str, other_registry: str) -> None:
+  """Raises a `ValueError` if `name` is not among `names`, the `kind`
+  algorithms of a registry, naming them and the registry of the
+  `other_kind` ones: the synchronous and the asynchronous registries sit
+  side by side, and neither imports the other."""
+  if name not in names:
+    raise ValueError(
+        f'Unknown {kind} algorithm {name!r}; the {kind} algorithms are '
+        f'{list(names)}. The {other_kind} ones are built by '
+        f'`{other_registry}`.')
+
+
 def check_int(name: str, value: Any, minimum: int) -> int:
   """`value` as an int, which must be >= `minimum` (bools refused)."""
   if (isinstance(value, (bool, np.bool_))
