@@ -42,14 +42,14 @@ LAYERS = {
     'tff_mixed.models': 2,
     # Running processes: the loop, checkpoints, reports.
     'tff_mixed.training': 2,
-    # What users build and run; the registry names the asynchronous
-    # algorithms too, so `algorithms` sits above `asynchronous`.
+    # What users build and run. Synchronous and asynchronous algorithms sit
+    # side by side, each with its own registry: neither imports the other.
     'tff_mixed.tasks': 3,
     'tff_mixed.asynchronous': 3,
-    'tff_mixed.algorithms': 4,
+    'tff_mixed.algorithms': 3,
     # Reading runs: the algorithm advisor (imports the registry's names).
-    'tff_mixed.advisor': 5,
-    'tff_mixed': 6,  # The facade, tff_mixed/__init__.py.
+    'tff_mixed.advisor': 4,
+    'tff_mixed': 5,  # The facade, tff_mixed/__init__.py.
 }
 # The trees on top of the library, which it never imports: the binaries and
 # what they share (experiments/), benchmarks/, examples/ and tests/.
@@ -167,6 +167,23 @@ class StructureTest(absltest.TestCase):
           upward.append(f'{path} imports {target}')
     self.assertEmpty(upward)
 
+  def test_synchronous_and_asynchronous_algorithms_import_neither_other(
+      self):
+    # Each registry names its own kind only (`tff_mixed.registry`,
+    # `tff_mixed.async_registry`); the facade offers both.
+    self.assertEqual(LAYERS['tff_mixed.algorithms'],
+                     LAYERS['tff_mixed.asynchronous'])
+    crossing, read = [], set()
+    for module, path, text in _sources():
+      unit = _unit(module)
+      others = {'tff_mixed.algorithms', 'tff_mixed.asynchronous'} - {unit}
+      if len(others) == 1:
+        read.add(unit)
+        crossing.extend(f'{path} imports {target}' for target in
+                        _imported_units(ast.parse(text)) & others)
+    self.assertEqual(read, {'tff_mixed.algorithms', 'tff_mixed.asynchronous'})
+    self.assertEmpty(crossing)
+
   def test_library_imports_nothing_on_top_of_it(self):
     outside = [f'{path} imports {name}' for _, path, text in _sources()
                for name in sorted(_imported_outside(ast.parse(text)))]
@@ -201,14 +218,18 @@ class StructureTest(absltest.TestCase):
     self.assertEmpty(hits)
 
   def test_the_checks_can_fail(self):
-    # An import of another unit, imports of the trees on top of the library
-    # and a long function, as the checks above see them.
+    # Imports of other units (one inside a function, which the layer checks
+    # read too), imports of the trees on top of the library and a long
+    # function, as the checks above see them.
     # check_bazel_deps: not run (a fixture for the parsers here).
     tree = ast.parse('from tff_mixed import advisor\n'
                      'from experiments.common import cli\n'
                      'import benchmarks.round_time, numpy\n'
-                     'def f():\n  """Doc."""\n' + '  x = 1\n' * 81)
-    self.assertEqual(_imported_units(tree), {'tff_mixed.advisor'})
+                     'def f():\n  """Doc."""\n'
+                     '  from tff_mixed.asynchronous import builders\n'
+                     + '  x = 1\n' * 80)
+    self.assertEqual(_imported_units(tree),
+                     {'tff_mixed.advisor', 'tff_mixed.asynchronous'})
     self.assertEqual(_imported_outside(tree),
                      {'experiments.common', 'benchmarks.round_time'})
     self.assertEqual([length for _, _, length in _function_lengths(tree)],
