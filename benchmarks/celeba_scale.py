@@ -52,6 +52,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import benchmark_flags
 from benchmarks import compute_floor
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import celeba_sqlite
@@ -88,14 +89,12 @@ _SCENARIOS = flags.DEFINE_list(
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
-_FLOOR_GOAL = flags.DEFINE_float(
-    'floor_goal', 2.0, 'The fastest process should take at most this times '
-    'the compute floor.', lower_bound=1e-9)
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md', 'Markdown file; this benchmark owns '
-    'its `celeba_scale` section.')
-_OUTPUT_JSON = flags.DEFINE_string(
-    'output_json', 'benchmarks/results/celeba_scale.json', 'Raw numbers.')
+_FLOOR_GOAL = benchmark_flags.define_floor_goal_flag(
+    2.0, 'Here: the fastest process.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md', 'Its section: celeba_scale.')
+_OUTPUT_JSON = benchmark_flags.define_output_json_flag(
+    'benchmarks/results/celeba_scale.json')
 
 
 class _SyntheticClients(Mapping):

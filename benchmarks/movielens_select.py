@@ -49,6 +49,7 @@ from absl import flags
 import numpy as np
 import tensorflow_federated as tff
 
+from benchmarks import benchmark_flags
 from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.movielens import movielens_lib
@@ -65,10 +66,10 @@ _RATINGS_FILE = flags.DEFINE_string(
 _CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 100, 'S.')
 _ROUNDS = flags.DEFINE_integer('rounds', 4, 'Rounds; the first is untimed.',
                                lower_bound=2)
-_OUTPUT_MARKDOWN = flags.DEFINE_string('output_markdown', 'BENCHMARKS.md',
-                                       'Markdown file (its section).')
-_OUTPUT_JSON = flags.DEFINE_string(
-    'output_json', 'benchmarks/results/movielens_select.json', 'Raw numbers.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md', 'Its section: movielens_select.')
+_OUTPUT_JSON = benchmark_flags.define_output_json_flag(
+    'benchmarks/results/movielens_select.json')
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()

@@ -108,6 +108,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 import tff_mixed
+from benchmarks import benchmark_flags
 from benchmarks import compute_floor
 from benchmarks import round_reports
 from tff_mixed.algorithms import registry
@@ -230,10 +231,9 @@ _GOAL_RATIO = flags.DEFINE_float(
     'goal_ratio', 1.15,
     'Mixed algorithms should take at most this times the round time of '
     'FedAvg in the same mode.')
-_FLOOR_GOAL = flags.DEFINE_float(
-    'floor_goal', 1.5,
-    'Every algorithm, in its faster mode at the largest cohort, should take '
-    'at most this times its own compute floor.')
+_FLOOR_GOAL = benchmark_flags.define_floor_goal_flag(
+    1.5, 'Here: every algorithm, in its faster mode at the largest cohort, '
+    'against its own compute floor.')
 _MEASURE_MEMORY = flags.DEFINE_bool(
     'measure_memory', False,
     'Also measure peak memory, one subprocess per row, model and cohort size '
@@ -242,9 +242,8 @@ _MEMORY_ROUNDS = flags.DEFINE_integer(
     'memory_rounds', 3, 'Rounds each memory subprocess runs.')
 _MEMORY_TIMEOUT = flags.DEFINE_integer(
     'memory_timeout', 600, 'Seconds before a memory subprocess is killed.')
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md',
-    'Markdown report; a relative path is relative to the repository root.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md')
 _PER_CLIENT = flags.DEFINE_bool(
     'per_client', True,
     'Also time each algorithm one client per CLIENTS member (TFF builds and '
@@ -255,14 +254,11 @@ flags.register_multi_flags_validator(
     ['per_client', 'clients_per_group'],
     lambda f: f['per_client'] or f['clients_per_group'] != 1,
     '--per_client=false with --clients_per_group=1 leaves no process to time.')
-_SECTION = flags.DEFINE_string(
-    'section', 'round_time',
-    'The section of --output_markdown this run writes (between its BEGIN and '
-    'END markers); another name leaves the default one as it is, e.g. a cost '
+_SECTION = benchmark_flags.define_section_flag(
+    'round_time', 'Another name leaves the default one as it is, e.g. a cost '
     'curve over larger cohorts (make benchmark-scale).')
-_OUTPUT_JSON = flags.DEFINE_string(
-    'output_json', os.path.join('benchmarks', 'results', 'round_time.json'),
-    'Raw numbers; a relative path is relative to the repository root.')
+_OUTPUT_JSON = benchmark_flags.define_output_json_flag(
+    os.path.join('benchmarks', 'results', 'round_time.json'))
 _ALGORITHM = flags.DEFINE_enum(
     'algorithm', None, _ALL_ROWS,
     'Internal (memory subprocess): measure the peak memory of this one row '
@@ -304,8 +300,6 @@ flags.register_validator(
     'client_learning_rate', lambda v: v > 0,
     '--client_learning_rate must be positive.')
 flags.register_validator('seed', lambda v: v >= 0, '--seed must be >= 0.')
-flags.register_validator('floor_goal', lambda v: v > 0,
-                         '--floor_goal must be positive.')
 
 # Kept here for benchmarks that share this one's workload.
 build_floor_round = compute_floor.build_floor_round

@@ -51,6 +51,7 @@ from experiments.common import cli
 from absl import app
 from absl import flags
 
+from benchmarks import benchmark_flags
 from benchmarks import round_reports
 from tff_mixed import runtime
 from tff_mixed.training import reports
@@ -68,10 +69,9 @@ _LOG = flags.DEFINE_string(
 _RECORDS = flags.DEFINE_string(
     'records', os.path.join('benchmarks', 'results', 'target_times.json'),
     'The JSON file of every timed target, updated with this one.')
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md', 'The Markdown file to update.')
-_SECTION = flags.DEFINE_string(
-    'section', 'target_times', 'The section of --output_markdown to write.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md')
+_SECTION = benchmark_flags.define_section_flag('target_times')
 _SEGMENTS = flags.DEFINE_string(
     'segments', None, 'Where the seconds of unfinished runs of the target '
     'wait for the run that finishes it (default: beside --log, '

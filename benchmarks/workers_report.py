@@ -46,6 +46,7 @@ from experiments.common import cli
 from absl import app
 from absl import flags
 
+from benchmarks import benchmark_flags
 from benchmarks import round_reports
 from experiments.common import markdown_sections
 # pylint: enable=g-bad-import-order
@@ -55,11 +56,9 @@ _INPUTS = flags.DEFINE_list(
     'JSON reports of benchmarks/round_time.py (--output_json) of one '
     'workload at different worker counts (0: the local runtime), e.g. 0, 1 '
     'and 2; relative paths are relative to the repository root.')
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md',
-    'Markdown report; a relative path is relative to the repository root.')
-_SECTION = flags.DEFINE_string(
-    'section', 'workers', 'The section of --output_markdown this writes.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md')
+_SECTION = benchmark_flags.define_section_flag('workers')
 
 # Worker counts the cost model predicts.
 PREDICT_WORKERS = (4, 8)
