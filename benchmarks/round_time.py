@@ -118,6 +118,7 @@ from tff_mixed.core import lockstep
 from tff_mixed.core import multi_round
 from experiments.common import grouping
 from experiments.common import markdown_sections
+from experiments.common import shared_flags
 from tff_mixed.models import dense
 from tff_mixed import remote
 from tff_mixed import runtime
@@ -188,11 +189,11 @@ flags.register_multi_flags_validator(
     lambda f: not (f['local_workers'] and f['worker_addresses']),
     '--local_workers starts its own TFF workers; give it or '
     '--worker_addresses, not both.')
-_ALGORITHMS = flags.DEFINE_list(
-    'algorithms', _ALL_ALGORITHMS,
-    f'Algorithms to benchmark, a subset of {_ALL_ALGORITHMS}, each per-client '
-    f'and (unless --clients_per_group=1) grouped; {FLOOR} adds the compute '
-    f'floor of each. Ratios need {FEDAVG} and {FLOOR}.')
+_ALGORITHMS = shared_flags.define_algorithms_flag(
+    _ALL_ALGORITHMS,
+    'Each is timed per-client and (unless --clients_per_group=1) grouped; '
+    f'{FLOOR} adds the compute floor of each. Ratios need {FEDAVG} and '
+    f'{FLOOR}.')
 _WARMUP_ROUNDS = flags.DEFINE_integer(
     'warmup_rounds', 2,
     'Untimed rounds per algorithm and cohort size; the first one compiles.')
@@ -207,26 +208,23 @@ _MIN_TIMED_SECONDS = flags.DEFINE_float(
     lower_bound=0.0)
 _INPUT_DIM = flags.DEFINE_integer(
     'input_dim', 64, 'Input features of the small model.')
-_HIDDEN_UNITS = flags.DEFINE_list(
-    'hidden_units', ['64'],
-    'Hidden layer widths of the small model (the paper\'s smile '
-    'classifier has one hidden layer of 64 units).')
-_CLIENT_STEPS = flags.DEFINE_integer(
-    'client_steps', 2, 'K: local steps per client (each client holds exactly '
-    'K batches, so FedAvg\'s one pass is also K steps).')
-_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
-    'client_batch_size', 5, 'Examples per local step.')
+_HIDDEN_UNITS = shared_flags.define_hidden_units_flag(
+    (64,), "Here: the small model's (the paper's smile classifier has one "
+    'hidden layer of 64 units).')
+_CLIENT_STEPS = shared_flags.define_client_steps_flag(
+    2, "Each client holds exactly K batches, so FedAvg's one pass is also K "
+    'steps.')
+shared_flags.require_at_least(_CLIENT_STEPS, 1)
+_CLIENT_BATCH_SIZE = shared_flags.define_client_batch_size_flag(5)
 _CENTRAL_EXAMPLES = flags.DEFINE_integer(
     'central_examples', 2000, 'Examples in the central data set.')
-_CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
-    'central_batch_size', 500, 'Examples per central batch.')
+_CENTRAL_BATCH_SIZE = shared_flags.define_central_batch_size_flag(500)
 _TRANSFER_EXAMPLES = flags.DEFINE_integer(
     'transfer_examples', 5,
     'Example Transfer: central examples sent to each client per round.')
 _CLIENT_LEARNING_RATE = flags.DEFINE_float(
     'client_learning_rate', 0.05, 'Client (and central) SGD learning rate.')
-_SEED = flags.DEFINE_integer('seed', 0, 'Seeds data, model and processes.',
-                             lower_bound=0, upper_bound=cli.MAX_SEED)
+_SEED = shared_flags.define_seed_flag(0)
 _GOAL_RATIO = flags.DEFINE_float(
     'goal_ratio', 1.15,
     'Mixed algorithms should take at most this times the round time of '
@@ -290,8 +288,7 @@ flags.register_validator(
 flags.register_validator(
     'hidden_units', lambda v: all(s.isdigit() and int(s) > 0 for s in v),
     '--hidden_units must be a list of positive ints.')
-for _flag in (_WARMUP_ROUNDS, _TIMED_ROUNDS, _INPUT_DIM, _CLIENT_STEPS,
-              _CLIENT_BATCH_SIZE, _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
+for _flag in (_WARMUP_ROUNDS, _TIMED_ROUNDS, _INPUT_DIM, _CENTRAL_EXAMPLES,
               _TRANSFER_EXAMPLES, _MEMORY_ROUNDS, _MEMORY_TIMEOUT):
   flags.register_validator(_flag.name, lambda v: v is not None and v > 0,
                            f'--{_flag.name} must be positive.')
@@ -299,7 +296,6 @@ del _flag
 flags.register_validator(
     'client_learning_rate', lambda v: v > 0,
     '--client_learning_rate must be positive.')
-flags.register_validator('seed', lambda v: v >= 0, '--seed must be >= 0.')
 
 # Kept here for benchmarks that share this one's workload.
 build_floor_round = compute_floor.build_floor_round

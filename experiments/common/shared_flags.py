@@ -11,14 +11,16 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The flags that several experiment binaries take, each defined here once.
+"""The flags that several binaries take, each defined here once.
 
 `--rounds`, `--clients_per_round`, `--seed`, `--records_dir` and the others
-below mean the same in every binary that takes them, so each has one
-definition: its type, its help and the loosest bound any binary accepts. A
-binary defines the ones it takes at import, each with its own default
-(`_ROUNDS = shared_flags.define_rounds_flag(40)`), and may add a sentence
-of its own to the help (`detail=`). A binary that needs a stricter bound
+below mean the same in every binary that takes them, experiment or
+benchmark, so each has one definition: its type, its help and the loosest
+bound any binary accepts. (The flags that only benchmarks take, such as
+`--output_markdown`, are defined in `benchmarks/benchmark_flags.py`, the
+same way.) A binary defines the ones it takes at import, each with its own
+default (`_ROUNDS = shared_flags.define_rounds_flag(40)`), and may add a
+sentence of its own to the help (`detail=`). A binary that needs a stricter bound
 registers it with `require_at_least`, one that takes only some values of a
 list flag with `require_choices`; a bad value then fails as the flags are
 parsed, as an absl bound does (one `error:` line from `cli.run`).
@@ -112,6 +114,14 @@ def define_scenarios_flag(choices: Sequence[str],
           f'Comma-separated scenarios, from {list(choices)}.', detail))
 
 
+def define_algorithms_flag(choices: Sequence[str],
+                           detail: str = '') -> flags.FlagHolder:
+  """Defines `--algorithms`, by default all of the binary's `choices`."""
+  return flags.DEFINE_list(
+      'algorithms', list(choices), with_detail(
+          f'Comma-separated algorithms, from {list(choices)}.', detail))
+
+
 # Local and central training.
 
 
@@ -164,6 +174,15 @@ def define_embedding_dim_flag(default: int,
   return flags.DEFINE_integer(
       'embedding_dim', default, with_detail('d: the embedding size.', detail),
       lower_bound=1)
+
+
+def define_hidden_units_flag(default: Sequence[int],
+                             detail: str = '') -> flags.FlagHolder:
+  """Defines `--hidden_units`: ints, checked by the binary."""
+  return flags.DEFINE_list(
+      'hidden_units', [str(units) for units in default], with_detail(
+          'Comma-separated widths of the hidden layers of the dense '
+          'classifier (`tff_mixed.models.dense`).', detail))
 
 
 def define_image_size_flag(default: int, detail: str = '') -> flags.FlagHolder:
@@ -243,6 +262,15 @@ def define_cifar10_npz_flag(default: Optional[str],
       'cifar10_npz', default, with_detail(
           'CIFAR-10 images as a JPEG npz (arrays jpeg_bytes, jpeg_offsets, '
           'label).', detail))
+
+
+def define_ratings_file_flag(default: Optional[str],
+                             detail: str = '') -> flags.FlagHolder:
+  """Defines `--ratings_file`."""
+  return flags.DEFINE_string(
+      'ratings_file', default, with_detail(
+          'MovieLens ratings.dat (1M) or u.data (100K), or a subset of '
+          'either; gzipped ones (e.g. ratings.dat.gz) are read too.', detail))
 
 
 def define_data_note_flag(default: str, detail: str = '') -> flags.FlagHolder:
