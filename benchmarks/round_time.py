@@ -18,8 +18,8 @@ For each model (`--models`: the small one of `--input_dim` and
 1, the smile classifier of arXiv:2205.13655, section 4.1), each algorithm,
 each mode (per-client: one client per CLIENTS member; grouped: client groups,
 `tff_mixed.ClientGroups`, `--clients_per_group` clients per member, by
-default one group per core) and each `--clients_per_round` this binary
-measures:
+default one group per core) and each cohort size (`--cohort_sizes`: clients
+per round) this binary measures:
 
 * seconds per round: the median over `--timed_rounds` rounds (or more,
   until they took `--min_timed_seconds`) that follow `--warmup_rounds`
@@ -76,12 +76,12 @@ Usage, from the repository root:
 
   .venv/bin/python -m benchmarks.round_time
   .venv/bin/python -m benchmarks.round_time --models=small \\
-      --clients_per_round=10 --timed_rounds=20 --measure_memory
+      --cohort_sizes=10 --timed_rounds=20 --measure_memory
 """
 
 import atexit
 import collections
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 import contextlib
 import datetime
 import json
@@ -147,8 +147,10 @@ _ALL_ROWS = ([r for n in _TIMED_ALGORITHMS for r in (n, n + GROUPED)]
 _MODELS_DIMS = collections.OrderedDict(
     small=None, celeba=(84 * 84 * 3, (64,)))
 
-_CLIENTS_PER_ROUND = flags.DEFINE_list(
-    'clients_per_round', ['10', '100'], 'Cohort sizes to benchmark.')
+_COHORT_SIZES = flags.DEFINE_list(
+    'cohort_sizes', ['10', '100'],
+    'Cohort sizes to benchmark (clients per round), comma-separated: every '
+    'row is timed at each.')
 _MODELS = flags.DEFINE_list(
     'models', list(_MODELS_DIMS),
     'Models to benchmark, in this order: small (--input_dim, '
@@ -167,9 +169,10 @@ _FUSED_ROUNDS = flags.DEFINE_bool(
     'numbers, tests/fused_round_test.py); rounds that form cannot hold '
     '(e.g. a federated_select) run as composed, and the report names '
     'them.')
-_MEMBERS_AT_ONCE = flags.DEFINE_list(
-    'members_at_once', ['small=0', 'celeba=1'],
-    'Per model, `model=n`: grouped rows train their members from tensors '
+_MEMBERS_AT_ONCE_PER_MODEL = flags.DEFINE_list(
+    'members_at_once_per_model', ['small=0', 'celeba=1'],
+    'Per model, `model=n` (the experiment binaries\' --members_at_once, '
+    'model by model): grouped rows train their members from tensors '
     '(`ClientGroups.batches_fn`: small, from its arrays; celeba, read from '
     'its `ExampleStore` for the whole group at once), n at once in '
     'lockstep (0: the whole group; 1: one after another, without '
@@ -260,14 +263,15 @@ _OUTPUT_JSON = benchmark_flags.define_output_json_flag(
 _ALGORITHM = flags.DEFINE_enum(
     'algorithm', None, _ALL_ROWS,
     'Internal (memory subprocess): measure the peak memory of this one row '
-    'at the single --models and --clients_per_round, write it as JSON to '
+    'at the single --models and --cohort_sizes, write it as JSON to '
     '--memory_output, and measure nothing else.')
 _MEMORY_OUTPUT = flags.DEFINE_string(
     'memory_output', None, 'Internal: where --algorithm writes its JSON.')
 
 # Flags that define the workload; memory subprocesses get the parent's values.
 _WORKLOAD_FLAGS = (_INPUT_DIM, _HIDDEN_UNITS, _CLIENT_STEPS,
-                   _CLIENTS_PER_GROUP, _MEMBERS_AT_ONCE, _ROUNDS_PER_CALL,
+                   _CLIENTS_PER_GROUP, _MEMBERS_AT_ONCE_PER_MODEL,
+                   _ROUNDS_PER_CALL,
                    _CLIENT_BATCH_SIZE,
                    _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
                    _TRANSFER_EXAMPLES, _CLIENT_LEARNING_RATE, _SEED,
@@ -282,9 +286,9 @@ flags.register_validator(
     'models', lambda v: bool(v) and set(v) <= set(_MODELS_DIMS),
     f'--models must be a non-empty subset of {list(_MODELS_DIMS)}.')
 flags.register_validator(
-    'clients_per_round',
+    'cohort_sizes',
     lambda v: bool(v) and all(s.isdigit() and int(s) > 0 for s in v),
-    '--clients_per_round must be a list of positive ints.')
+    '--cohort_sizes must be a list of positive ints.')
 flags.register_validator(
     'hidden_units', lambda v: all(s.isdigit() and int(s) > 0 for s in v),
     '--hidden_units must be a list of positive ints.')
@@ -358,8 +362,8 @@ def model_dims(model_name: str) -> tuple[int, tuple[int, ...]]:
 
 
 def members_at_once(model_name: str) -> Optional[int]:
-  """`--members_at_once` of `model_name`, or `None` if it is not listed."""
-  for item in _MEMBERS_AT_ONCE.value:
+  """`--members_at_once_per_model` of `model_name`; `None`: not listed."""
+  for item in _MEMBERS_AT_ONCE_PER_MODEL.value:
     name, _, value = item.partition('=')
     if name == model_name:
       try:
@@ -367,8 +371,8 @@ def members_at_once(model_name: str) -> Optional[int]:
       except ValueError:
         count = -1
       if count < 0:
-        raise app.UsageError(f'--members_at_once: {item!r} is not model=n '
-                             'with n >= 0.')
+        raise app.UsageError(f'--members_at_once_per_model: {item!r} is not '
+                             'model=n with n >= 0.')
       return count
   return None
 
@@ -384,7 +388,7 @@ def _rounds_per_call_text(rounds: int) -> str:
 
 
 def _members_at_once_text(settings: list[str]) -> str:
-  """The Modes line's words for `--members_at_once` (`settings`)."""
+  """The Modes line's words for `--members_at_once_per_model`."""
   if not settings:
     return '; each member through a dataset (`ClientGroups.dataset_fn`)'
   listed = ', '.join(
@@ -392,9 +396,9 @@ def _members_at_once_text(settings: list[str]) -> str:
       for name, _, value in (item.partition('=') for item in settings))
   return ('; members read as tensors (`ClientGroups.batches_fn`, every '
           'member the same K batches) and trained in lockstep by '
-          f'`tf.vectorized_map` (`--members_at_once`: {listed}), Example '
-          "Transfer's with their transferred examples merged into those "
-          'tensors (`merged_batches.py`)')
+          f'`tf.vectorized_map` (`--members_at_once_per_model`: {listed}), '
+          "Example Transfer's with their transferred examples merged into "
+          'those tensors (`merged_batches.py`)')
 
 
 def make_workload(model_name: str = 'small') -> Workload:
@@ -849,7 +853,7 @@ def _run_memory_subprocess(model_name: str, name: str, num_clients: int,
   log = os.path.join(work_dir, f'{model_name}_{name}_{num_clients}.log')
   command = [
       sys.executable, '-m', 'benchmarks.round_time', f'--algorithm={name}',
-      f'--models={model_name}', f'--clients_per_round={num_clients}',
+      f'--models={model_name}', f'--cohort_sizes={num_clients}',
       f'--memory_output={output}',
   ] + [flags.FLAGS[flag.name].serialize() for flag in _WORKLOAD_FLAGS]
   # Output goes to a file, not a pipe: an orphaned TFF worker would hold a
@@ -1201,9 +1205,9 @@ def _config() -> dict[str, Any]:
   return collections.OrderedDict(
       algorithms=list(_ALGORITHMS.value),
       models=list(_MODELS.value),
-      clients_per_round=[int(c) for c in _CLIENTS_PER_ROUND.value],
+      clients_per_round=[int(c) for c in _COHORT_SIZES.value],
       clients_per_group=_CLIENTS_PER_GROUP.value,
-      members_at_once=list(_MEMBERS_AT_ONCE.value),
+      members_at_once=list(_MEMBERS_AT_ONCE_PER_MODEL.value),
       rounds_per_call=_ROUNDS_PER_CALL.value,
       fused_rounds=_FUSED_ROUNDS.value,
       warmup_rounds=_WARMUP_ROUNDS.value,
@@ -1230,6 +1234,19 @@ def _config() -> dict[str, Any]:
       # TFF workers the rounds ran on; 0: TFF's local runtime.
       workers=_LOCAL_WORKERS.value or len(_WORKER_ADDRESSES.value),
   )
+
+
+# The key of a flag in the reports' config where it differs from the flag's
+# name: the cohort sizes are `clients_per_round`, as in every report since
+# the first.
+_CONFIG_KEYS = {'cohort_sizes': 'clients_per_round'}
+
+
+def flags_config(names: Sequence[str]) -> dict[str, Any]:
+  """The values of the flags `names`, each under its reports' config key."""
+  return collections.OrderedDict(
+      (_CONFIG_KEYS.get(name, name), flags.FLAGS[name].value)
+      for name in names)
 
 
 def _rows() -> list[str]:
@@ -1281,13 +1298,13 @@ def _on_local_workers(num_workers: int) -> Iterator[None]:
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  clients_per_round = [int(c) for c in _CLIENTS_PER_ROUND.value]
+  clients_per_round = [int(c) for c in _COHORT_SIZES.value]
 
   if _ALGORITHM.value is not None:
     if (len(clients_per_round) != 1 or len(_MODELS.value) != 1
         or not _MEMORY_OUTPUT.value):
       raise app.UsageError('--algorithm needs exactly one --models, one '
-                           '--clients_per_round and --memory_output.')
+                           '--cohort_sizes and --memory_output.')
     memory = measure_memory_here(_ALGORITHM.value, clients_per_round[0],
                                  make_workload(_MODELS.value[0]))
     reports_lib.atomic_write_text(_MEMORY_OUTPUT.value,
