@@ -709,7 +709,7 @@ benchmark: venv
 # outputs/ between them). For a time from nothing: `rm -rf
 # outputs/celeba_dev`, then ARGS=--fresh.
 benchmark-results-celeba: venv
-	@$(RUN) $(PY) -m benchmarks.target_time --target=results-celeba $(ARGS)
+	@$(RUN) $(PY) -m benchmarks.target_time --timed_target=results-celeba $(ARGS)
 
 # FedAvg's round at CelebA size from 10 to 1,000 clients a round:
 # grouped and its compute floor, with each row's peak memory, into
@@ -719,7 +719,7 @@ benchmark-results-celeba: venv
 # at 10 and 100). About 10 minutes here.
 benchmark-scale: venv
 	@$(RUN) $(PY) -m benchmarks.round_time --models=celeba \
-	  --algorithms=fedavg,compute_floor --clients_per_round=10,100,1000 \
+	  --algorithms=fedavg,compute_floor --cohort_sizes=10,100,1000 \
 	  --per_client=false --measure_memory --section=round_time_scale \
 	  --output_json=benchmarks/results/round_time_scale.json $(ARGS)
 
@@ -734,13 +734,13 @@ benchmark-workers: venv
 	@mkdir -p outputs
 	@for n in 0 1 2; do \
 	  $(RUN) $(PY) -m benchmarks.round_time --models=celeba \
-	    --algorithms=fedavg --clients_per_round=100 --clients_per_group=0 \
+	    --algorithms=fedavg --cohort_sizes=100 --clients_per_group=0 \
 	    --local_workers=$$n --output_json=$(WORKERS_JSON)_$$n.json \
 	    --output_markdown=outputs/benchmark_workers_scratch.md $(ARGS) \
 	    || exit 1; \
 	done
 	@$(RUN) $(PY) -m benchmarks.workers_report \
-	  --inputs=$(WORKERS_JSON)_0.json,$(WORKERS_JSON)_1.json,$(WORKERS_JSON)_2.json
+	  --reports=$(WORKERS_JSON)_0.json,$(WORKERS_JSON)_1.json,$(WORKERS_JSON)_2.json
 
 # Seconds per round of the paper binaries (MovieLens 100K and 1M, the LM on
 # beer and on eight sites), from the run records their make targets commit:

@@ -52,6 +52,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import benchmark_flags
 from benchmarks import compute_floor
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import celeba_sqlite
@@ -60,6 +61,7 @@ from experiments.common import grouping
 from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.common import scenarios as scenarios_lib
+from experiments.common import shared_flags
 import tff_mixed
 from tff_mixed.models import dense
 from tff_mixed.tasks import celeba_smile
@@ -78,24 +80,21 @@ _TEST_CLIENTS = flags.DEFINE_integer(
 _IMAGES_PER_CLIENT = flags.DEFINE_integer(
     'images_per_client', 21, 'Images per synthetic celebrity (CelebA: ~21).',
     lower_bound=1)
-_CLIENTS_PER_ROUND = flags.DEFINE_integer(
-    'clients_per_round', 100, 'S (the paper: 100).', lower_bound=1)
-_ROUNDS = flags.DEFINE_integer(
-    'rounds', 4, 'Rounds per scenario; the first is not timed.',
-    lower_bound=2)
-_SCENARIOS = flags.DEFINE_list(
-    'scenarios', list(celeba_smile_lib.SCENARIOS), 'Scenarios to time.')
+_CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
+    100, 'The paper: 100.')
+_ROUNDS = shared_flags.define_rounds_flag(4, 'The first is not timed.')
+shared_flags.require_at_least(_ROUNDS, 2)
+_SCENARIOS = shared_flags.define_scenarios_flag(
+    celeba_smile_lib.SCENARIOS, 'The ones to time.')
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
-_FLOOR_GOAL = flags.DEFINE_float(
-    'floor_goal', 2.0, 'The fastest process should take at most this times '
-    'the compute floor.', lower_bound=1e-9)
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md', 'Markdown file; this benchmark owns '
-    'its `celeba_scale` section.')
-_OUTPUT_JSON = flags.DEFINE_string(
-    'output_json', 'benchmarks/results/celeba_scale.json', 'Raw numbers.')
+_FLOOR_GOAL = benchmark_flags.define_floor_goal_flag(
+    2.0, 'Here: the fastest process.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md', 'Its section: celeba_scale.')
+_OUTPUT_JSON = benchmark_flags.define_output_json_flag(
+    'benchmarks/results/celeba_scale.json')
 
 
 class _SyntheticClients(Mapping):

@@ -19,7 +19,7 @@ about 5x the compute floor at 100 clients. This binary takes that round apart
 on round_time's workloads (`round_time.make_workload` / `make_cohort`, the
 same flags: the small model, whose groups slice constants, and the
 CelebA-size one, whose groups read an `ExampleStore`), at each
-`--clients_per_round`, timing:
+`--cohort_sizes`, timing:
 
 * the grouped round through TFF, as round_time runs it;
 * the group's computation alone (`client_groups.build_group_work`, what the
@@ -56,7 +56,7 @@ Usage, from the repository root:
 
   .venv/bin/python -m benchmarks.group_profile
   .venv/bin/python -m benchmarks.group_profile --models=small \
-      --clients_per_round=100
+      --cohort_sizes=100
 """
 
 import collections
@@ -75,7 +75,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-# round_time defines the workload flags (--models, --clients_per_round,
+# round_time defines the workload flags (--models, --cohort_sizes,
 # --warmup_rounds, --timed_rounds, ...); round_profile its timing harness.
 from benchmarks import compute_floor
 from benchmarks import round_profile
@@ -95,7 +95,7 @@ flags.FLAGS.set_default('output_json',
                                      'group_profile.json'))
 flags.FLAGS.set_default('timed_rounds', 7)
 # The dataset path taken apart: groups read each member through a dataset.
-flags.FLAGS.set_default('members_at_once', [])
+flags.FLAGS.set_default('members_at_once_per_model', [])
 
 _LABELS = collections.OrderedDict([
     ('grouped_round', 'grouped FedAvg round through TFF (as round_time)'),
@@ -539,13 +539,11 @@ def _progress(message: str) -> None:
   print(f'[{_SECTION} {time.strftime("%H:%M:%S")}] {message}', flush=True)
 
 
-def _config(flag_values) -> dict[str, Any]:
-  return collections.OrderedDict(
-      (name, flag_values[name].value) for name in (
-          'models', 'clients_per_round', 'clients_per_group',
-          'warmup_rounds', 'timed_rounds', 'input_dim', 'hidden_units',
-          'client_steps', 'client_batch_size', 'client_learning_rate',
-          'seed', 'output_json'))
+def _config() -> dict[str, Any]:
+  return round_time.flags_config((
+      'models', 'cohort_sizes', 'clients_per_group', 'warmup_rounds',
+      'timed_rounds', 'input_dim', 'hidden_units', 'client_steps',
+      'client_batch_size', 'client_learning_rate', 'seed', 'output_json'))
 
 
 def main(argv: list[str]) -> None:
@@ -562,13 +560,13 @@ def main(argv: list[str]) -> None:
         input_dim=input_dim, hidden_units=list(hidden_units),
         cohorts=[profile_cohort(workload, int(n), flag_values.warmup_rounds,
                                 flag_values.timed_rounds)
-                 for n in flag_values.clients_per_round])
+                 for n in flag_values.cohort_sizes])
   report = collections.OrderedDict(
       command=results_lib.command_line('benchmarks.group_profile'),
       date=results_lib.utc_now(), machine=results_lib.machine_description(),
       load_average=collections.OrderedDict(start=load_start,
                                            end=os.getloadavg()[0]),
-      config=_config(flag_values), total_s=time.perf_counter() - start,
+      config=_config(), total_s=time.perf_counter() - start,
       models=models)
   round_profile.write_report(report, _SECTION, render_markdown)
 

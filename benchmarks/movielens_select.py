@@ -45,12 +45,13 @@ from experiments import tf_log_level
 from experiments.common import cli
 from experiments.common import grouping
 from absl import app
-from absl import flags
 import numpy as np
 import tensorflow_federated as tff
 
+from benchmarks import benchmark_flags
 from experiments.common import markdown_sections
 from experiments.common import results as results_lib
+from experiments.common import shared_flags
 from experiments.movielens import movielens_lib
 import tff_mixed
 from tff_mixed.core import communication
@@ -58,17 +59,17 @@ from tff_mixed.tasks import movielens
 from tff_mixed.training import reports
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_RATINGS_FILE = flags.DEFINE_string(
-    'ratings_file', '../shared/data/movielens_100k/u.data',
-    'MovieLens ratings (relative to the repository); a generated file of '
-    'the same shape is used if it does not exist.')
-_CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 100, 'S.')
-_ROUNDS = flags.DEFINE_integer('rounds', 4, 'Rounds; the first is untimed.',
-                               lower_bound=2)
-_OUTPUT_MARKDOWN = flags.DEFINE_string('output_markdown', 'BENCHMARKS.md',
-                                       'Markdown file (its section).')
-_OUTPUT_JSON = flags.DEFINE_string(
-    'output_json', 'benchmarks/results/movielens_select.json', 'Raw numbers.')
+_RATINGS_FILE = shared_flags.define_ratings_file_flag(
+    '../shared/data/movielens_100k/u.data',
+    'A relative path is relative to the repository root; a generated file '
+    'of the same shape is used if it does not exist.')
+_CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(100)
+_ROUNDS = shared_flags.define_rounds_flag(4, 'The first is not timed.')
+shared_flags.require_at_least(_ROUNDS, 2)
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md', 'Its section: movielens_select.')
+_OUTPUT_JSON = benchmark_flags.define_output_json_flag(
+    'benchmarks/results/movielens_select.json')
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()

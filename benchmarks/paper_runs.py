@@ -45,6 +45,7 @@ from experiments.common import cli
 from absl import app
 from absl import flags
 
+from benchmarks import benchmark_flags
 from benchmarks import round_reports
 # pylint: enable=g-bad-import-order
 
@@ -89,11 +90,9 @@ _SOURCES = flags.DEFINE_list(
     'sources', None,
     'Records directories to read, each `TITLE=DIR=COMMAND` (DIR relative to '
     'the repository root); by default the make targets\' (see SOURCES).')
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md',
-    'Markdown report; a relative path is relative to the repository root.')
-_SECTION = flags.DEFINE_string(
-    'section', 'paper_runs', 'The section of --output_markdown this writes.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md')
+_SECTION = benchmark_flags.define_section_flag('paper_runs')
 
 
 class Run(NamedTuple):

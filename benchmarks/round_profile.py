@@ -17,7 +17,7 @@ r"""Where the wall time of one TFF FedAvg round goes, and TFF's own knobs.
 `tff.learning.algorithms.build_weighted_fed_avg`) 40-60x slower than the same
 SGD steps in one plain `tf.function`. This binary takes that round apart on
 the same workload (`round_time.make_workload` / `make_cohort`, the same
-flags), at each `--clients_per_round`, timing separately:
+flags), at each of `--cohort_sizes`, timing separately:
 
 * the full round as `round_time` runs it (client datasets built in Python
   with `tf.data.Dataset.from_tensor_slices`, passed to `next`);
@@ -55,7 +55,7 @@ on.
 Usage, from the repository root:
 
   .venv/bin/python -m benchmarks.round_profile
-  .venv/bin/python -m benchmarks.round_profile --clients_per_round=100 \
+  .venv/bin/python -m benchmarks.round_profile --cohort_sizes=100 \
       --concurrency=-1,2
 """
 
@@ -78,7 +78,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 from tensorflow_federated.python.core.impl.executors import value_serialization
 
-# Defines the workload flags (--clients_per_round, --warmup_rounds,
+# Defines the workload flags (--cohort_sizes, --warmup_rounds,
 # --timed_rounds, --input_dim, ...) that this binary shares with round_time.
 from benchmarks import round_time
 from experiments.common import markdown_sections
@@ -558,13 +558,12 @@ def main(argv: list[str]) -> None:
   cohorts = [
       profile_cohort(workload, int(n), flag_values.warmup_rounds,
                      flag_values.timed_rounds)
-      for n in flag_values.clients_per_round]
-  config = collections.OrderedDict(
-      (name, flag_values[name].value) for name in (
-          'clients_per_round', 'warmup_rounds', 'timed_rounds', 'input_dim',
-          'hidden_units', 'client_steps', 'client_batch_size',
-          'client_learning_rate', 'seed', 'concurrency', 'stream_structs',
-          'output_json'))
+      for n in flag_values.cohort_sizes]
+  config = round_time.flags_config((
+      'cohort_sizes', 'warmup_rounds', 'timed_rounds', 'input_dim',
+      'hidden_units', 'client_steps', 'client_batch_size',
+      'client_learning_rate', 'seed', 'concurrency', 'stream_structs',
+      'output_json'))
   report = collections.OrderedDict(
       command=results_lib.command_line('benchmarks.round_profile'),
       date=results_lib.utc_now(), machine=results_lib.machine_description(),

@@ -18,8 +18,8 @@ For each model (`--models`: the small one of `--input_dim` and
 1, the smile classifier of arXiv:2205.13655, section 4.1), each algorithm,
 each mode (per-client: one client per CLIENTS member; grouped: client groups,
 `tff_mixed.ClientGroups`, `--clients_per_group` clients per member, by
-default one group per core) and each `--clients_per_round` this binary
-measures:
+default one group per core) and each cohort size (`--cohort_sizes`: clients
+per round) this binary measures:
 
 * seconds per round: the median over `--timed_rounds` rounds (or more,
   until they took `--min_timed_seconds`) that follow `--warmup_rounds`
@@ -76,12 +76,12 @@ Usage, from the repository root:
 
   .venv/bin/python -m benchmarks.round_time
   .venv/bin/python -m benchmarks.round_time --models=small \\
-      --clients_per_round=10 --timed_rounds=20 --measure_memory
+      --cohort_sizes=10 --timed_rounds=20 --measure_memory
 """
 
 import atexit
 import collections
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 import contextlib
 import datetime
 import json
@@ -108,6 +108,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 import tff_mixed
+from benchmarks import benchmark_flags
 from benchmarks import compute_floor
 from benchmarks import round_reports
 from tff_mixed.algorithms import registry
@@ -117,6 +118,7 @@ from tff_mixed.core import lockstep
 from tff_mixed.core import multi_round
 from experiments.common import grouping
 from experiments.common import markdown_sections
+from experiments.common import shared_flags
 from tff_mixed.models import dense
 from tff_mixed import remote
 from tff_mixed import runtime
@@ -145,8 +147,10 @@ _ALL_ROWS = ([r for n in _TIMED_ALGORITHMS for r in (n, n + GROUPED)]
 _MODELS_DIMS = collections.OrderedDict(
     small=None, celeba=(84 * 84 * 3, (64,)))
 
-_CLIENTS_PER_ROUND = flags.DEFINE_list(
-    'clients_per_round', ['10', '100'], 'Cohort sizes to benchmark.')
+_COHORT_SIZES = flags.DEFINE_list(
+    'cohort_sizes', ['10', '100'],
+    'Cohort sizes to benchmark (clients per round), comma-separated: every '
+    'row is timed at each.')
 _MODELS = flags.DEFINE_list(
     'models', list(_MODELS_DIMS),
     'Models to benchmark, in this order: small (--input_dim, '
@@ -165,9 +169,10 @@ _FUSED_ROUNDS = flags.DEFINE_bool(
     'numbers, tests/fused_round_test.py); rounds that form cannot hold '
     '(e.g. a federated_select) run as composed, and the report names '
     'them.')
-_MEMBERS_AT_ONCE = flags.DEFINE_list(
-    'members_at_once', ['small=0', 'celeba=1'],
-    'Per model, `model=n`: grouped rows train their members from tensors '
+_MEMBERS_AT_ONCE_PER_MODEL = flags.DEFINE_list(
+    'members_at_once_per_model', ['small=0', 'celeba=1'],
+    'Per model, `model=n` (the experiment binaries\' --members_at_once, '
+    'model by model): grouped rows train their members from tensors '
     '(`ClientGroups.batches_fn`: small, from its arrays; celeba, read from '
     'its `ExampleStore` for the whole group at once), n at once in '
     'lockstep (0: the whole group; 1: one after another, without '
@@ -187,11 +192,11 @@ flags.register_multi_flags_validator(
     lambda f: not (f['local_workers'] and f['worker_addresses']),
     '--local_workers starts its own TFF workers; give it or '
     '--worker_addresses, not both.')
-_ALGORITHMS = flags.DEFINE_list(
-    'algorithms', _ALL_ALGORITHMS,
-    f'Algorithms to benchmark, a subset of {_ALL_ALGORITHMS}, each per-client '
-    f'and (unless --clients_per_group=1) grouped; {FLOOR} adds the compute '
-    f'floor of each. Ratios need {FEDAVG} and {FLOOR}.')
+_ALGORITHMS = shared_flags.define_algorithms_flag(
+    _ALL_ALGORITHMS,
+    'Each is timed per-client and (unless --clients_per_group=1) grouped; '
+    f'{FLOOR} adds the compute floor of each. Ratios need {FEDAVG} and '
+    f'{FLOOR}.')
 _WARMUP_ROUNDS = flags.DEFINE_integer(
     'warmup_rounds', 2,
     'Untimed rounds per algorithm and cohort size; the first one compiles.')
@@ -206,34 +211,30 @@ _MIN_TIMED_SECONDS = flags.DEFINE_float(
     lower_bound=0.0)
 _INPUT_DIM = flags.DEFINE_integer(
     'input_dim', 64, 'Input features of the small model.')
-_HIDDEN_UNITS = flags.DEFINE_list(
-    'hidden_units', ['64'],
-    'Hidden layer widths of the small model (the paper\'s smile '
-    'classifier has one hidden layer of 64 units).')
-_CLIENT_STEPS = flags.DEFINE_integer(
-    'client_steps', 2, 'K: local steps per client (each client holds exactly '
-    'K batches, so FedAvg\'s one pass is also K steps).')
-_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
-    'client_batch_size', 5, 'Examples per local step.')
+_HIDDEN_UNITS = shared_flags.define_hidden_units_flag(
+    (64,), "Here: the small model's (the paper's smile classifier has one "
+    'hidden layer of 64 units).')
+_CLIENT_STEPS = shared_flags.define_client_steps_flag(
+    2, "Each client holds exactly K batches, so FedAvg's one pass is also K "
+    'steps.')
+shared_flags.require_at_least(_CLIENT_STEPS, 1)
+_CLIENT_BATCH_SIZE = shared_flags.define_client_batch_size_flag(5)
 _CENTRAL_EXAMPLES = flags.DEFINE_integer(
     'central_examples', 2000, 'Examples in the central data set.')
-_CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
-    'central_batch_size', 500, 'Examples per central batch.')
+_CENTRAL_BATCH_SIZE = shared_flags.define_central_batch_size_flag(500)
 _TRANSFER_EXAMPLES = flags.DEFINE_integer(
     'transfer_examples', 5,
     'Example Transfer: central examples sent to each client per round.')
 _CLIENT_LEARNING_RATE = flags.DEFINE_float(
     'client_learning_rate', 0.05, 'Client (and central) SGD learning rate.')
-_SEED = flags.DEFINE_integer('seed', 0, 'Seeds data, model and processes.',
-                             lower_bound=0, upper_bound=cli.MAX_SEED)
+_SEED = shared_flags.define_seed_flag(0)
 _GOAL_RATIO = flags.DEFINE_float(
     'goal_ratio', 1.15,
     'Mixed algorithms should take at most this times the round time of '
     'FedAvg in the same mode.')
-_FLOOR_GOAL = flags.DEFINE_float(
-    'floor_goal', 1.5,
-    'Every algorithm, in its faster mode at the largest cohort, should take '
-    'at most this times its own compute floor.')
+_FLOOR_GOAL = benchmark_flags.define_floor_goal_flag(
+    1.5, 'Here: every algorithm, in its faster mode at the largest cohort, '
+    'against its own compute floor.')
 _MEASURE_MEMORY = flags.DEFINE_bool(
     'measure_memory', False,
     'Also measure peak memory, one subprocess per row, model and cohort size '
@@ -242,9 +243,8 @@ _MEMORY_ROUNDS = flags.DEFINE_integer(
     'memory_rounds', 3, 'Rounds each memory subprocess runs.')
 _MEMORY_TIMEOUT = flags.DEFINE_integer(
     'memory_timeout', 600, 'Seconds before a memory subprocess is killed.')
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md',
-    'Markdown report; a relative path is relative to the repository root.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md')
 _PER_CLIENT = flags.DEFINE_bool(
     'per_client', True,
     'Also time each algorithm one client per CLIENTS member (TFF builds and '
@@ -255,25 +255,23 @@ flags.register_multi_flags_validator(
     ['per_client', 'clients_per_group'],
     lambda f: f['per_client'] or f['clients_per_group'] != 1,
     '--per_client=false with --clients_per_group=1 leaves no process to time.')
-_SECTION = flags.DEFINE_string(
-    'section', 'round_time',
-    'The section of --output_markdown this run writes (between its BEGIN and '
-    'END markers); another name leaves the default one as it is, e.g. a cost '
+_SECTION = benchmark_flags.define_section_flag(
+    'round_time', 'Another name leaves the default one as it is, e.g. a cost '
     'curve over larger cohorts (make benchmark-scale).')
-_OUTPUT_JSON = flags.DEFINE_string(
-    'output_json', os.path.join('benchmarks', 'results', 'round_time.json'),
-    'Raw numbers; a relative path is relative to the repository root.')
+_OUTPUT_JSON = benchmark_flags.define_output_json_flag(
+    os.path.join('benchmarks', 'results', 'round_time.json'))
 _ALGORITHM = flags.DEFINE_enum(
     'algorithm', None, _ALL_ROWS,
     'Internal (memory subprocess): measure the peak memory of this one row '
-    'at the single --models and --clients_per_round, write it as JSON to '
+    'at the single --models and --cohort_sizes, write it as JSON to '
     '--memory_output, and measure nothing else.')
 _MEMORY_OUTPUT = flags.DEFINE_string(
     'memory_output', None, 'Internal: where --algorithm writes its JSON.')
 
 # Flags that define the workload; memory subprocesses get the parent's values.
 _WORKLOAD_FLAGS = (_INPUT_DIM, _HIDDEN_UNITS, _CLIENT_STEPS,
-                   _CLIENTS_PER_GROUP, _MEMBERS_AT_ONCE, _ROUNDS_PER_CALL,
+                   _CLIENTS_PER_GROUP, _MEMBERS_AT_ONCE_PER_MODEL,
+                   _ROUNDS_PER_CALL,
                    _CLIENT_BATCH_SIZE,
                    _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
                    _TRANSFER_EXAMPLES, _CLIENT_LEARNING_RATE, _SEED,
@@ -288,14 +286,13 @@ flags.register_validator(
     'models', lambda v: bool(v) and set(v) <= set(_MODELS_DIMS),
     f'--models must be a non-empty subset of {list(_MODELS_DIMS)}.')
 flags.register_validator(
-    'clients_per_round',
+    'cohort_sizes',
     lambda v: bool(v) and all(s.isdigit() and int(s) > 0 for s in v),
-    '--clients_per_round must be a list of positive ints.')
+    '--cohort_sizes must be a list of positive ints.')
 flags.register_validator(
     'hidden_units', lambda v: all(s.isdigit() and int(s) > 0 for s in v),
     '--hidden_units must be a list of positive ints.')
-for _flag in (_WARMUP_ROUNDS, _TIMED_ROUNDS, _INPUT_DIM, _CLIENT_STEPS,
-              _CLIENT_BATCH_SIZE, _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
+for _flag in (_WARMUP_ROUNDS, _TIMED_ROUNDS, _INPUT_DIM, _CENTRAL_EXAMPLES,
               _TRANSFER_EXAMPLES, _MEMORY_ROUNDS, _MEMORY_TIMEOUT):
   flags.register_validator(_flag.name, lambda v: v is not None and v > 0,
                            f'--{_flag.name} must be positive.')
@@ -303,9 +300,6 @@ del _flag
 flags.register_validator(
     'client_learning_rate', lambda v: v > 0,
     '--client_learning_rate must be positive.')
-flags.register_validator('seed', lambda v: v >= 0, '--seed must be >= 0.')
-flags.register_validator('floor_goal', lambda v: v > 0,
-                         '--floor_goal must be positive.')
 
 # Kept here for benchmarks that share this one's workload.
 build_floor_round = compute_floor.build_floor_round
@@ -368,8 +362,8 @@ def model_dims(model_name: str) -> tuple[int, tuple[int, ...]]:
 
 
 def members_at_once(model_name: str) -> Optional[int]:
-  """`--members_at_once` of `model_name`, or `None` if it is not listed."""
-  for item in _MEMBERS_AT_ONCE.value:
+  """`--members_at_once_per_model` of `model_name`; `None`: not listed."""
+  for item in _MEMBERS_AT_ONCE_PER_MODEL.value:
     name, _, value = item.partition('=')
     if name == model_name:
       try:
@@ -377,8 +371,8 @@ def members_at_once(model_name: str) -> Optional[int]:
       except ValueError:
         count = -1
       if count < 0:
-        raise app.UsageError(f'--members_at_once: {item!r} is not model=n '
-                             'with n >= 0.')
+        raise app.UsageError(f'--members_at_once_per_model: {item!r} is not '
+                             'model=n with n >= 0.')
       return count
   return None
 
@@ -394,7 +388,7 @@ def _rounds_per_call_text(rounds: int) -> str:
 
 
 def _members_at_once_text(settings: list[str]) -> str:
-  """The Modes line's words for `--members_at_once` (`settings`)."""
+  """The Modes line's words for `--members_at_once_per_model`."""
   if not settings:
     return '; each member through a dataset (`ClientGroups.dataset_fn`)'
   listed = ', '.join(
@@ -402,9 +396,9 @@ def _members_at_once_text(settings: list[str]) -> str:
       for name, _, value in (item.partition('=') for item in settings))
   return ('; members read as tensors (`ClientGroups.batches_fn`, every '
           'member the same K batches) and trained in lockstep by '
-          f'`tf.vectorized_map` (`--members_at_once`: {listed}), Example '
-          "Transfer's with their transferred examples merged into those "
-          'tensors (`merged_batches.py`)')
+          f'`tf.vectorized_map` (`--members_at_once_per_model`: {listed}), '
+          "Example Transfer's with their transferred examples merged into "
+          'those tensors (`merged_batches.py`)')
 
 
 def make_workload(model_name: str = 'small') -> Workload:
@@ -859,7 +853,7 @@ def _run_memory_subprocess(model_name: str, name: str, num_clients: int,
   log = os.path.join(work_dir, f'{model_name}_{name}_{num_clients}.log')
   command = [
       sys.executable, '-m', 'benchmarks.round_time', f'--algorithm={name}',
-      f'--models={model_name}', f'--clients_per_round={num_clients}',
+      f'--models={model_name}', f'--cohort_sizes={num_clients}',
       f'--memory_output={output}',
   ] + [flags.FLAGS[flag.name].serialize() for flag in _WORKLOAD_FLAGS]
   # Output goes to a file, not a pipe: an orphaned TFF worker would hold a
@@ -1211,9 +1205,9 @@ def _config() -> dict[str, Any]:
   return collections.OrderedDict(
       algorithms=list(_ALGORITHMS.value),
       models=list(_MODELS.value),
-      clients_per_round=[int(c) for c in _CLIENTS_PER_ROUND.value],
+      clients_per_round=[int(c) for c in _COHORT_SIZES.value],
       clients_per_group=_CLIENTS_PER_GROUP.value,
-      members_at_once=list(_MEMBERS_AT_ONCE.value),
+      members_at_once=list(_MEMBERS_AT_ONCE_PER_MODEL.value),
       rounds_per_call=_ROUNDS_PER_CALL.value,
       fused_rounds=_FUSED_ROUNDS.value,
       warmup_rounds=_WARMUP_ROUNDS.value,
@@ -1240,6 +1234,19 @@ def _config() -> dict[str, Any]:
       # TFF workers the rounds ran on; 0: TFF's local runtime.
       workers=_LOCAL_WORKERS.value or len(_WORKER_ADDRESSES.value),
   )
+
+
+# The key of a flag in the reports' config where it differs from the flag's
+# name: the cohort sizes are `clients_per_round`, as in every report since
+# the first.
+_CONFIG_KEYS = {'cohort_sizes': 'clients_per_round'}
+
+
+def flags_config(names: Sequence[str]) -> dict[str, Any]:
+  """The values of the flags `names`, each under its reports' config key."""
+  return collections.OrderedDict(
+      (_CONFIG_KEYS.get(name, name), flags.FLAGS[name].value)
+      for name in names)
 
 
 def _rows() -> list[str]:
@@ -1291,13 +1298,13 @@ def _on_local_workers(num_workers: int) -> Iterator[None]:
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  clients_per_round = [int(c) for c in _CLIENTS_PER_ROUND.value]
+  clients_per_round = [int(c) for c in _COHORT_SIZES.value]
 
   if _ALGORITHM.value is not None:
     if (len(clients_per_round) != 1 or len(_MODELS.value) != 1
         or not _MEMORY_OUTPUT.value):
       raise app.UsageError('--algorithm needs exactly one --models, one '
-                           '--clients_per_round and --memory_output.')
+                           '--cohort_sizes and --memory_output.')
     memory = measure_memory_here(_ALGORITHM.value, clients_per_round[0],
                                  make_workload(_MODELS.value[0]))
     reports_lib.atomic_write_text(_MEMORY_OUTPUT.value,

@@ -33,7 +33,7 @@ of every part's seconds, with their number. `--fresh` drops the parts kept
 
 Usage, from the repository root (or `make benchmark-results-celeba`):
 
-  .venv/bin/python -m benchmarks.target_time --target=results-celeba
+  .venv/bin/python -m benchmarks.target_time --timed_target=results-celeba
 """
 
 import datetime
@@ -51,13 +51,14 @@ from experiments.common import cli
 from absl import app
 from absl import flags
 
+from benchmarks import benchmark_flags
 from benchmarks import round_reports
 from tff_mixed import runtime
 from tff_mixed.training import reports
 # pylint: enable=g-bad-import-order
 
-_TARGET = flags.DEFINE_string(
-    'target', None, 'The make target to time (e.g. results-celeba).')
+_TIMED_TARGET = flags.DEFINE_string(
+    'timed_target', None, 'The make target to time (e.g. results-celeba).')
 _MAKE_ARGS = flags.DEFINE_list(
     'make_args', [], 'Extra arguments for make, e.g. CELEBA_SEEDS=0.')
 _MAKE = flags.DEFINE_string(
@@ -68,10 +69,9 @@ _LOG = flags.DEFINE_string(
 _RECORDS = flags.DEFINE_string(
     'records', os.path.join('benchmarks', 'results', 'target_times.json'),
     'The JSON file of every timed target, updated with this one.')
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md', 'The Markdown file to update.')
-_SECTION = flags.DEFINE_string(
-    'section', 'target_times', 'The section of --output_markdown to write.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md')
+_SECTION = benchmark_flags.define_section_flag('target_times')
 _SEGMENTS = flags.DEFINE_string(
     'segments', None, 'Where the seconds of unfinished runs of the target '
     'wait for the run that finishes it (default: beside --log, '
@@ -270,9 +270,10 @@ def _keep_unfinished(path: str, command: list[str],
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  target = _TARGET.value
+  target = _TIMED_TARGET.value
   if not target or target.startswith('-') or '=' in target:
-    raise app.UsageError(f'--target must name a make target, got {target!r}')
+    raise app.UsageError(
+        f'--timed_target must name a make target, got {target!r}')
   records_path = round_reports.resolve(_RECORDS.value)
   records = read_records(records_path)  # Refuse a bad file before the run.
   log_path = round_reports.resolve(

@@ -30,7 +30,7 @@ runs the three benchmarks and this report.
 Usage, from the repository root:
 
   .venv/bin/python -m benchmarks.workers_report \\
-      --inputs=benchmarks/results/round_time_workers_0.json,\\
+      --reports=benchmarks/results/round_time_workers_0.json,\\
 benchmarks/results/round_time_workers_1.json,\\
 benchmarks/results/round_time_workers_2.json
 """
@@ -46,24 +46,23 @@ from experiments.common import cli
 from absl import app
 from absl import flags
 
+from benchmarks import benchmark_flags
 from benchmarks import round_reports
 from experiments.common import markdown_sections
 # pylint: enable=g-bad-import-order
 
-_INPUTS = flags.DEFINE_list(
-    'inputs', None,
+_REPORTS = flags.DEFINE_list(
+    'reports', None,
     'JSON reports of benchmarks/round_time.py (--output_json) of one '
     'workload at different worker counts (0: the local runtime), e.g. 0, 1 '
     'and 2; relative paths are relative to the repository root.')
-_OUTPUT_MARKDOWN = flags.DEFINE_string(
-    'output_markdown', 'BENCHMARKS.md',
-    'Markdown report; a relative path is relative to the repository root.')
-_SECTION = flags.DEFINE_string(
-    'section', 'workers', 'The section of --output_markdown this writes.')
+_OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
+    'BENCHMARKS.md')
+_SECTION = benchmark_flags.define_section_flag('workers')
 
 # Worker counts the cost model predicts.
 PREDICT_WORKERS = (4, 8)
-# Config entries that define the workload: every input must agree on them.
+# Config entries that define the workload: every report must agree on them.
 _WORKLOAD_KEYS = ('models', 'clients_per_round', 'clients_per_group',
                   'algorithms', 'input_dim', 'hidden_units', 'client_steps',
                   'client_batch_size', 'seed')
@@ -80,10 +79,10 @@ def check_reports(reports: list[dict[str, Any]], paths: list[str]) -> None:
   """Raises ValueError unless `reports` are one workload at distinct counts."""
   counts = [r['config'].get('workers', 0) for r in reports]
   if len(set(counts)) != len(counts):
-    raise ValueError(f'--inputs must be runs at different worker counts; '
+    raise ValueError(f'--reports must be runs at different worker counts; '
                      f'{paths} ran on {counts} workers.')
   if not any(c >= 1 for c in counts):
-    raise ValueError(f'--inputs has no run on TFF workers: {paths} ran on '
+    raise ValueError(f'--reports has no run on TFF workers: {paths} ran on '
                      f'{counts} workers.')
   first = reports[0]['config']
   for report, path in zip(reports[1:], paths[1:]):
@@ -247,10 +246,10 @@ def render_markdown(reports: list[dict[str, Any]], paths: list[str],
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not _INPUTS.value:
-    raise app.UsageError('--inputs is required: the round_time JSON reports '
+  if not _REPORTS.value:
+    raise app.UsageError('--reports is required: the round_time JSON reports '
                          'to compare, e.g. at 0, 1 and 2 workers.')
-  paths = list(_INPUTS.value)
+  paths = list(_REPORTS.value)
   reports = []
   for path in paths:
     with open(round_reports.resolve(path)) as f:

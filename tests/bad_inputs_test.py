@@ -413,8 +413,8 @@ _BAD_INPUTS = (
       '--output_dir={d}/tuning'], _not_json_selected, 'selected.json'),
     # Benchmarks.
     ('round_time_cohort_not_an_int', _ROUND_TIME,
-     ['--clients_per_round=ten', '--output_markdown={d}/B.md',
-      '--output_json={d}/b.json'], _no_setup, '--clients_per_round'),
+     ['--cohort_sizes=ten', '--output_markdown={d}/B.md',
+      '--output_json={d}/b.json'], _no_setup, '--cohort_sizes'),
     ('round_time_local_workers_and_worker_addresses', _ROUND_TIME,
      ['--local_workers=1', '--worker_addresses=127.0.0.1:1',
       '--output_markdown={d}/B.md', '--output_json={d}/b.json'], _no_setup,

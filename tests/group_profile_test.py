@@ -35,7 +35,7 @@ class GroupProfileTest(absltest.TestCase):
 
   def test_tiny_run_writes_section_and_json(self):
     report, text = benchmark_testing.run_benchmark(self, 'group_profile', [
-        '--models=small,celeba', '--clients_per_round=3',
+        '--models=small,celeba', '--cohort_sizes=3',
         '--warmup_rounds=1', '--timed_rounds=1', '--input_dim=4',
         '--hidden_units=4', '--central_examples=10',
         '--central_batch_size=5'])

@@ -29,7 +29,7 @@ class RoundProfileTest(absltest.TestCase):
 
   def test_tiny_run_writes_section_and_json(self):
     report, text = benchmark_testing.run_benchmark(self, 'round_profile', [
-        '--clients_per_round=2', '--warmup_rounds=1', '--timed_rounds=1',
+        '--cohort_sizes=2', '--warmup_rounds=1', '--timed_rounds=1',
         '--input_dim=4', '--hidden_units=4', '--concurrency=1',
         '--nostream_structs'])
 

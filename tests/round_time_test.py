@@ -133,7 +133,7 @@ class RoundTimeTest(absltest.TestCase):
 
   def test_tiny_run_times_both_modes_and_each_floor(self):
     report, text = benchmark_testing.run_benchmark(self, 'round_time', [
-        '--models=small', '--clients_per_round=2,4', '--clients_per_group=2',
+        '--models=small', '--cohort_sizes=2,4', '--clients_per_group=2',
         '--algorithms=fedavg,parallel_training,compute_floor',
         '--warmup_rounds=1', '--timed_rounds=1', '--input_dim=4',
         '--hidden_units=4', '--section=scale', '--rounds_per_call=2',
@@ -267,7 +267,7 @@ class WorkersReportTest(absltest.TestCase):
             ('fedavg', 'fedavg@grouped'), _MEDIANS[count]))), f)
     markdown = os.path.join(d, 'BENCHMARKS.md')
     completed = preloaded_python.run_module(
-        'benchmarks.workers_report', f'--inputs={",".join(paths)}',
+        'benchmarks.workers_report', f'--reports={",".join(paths)}',
         f'--output_markdown={markdown}', timeout=600)
     if expect_error:
       self.assertEqual(completed.returncode, 1, completed.stderr[-3000:])

@@ -11,15 +11,18 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Every absl flag of the experiment binaries has one definition.
+"""Every absl flag of the experiment and benchmark binaries has one definition.
 
-Reads the sources of experiments/ (nothing is imported or run) and finds
-each `flags.DEFINE_*('name', ...)` call: no name may be defined at two
-places. A flag that several binaries take is defined once, in
-`experiments/common/shared_flags.py` (or in a module of one experiment that
-its binaries share), and each binary states its default there; two
-definitions of one name would give it two helps, bounds or meanings, and a
-process that imports both binaries a `DuplicateFlagError`.
+Reads the sources of experiments/ and benchmarks/ together (nothing is
+imported or run) and finds each `flags.DEFINE_*('name', ...)` call: no name
+may be defined at two places. A flag that several binaries take is defined
+once, in `experiments/common/shared_flags.py` (or in a module of one
+experiment that its binaries share; flags that only benchmarks take, in
+`benchmarks/benchmark_flags.py`), and each binary states its default there;
+two definitions of one name would give it two helps, bounds or meanings, and
+a process that imports both binaries a `DuplicateFlagError`. A benchmark's
+flag that means something other than an experiment's takes a name of its own
+(round_time's `--cohort_sizes`, not `--clients_per_round`).
 """
 
 import ast
@@ -56,15 +59,16 @@ def defined_more_than_once(sources: dict[str, str]) -> list[str]:
           if len(places) > 1]
 
 
-def _sources(directory: str) -> dict[str, str]:
-  """The text of every .py file under `directory`, by repository path."""
+def _sources(*directories: str) -> dict[str, str]:
+  """The text of every .py file under `directories`, by repository path."""
   sources = {}
-  for root, _, files in os.walk(os.path.join(_REPO, directory)):
-    for name in files:
-      if name.endswith('.py'):
-        path = os.path.join(root, name)
-        with open(path) as f:
-          sources[os.path.relpath(path, _REPO)] = f.read()
+  for directory in directories:
+    for root, _, files in os.walk(os.path.join(_REPO, directory)):
+      for name in files:
+        if name.endswith('.py'):
+          path = os.path.join(root, name)
+          with open(path) as f:
+            sources[os.path.relpath(path, _REPO)] = f.read()
   return sources
 
 
@@ -80,6 +84,25 @@ class SharedFlagsTest(absltest.TestCase):
     self.assertEqual(
         [path for path, _ in definitions['rounds']],
         [os.path.join('experiments', 'common', 'shared_flags.py')])
+
+  def test_every_flag_of_experiments_and_benchmarks_has_one_definition(self):
+    sources = _sources('experiments', 'benchmarks')
+    definitions = flag_definitions(sources)
+    # Both directories were read: a flag only benchmarks define, one they
+    # share with the experiments.
+    self.assertEqual(
+        [path for path, _ in definitions['output_markdown']],
+        [os.path.join('benchmarks', 'benchmark_flags.py')])
+    self.assertIn(os.path.join('benchmarks', 'round_time.py'),
+                  [path for path, _ in definitions['cohort_sizes']])
+    self.assertEqual(defined_more_than_once(sources), [])
+    # A benchmark that defined an experiment's flag again would fail it.
+    extra = os.path.join('benchmarks', 'extra.py')
+    found = defined_more_than_once({**sources, extra: (
+        "from absl import flags\n"
+        "R = flags.DEFINE_integer('rounds', 4, 'Rounds.')\n")})
+    self.assertLen(found, 1)
+    self.assertStartsWith(found[0], f'--rounds: {extra}:2, ')
 
   def test_a_second_definition_is_found(self):
     first = ("from absl import flags\n"

@@ -70,7 +70,7 @@ class TargetTimeTest(absltest.TestCase):
     return path
 
   def _args(self, target, make, *args):
-    return (f'--target={target}', f'--make={make}',
+    return (f'--timed_target={target}', f'--make={make}',
             f'--records={self.records}', f'--output_markdown={self.markdown}',
             f'--log={os.path.join(self.dir, target + ".log")}', *args)
 
@@ -196,8 +196,9 @@ class TargetTimeTest(absltest.TestCase):
 
   def test_bad_inputs_are_refused_before_running(self):
     for args, message in (
-        (['--target='], '--target must name a make target'),
-        (['--target=CELEBA_SEEDS=0'], '--target must name a make target'),
+        (['--timed_target='], '--timed_target must name a make target'),
+        (['--timed_target=CELEBA_SEEDS=0'],
+         '--timed_target must name a make target'),
     ):
       with self.subTest(args[0]):
         completed = preloaded_python.run_module(

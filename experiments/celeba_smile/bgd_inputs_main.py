@@ -52,9 +52,8 @@ _SEEDS = shared_flags.define_seeds_flag(['0'])
 _INPUTS = flags.DEFINE_list(
     'inputs', list(bgd_inputs_lib.INPUTS),
     f'Which inputs to run, from {list(bgd_inputs_lib.INPUTS)}.')
-_ALGORITHMS = flags.DEFINE_list(
-    'algorithms', list(reproduce_lib.MIXED),
-    f'Mixed algorithms to diagnose, from {list(reproduce_lib.MIXED)}.')
+_ALGORITHMS = shared_flags.define_algorithms_flag(
+    reproduce_lib.MIXED, 'The mixed algorithms to diagnose.')
 _RECORDS_DIR = shared_flags.define_records_dir_flag(
     'docs/results/celeba_bgd_inputs', 'JSON, metrics only.')
 _REPORT_ONLY = shared_flags.define_report_only_flag()

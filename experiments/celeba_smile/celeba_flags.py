@@ -48,9 +48,8 @@ EXAMPLES_PER_CLIENT = shared_flags.define_examples_per_client_flag(None)
 RAW_CLIENTS_PER_CLIENT = flags.DEFINE_integer(
     'raw_clients_per_client', 3, 'Celebrities per composite client.',
     lower_bound=1)
-HIDDEN_UNITS = flags.DEFINE_list(
-    'hidden_units', [str(u) for u in celeba_smile_lib.HIDDEN_UNITS],
-    'Hidden layer widths of the classifier.')
+HIDDEN_UNITS = shared_flags.define_hidden_units_flag(
+    celeba_smile_lib.HIDDEN_UNITS)
 EVAL_EVERY = shared_flags.define_eval_every_flag(5)
 TARGET_AUC = shared_flags.define_target_auc_flag(0.9)
 MAX_EVAL_EXAMPLES = shared_flags.define_max_eval_examples_flag(None)

@@ -11,14 +11,16 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The flags that several experiment binaries take, each defined here once.
+"""The flags that several binaries take, each defined here once.
 
 `--rounds`, `--clients_per_round`, `--seed`, `--records_dir` and the others
-below mean the same in every binary that takes them, so each has one
-definition: its type, its help and the loosest bound any binary accepts. A
-binary defines the ones it takes at import, each with its own default
-(`_ROUNDS = shared_flags.define_rounds_flag(40)`), and may add a sentence
-of its own to the help (`detail=`). A binary that needs a stricter bound
+below mean the same in every binary that takes them, experiment or
+benchmark, so each has one definition: its type, its help and the loosest
+bound any binary accepts. (The flags that only benchmarks take, such as
+`--output_markdown`, are defined in `benchmarks/benchmark_flags.py`, the
+same way.) A binary defines the ones it takes at import, each with its own
+default (`_ROUNDS = shared_flags.define_rounds_flag(40)`), and may add a
+sentence of its own to the help (`detail=`). A binary that needs a stricter bound
 registers it with `require_at_least`, one that takes only some values of a
 list flag with `require_choices`; a bad value then fails as the flags are
 parsed, as an absl bound does (one `error:` line from `cli.run`).
@@ -43,8 +45,12 @@ from experiments.common import cli
 flags.disclaim_key_flags()
 
 
-def _help(text: str, detail: str) -> str:
-  """The shared help text, then the binary's own sentence, if any."""
+def with_detail(text: str, detail: str) -> str:
+  """The shared help text, then the binary's own sentence, if any.
+
+  Public for `benchmarks/benchmark_flags.py`, whose flags are built the same
+  way.
+  """
   return f'{text} {detail}' if detail else text
 
 
@@ -54,7 +60,7 @@ def _help(text: str, detail: str) -> str:
 def define_rounds_flag(default: int, detail: str = '') -> flags.FlagHolder:
   """Defines `--rounds`, at least 1."""
   return flags.DEFINE_integer(
-      'rounds', default, _help(
+      'rounds', default, with_detail(
           'Rounds of training (per scenario or run).', detail),
       lower_bound=1)
 
@@ -63,7 +69,7 @@ def define_clients_per_round_flag(default: int,
                                   detail: str = '') -> flags.FlagHolder:
   """Defines `--clients_per_round`, at least 1."""
   return flags.DEFINE_integer(
-      'clients_per_round', default, _help(
+      'clients_per_round', default, with_detail(
           'S: clients sampled per round.', detail), lower_bound=1)
 
 
@@ -71,14 +77,14 @@ def define_num_clients_flag(default: int,
                             detail: str = '') -> flags.FlagHolder:
   """Defines `--num_clients`, at least 1."""
   return flags.DEFINE_integer(
-      'num_clients', default, _help('Number of federated clients.', detail),
-      lower_bound=1)
+      'num_clients', default,
+      with_detail('Number of federated clients.', detail), lower_bound=1)
 
 
 def define_eval_every_flag(default: int, detail: str = '') -> flags.FlagHolder:
   """Defines `--eval_every`, at least 1."""
   return flags.DEFINE_integer(
-      'eval_every', default, _help(
+      'eval_every', default, with_detail(
           'Evaluate every this many rounds (and after the last one).',
           detail), lower_bound=1)
 
@@ -86,7 +92,7 @@ def define_eval_every_flag(default: int, detail: str = '') -> flags.FlagHolder:
 def define_seed_flag(default: int, detail: str = '') -> flags.FlagHolder:
   """Defines `--seed`, from 0 to `cli.MAX_SEED`."""
   return flags.DEFINE_integer(
-      'seed', default, _help(
+      'seed', default, with_detail(
           'The seed of the random draws (e.g. data split, model '
           'initialization, client and central sampling).', detail),
       lower_bound=0, upper_bound=cli.MAX_SEED)
@@ -96,7 +102,7 @@ def define_seeds_flag(default: Sequence[str],
                       detail: str = '') -> flags.FlagHolder:
   """Defines `--seeds`: checked by the binary (`cli.check_seeds`)."""
   return flags.DEFINE_list(
-      'seeds', list(default), _help(
+      'seeds', list(default), with_detail(
           'Comma-separated seeds: every run is made once per seed.', detail))
 
 
@@ -104,8 +110,16 @@ def define_scenarios_flag(choices: Sequence[str],
                           detail: str = '') -> flags.FlagHolder:
   """Defines `--scenarios`, by default all of the binary's `choices`."""
   return flags.DEFINE_list(
-      'scenarios', list(choices), _help(
+      'scenarios', list(choices), with_detail(
           f'Comma-separated scenarios, from {list(choices)}.', detail))
+
+
+def define_algorithms_flag(choices: Sequence[str],
+                           detail: str = '') -> flags.FlagHolder:
+  """Defines `--algorithms`, by default all of the binary's `choices`."""
+  return flags.DEFINE_list(
+      'algorithms', list(choices), with_detail(
+          f'Comma-separated algorithms, from {list(choices)}.', detail))
 
 
 # Local and central training.
@@ -115,7 +129,7 @@ def define_client_steps_flag(default: int,
                              detail: str = '') -> flags.FlagHolder:
   """Defines `--client_steps`, at least 0 (0 means something to a few)."""
   return flags.DEFINE_integer(
-      'client_steps', default, _help(
+      'client_steps', default, with_detail(
           'K: local steps per client per round.', detail), lower_bound=0)
 
 
@@ -123,7 +137,7 @@ def define_client_batch_size_flag(default: int,
                                   detail: str = '') -> flags.FlagHolder:
   """Defines `--client_batch_size`, at least 1."""
   return flags.DEFINE_integer(
-      'client_batch_size', default, _help(
+      'client_batch_size', default, with_detail(
           '|B_i|: the client batch size.', detail), lower_bound=1)
 
 
@@ -131,7 +145,7 @@ def define_client_lr_flag(default: float,
                           detail: str = '') -> flags.FlagHolder:
   """Defines `--client_lr`, unbounded (finite, as every float flag)."""
   return flags.DEFINE_float(
-      'client_lr', default, _help(
+      'client_lr', default, with_detail(
           'eta: the client learning rate.', detail))
 
 
@@ -139,7 +153,7 @@ def define_central_batch_size_flag(default: Optional[int],
                                    detail: str = '') -> flags.FlagHolder:
   """Defines `--central_batch_size`, at least 1 (None: the binary's rule)."""
   return flags.DEFINE_integer(
-      'central_batch_size', default, _help(
+      'central_batch_size', default, with_detail(
           '|B_c|: the central batch size of the mixed algorithms.', detail),
       lower_bound=1)
 
@@ -148,7 +162,7 @@ def define_examples_per_client_flag(default: Optional[int],
                                     detail: str = '') -> flags.FlagHolder:
   """Defines `--examples_per_client`, at least 1 (None: the mean size)."""
   return flags.DEFINE_integer(
-      'examples_per_client', default, _help(
+      'examples_per_client', default, with_detail(
           'Example Transfer: central examples sent to each client per '
           'round; unset: the mean client data size.', detail),
       lower_bound=1)
@@ -158,14 +172,23 @@ def define_embedding_dim_flag(default: int,
                               detail: str = '') -> flags.FlagHolder:
   """Defines `--embedding_dim`, at least 1."""
   return flags.DEFINE_integer(
-      'embedding_dim', default, _help('d: the embedding size.', detail),
+      'embedding_dim', default, with_detail('d: the embedding size.', detail),
       lower_bound=1)
+
+
+def define_hidden_units_flag(default: Sequence[int],
+                             detail: str = '') -> flags.FlagHolder:
+  """Defines `--hidden_units`: ints, checked by the binary."""
+  return flags.DEFINE_list(
+      'hidden_units', [str(units) for units in default], with_detail(
+          'Comma-separated widths of the hidden layers of the dense '
+          'classifier (`tff_mixed.models.dense`).', detail))
 
 
 def define_image_size_flag(default: int, detail: str = '') -> flags.FlagHolder:
   """Defines `--image_size`, at least 1."""
   return flags.DEFINE_integer(
-      'image_size', default, _help(
+      'image_size', default, with_detail(
           'Image side in pixels: CIFAR-10 is averaged down from 32 by an '
           'integer factor (32, 16, 8).', detail), lower_bound=1)
 
@@ -177,7 +200,7 @@ def define_max_eval_examples_flag(default: Optional[int],
                                   detail: str = '') -> flags.FlagHolder:
   """Defines `--max_eval_examples`, at least 1 (None: all)."""
   return flags.DEFINE_integer(
-      'max_eval_examples', default, _help(
+      'max_eval_examples', default, with_detail(
           'Evaluate on a seeded sample of this many evaluation examples '
           '(faster); unset: all.', detail), lower_bound=1)
 
@@ -186,7 +209,7 @@ def define_target_auc_flag(default: float,
                            detail: str = '') -> flags.FlagHolder:
   """Defines `--target_auc`, in [0, 1]."""
   return flags.DEFINE_float(
-      'target_auc', default, _help(
+      'target_auc', default, with_detail(
           'Eval AUC whose first crossing the table reports.', detail),
       lower_bound=0.0, upper_bound=1.0)
 
@@ -195,7 +218,7 @@ def define_diagnostic_rounds_flag(default: int,
                                   detail: str = '') -> flags.FlagHolder:
   """Defines `--diagnostic_rounds`, at least 0 (0: none)."""
   return flags.DEFINE_integer(
-      'diagnostic_rounds', default, _help(
+      'diagnostic_rounds', default, with_detail(
           "Rounds of table 4's (G, B)-BGD diagnostics runs (K = 1) of each "
           'mixed algorithm; 0: none.', detail), lower_bound=0)
 
@@ -207,7 +230,7 @@ def define_alphas_flag(default: Sequence[str],
                        detail: str = '') -> flags.FlagHolder:
   """Defines `--alphas`: numbers, parsed by the binary."""
   return flags.DEFINE_list(
-      'alphas', list(default), _help(
+      'alphas', list(default), with_detail(
           'Dirichlet alphas of the label skew.', detail))
 
 
@@ -215,7 +238,7 @@ def define_delay_stds_flag(default: Sequence[str],
                            detail: str = '') -> flags.FlagHolder:
   """Defines `--delay_stds`: numbers, parsed by the binary."""
   return flags.DEFINE_list(
-      'delay_stds', list(default), _help(
+      'delay_stds', list(default), with_detail(
           'Delay levels: sigma of the |N(0, sigma^2)| delays, in rounds '
           "(table 1's columns, with --alphas).", detail))
 
@@ -227,7 +250,7 @@ def define_cache_dir_flag(default: Optional[str],
                           detail: str = '') -> flags.FlagHolder:
   """Defines `--cache_dir`."""
   return flags.DEFINE_string(
-      'cache_dir', default, _help(
+      'cache_dir', default, with_detail(
           "Directory of TFF's SQLite database of the federated data.",
           detail))
 
@@ -236,15 +259,24 @@ def define_cifar10_npz_flag(default: Optional[str],
                             detail: str = '') -> flags.FlagHolder:
   """Defines `--cifar10_npz`."""
   return flags.DEFINE_string(
-      'cifar10_npz', default, _help(
+      'cifar10_npz', default, with_detail(
           'CIFAR-10 images as a JPEG npz (arrays jpeg_bytes, jpeg_offsets, '
           'label).', detail))
+
+
+def define_ratings_file_flag(default: Optional[str],
+                             detail: str = '') -> flags.FlagHolder:
+  """Defines `--ratings_file`."""
+  return flags.DEFINE_string(
+      'ratings_file', default, with_detail(
+          'MovieLens ratings.dat (1M) or u.data (100K), or a subset of '
+          'either; gzipped ones (e.g. ratings.dat.gz) are read too.', detail))
 
 
 def define_data_note_flag(default: str, detail: str = '') -> flags.FlagHolder:
   """Defines `--data_note`."""
   return flags.DEFINE_string(
-      'data_note', default, _help(
+      'data_note', default, with_detail(
           'Where the data came from (e.g. the raw copy and its conversion), '
           'for the report.', detail))
 
@@ -255,14 +287,14 @@ def define_data_note_flag(default: str, detail: str = '') -> flags.FlagHolder:
 def define_output_dir_flag(default: str, detail: str = '') -> flags.FlagHolder:
   """Defines `--output_dir`."""
   return flags.DEFINE_string(
-      'output_dir', default, _help('Directory for the outputs.', detail))
+      'output_dir', default, with_detail('Directory for the outputs.', detail))
 
 
 def define_records_dir_flag(default: Optional[str],
                             detail: str = '') -> flags.FlagHolder:
   """Defines `--records_dir`."""
   return flags.DEFINE_string(
-      'records_dir', default, _help(
+      'records_dir', default, with_detail(
           'Directory of the run records (small files, meant to be '
           'committed).', detail))
 
@@ -270,14 +302,14 @@ def define_records_dir_flag(default: Optional[str],
 def define_report_only_flag(detail: str = '') -> flags.FlagHolder:
   """Defines `--report_only` (default False)."""
   return flags.DEFINE_bool(
-      'report_only', False, _help(
+      'report_only', False, with_detail(
           'Run nothing: rebuild the report from the records.', detail))
 
 
 def define_results_markdown_flag(detail: str = '') -> flags.FlagHolder:
   """Defines `--results_markdown` (default '': none)."""
   return flags.DEFINE_string(
-      'results_markdown', '', _help(
+      'results_markdown', '', with_detail(
           "If set, also write this run's section of a Markdown report, e.g. "
           'RESULTS.md.', detail))
 
@@ -286,7 +318,7 @@ def define_plot_flag(default: Optional[str],
                      detail: str = '') -> flags.FlagHolder:
   """Defines `--plot`."""
   return flags.DEFINE_string(
-      'plot', default, _help(
+      'plot', default, with_detail(
           'Where to write the plot; the RESULTS.md section links to it.',
           detail))
 

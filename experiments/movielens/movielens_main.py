@@ -65,9 +65,7 @@ from tff_mixed.training import reports as reports_lib
 
 _DEFAULTS = movielens_lib.Config()
 
-_RATINGS_FILE = flags.DEFINE_string(
-    'ratings_file', None, 'MovieLens ratings.dat (1M) or u.data (100K), or '
-    'a subset of either; gzipped ones (e.g. ratings.dat.gz) are read too.')
+_RATINGS_FILE = shared_flags.define_ratings_file_flag(None)
 _SKIP_MALFORMED = flags.DEFINE_bool(
     'skip_malformed', False, 'Skip malformed rating lines (counted) instead '
     'of stopping at the first one.')
