@@ -13,10 +13,11 @@
 # limitations under the License.
 """The public modules say what they export.
 
-`tff_mixed` and the modules it re-exports as namespaces (`components`) list
-their public names in `__all__`: `from tff_mixed.components import *` and
-API documentation tools then see exactly those, each name exists, and none
-of the module's own public functions or classes is left out.
+`tff_mixed` and the modules it re-exports as namespaces (`components`,
+`costs`, `simulation`) list their public names in `__all__`: `from
+tff_mixed.components import *` and API documentation tools then see exactly
+those, each name exists, and none of the module's own public functions or
+classes is left out.
 """
 
 import inspect
@@ -26,7 +27,7 @@ from absl.testing import absltest
 import tff_mixed
 
 # The namespaces `tff_mixed` re-exports as modules.
-PUBLIC_MODULES = ('components',)
+PUBLIC_MODULES = ('components', 'costs', 'simulation')
 
 
 def _missing(module):

@@ -40,6 +40,10 @@ LAYERS = {
     # The components of the processes, and the models.
     'tff_mixed.core': 1,
     'tff_mixed.models': 2,
+    # Public faces of parts of core: the fast simulation of a cohort, and
+    # what a client of a round costs.
+    'tff_mixed.simulation': 2,
+    'tff_mixed.costs': 2,
     # Running processes: the loop, checkpoints, reports.
     'tff_mixed.training': 2,
     # What users build and run. Synchronous and asynchronous algorithms sit
@@ -271,6 +275,23 @@ class ExperimentsImportTest(absltest.TestCase):
     self.assertEqual(_top_level_imports(ast.parse(
         'import matplotlib.pyplot\ndef f():\n  import numpy\n')),
                      {'matplotlib.pyplot'})
+
+  def test_experiments_use_the_public_api_not_core(self):
+    # The binaries are what users copy: they reach the library through its
+    # public names (`tff_mixed`, `tff_mixed.simulation`, `tff_mixed.costs`,
+    # ...), never through the processes' internals in `tff_mixed.core`.
+    experiments = os.path.join(os.path.dirname(_ROOT), 'experiments')
+    hits = []
+    for directory, _, files in os.walk(experiments):
+      for name in sorted(f for f in files if f.endswith('.py')):
+        path = os.path.join(directory, name)
+        with open(path) as f:
+          if 'tff_mixed.core' in _imported_units(ast.parse(f.read())):
+            hits.append(os.path.relpath(path, experiments))
+    self.assertEmpty(hits)
+    self.assertEqual(_imported_units(ast.parse(
+        'from tff_mixed.core import lockstep\nfrom tff_mixed import simulation'
+        '\n')), {'tff_mixed.core', 'tff_mixed.simulation'})
 
 
 class ExperimentModulesTest(absltest.TestCase):

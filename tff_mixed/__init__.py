@@ -27,6 +27,10 @@ arXiv:2205.13655). This facade is the public API, kept small
     (docs/COMPOSING.md);
 *   `ClientGroups`, the fast simulation mode: many clients per CLIENTS
     member, trained in one computation, with the per-client results;
+    `simulation` holds it with the helpers that split a cohort into groups
+    and feed them;
+*   `costs`: what one client of a round costs, measured (bytes received
+    and sent, FLOPs of a local step);
 *   the algorithm registries, by name: `tff_mixed.registry` of the
     synchronous algorithms (a `LearningProcess` each) and
     `tff_mixed.async_registry` of the asynchronous ones (an `AsyncStrategy`
@@ -80,6 +84,10 @@ from tff_mixed.core.central_objective import central_regularizer
 from tff_mixed.core.central_objective import CentralObjective
 from tff_mixed.core.client_groups import ClientGroups
 from tff_mixed.core.embedding_select import EmbeddingSelection
+# The fast simulation of a cohort (groups of clients) and its helpers.
+from tff_mixed import simulation
+# A client's communication and computation per round, measured.
+from tff_mixed import costs
 # TFF's own inputs (a model_fn, a Keras model) as the FunctionalModel the
 # builders use; they call it on their `model`.
 from tff_mixed.core.inputs import functional_model
@@ -145,10 +153,12 @@ __all__ = [
     'central_regularizer',
     'components',
     'compose_mixed_process',
+    'costs',
     'functional_model',
     'register_worker_cleanup',
     'registry',
     'run_async',
     'run_training',
+    'simulation',
 ]
 

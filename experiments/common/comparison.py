@@ -39,8 +39,7 @@ from experiments.common import plots
 from experiments.common import records
 from experiments.common import scenarios as scenarios_lib
 from experiments.common import tables
-from tff_mixed.core import central_objective as central_objective_lib
-from tff_mixed.core import client_groups as client_groups_lib
+import tff_mixed
 from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib
@@ -105,7 +104,7 @@ class ComparisonTask(NamedTuple):
 
   title: str
   num_clients: int
-  central_objective: central_objective_lib.CentralObjective
+  central_objective: tff_mixed.CentralObjective
   mean_client_examples: float
   client_datasets_fn: Callable[[Sequence[int], bool, int],
                                list[tf.data.Dataset]]
@@ -115,7 +114,7 @@ class ComparisonTask(NamedTuple):
                                             tff.Computation]] = None
   client_ids_fn: Optional[Callable[[Sequence[int], int], list[str]]] = None
   client_groups_fn: Optional[Callable[[bool],
-                                      client_groups_lib.ClientGroups]] = None
+                                      tff_mixed.ClientGroups]] = None
 
 
 def check_int(name: str, value: Any, minimum: int = 1) -> None:
@@ -263,8 +262,8 @@ def run_scenario(
   start = time.perf_counter()
   if uses_groups(task, clients_per_group, clients_per_round):
     logging.info('%s: client groups of up to %d clients', scenario,
-                 client_groups_lib.clients_per_group_for(clients_per_group,
-                                                         clients_per_round))
+                 tff_mixed.simulation.clients_per_group_for(clients_per_group,
+                                                            clients_per_round))
   process = scenario_process(
       scenario, task, model, client_steps=client_steps, seed=seed,
       clients_per_group=clients_per_group,

@@ -14,7 +14,7 @@
 """`--clients_per_group`: how every binary simulates a round's cohort.
 
 By default the binaries run the fast simulation mode
-(`tff_mixed.core.client_groups`): a round's cohort is split into one group
+(`tff_mixed.simulation`): a round's cohort is split into one group
 of clients per core, each group trained in one TensorFlow computation, with
 the same results as one client per CLIENTS member. `--clients_per_group=1`
 gives that per-client path; any other value sets the group size.
@@ -25,10 +25,9 @@ from typing import Any, Optional
 from absl import flags
 import numpy as np
 
-from tff_mixed.core import client_groups
-from tff_mixed.core import lockstep
+from tff_mixed import simulation
 
-AUTO = client_groups.AUTO
+AUTO = simulation.AUTO
 
 
 def define_clients_per_group_flag() -> flags.FlagHolder:
@@ -53,35 +52,35 @@ def define_members_at_once_flag() -> flags.FlagHolder:
 
 def padded_groups(dataset_fn: Any, id_dtype: Any, *, num_batches: int,
                   batch_size: int,
-                  members_at_once: int) -> client_groups.ClientGroups:
+                  members_at_once: int) -> simulation.ClientGroups:
   """`ClientGroups` whose members of unequal size train in lockstep.
 
   Each member's `num_batches` batches of `dataset_fn(id)`, padded to
-  `batch_size` rows (`lockstep.padded_batches_fn`), for a model whose loss
+  `batch_size` rows (`simulation.padded_batches_fn`), for a model whose loss
   and metrics ignore rows of zeros (the character LM's padding).
   """
-  return client_groups.ClientGroups(
+  return simulation.ClientGroups(
       dataset_fn, id_dtype,
-      batches_fn=lockstep.padded_batches_fn(dataset_fn, num_batches,
-                                            batch_size),
+      batches_fn=simulation.padded_batches_fn(dataset_fn, num_batches,
+                                              batch_size),
       members_at_once=members_at_once)
 
 
 def check(clients_per_group: Any) -> int:
   """`clients_per_group` if an int >= 0, else a ValueError naming it."""
-  return client_groups.check_clients_per_group(clients_per_group)
+  return simulation.check_clients_per_group(clients_per_group)
 
 
 def is_grouped(clients_per_group: int, cohort_size: int) -> bool:
   """Whether the cohort runs in groups (not one client per member)."""
-  return client_groups.clients_per_group_for(clients_per_group,
-                                             cohort_size) > 1
+  return simulation.clients_per_group_for(clients_per_group,
+                                          cohort_size) > 1
 
 
 def group_ids(client_ids: Any, clients_per_group: int,
               dtype: Optional[Any] = np.int32) -> list[np.ndarray]:
   """A round's client ids as `split_cohort` groups of `dtype` ids."""
-  groups = client_groups.split_cohort(
+  groups = simulation.split_cohort(
       client_ids,
-      client_groups.clients_per_group_for(clients_per_group, len(client_ids)))
+      simulation.clients_per_group_for(clients_per_group, len(client_ids)))
   return [np.asarray(g, dtype) for g in groups]

@@ -31,9 +31,8 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 import tensorflow_federated as tff
 
+import tff_mixed
 from tff_mixed.algorithms import registry
-from tff_mixed.core import central_objective
-from tff_mixed.core import client_groups as client_groups_lib
 
 FL_ONLY = 'fl_only'
 PARALLEL_TRAINING = registry.PARALLEL_TRAINING
@@ -100,7 +99,7 @@ def build_process(
     scenario: str,
     model: tff.learning.models.FunctionalModel,
     central_data: Union[tuple[np.ndarray, np.ndarray],
-                        central_objective.CentralObjective],
+                        tff_mixed.CentralObjective],
     *,
     client_lr: float,
     client_steps: int,
@@ -113,7 +112,7 @@ def build_process(
     federated_weight: float = 0.5,
     central_weight: float = 0.5,
     central_clip_norm: Optional[float] = None,
-    client_groups: Optional[client_groups_lib.ClientGroups] = None,
+    client_groups: Optional[tff_mixed.ClientGroups] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds the learning process of one scenario (`registry.build`).
 
@@ -155,11 +154,11 @@ def build_process(
   algorithm = ALGORITHM_OF[scenario]
   objective = None
   if scenario not in BASELINES:
-    if isinstance(central_data, central_objective.CentralObjective):
+    if isinstance(central_data, tff_mixed.CentralObjective):
       objective = central_data
     else:
-      objective = central_objective.central_data_objective(central_data,
-                                                           name='negatives')
+      objective = tff_mixed.central_data_objective(central_data,
+                                                   name='negatives')
   return registry.build(
       algorithm, model, objective, client_lr=client_lr,
       client_steps=client_steps,

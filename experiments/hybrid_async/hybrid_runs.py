@@ -35,7 +35,6 @@ from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.asynchronous import simulation
-from tff_mixed.core import client_groups
 from tff_mixed.models import cnn
 from tff_mixed.tasks import client_streams
 from tff_mixed.tasks import hybrid_images
@@ -151,7 +150,7 @@ def _group_training(method: str, model, data: hybrid_config.Data,
          method == hybrid_config.LOADABOOST, c.client_optimizer, c.client_lr,
          c.client_batch_size, c.loadaboost_epochs, c.loadaboost_lr)
   if key not in cache:
-    rows = client_groups.array_dataset_fn(
+    rows = tff_mixed.simulation.array_dataset_fn(
         [(x.astype(np.float32), y.astype(np.int32)) for x, y in (
             split.client_arrays(i)
             for i in range(len(split.client_indices)))], lambda d: d)

@@ -61,8 +61,6 @@ from experiments.common import results as results_lib
 from experiments.movielens import movielens_records as records_lib
 import tff_mixed
 from tff_mixed.algorithms import registry
-from tff_mixed.core import communication as communication_lib
-from tff_mixed.core import flops as flops_lib
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
@@ -303,8 +301,8 @@ def client_model(scenario: str, data: 'movielens.MovieLensData',
 def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
                   config: Config, mean_keys: float) -> Costs:
   """Bytes from the compiled process; FLOPs from TF's profiler."""
-  cost = communication_lib.per_client_communication(process)
-  flops = config.client_steps * flops_lib.local_step_flops(
+  cost = tff_mixed.costs.per_client_communication(process)
+  flops = config.client_steps * tff_mixed.costs.local_step_flops(
       client_model(scenario, data, config), config.client_batch_size)
   n, big_n, d = mean_keys, data.num_movies, config.embedding_dim
   paper_comm = {BASELINE: 2 * big_n * d}.get(
