@@ -13,20 +13,27 @@
 # limitations under the License.
 """The MovieLens dual encoder experiment (arXiv:2205.13655, section 4.3).
 
-Clients compute only the hinge loss of their own next-movie examples; the
-spreadout regularizer of the whole embedding table is the centralized loss,
-computed at the server; each client receives and returns only the rows of the
-movies in its data (`tff.federated_select`). Scenarios:
+Clients compute only the client loss (a hinge) of their own next-movie
+examples; the spreadout regularizer of the whole embedding table is the
+centralized loss, computed at the server; each client receives and returns
+only the rows of the movies in its data (`tff.federated_select`). Scenarios:
 
 *   `baseline`: everything on the clients (TFF's FedAvg; each client's loss
-    is w_f hinge + w_c spreadout over the full, broadcast table).
+    is w_f client loss + w_c spreadout over the full, broadcast table).
 *   `parallel_training`, `one_way_gt`, `two_way_gt`: mixed FL with embedding
     slices; `one_way_gt_fedadam`: 1-way GT with server Adam (appendix B.4.4).
 
 Defaults are the paper's tables 9-10: S = 100, client batch 16, K = 10,
 eta = 0.5, eta_s = 1, eta_c = eta, eta_m = 1, w_f = w_c = 0.5, SGD; FedAdam
-uses server Adam with learning rate 0.01. Reported per evaluation: recall@10
-over all movies and the hinge loss on the test users; per scenario the
+uses server Adam with learning rate 0.01. The model takes the forms of the
+code the paper cites (Ning et al. 2021; `dual_encoder`): a ReLU context
+layer, the squared hinge at margin 0.9 on clients, the Frobenius spreadout
+at the server, whose lambda the paper does not state (default 0.001, the
+cited README's example; `movielens_reference` selects one on the
+validation users). The earlier forms stay available by name (`Config`).
+Reported per evaluation: recall@10 over all movies and the client loss on
+the test users (the column `hinge_loss`: whichever hinge the run trains
+with); per scenario the
 bytes each client receives and sends (read off the compiled computation) and
 its training FLOPs per round (TF's profiler on one local step), beside the
 paper's formulas (appendix B.3, table 11).
@@ -102,7 +109,17 @@ class Config(NamedTuple):
   embedding_dim: int = 16
   context_length: int = 10
   keys_per_client: int = 160
-  margin: float = 1.0
+  # The model's forms (`dual_encoder`'s constants), the cited model's by
+  # default: its context layer, client loss and spreadout.
+  context_layer: str = dual_encoder.RELU_DENSE
+  client_loss: str = dual_encoder.SQUARED_HINGE
+  # The client loss's margin; None: the form's own (`dual_encoder.MARGINS`).
+  margin: Optional[float] = None
+  spreadout_form: str = dual_encoder.FROBENIUS
+  # lambda of the spreadout. The paper states none and the cited code
+  # defaults to 0; 0.001 is its README's example, kept until a search on the
+  # validation users (`movielens_reference.select_lambda`) selects one.
+  spreadout_lambda: float = 0.001
   eval_every: int = 10
   max_eval_examples: Optional[int] = None
   seed: int = 0
@@ -134,6 +151,69 @@ class Costs(NamedTuple):
   paper_flops: float
 
 
+def model_forms(config: Config) -> dict[str, Any]:
+  """The config's forms as the keyword arguments that every builder of the
+  model takes (`dual_encoder.build_dual_encoder`,
+  `build_embedding_selection`): its context layer, client loss and margin.
+  """
+  return dict(context_layer=config.context_layer,
+              client_loss_form=config.client_loss, margin=config.margin)
+
+
+def model_kwargs(config: Config) -> dict[str, Any]:
+  """`build_dual_encoder`'s keyword arguments for `config`'s model: its
+  sizes, seed, forms, and the spreadout's form and lambda (weighted by the
+  caller: 0 on mixed FL's clients, w_c on the baseline's)."""
+  return dict(model_forms(config), embedding_dim=config.embedding_dim,
+              context_length=config.context_length, seed=config.seed,
+              spreadout_form=config.spreadout_form,
+              spreadout_lambda=config.spreadout_lambda)
+
+
+def check_forms(config: Config) -> None:
+  """Raises ValueError for a form, margin or lambda the model cannot take
+  (the message names it)."""
+  dual_encoder.check_forms(config.context_layer, config.client_loss,
+                           config.spreadout_form)
+  if config.margin is not None and not math.isfinite(config.margin):
+    raise ValueError(f'`margin` must be finite, got {config.margin}.')
+  if not (math.isfinite(config.spreadout_lambda)
+          and config.spreadout_lambda >= 0):
+    raise ValueError('`spreadout_lambda` must be finite and >= 0, got '
+                     f'{config.spreadout_lambda}.')
+
+
+# How the sections name each form: the cited model's (Ning et al. 2021,
+# google-research/federated `dual_encoder/`) or the earlier one.
+_FORM_TEXT = {
+    dual_encoder.RELU_DENSE: 'mean of the context movies, then Dense(d) '
+                             'with ReLU (cited)',
+    dual_encoder.IDENTITY_LINEAR: 'mean of the context movies, then an '
+                                  'identity-initialized linear layer '
+                                  '(earlier form)',
+    dual_encoder.SQUARED_HINGE: 'squared hinge max(0, m - cos)^2 (cited)',
+    dual_encoder.HINGE: 'hinge max(0, m - cos) (earlier form)',
+    dual_encoder.FROBENIUS: 'lambda times the Frobenius norm of the '
+                            'off-diagonal cosines of the rows (cited)',
+    dual_encoder.MEAN_SQUARED: 'lambda times the mean of the squared '
+                               'off-diagonal cosines of the rows (earlier '
+                               'form)',
+}
+
+
+def forms_text(settings: Mapping[str, Any]) -> str:
+  """The model's forms in words, from a record's settings or a `Config`'s
+  `_asdict()`: context layer, client loss and margin, spreadout and
+  lambda, each marked the cited model's or the earlier one."""
+  margin = settings['margin']
+  if margin is None:
+    margin = dual_encoder.MARGINS[settings['client_loss']]
+  return (f'context layer: {_FORM_TEXT[settings["context_layer"]]}; client '
+          f'loss: {_FORM_TEXT[settings["client_loss"]]}, m = {margin:g}; '
+          f'spreadout (f_c): {_FORM_TEXT[settings["spreadout_form"]]}, '
+          f'lambda = {settings["spreadout_lambda"]:g}')
+
+
 def build_process(scenario: str, data: 'movielens.MovieLensData',
                   config: Config, select: bool = True,
                   client_groups: Optional[tff_mixed.ClientGroups] = None,
@@ -149,11 +229,9 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
   take their rows of the table inside the group.
   """
   num_rows = data.num_movies + 1
-  model_kwargs = dict(embedding_dim=config.embedding_dim,
-                      context_length=config.context_length,
-                      margin=config.margin, seed=config.seed)
   if scenario == BASELINE:
-    # All on the client: w_f hinge + w_c spreadout over the broadcast table.
+    # All on the client: w_f client loss + w_c spreadout over the broadcast
+    # table.
     return registry.build(registry.FEDAVG,
                           client_model(BASELINE, data, config),
                           client_lr=config.client_lr,
@@ -161,12 +239,14 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
   if scenario not in SCENARIOS:
     raise ValueError(f'`scenario` must be one of {SCENARIOS}, got '
                      f'{scenario!r}.')
-  model = dual_encoder.build_dual_encoder(num_rows, **model_kwargs)
+  model = dual_encoder.build_dual_encoder(num_rows, **model_kwargs(config))
   selection = dual_encoder.build_embedding_selection(
       num_rows, min(config.keys_per_client, num_rows),
-      config.embedding_dim, config.context_length, margin=config.margin)
-  spreadout = tff_mixed.central_regularizer(dual_encoder.spreadout_loss_fn,
-                                            name='spreadout')
+      config.embedding_dim, config.context_length, **model_forms(config))
+  spreadout = tff_mixed.central_regularizer(
+      dual_encoder.build_spreadout_loss_fn(config.spreadout_form,
+                                           config.spreadout_lambda),
+      name='spreadout')
   # FedAdam is 1-way GT with Adam as SERVEROPTIMIZER; the others take SGD.
   server = (tff.learning.optimizers.build_adam(config.fedadam_lr)
             if scenario == ONE_WAY_GT_FEDADAM else None)
@@ -252,12 +332,23 @@ def client_groups_for(scenario: str, data: 'movielens.MovieLensData',
       np.str_)
 
 
-def evaluation_arrays(data: 'movielens.MovieLensData', config: Config):
-  """`(contexts, labels)` of the test users (a seeded sample if capped)."""
-  parts = [data.examples[int(u)] for u in data.test_user_ids
+def user_arrays(data: 'movielens.MovieLensData',
+                user_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+  """`(contexts, labels)`: the examples of `user_ids`, concatenated."""
+  parts = [data.examples[int(u)] for u in user_ids
            if int(u) in data.examples]
-  contexts = np.concatenate([p[0] for p in parts])
-  labels = np.concatenate([p[1] for p in parts])
+  if not parts:
+    raise ValueError('None of the users has an example.')
+  return (np.concatenate([p[0] for p in parts]),
+          np.concatenate([p[1] for p in parts]))
+
+
+def evaluation_arrays(data: 'movielens.MovieLensData', config: Config,
+                      user_ids: Optional[Sequence[int]] = None):
+  """`(contexts, labels)` of `user_ids` (default: the test users), a seeded
+  sample if `config.max_eval_examples` caps them."""
+  contexts, labels = user_arrays(
+      data, data.test_user_ids if user_ids is None else user_ids)
   if config.max_eval_examples and config.max_eval_examples < len(labels):
     keep = np.sort(np.random.default_rng(config.seed).choice(
         len(labels), config.max_eval_examples, replace=False))
@@ -267,7 +358,13 @@ def evaluation_arrays(data: 'movielens.MovieLensData', config: Config):
 
 def evaluate(weights, contexts: np.ndarray, labels: np.ndarray,
              config: Config) -> dict[str, float]:
-  """Recall@10 over all movies, and the hinge loss, on test examples."""
+  """Recall@10 over all movies, and the client loss, on test examples.
+
+  The model is `config`'s (its context layer scores, its client loss form
+  and margin give the loss). The loss keeps the key `hinge_loss` that the
+  records and metrics have always had; it is the client loss the run
+  trains with (the squared hinge by default).
+  """
   trainable = tuple(weights.trainable) if hasattr(
       weights, 'trainable') else tuple(weights[0])
   context = tf.where(contexts > 0, contexts, -1)
@@ -275,10 +372,12 @@ def evaluate(weights, contexts: np.ndarray, labels: np.ndarray,
   for start in range(0, len(labels), 4096):
     c = context[start:start + 4096]
     y = labels[start:start + 4096]
-    recalls.append(dual_encoder.recall_at_k(trainable, c, y, k=10) * len(y))
-    scores, valid = dual_encoder.pair_scores(trainable, c, y)
-    losses.append(float(dual_encoder.hinge_loss(scores, valid, config.margin))
-                  * len(y))
+    recalls.append(dual_encoder.recall_at_k(
+        trainable, c, y, k=10, context_layer=config.context_layer) * len(y))
+    scores, valid = dual_encoder.pair_scores(trainable, c, y,
+                                             config.context_layer)
+    losses.append(float(dual_encoder.client_loss(
+        scores, valid, config.client_loss, config.margin)) * len(y))
   return collections.OrderedDict(
       recall_at_10=sum(recalls) / len(labels),
       hinge_loss=sum(losses) / len(labels))
@@ -286,18 +385,16 @@ def evaluate(weights, contexts: np.ndarray, labels: np.ndarray,
 
 def client_model(scenario: str, data: 'movielens.MovieLensData',
                  config: Config) -> tff.learning.models.FunctionalModel:
-  """The model a client trains: the whole table for the baseline (hinge and
-  spreadout), its selected slice for the mixed algorithms (hinge only)."""
+  """The model a client trains: the whole table for the baseline (w_f
+  client loss + w_c lambda spreadout, the forms of `config`), its selected
+  slice for the mixed algorithms (the client loss only)."""
   num_rows = data.num_movies + 1
-  kwargs = dict(embedding_dim=config.embedding_dim,
-                context_length=config.context_length, margin=config.margin,
-                seed=config.seed)
   if scenario == BASELINE:
     return dual_encoder.build_dual_encoder(
         num_rows, hinge_weight=config.federated_weight,
-        spreadout_weight=config.central_weight, **kwargs)
+        spreadout_weight=config.central_weight, **model_kwargs(config))
   return dual_encoder.build_dual_encoder(
-      min(config.keys_per_client, num_rows), **kwargs)
+      min(config.keys_per_client, num_rows), **model_kwargs(config))
 
 
 def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
@@ -320,7 +417,8 @@ class ScenarioResult(NamedTuple):
 
   Attributes:
     scenario: The scenario.
-    rows: Evaluations (`round`, `recall_at_10`, `hinge_loss`), round 0 first.
+    rows: Evaluations (`round`, `recall_at_10`, `hinge_loss`: the client
+      loss, `evaluate`), round 0 first.
     costs: Its `Costs`.
     round_seconds: Seconds per round trained in this invocation (NaN if it
       trained none).
@@ -427,16 +525,16 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
 
 def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:
   """The results table and the cost table (like the paper's table 2)."""
-  lines = ['scenario             rounds  recall@10  hinge loss  '
+  lines = ['scenario             rounds  recall@10  client loss  '
            'best recall@10  s/round',
-           '-------------------  ------  ---------  ----------  '
+           '-------------------  ------  ---------  -----------  '
            '--------------  -------']
   for r in results:
     last = r.rows[-1]
     best = max(row['recall_at_10'] for row in r.rows)
     lines.append(f'{r.scenario:<19}  {last["round"]:>6}  '
                  f'{last["recall_at_10"]:>9.4f}  '
-                 f'{last["hinge_loss"]:>10.4f}  {best:>14.4f}  '
+                 f'{last["hinge_loss"]:>11.4f}  {best:>14.4f}  '
                  f'{r.round_seconds:>7.2f}')
   base = next((r.costs for r in results if r.scenario == BASELINE), None)
   cost_lines = [
@@ -472,7 +570,8 @@ def plot(path: str, results: Sequence[ScenarioResult], title: str) -> None:
     ax_loss.plot(rounds, [row['hinge_loss'] for row in r.rows], style,
                  label=r.scenario)
   ax_recall.set(xlabel='round', ylabel='recall@10', title='Test recall@10')
-  ax_loss.set(xlabel='round', ylabel='hinge loss', title='Test hinge loss')
+  ax_loss.set(xlabel='round', ylabel='client loss',
+              title='Test client loss')
   for ax in (ax_recall, ax_loss):
     ax.grid(alpha=0.3)
   ax_recall.legend(fontsize='small')
@@ -493,10 +592,34 @@ class ExperimentResult(NamedTuple):
 def record_settings(config: Config, description: str) -> dict[str, Any]:
   """What a scenario's record must share with a request to stand for it:
   the settings that change its numbers (`config` but its rounds and client
-  grouping, which gives the same numbers) and the data."""
+  grouping, which gives the same numbers; the model's forms and lambda
+  included) and the data. The margin is the one the loss uses (the form's
+  own where `config.margin` is None), so a record says what it trained."""
   settings = config._asdict()
   del settings['rounds'], settings['clients_per_group']
+  settings['margin'] = (dual_encoder.MARGINS[config.client_loss]
+                        if config.margin is None else config.margin)
   return dict(settings, data=description)
+
+
+def load_data(ratings_file: str, config: Config,
+              skip_malformed: bool = False) -> 'movielens.MovieLensData':
+  """The ratings file as the experiment's data (`config`'s context length
+  and seed)."""
+  return movielens.load_movielens(
+      ratings_file, context_length=config.context_length,
+      skip_malformed=skip_malformed, seed=config.seed)
+
+
+def data_description(ratings_file: str,
+                     data: 'movielens.MovieLensData') -> str:
+  """The data as the records' settings and the sections name it."""
+  return (
+      f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
+      f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
+      f'{len(data.validation_user_ids)} validation / '
+      f'{len(data.test_user_ids)} test users after '
+      f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
 
 
 def _record(result: ScenarioResult, config: Config, settings: dict[str, Any],
@@ -581,25 +704,19 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     raise ValueError(f'`client_lr` must be finite, got {config.client_lr}.')
   if config.client_lr <= 0:
     raise ValueError(f'`client_lr` must be positive, got {config.client_lr}.')
+  check_forms(config)
   # Before the data: a bad directory should not cost the load. Held to the
   # end: a second run here, even of other scenarios, would overwrite this
   # one's tables, metrics and config.
   with run_lock.claimed_output_directory(output_dir, '`output_dir`'):
     if records_dir is not None:
       reports_lib.make_directory(records_dir, '`records_dir`')
-    data = movielens.load_movielens(
-        ratings_file, context_length=config.context_length,
-        skip_malformed=skip_malformed, seed=config.seed)
+    data = load_data(ratings_file, config, skip_malformed)
     num_train = sum(1 for u in data.train_user_ids if int(u) in data.examples)
     if config.clients_per_round > num_train:
       raise ValueError(f'`clients_per_round` ({config.clients_per_round}) must '
                        f'be at most the {num_train} training users.')
-    description = (
-        f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
-        f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
-        f'{len(data.validation_user_ids)} validation / '
-        f'{len(data.test_user_ids)} test users after '
-        f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
+    description = data_description(ratings_file, data)
     settings = dict(record_settings(config, description),
                     **({'with_diagnostics': True} if with_diagnostics else {}))
     if records_dir is not None:
@@ -664,6 +781,7 @@ def results_markdown(result: ExperimentResult, command: str,
       f', {c.keys_per_client} keys per client, FedAdam server lr '
       f'{c.fedadam_lr}, seed {c.seed}. The paper trains 2,000 rounds on '
       'MovieLens 1M and reports recall@10 ~0.1 for every algorithm.',
+      f'* Model: {forms_text(c._asdict())}.',
       '',
       '```',
       result.table.rstrip('\n'),
