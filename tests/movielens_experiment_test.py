@@ -31,37 +31,14 @@ from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from tests import binary_runs
+from tests import movielens_testing
 from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.advisor import estimates
 from tff_mixed.algorithms import registry
 
 
-def _write_ratings(path: str, num_users=70, num_movies=40, seed=0,
-                   extra_line=None, partial=False):
-  """A u.data-style file: users rate 6-14 movies, popular ones more often.
-
-  `partial`: instead, a gzipped ratings.dat-style subset of a larger file,
-  as ML-1M's users 1-2999: the odd users of 1 to 2 `num_users`, movie ids
-  with gaps (7 apart).
-  """
-  rng = np.random.default_rng(seed)
-  popularity = 1.0 / np.arange(1, num_movies + 1)
-  popularity /= popularity.sum()
-  lines = []
-  for user in range(1, num_users + 1):
-    count = int(rng.integers(6, 15))
-    movies = rng.choice(np.arange(1, num_movies + 1), count, replace=False,
-                        p=popularity)
-    for t, movie in enumerate(movies):
-      fields = (2 * user - 1, 7 * movie - 3) if partial else (user, movie)
-      lines.append(('::' if partial else '\t').join(map(str, (
-          *fields, int(rng.integers(1, 6)), 880000000 + 1000 * t))))
-  if extra_line is not None:
-    lines.insert(3, extra_line)
-  with (gzip.open if partial else open)(path, 'wt') as f:
-    f.write('\n'.join(lines) + '\n')
-  return path
+_write_ratings = movielens_testing.write_ratings
 
 
 def _run(*args, timeout=600):
@@ -187,7 +164,7 @@ class RecordsTest(absltest.TestCase):
 _ADVICE_FLAGS = ('--clients_per_round=3', '--client_steps=2',
                  '--client_batch_size=4', '--embedding_dim=4',
                  '--context_length=3', '--keys_per_client=8',
-                 '--eval_every=1')
+                 '--eval_every=1', '--central_epochs=1')
 
 
 def _advice_paths(test: absltest.TestCase) -> tuple[str, str, str]:
@@ -299,7 +276,8 @@ class MovieLensBinaryTest(absltest.TestCase):
                   f'--records_dir={records_dir}', f'--plot={plot}',
                   f'--results_markdown={results}',
                   '--results_section=movielens_reproduction',
-                  '--drop_sections=movielens,movielens_two_way_gt')
+                  '--drop_sections=movielens,movielens_two_way_gt',
+                  '--central_epochs=1', '--spreadout_lambdas=1e-3,1e-2')
 
     # Session 1: the baseline (a shorter horizon); session 2, on a machine
     # without session 1's outputs: 2-way GT, the baseline read back, and
@@ -309,6 +287,20 @@ class MovieLensBinaryTest(absltest.TestCase):
     baseline_json, _ = movielens_records.paths(records_dir, 'baseline')
     with open(baseline_json) as f:
       recorded = f.read()
+    # The lambda search, then the reference rows at the selected lambda.
+    references = movielens_records.read_references(records_dir)
+    selected = references.lambda_search.selected
+    self.assertIn(selected, (1e-3, 1e-2))
+    self.assertEqual(references.central.settings['spreadout_lambda'],
+                     selected)
+    self.assertEqual(movielens_records.read_record(
+        records_dir, 'baseline').settings['spreadout_lambda'], selected)
+    self.assertEqual([r['epoch'] for r in references.central.rows], [0, 1])
+    self.assertIn('popularity floor: recall@10 ', first.stdout)
+    reference_files = {}
+    for name in references._fields:
+      with open(movielens_records.reference_path(records_dir, name)) as f:
+        reference_files[name] = f.read()
     with open(results) as f:
       text = f.read()
     self.assertIn('Missing (no record yet', text)
@@ -317,6 +309,9 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertEqual(second.returncode, 0, second.stderr[-3000:])
     with open(baseline_json) as f:
       self.assertEqual(f.read(), recorded)  # Read back, not retrained.
+    for name, text in reference_files.items():
+      with open(movielens_records.reference_path(records_dir, name)) as f:
+        self.assertEqual(f.read(), text, name)
     self.assertFalse(os.path.exists(os.path.join(
         directory, 'out2', 'checkpoints', 'baseline')))
     baseline = movielens_records.read_record(records_dir, 'baseline')
@@ -339,6 +334,11 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertIn('Shorter than the 2-round horizon: baseline', text)
     self.assertIn('](docs/movielens.png)', text)
     self.assertIn('(docs/records)', text)
+    self.assertIn('| popularity floor | - |', text)
+    self.assertIn('| central ceiling | 1 epochs |', text)
+    self.assertIn(f'| {selected:g} |', text)
+    self.assertIn(f'The scenarios ran at lambda {selected:g} (the selected '
+                  'one).', text)
     self.assertIn('**not reproduced**', text)
     self.assertTrue(os.path.exists(plot))
     diagnostics = movielens_records.read_record(

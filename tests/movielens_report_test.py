@@ -27,14 +27,15 @@ from absl.testing import absltest
 
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
+from experiments.movielens import movielens_reference as reference
 from experiments.movielens import movielens_report as report
 from tests import binary_runs
 from tests import temp_dirs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SETTINGS = movielens_lib.record_settings(
-    movielens_lib.Config(eval_every=100),
-    '`u.data`: 100000 ratings, 1682 movies')
+_CONFIG = movielens_lib.Config(eval_every=100)
+_DATA = '`u.data`: 100000 ratings, 1682 movies'
+_SETTINGS = movielens_lib.record_settings(_CONFIG, _DATA)
 _D = 16
 # The baseline moves the whole table (1,683 rows) both ways.
 _BASELINE_COSTS = dict(scenario='baseline', down_bytes=1683 * _D * 4,
@@ -86,6 +87,31 @@ def _paper_set(**overrides):
   defaults = {'parallel_training': dict(slowness=0.2)}
   return [_record(s, **overrides.get(s, defaults.get(s, {})))
           for s in report.PAPER_SCENARIOS]
+
+
+def _references(floor=0.05, central=(0.005, 0.07, 0.09, 0.085),
+                central_config=_CONFIG, search=True):
+  """Made-up reference records of `_CONFIG` (the central ceiling's of
+  `central_config`): 3 epochs, the best the second; lambdas 1e-4, 1e-3 and
+  1e-2 scored 0.05, 0.08, 0.08 (1e-3 selected)."""
+  settings = lambda kind, config=_CONFIG, **kw: reference.settings_of(
+      kind, config, _DATA, **kw)
+  return records_lib.References(
+      records_lib.PopularityRecord(
+          floor, [50, 100, 181], 80_000, 10_000,
+          settings(records_lib.POPULARITY), 'd', 'c'),
+      records_lib.CentralRecord(
+          [dict(epoch=e, train_loss=None if e == 0 else 0.2,
+                recall_at_10=r, hinge_loss=0.5 - 0.1 * e)
+           for e, r in enumerate(central)],
+          settings(records_lib.CENTRAL, central_config, epochs=3), 360.0,
+          'm', 'd', 'c'),
+      records_lib.LambdaSearchRecord(
+          [1e-4, 1e-3, 1e-2], [0.05, 0.08, 0.08], 1e-3,
+          [[0.0, 0.05], [0.0, 0.08], [0.0, 0.08]],
+          settings(records_lib.LAMBDA_SEARCH,
+                   lambdas=[1e-4, 1e-3, 1e-2]), 900.0, 'm', 'd', 'c')
+      if search else None)
 
 
 def _verdicts(records):
@@ -286,7 +312,7 @@ class MarkdownTest(absltest.TestCase):
 
   def test_section_has_the_paper_beside_ours(self):
     text = self._markdown(_paper_set())
-    self.assertIn('![Recall@10 and test hinge loss over rounds]'
+    self.assertIn('![Recall@10 and test client loss over rounds]'
                   '(docs/results/movielens.png)', text)
     self.assertIn('(docs/results/movielens)', text)
     for paper in ('| 494 |', '| 125.16 |', '| 0.025 |', '| 30 |', '~0.1'):
@@ -346,6 +372,69 @@ class MarkdownTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, 'No MovieLens record'):
       self._markdown([])
 
+  def test_section_states_the_forms(self):
+    text = self._markdown(_paper_set())
+    self.assertIn(
+        '* Model: context layer: mean of the context movies, then Dense(d) '
+        'with ReLU (cited); client loss: squared hinge max(0, m - cos)^2 '
+        '(cited), m = 0.9; spreadout (f_c): lambda times the Frobenius norm '
+        'of the off-diagonal cosines of the rows (cited), lambda = 0.001.',
+        text)
+    self.assertNotIn('earlier form', text)
+    # Records of the earlier forms say so.
+    earlier = dict(_SETTINGS, **records_lib.EARLIER_FORMS)
+    text = self._markdown([_record(s, settings=earlier)
+                           for s in report.PAPER_SCENARIOS])
+    self.assertIn('identity-initialized linear layer (earlier form); '
+                  'client loss: hinge max(0, m - cos) (earlier form), m = 1;'
+                  ' spreadout (f_c): lambda times the mean of the squared '
+                  'off-diagonal cosines of the rows (earlier form), lambda '
+                  '= 1.', text)
+
+  def test_section_has_the_reference_rows(self):
+    text = report.results_markdown(
+        _paper_set(), references=_references(), horizon=2000,
+        plot_link='p.png', records_link='r', command='make x', date='d')
+    self.assertIn('| popularity floor | - | 0.0500 | - | - | - | - | - | - |',
+                  text)
+    # The last epoch, the best one, the last loss; 360 s.
+    self.assertIn('| central ceiling | 3 epochs | 0.0850 | - | 0.0900 (epoch '
+                  '2) | 0.2000 | - | - | 0.10 h |', text)
+    self.assertIn('best test recall@10 0.0900 at epoch 2', text)
+    self.assertIn('| 0.001 | 0.0800 | selected |', text)
+    self.assertIn('| 0.01 | 0.0800 |  |', text)
+    self.assertIn('The scenarios ran at lambda 0.001 (the selected one).',
+                  text)
+    # Every scenario's tail is 0.08.
+    self.assertIn('* PT: 0.0800, above the popularity floor (0.0500) by '
+                  '+0.0300, 89% of the central ceiling (0.0900).', text)
+    self.assertIn('(the same test examples: popularity floor 0.0500, '
+                  'central ceiling 0.0900)', text)
+    text = report.results_markdown(
+        _paper_set(), references=_references(floor=0.1), horizon=2000,
+        plot_link='p.png', records_link='r', command='make x', date='d')
+    self.assertIn('* 2-w GT: 0.0800, below the popularity floor (0.1000) '
+                  'by -0.0200', text)
+
+  def test_reference_rows_of_other_settings_are_left_out(self):
+    references = _references(
+        central_config=_CONFIG._replace(spreadout_lambda=0.1), search=False)
+    self.assertEqual(report.reference_mismatches(_paper_set(), references),
+                     {'central': ['spreadout_lambda']})
+    text = report.results_markdown(
+        _paper_set(), references=references, horizon=2000,
+        plot_link='p.png', records_link='r', command='make x', date='d')
+    self.assertNotIn('| central ceiling |', text)
+    self.assertNotIn('central ceiling 0.', text)
+    self.assertIn('The central ceiling record was made with other settings '
+                  '(spreadout_lambda): left out', text)
+    self.assertIn('| popularity floor |', text)
+    self.assertIn("The spreadout's lambda (0.001) was not searched", text)
+    # None at all: said so.
+    text = self._markdown(_paper_set())
+    self.assertIn('* Popularity floor: no record yet', text)
+    self.assertIn('* Central ceiling: no record yet', text)
+
   def test_plot_is_written(self):
     path = os.path.join(temp_dirs.temp_dir(self), 'docs', 'movielens.png')
     report.plot(path, _paper_set())
@@ -387,7 +476,8 @@ _TARGET_FLAGS = (
     'client_batch_size', 'client_steps', 'client_lr', 'eval_every',
     'records_dir', 'plot', 'results_section', 'drop_sections',
     'ratings_file', 'results_markdown', 'diagnostic_rounds', 'output_dir',
-    'data_name', 'data_note')
+    'data_name', 'data_note', 'spreadout_lambdas', 'central_epochs',
+    'reference_rows')
 
 
 @binary_runs.runs_binaries
@@ -408,6 +498,11 @@ class MakeTargetTest(absltest.TestCase):
       self.assertEqual([values[n] for n in _TARGET_FLAGS[1:8]],
                        [2000, 2000, 100, 16, 10, 0.5, 20])
       self.assertEqual(values['diagnostic_rounds'], 100)  # Table 4's window.
+      # The reference rows, and lambda searched on the validation users.
+      self.assertEqual(values['spreadout_lambdas'],
+                       ['1e-4', '1e-3', '1e-2', '1e-1'])
+      self.assertEqual(values['central_epochs'], reference.EPOCHS)
+      self.assertTrue(values['reference_rows'])
       self.assertEqual(values['results_markdown'], 'RESULTS.md')
     self.assertEqual(ml_100k['records_dir'], 'docs/results/movielens')
     self.assertEqual(ml_100k['plot'], 'docs/results/movielens.png')

@@ -20,8 +20,15 @@ is assembled from the scenarios' `movielens_records` (each may come from
 another run, machine and date, and may be shorter than the horizon; the
 section says so), and puts the paper's numbers beside ours:
 
-*   recall@10 and the test hinge loss per scenario, final and over the last
-    evaluations, with each scenario's rounds, wall time and machine;
+*   recall@10 and the test client loss (the column `hinge_loss` of the
+    records: the squared hinge of the cited model by default) per scenario,
+    final and over the last evaluations, with each scenario's rounds, wall
+    time and machine, and the model's forms (context layer, client loss and
+    margin, spreadout and lambda; the earlier forms named as such);
+*   beside them the reference rows of `movielens_reference`, where their
+    records exist: the popularity floor, the central ceiling, the search
+    of the spreadout's lambda on the validation users, and each scenario
+    against the floor and the ceiling;
 *   per client and round, the bytes received and sent and the training
     FLOPs, against table 2;
 *   the paper's claims, each marked reproduced or not by the rule `claims`
@@ -41,6 +48,7 @@ from experiments.common import run_records
 from experiments.common import tables
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
+from experiments.movielens import movielens_reference
 
 BASELINE = movielens_lib.BASELINE
 PT = movielens_lib.PARALLEL_TRAINING
@@ -55,6 +63,7 @@ LABELS = {BASELINE: 'baseline (all on clients)', PT: 'PT',
 RESULTS_SECTION = 'movielens_reproduction'
 PAPER_HORIZON = 2000
 Record = records_lib.ScenarioRecord
+References = records_lib.References
 Claim = claims_lib.Claim
 PaperNumber = claims_lib.PaperNumber
 
@@ -193,11 +202,15 @@ def formula_table(records: Sequence[Record]) -> str:
        'comp. saving', 'paper (B.3)'), rows))
 
 
-def _recall_claims(by_name: Mapping[str, Record]) -> list[Claim]:
+def _recall_claims(by_name: Mapping[str, Record],
+                   references: References) -> list[Claim]:
   found = []
   present = [by_name[s] for s in PAPER_SCENARIOS if s in by_name]
   if present:
     tails = {r.scenario: tail_mean(r, 'recall_at_10') for r in present}
+    bounds = ', '.join(f'{name} {value:.4f}' for name, value in (
+        ('popularity floor', floor(references)),
+        ('central ceiling', ceiling(references))) if value is not None)
     found.append(Claim(
         'Every algorithm reaches recall@10 around 0.1', PAPER['recall'],
         all(abs(t - 0.1) <= RECALL_NEAR for t in tails.values()),
@@ -205,7 +218,8 @@ def _recall_claims(by_name: Mapping[str, Record]) -> list[Claim]:
         f'within {RECALL_NEAR:g} of 0.1): ' + ', '.join(
             f'{_label(s)} {t:.4f} after {by_name[s].rounds} rounds'
             for s, t in tails.items())
-        + f'; on {present[0].settings.get("data", "?")}'))
+        + f'; on {present[0].settings.get("data", "?")}'
+        + (f' (the same test examples: {bounds})' if bounds else '')))
   mixed = [by_name[s] for s in MIXED if s in by_name]
   if BASELINE in by_name and mixed:
     baseline = by_name[BASELINE]
@@ -280,14 +294,14 @@ def _convergence_claims(by_name: Mapping[str, Record]) -> list[Claim]:
   found = [Claim(
       'PT converges slower than gradient transfer', PAPER['pt_slower'],
       all(pt_early > early(gt) for gt in gts),
-      f'test hinge loss, mean over the evaluations of rounds 1-{common // 2} '
+      f'test client loss, mean over the evaluations of rounds 1-{common // 2} '
       f'(the first half of the shortest run; rule: PT\'s higher than each '
       f'GT\'s): PT {pt_early:.4f}, ' + ', '.join(
           f'{_label(gt.scenario)} {early(gt):.4f}' for gt in gts))]
   pt_tail = tail_mean(pt, 'hinge_loss', common)
   gt_tails = {gt.scenario: tail_mean(gt, 'hinge_loss', common) for gt in gts}
   measured = (
-      f'test hinge loss at round {common}, mean of the last '
+      f'test client loss at round {common}, mean of the last '
       f'{TAIL_EVALUATIONS} evaluations (rule: PT\'s at most '
       f'{LOSS_TOLERANCE:.0%} above each GT\'s, by round '
       f'{PT_CATCH_UP_ROUND:,} or later): PT {pt_tail:.4f}, ' + ', '.join(
@@ -303,11 +317,14 @@ def _convergence_claims(by_name: Mapping[str, Record]) -> list[Claim]:
   return found
 
 
-def claims(records: Sequence[Record]) -> list[Claim]:
+def claims(records: Sequence[Record],
+           references: References = References()) -> list[Claim]:
   """The paper's MovieLens claims, each decided by a stated rule.
 
   *   Recall@10 around 0.1: every scenario's mean recall@10 over its last
-      `TAIL_EVALUATIONS` evaluations is within `RECALL_NEAR` of 0.1.
+      `TAIL_EVALUATIONS` evaluations is within `RECALL_NEAR` of 0.1 (the
+      popularity floor and central ceiling of `references` stated beside,
+      where they match the records).
   *   Mixed FL matches the baseline: at the shortest run's last round, each
       mixed algorithm's tail recall@10 is at most `RECALL_TOLERANCE` below
       the baseline's.
@@ -316,15 +333,16 @@ def claims(records: Sequence[Record]) -> list[Claim]:
   *   Communication: each one's bytes received + sent per client and round
       are at least 93.9% below the baseline's.
   *   PT converges slower: over the first half of the shortest run, PT's
-      mean test hinge loss is above each GT's.
+      mean test client loss is above each GT's.
   *   PT catches up: at the shortest run's last round, round 1,500 or later,
-      PT's tail hinge loss is at most `LOSS_TOLERANCE` above each GT's.
+      PT's tail client loss is at most `LOSS_TOLERANCE` above each GT's.
 
   Claims whose scenarios have no record are left out (`missing_text` says
   which scenarios are missing).
   """
   by_name = {r.scenario: r for r in records}
-  return (_recall_claims(by_name) + _cost_claims(by_name)
+  references = matching_references(records, references)
+  return (_recall_claims(by_name, references) + _cost_claims(by_name)
           + _convergence_claims(by_name))
 
 
@@ -382,16 +400,70 @@ def diagnostics_lines(diagnostics: Sequence[Record]) -> list[str]:
   return lines
 
 
+# Settings of the reference records that scenario records do not have.
+_REFERENCE_ONLY = ('central_epochs', 'central_learning_rate',
+                   'central_batch_size', 'spreadout_lambdas')
+_REFERENCE_NAMES = {records_lib.POPULARITY: 'popularity floor',
+                    records_lib.CENTRAL: 'central ceiling',
+                    records_lib.LAMBDA_SEARCH: 'lambda search'}
+
+
+def reference_mismatches(records: Sequence[Record],
+                         references: References) -> dict[str, list[str]]:
+  """Per reference record made with other settings than `records`, the
+  settings that differ (those both have)."""
+  if not records:
+    return {}
+  settings = records[0].settings
+  found = {}
+  for name, reference in references._asdict().items():
+    if reference is None:
+      continue
+    keys = [k for k in run_records.differing_settings(settings,
+                                                      reference.settings)
+            if k in settings and k in reference.settings]
+    if keys:
+      found[name] = keys
+  return found
+
+
+def matching_references(records: Sequence[Record],
+                        references: References) -> References:
+  """`references` without the records made with other settings than
+  `records` (a floor or ceiling of another model or data says nothing of
+  these scenarios)."""
+  stale = reference_mismatches(records, references)
+  return references._replace(**{name: None for name in stale})
+
+
+def floor(references: References) -> Optional[float]:
+  """The popularity floor's recall@10, or None."""
+  return (references.popularity.recall_at_10 if references.popularity
+          else None)
+
+
+def ceiling(references: References) -> Optional[float]:
+  """The central ceiling's recall@10 (its best epoch), or None."""
+  if references.central is None:
+    return None
+  return movielens_reference.best_row(references.central)['recall_at_10']
+
+
 def _hours(record: Record) -> str:
   prefix = '' if record.seconds_complete else '>= '
   return f'{prefix}{record.seconds / 3600:.2f} h'
 
 
-def recall_table(records: Sequence[Record]) -> str:
-  """Recall@10 and loss per scenario (Markdown), the paper's beside."""
+def recall_table(records: Sequence[Record],
+                 references: References = References()) -> str:
+  """Recall@10 and loss per scenario (Markdown), the paper's beside, then
+  the reference rows of `references` (use `matching_references`) in the
+  columns that apply: the popularity floor's one number; the central
+  ceiling's last epoch, best epoch, loss and wall time."""
   header = ('scenario', 'rounds', 'recall@10',
             f'mean of last {TAIL_EVALUATIONS} evals', 'best',
-            'test hinge loss', 'paper recall@10 (1M)', 's/round', 'wall time')
+            'test client loss', 'paper recall@10 (1M)', 's/round',
+            'wall time')
   rows = []
   for r in records:
     last = r.rows[-1]
@@ -402,7 +474,140 @@ def recall_table(records: Sequence[Record]) -> str:
         f'{max(row["recall_at_10"] for row in r.rows):.4f}',
         f'{last["hinge_loss"]:.4f}', paper, f'{r.seconds_per_round:.2f}',
         _hours(r)))
+  if references.popularity is not None:
+    rows.append(('popularity floor', '-', f'{floor(references):.4f}', '-',
+                 '-', '-', '-', '-', '-'))
+  central = references.central
+  if central is not None:
+    last, best = central.rows[-1], movielens_reference.best_row(central)
+    rows.append((
+        'central ceiling', f'{last["epoch"]} epochs',
+        f'{last["recall_at_10"]:.4f}', '-',
+        f'{best["recall_at_10"]:.4f} (epoch {best["epoch"]})',
+        f'{last["hinge_loss"]:.4f}', '-', '-',
+        f'{central.seconds / 3600:.2f} h'))
   return '\n'.join(tables.markdown_table(header, rows))
+
+
+def _percent(value: float, reference: float) -> str:
+  return f'{value / reference:.0%}' if reference else '-'
+
+
+def reference_lines(records: Sequence[Record],
+                    references: References) -> list[str]:
+  """What the reference rows are, the lambda search, and each scenario
+  against the floor and the ceiling (Markdown); records of other settings
+  are named and left out."""
+  s = records[0].settings
+  lines = ['Reference rows (`experiments/movielens/movielens_reference.py`),'
+           ' on the same test examples with the same recall@10 over all '
+           'movies:', '']
+  stale = reference_mismatches(records, references)
+  references = matching_references(records, references)
+  pop = references.popularity
+  if pop is not None:
+    lines.append(
+        '* Popularity floor: the 10 movies most often a label among the '
+        f'{pop.train_examples:,} training examples, the same 10 for each of '
+        f'the {pop.test_examples:,} test examples: recall@10 '
+        f'{pop.recall_at_10:.4f}. A model that learns anything about the '
+        'next movie is above it.')
+  central = references.central
+  if central is not None:
+    c = central.settings
+    best = movielens_reference.best_row(central)
+    lines.append(
+        '* Central ceiling: the baseline clients\' model and objective '
+        '(w_f client loss + w_c spreadout of the whole table, the forms '
+        'above) trained centrally on the union of the training users\' '
+        f'examples with Adam (learning rate {c["central_learning_rate"]:g}, '
+        f'batch {c["central_batch_size"]}; the cited launcher\'s) for '
+        f'{c["central_epochs"]} epochs ({central.seconds / 60:.1f} minutes):'
+        f' best test recall@10 {best["recall_at_10"]:.4f} at epoch '
+        f'{best["epoch"]} (picked on the test users: a generous bound); '
+        'per epoch from 0: ' + ', '.join(
+            f'{r["recall_at_10"]:.4f}' for r in central.rows) + '.')
+  for name, keys in stale.items():
+    lines.append(f'* The {_REFERENCE_NAMES[name]} record was made with '
+                 f'other settings ({", ".join(keys)}): left out; a run with '
+                 'these settings and --records_dir makes it again.')
+  for name in ('popularity', 'central'):
+    if getattr(references, name) is None and name not in stale:
+      lines.append(f'* {_REFERENCE_NAMES[name].capitalize()}: no record yet'
+                   ' (made by a run with --records_dir).')
+  lines += ['', *_lambda_lines(s, references.lambda_search)]
+  floor_value, ceiling_value = floor(references), ceiling(references)
+  if floor_value is None and ceiling_value is None:
+    return lines
+  lines += ['', 'Each scenario against them (recall@10, mean of its last '
+            f'{TAIL_EVALUATIONS} evaluations):', '']
+  for r in records:
+    tail = tail_mean(r, 'recall_at_10')
+    parts = []
+    if floor_value is not None:
+      side = ('above' if tail > floor_value else
+              'below' if tail < floor_value else 'at')
+      parts.append(f'{side} the popularity floor ({floor_value:.4f}) by '
+                   f'{tail - floor_value:+.4f}')
+    if ceiling_value is not None:
+      parts.append(f'{_percent(tail, ceiling_value)} of the central '
+                   f'ceiling ({ceiling_value:.4f})')
+    lines.append(f'* {_label(r.scenario)}: {tail:.4f}, '
+                 + ', '.join(parts) + '.')
+  return lines
+
+
+def _lambda_lines(settings: Mapping[str, object],
+                  search: Optional[records_lib.LambdaSearchRecord]
+                  ) -> list[str]:
+  """The spreadout's lambda: the search's grid, scores and choice, or
+  that it was not searched."""
+  used = settings['spreadout_lambda']
+  if search is None:
+    return [f'The spreadout\'s lambda ({used:g}) was not searched (the '
+            'paper states none; 0.001 is the cited README\'s example; '
+            '`--spreadout_lambdas` searches a grid on the validation '
+            'users).']
+  c = search.settings
+  lines = [
+      'The spreadout\'s lambda (the paper states none), searched on the '
+      'validation users\' examples: the central model above trained '
+      f'{c["central_epochs"]} epochs once per lambda '
+      f'({search.seconds / 60:.1f} minutes in all), scored by recall@10 '
+      'after its last epoch; the best is selected (ties: the smaller '
+      'lambda). Central because a lambda costs minutes there where a '
+      'federated scenario costs hours; it stands in for the scenarios\' '
+      'lambda because the central model is the same model with the same '
+      'objective, lambda weighing the same spreadout against the same '
+      'client loss.', '']
+  lines += tables.markdown_table(
+      ('lambda', 'validation recall@10', ''),
+      [(f'{x:g}', f'{score:.4f}', 'selected' if x == search.selected
+        else '') for x, score in zip(search.lambdas, search.scores)])
+  lines += ['', f'The scenarios ran at lambda {used:g}'
+            + (' (the selected one).' if used == search.selected else
+               f', not the selected {search.selected:g}.')]
+  return lines
+
+
+def reference_summary(references: References) -> list[str]:
+  """The reference records in a few lines, for the terminal."""
+  lines = []
+  if references.popularity is not None:
+    lines.append('popularity floor: recall@10 '
+                 f'{references.popularity.recall_at_10:.4f}')
+  if references.central is not None:
+    best = movielens_reference.best_row(references.central)
+    lines.append(f'central ceiling: recall@10 {best["recall_at_10"]:.4f} '
+                 f'(epoch {best["epoch"]} of '
+                 f'{references.central.rows[-1]["epoch"]})')
+  search = references.lambda_search
+  if search is not None:
+    lines.append(f'spreadout lambda: {search.selected:g} selected of '
+                 + ', '.join(f'{x:g} ({score:.4f})' for x, score in
+                             zip(search.lambdas, search.scores))
+                 + ' (validation recall@10)')
+  return lines
 
 
 def cost_table(records: Sequence[Record]) -> str:
@@ -470,7 +675,7 @@ def _runs_lines(records: Sequence[Record]) -> list[str]:
 
 
 def plot(path: str, records: Sequence[Record]) -> None:
-  """Recall@10 and test hinge loss against rounds, one line per record."""
+  """Recall@10 and test client loss against rounds, one line per record."""
   title = 'MovieLens dual encoder'
   if records:
     title += f' ({records[0].settings.get("data", "")})'
@@ -479,7 +684,8 @@ def plot(path: str, records: Sequence[Record]) -> None:
 
 
 def results_markdown(records: Sequence[Record], *,
-                     diagnostics: Sequence[Record] = (), horizon: int,
+                     diagnostics: Sequence[Record] = (),
+                     references: References = References(), horizon: int,
                      plot_link: str, records_link: str, command: str,
                      date: str, data_name: str = '',
                      data_note: str = '') -> str:
@@ -488,6 +694,8 @@ def results_markdown(records: Sequence[Record], *,
   Args:
     records: The scenarios' records (`check_comparable` ones), in order.
     diagnostics: The records of table 4's runs (`--diagnostic_rounds`).
+    references: The reference records (`movielens_records.
+      read_references`); those of other settings are named and left out.
     horizon: The rounds the section aims at (the paper's 2,000).
     plot_link: The plot, relative to the Markdown file.
     records_link: The records' directory, relative to the Markdown file.
@@ -531,11 +739,15 @@ def results_markdown(records: Sequence[Record], *,
       f'{s["context_length"]} movies, {s["keys_per_client"]} embedding rows '
       'per client through federated_select (the baseline: the whole table, '
       'broadcast).',
+      f'* Model: {movielens_lib.forms_text(s)}. "Cited": the forms of the '
+      'code the paper cites (Ning et al. 2021, google-research/federated '
+      '`dual_encoder/`).',
       *_runs_lines(records), '',
       missing_text(records, horizon), '',
-      'Test recall@10 (over all movies) and hinge loss:', '',
-      recall_table(records), '',
-      f'![Recall@10 and test hinge loss over rounds]({plot_link})', '',
+      'Test recall@10 (over all movies) and client loss:', '',
+      recall_table(records, matching_references(records, references)), '',
+      *reference_lines(records, references), '',
+      f'![Recall@10 and test client loss over rounds]({plot_link})', '',
       'Per client and round: bytes measured on the compiled TFF computation '
       '(`tff_mixed.core.communication`), client FLOPs for K local steps '
       '(TF\'s profiler on one step, `tff_mixed.core.flops`); savings are '
@@ -559,6 +771,6 @@ def results_markdown(records: Sequence[Record], *,
       *diagnostics_lines(diagnostics), '',
       'Claims of the paper, decided by the rules of '
       '`experiments/movielens/movielens_report.claims` and `g2_claim`:', '']
-  lines += claims_lib.claims_markdown(claims(records)
+  lines += claims_lib.claims_markdown(claims(records, references)
                                       + g2_claim(diagnostics))
   return '\n'.join(lines) + '\n'
