@@ -15,7 +15,9 @@
 
 Every run `hybrid_async_main`, `tune_main` and the asynchronous-baselines
 study keep is read back by its make target unless the method changed since
-it was made (then it runs again). Kept apart from those binaries' tests
+it was made (then it runs again). Every method built on FedBuff in a table
+shares its FedBuff's values, and the committed search selection moves
+Feddle's coefficients. Kept apart from those binaries' tests
 because these read the repository's files: under Bazel they need the records
 as `data` (//:hybrid_async_records), and CI's Bazel check runs the tests that
 read files through `data` (scripts/bazel_test.sh check).
@@ -25,11 +27,27 @@ import json
 import os
 
 from absl.testing import absltest
+import numpy as np
 
 from experiments.hybrid_async import async_study_lib as study
 from experiments.hybrid_async import hybrid_async_lib as lib
+from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A tiny run of the experiment on real data (scikit-learn's digits).
+_TINY_CONFIG = lib.Config(
+    rounds=6, num_clients=12, clients_per_round=3, delay_std=0.0,
+    alpha=0.5, server_size=30, eval_size=80, client_steps=2,
+    client_batch_size=4, client_optimizer='sgd', client_lr=0.05,
+    conv_filters=(2, 4, 4), dense_units=8, eval_every=1, buffer_size=3)
+
+
+def _digits_data():
+  x, y = hybrid_images.load_digits_images(size=8, channels=3)
+  split = hybrid_images.build_hybrid_split(
+      x[:300], y[:300], num_clients=12, alpha=0.5, server_size=30,
+      eval_size=80, seed=0)
+  return lib.Data(split, None, None, 'digits')
 
 
 class HybridAsyncRecordsTest(absltest.TestCase):
@@ -64,6 +82,64 @@ class HybridAsyncRecordsTest(absltest.TestCase):
         counts[method] = counts.get(method, 0) + 1
     for method in (lib.FEDASYNC, lib.FEDDF_ID, lib.FEDDF_OOD, lib.FEDBUFF):
       self.assertGreater(counts.get(method, 0), 0, method)
+
+
+class FedBuffValuesTest(absltest.TestCase):
+
+  def test_methods_built_on_fedbuff_share_its_values_in_every_table(self):
+    # Feddle's fallback, Fed+FT's and FedDF's FedBuff are the FedBuff of
+    # their table: the same buffer and server lr in every runs directory
+    # that holds a FedBuff run.
+    methods = sorted(lib.METHODS, key=len, reverse=True)
+    checked = 0
+    for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
+      values = {}
+      for name in sorted(names):
+        method = next((m for m in methods if name.startswith(
+            (m + '_alpha', m + '_identities'))), None)
+        if method not in (lib.FEDBUFF,) + lib.FEDBUFF_BASED:
+          continue
+        with open(os.path.join(root, name)) as f:
+          kept = json.load(f)['fingerprint']
+        values[name] = (method, kept['buffer_size'], kept['server_lr'])
+      fedbuff = {(b, lr) for m, b, lr in values.values() if m == lib.FEDBUFF}
+      if not fedbuff:
+        continue  # A study of Feddle alone.
+      self.assertLen(fedbuff, 1, root)
+      for name, (method, buffer_size, server_lr) in values.items():
+        self.assertIn((buffer_size, server_lr), fedbuff,
+                      os.path.join(root, name))
+        checked += method != lib.FEDBUFF
+    self.assertGreater(checked, 0)
+
+
+class SelectedSearchTest(absltest.TestCase):
+  """The search the tuning selected moves the coefficients; the earlier
+  selection (Adam at 1e-5) did not."""
+
+  def _median_move(self, values):
+    run = lib.run_method(lib.FEDDLE_ID, _digits_data(),
+                         _TINY_CONFIG._replace(**values), 0)
+    moves = lib.merge_values(run.diagnostics, 'coefficient_move')
+    self.assertLen(moves, 6)  # A merge a round: real client updates.
+    losses = [lib.merge_values(run.diagnostics, k)
+              for k in ('prior_loss', 'final_loss')]
+    return float(np.median(moves)), losses
+
+  def test_the_selected_rate_moves_the_coefficients_on_a_real_merge(self):
+    with open(os.path.join(_REPO, 'docs', 'results', 'hybrid_tuning',
+                           'cifar10_16_merge', 'selected.json')) as f:
+      selected = json.load(f)['methods'][lib.FEDDLE_ID]
+    self.assertEqual(selected['feddle_search_optimizer'], 'scaled_sgd')
+    move, (prior, final) = self._median_move(selected)
+    self.assertGreater(move, 0.05)
+    # Downhill on the server data, as a search should go.
+    self.assertLess(np.mean(final), np.mean(prior))
+    earlier, _ = self._median_move(dict(
+        feddle_search_optimizer='adam', feddle_search_lr=1e-5,
+        feddle_search_epochs=selected['feddle_search_epochs']))
+    self.assertLess(earlier, 0.02)
+
 
 
 class StudyRecordsTest(absltest.TestCase):

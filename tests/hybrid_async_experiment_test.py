@@ -364,6 +364,42 @@ class ReportTest(absltest.TestCase):
                     'seeds) undecided (no Feddle run kept)', line)
       self.assertNotIn('reproduced', line)
 
+  def test_what_changed_from_an_earlier_protocol(self):
+    lib = hybrid_async_lib
+    runs_dir = temp_dirs.temp_dir(self)
+    setting = self.settings[0]
+    # The earlier protocol's Feddle run: Adam at 1e-5, 20% throughout.
+    earlier_config = _TINY_CONFIG._replace(
+        feddle_search_optimizer='adam', feddle_search_lr=1e-5)
+    lib._save_run(
+        os.path.join(runs_dir, lib.run_key(lib.FEDDLE_ID, setting, 0)
+                     + '.json'),
+        lib._fingerprint(earlier_config, 'd', lib.FEDDLE_ID),
+        lib.MethodRun(_rows('feddle_id', 0.1, 5.0, 0, [0.2] * 6), [], {}))
+    path = os.path.join(runs_dir, 'earlier.json')
+    self.assertEqual(lib.save_earlier_runs(runs_dir, [lib.FEDDLE_ID],
+                                           path), 1)
+    with open(path) as f:
+      earlier = json.load(f)
+    result = lib.ExperimentResult(
+        self.rows, [], {}, '', {}, _TINY_CONFIG, tuple(self.settings), 'd',
+        (0, 1), {lib.FEDDLE_ID: dict(feddle_search_optimizer='scaled_sgd',
+                                     feddle_search_lr=0.01)},
+        tuple(self.methods))
+    lines = lib.earlier_protocol_lines(earlier, result, [setting])
+    self.assertEqual(lines, [
+        'feddle_id (then feddle_search_optimizer adam, feddle_search_lr '
+        '1e-05, now feddle_search_optimizer scaled_sgd, feddle_search_lr '
+        '0.01): best of the last 5 20.0% -> 60.0% (+40.0 points); mean of '
+        'the last half 20.0% -> 60.0% (+40.0 points).'])
+    # A method not run again yet keeps its earlier number, said as such.
+    not_rerun = result._replace(
+        rows=[r for r in self.rows if r.method != lib.FEDDLE_ID])
+    self.assertEqual(
+        lib.earlier_protocol_lines(earlier, not_rerun, [setting]),
+        [lines[0].split(':')[0] + ': best of the last 5 20.0% then, not run '
+         'again yet; mean of the last half 20.0% then, not run again yet.'])
+
   def test_wall_time_per_method_and_the_runs_not_kept(self):
     lib = hybrid_async_lib
     # Each run's time is its last round's clock, not the largest or a sum.

@@ -158,6 +158,22 @@ class TuneTest(absltest.TestCase):
     for config in fine_tuned:
       self.assertEqual((config.buffer_size, config.server_lr), (20, 0.1))
 
+  def test_a_search_starts_from_a_base_selection(self):
+    # Another protocol's selection: its client values and other methods
+    # stand; the methods searched here replace theirs.
+    base = tune_lib.Selected(
+        dict(client_lr=1e-3, client_epochs=2),
+        dict(fedbuff=dict(server_lr=1.0, buffer_size=50),
+             center=dict(server_epochs=10, server_sgd_lr=1e-3)), {})
+    selected, _ = self._tune(temp_dirs.temp_dir(self), [lib.FEDBUFF],
+                             base_selected=base)
+    self.assertEqual(selected.client, base.client)
+    self.assertEqual(selected.methods, dict(
+        fedbuff=dict(server_lr=0.1, buffer_size=20),
+        center=dict(server_epochs=10, server_sgd_lr=1e-3)))
+    for _, config, _, _ in self.calls:
+      self.assertEqual((config.client_lr, config.client_epochs), (1e-3, 2))
+
   def test_bad_arguments(self):
     output_dir = temp_dirs.temp_dir(self)
     with self.assertRaisesRegex(ValueError, 'validation_size'):

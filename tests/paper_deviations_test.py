@@ -52,7 +52,11 @@ class PaperDeviationsTest(absltest.TestCase):
         ('Feddle: a new anchor\'s score', '+inf'),
         ('Feddle: eq. 4 with zero anchors', 'left out of the median'),
         ('Feddle: when to search', '`buffer_size`'),
-        ('Feddle: search learning rate', '0.01'),
+        ('Feddle: search optimizer and rate', '`scaled_sgd`'),
+        ('Feddle: atlas size', 'at least FedBuff\'s buffer'),
+        ('Feddle: keep c\' when the search is worse', 'no such rule'),
+        ('Feddle, Fed+FT, FedDF: the FedBuff they build on',
+         '`hybrid_async_lib.method_config`'),
     ):
       self.assertIn(what, rows)
       paper, here, why = rows[what]

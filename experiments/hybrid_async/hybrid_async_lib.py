@@ -1571,10 +1571,88 @@ def _paper_table_name(settings: Sequence[Setting], reference) -> str:
       'table 1')
 
 
+# What `save_earlier_runs` keeps of a method's records before they are run
+# again under a changed protocol: the values that changed.
+EARLIER_FIELDS = ('buffer_size', 'server_lr', 'feddle_search_optimizer',
+                  'feddle_search_lr', 'feddle_search_epochs',
+                  'feddle_atlas_size', 'server_sgd_lr', 'server_epochs')
+
+
+def save_earlier_runs(runs_dir: str, methods: Sequence[str],
+                      path: str) -> int:
+  """Keeps at `path` the rows of `methods`' records in `runs_dir` (and
+  each method's `EARLIER_FIELDS`), before the records are replaced.
+
+  The records' fingerprints are not checked: they belong to the earlier
+  protocol. `earlier_protocol_lines` compares them with the new runs.
+
+  Returns:
+    How many records were kept.
+  """
+  rows, fields, count = [], {}, 0
+  for name in sorted(os.listdir(runs_dir)):
+    method = next((m for m in sorted(methods, key=len, reverse=True)
+                   if name.startswith((m + '_alpha', m + '_identities'))),
+                  None)
+    if method is None or not name.endswith('.json'):
+      continue
+    with open(os.path.join(runs_dir, name)) as f:
+      kept = json.load(f)
+    rows += kept['rows']
+    fields.setdefault(method, {k: kept['fingerprint'].get(k)
+                               for k in EARLIER_FIELDS})
+    count += 1
+  reports_lib.atomic_write_text(path, json.dumps(
+      dict(rows=rows, fields=fields), indent=1, sort_keys=True) + '\n')
+  return count
+
+
+def _values_text(values: Mapping[str, Any]) -> str:
+  return ', '.join(f'{k} {v:g}' if isinstance(v, float) else f'{k} {v}'
+                   for k, v in values.items() if v not in (None, 0))
+
+
+def earlier_protocol_lines(earlier: Mapping[str, Any],
+                           result: ExperimentResult,
+                           settings: Sequence[Setting]) -> list[str]:
+  """Per method of `earlier` (`save_earlier_runs`), its values then and now
+  and both metrics' mean over the settings and seeds, then and now."""
+  earlier_rows = [RunRow(**r) for r in earlier['rows']]
+  lines = []
+  for method in [m for m in METHODS if m in earlier['fields']]:
+    now_values = method_config(result.config, method, result.overrides)
+    then_values = earlier['fields'][method]
+    changed = {k: then_values[k] for k in EARLIER_FIELDS
+               if k in then_values
+               and getattr(now_values, k) != then_values[k]}
+    parts = []
+    for name, metric, _ in METRICS:
+      then = final_metrics(earlier_rows, [method], settings, metric)
+      now = final_metrics(result.rows, [method], settings, metric)
+      then = [v for s in settings for v in then[(method, s)]]
+      now = [v for s in settings for v in now[(method, s)]]
+      if then and now:
+        parts.append(f'{name} {100 * np.mean(then):.1f}% -> '
+                     f'{100 * np.mean(now):.1f}% '
+                     f'({100 * (np.mean(now) - np.mean(then)):+.1f} points)')
+      elif then:  # Not run again yet: the earlier number, said as such.
+        parts.append(f'{name} {100 * np.mean(then):.1f}% then, not run '
+                     'again yet')
+    if not parts:
+      continue
+    values = (f'then {_values_text(changed)}, now ' + _values_text(
+        {k: getattr(now_values, k) for k in changed}) if changed
+              else 'values unchanged')
+    lines.append(f'{method} ({values}): ' + '; '.join(parts) + '.')
+  return lines
+
+
 def results_markdown(result: ExperimentResult, command: str, machine: str,
                      date: str,
-                     searched: Optional[Mapping[str, Any]] = None) -> str:
-  """The RESULTS.md section of a run (`searched`: as `selected_lines`)."""
+                     searched: Optional[Mapping[str, Any]] = None,
+                     earlier: Optional[Mapping[str, Any]] = None) -> str:
+  """The RESULTS.md section of a run (`searched`: as `selected_lines`;
+  `earlier`: runs of an earlier protocol, `save_earlier_runs`)."""
   c = result.config
   settings = result.settings
   methods = [m for m in METHODS if any(r.method == m for r in result.rows)]
@@ -1647,6 +1725,14 @@ def results_markdown(result: ExperimentResult, command: str, machine: str,
             '']
   lines += [f'* {line}' for line in ranking_summary(result.rows, methods,
                                                    settings)]
+  if earlier:
+    lines += ['', 'What changed from the earlier protocol, where every '
+              'method built on FedBuff now takes FedBuff\'s selected buffer '
+              'and server lr and Feddle searches at the paper\'s scaled rate '
+              '(the values that differ, and both metrics\' mean over the '
+              'settings and seeds, then and now):', '']
+    lines += [f'* {line}' for line in earlier_protocol_lines(
+        earlier, result, settings)]
   diagnostics = diagnostics_summary(result.diagnostics, settings)
   if diagnostics:
     lines += ['', 'Feddle diagnostics (mean over merges and seeds; plots in '

@@ -53,6 +53,7 @@ interrupted experiment from its last round, or only rebuilds the report.
 
 from collections.abc import Sequence
 import functools
+import json
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -240,6 +241,10 @@ _RUNS_DIR = flags.DEFINE_string(
     'runs_dir', '', 'Where finished runs are kept (small JSON files; '
     'default --output_dir/runs): a directory in the repository keeps them '
     'beyond the machine, e.g. docs/results/hybrid_async_tuned/runs.')
+_EARLIER_RUNS = flags.DEFINE_string(
+    'earlier_runs', '', 'A file of runs made under an earlier protocol '
+    '(hybrid_async_lib.save_earlier_runs): the section says what changed '
+    'for their methods, then and now.')
 _REPORT_ONLY = flags.DEFINE_bool(
     'report_only', False, 'Run nothing: build the table, files and RESULTS '
     'section from the runs kept in --runs_dir (a run not kept is left out; '
@@ -417,6 +422,10 @@ def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   config, settings, seeds = config_from_flags()
+  earlier = None
+  if _EARLIER_RUNS.value:
+    with open(_EARLIER_RUNS.value) as f:
+      earlier = json.load(f)
   overrides, searched = None, None
   if _SELECTED_JSON.value:
     selected = tune_lib.read_selected(_SELECTED_JSON.value)
@@ -447,7 +456,7 @@ def main(argv: Sequence[str]) -> None:
       result.table, result.files, _RESULTS,
       module='experiments.hybrid_async.hybrid_async_main',
       markdown_fn=functools.partial(_LIB.results_markdown, result,
-                                    searched=searched),
+                                    searched=searched, earlier=earlier),
       after=RESULTS_SECTION)
 
 

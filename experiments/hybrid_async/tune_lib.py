@@ -165,7 +165,8 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
          methods: Sequence[str], seeds: Sequence[int],
          settings: Sequence[lib.Setting], output_dir: str,
          only: Optional[Mapping[str, Sequence[Any]]] = None,
-         clients_per_group: int = simulation.AUTO
+         clients_per_group: int = simulation.AUTO,
+         base_selected: Optional[Selected] = None
          ) -> tuple[Selected, list[MethodSearch]]:
   """Searches the methods' grids on the validation split (module docstring).
 
@@ -180,6 +181,8 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
     only: Optional {axis: values}: search only these values of an axis (a
       stated subset of the paper's grid).
     clients_per_group: As in `run_method`.
+    base_selected: The selection to start from when `output_dir` has none
+      (its client values and its other methods' values stand).
 
   Returns:
     The selection (merged with an earlier `selected.json` in `output_dir`)
@@ -201,8 +204,15 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
     for values in grid.points():
       lib.validate(config._replace(**values), [method], settings, seeds)
   selected_path = os.path.join(output_dir, SELECTED_FILE)
-  selected = (read_selected(selected_path) if os.path.exists(selected_path)
-              else Selected({}, {}, {}))
+  if os.path.exists(selected_path):
+    selected = read_selected(selected_path)
+  elif base_selected is not None:
+    selected = Selected(dict(base_selected.client),
+                        {m: dict(v) for m, v in base_selected.methods.items()},
+                        {m: dict(v) for m, v in
+                         base_selected.searched.items()})
+  else:
+    selected = Selected({}, {}, {})
   data_of = {}
   cache = {}
   searches = []

@@ -55,6 +55,11 @@ _ONLY = flags.DEFINE_multi_string(
     '--only=center:server_epochs=10,20; repeat for more axes.')
 
 
+_BASE_SELECTED_JSON = flags.DEFINE_string(
+    'base_selected_json', '', 'A selection to start from when --output_dir '
+    'has none: the client values and the methods not tuned here come from '
+    'it (e.g. an earlier search under another protocol).')
+
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 
@@ -89,7 +94,9 @@ def main(argv: Sequence[str]) -> None:
       lambda seed, alpha: hybrid_async_main.load_data(config, seed, alpha),
       config, methods=methods, seeds=seeds, settings=settings,
       output_dir=flags.FLAGS.output_dir, only=parse_only(_ONLY.value),
-      clients_per_group=flags.FLAGS.clients_per_group)
+      clients_per_group=flags.FLAGS.clients_per_group,
+      base_selected=(tune_lib.read_selected(_BASE_SELECTED_JSON.value)
+                     if _BASE_SELECTED_JSON.value else None))
   for search in searches:
     best = search.points[search.selected]
     print(f'{search.method}: {tune_lib.point_key(best.values)} '
