@@ -607,8 +607,11 @@ results-hybrid-cifar10: venv cifar10-data
 # Measured here alone: FedAvg 39 minutes, Center 3, CA2FL 11-17 s a round
 # (about 50 minutes), Fed+FT 23-28 s a round (its 10 server epochs after
 # each buffer; about 1.4 hours), Feddle-ID 24-46 s a round, slower as it
-# goes (its 20 search epochs a merge take most of it; 2.1 hours); about 7
-# hours for the seven runs of seed 0.
+# goes (at the earlier protocol's 20 search epochs a merge, which took most
+# of it; 2.1 hours); about 7 hours for the seven runs of seed 0 then. At
+# the 1 epoch selected now, with FedBuff's buffer of 10 (twice the merges
+# of the earlier 20), FedBuff and Feddle-ID ran 35-48 s a round side by
+# side with three other runs on 2 cores.
 HYBRID_TRANSFERRED_METHODS ?= fedavg,fedbuff,fedasync,ca2fl,feddle_id,fed_ft,center
 HYBRID_TRANSFERRED_SEEDS ?= 0
 

@@ -34,19 +34,22 @@ from experiments.hybrid_async import hybrid_async_lib as lib
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# A tiny run of the experiment on real data (scikit-learn's digits).
+# A tiny run of the experiment on real data (scikit-learn's digits) whose
+# search takes as many steps an epoch as the experiment's (250 server
+# images in batches of 32: 8).
 _TINY_CONFIG = lib.Config(
     rounds=6, num_clients=12, clients_per_round=3, delay_std=0.0,
-    alpha=0.5, server_size=30, eval_size=80, client_steps=2,
-    client_batch_size=4, client_optimizer='sgd', client_lr=0.05,
-    conv_filters=(2, 4, 4), dense_units=8, eval_every=1, buffer_size=3)
+    alpha=0.5, server_size=64, eval_size=144, server_batch_size=8,
+    client_steps=2, client_batch_size=4, client_optimizer='sgd',
+    client_lr=0.05, conv_filters=(2, 4, 4), dense_units=8, eval_every=1,
+    buffer_size=3)
 
 
 def _digits_data():
   x, y = hybrid_images.load_digits_images(size=8, channels=3)
   split = hybrid_images.build_hybrid_split(
-      x[:300], y[:300], num_clients=12, alpha=0.5, server_size=30,
-      eval_size=80, seed=0)
+      x[:400], y[:400], num_clients=12, alpha=0.5, server_size=64,
+      eval_size=144, seed=0)
   return lib.Data(split, None, None, 'digits')
 
 
@@ -58,12 +61,10 @@ class HybridAsyncRecordsTest(absltest.TestCase):
     # FedAsync's (a > 0) and FedDF's were all run again after their methods
     # changed (issue 32: staleness counted in server steps, one distillation
     # per merged buffer), and their records name the change.
-    methods = sorted(lib.METHODS, key=len, reverse=True)
     counts = {}
     for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
       for name in names:
-        method = next((m for m in methods if name.startswith(
-            (m + '_alpha', m + '_identities'))), None)
+        method = lib.method_of_record(name)
         if (method is None or '_delay' not in name
             or not name.endswith('.json')):
           continue
@@ -90,13 +91,11 @@ class FedBuffValuesTest(absltest.TestCase):
     # Feddle's fallback, Fed+FT's and FedDF's FedBuff are the FedBuff of
     # their table: the same buffer and server lr in every runs directory
     # that holds a FedBuff run.
-    methods = sorted(lib.METHODS, key=len, reverse=True)
     checked = 0
     for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
       values = {}
       for name in sorted(names):
-        method = next((m for m in methods if name.startswith(
-            (m + '_alpha', m + '_identities'))), None)
+        method = lib.method_of_record(name)
         if method not in (lib.FEDBUFF,) + lib.FEDBUFF_BASED:
           continue
         with open(os.path.join(root, name)) as f:

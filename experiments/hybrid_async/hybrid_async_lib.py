@@ -1578,6 +1578,15 @@ EARLIER_FIELDS = ('buffer_size', 'server_lr', 'feddle_search_optimizer',
                   'feddle_atlas_size', 'server_sgd_lr', 'server_epochs')
 
 
+def method_of_record(name: str,
+                     methods: Sequence[str] = METHODS) -> Optional[str]:
+  """The method of `methods` whose run a kept record's file `name`
+  (`run_key`) holds, None for another file. The longest name matches first
+  (fedavg_delayed before fedavg)."""
+  return next((m for m in sorted(methods, key=len, reverse=True)
+               if name.startswith((m + '_alpha', m + '_identities'))), None)
+
+
 def save_earlier_runs(runs_dir: str, methods: Sequence[str],
                       path: str) -> int:
   """Keeps at `path` the rows of `methods`' records in `runs_dir` (and
@@ -1591,9 +1600,7 @@ def save_earlier_runs(runs_dir: str, methods: Sequence[str],
   """
   rows, fields, count = [], {}, 0
   for name in sorted(os.listdir(runs_dir)):
-    method = next((m for m in sorted(methods, key=len, reverse=True)
-                   if name.startswith((m + '_alpha', m + '_identities'))),
-                  None)
+    method = method_of_record(name, methods)
     if method is None or not name.endswith('.json'):
       continue
     with open(os.path.join(runs_dir, name)) as f:
