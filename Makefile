@@ -130,8 +130,9 @@ results-celeba-bgd: venv $(CELEBA_SQLITE)
 # the spreadout's lambda, which the paper does not state, is selected from
 # ML_LAMBDAS on the validation users by training the central model 10
 # epochs per lambda (Adam, lr 0.01, batch 16), and the section's reference
-# rows are made at it: the popularity floor and the central ceiling (the
-# same central model, 10 epochs): 50 epochs in all. One epoch of MovieLens
+# rows are made at it: the popularity floor, the central ceiling (the
+# same central model, 10 epochs) and the same with the paper's SGD (eta,
+# batch 16, 10 epochs): 60 epochs in all. One epoch of MovieLens
 # 100K (65,152 examples) took 4 s on 2 cores beside another run, so this
 # adds about 4 minutes (half of MovieLens 1M, 310,868 examples: about 20);
 # each result is kept in <records dir>/reference/ and read back, never

@@ -24,6 +24,7 @@ from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
+import tensorflow as tf
 
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
@@ -147,7 +148,18 @@ class CentralTest(absltest.TestCase):
                            wraps=reference.train_central) as train:
       made = reference.reference_rows(data, _CONFIG, description,
                                       records_dir, epochs=2)
-    self.assertEqual(train.call_count, 1)
+    # The ceiling (Adam at the launcher's rate) and the paper's SGD at eta.
+    self.assertEqual(train.call_count, 2)
+    self.assertEqual(
+        [(c.kwargs.get('optimizer', reference.ADAM), c.kwargs['learning_rate'])
+         for c in train.call_args_list],
+        [(reference.ADAM, reference.LEARNING_RATE),
+         (reference.SGD, _CONFIG.client_lr)])
+    self.assertEqual(made.central_sgd.settings['central_optimizer'],
+                     reference.SGD)
+    self.assertEqual(made.central_sgd.settings['central_learning_rate'],
+                     _CONFIG.client_lr)
+    self.assertNotEqual(made.central_sgd.rows, made.central.rows)
     rows = made.central.rows
     self.assertEqual([r['epoch'] for r in rows], [0, 1, 2])
     self.assertIsNone(rows[0]['train_loss'])
@@ -167,14 +179,14 @@ class CentralTest(absltest.TestCase):
                            side_effect=AssertionError('retrained')):
       self.assertEqual(reference.reference_rows(
           data, _CONFIG, description, records_dir, epochs=2), made)
-    # Another lambda is another model: the ceiling is made again, the
-    # popularity floor (no model) is not.
+    # Another lambda is another model: the ceiling and the SGD row are made
+    # again, the popularity floor (no model) is not.
     with mock.patch.object(reference, 'train_central',
                            return_value=rows) as train:
       again = reference.reference_rows(
           data, _CONFIG._replace(spreadout_lambda=0.1), description,
           records_dir, epochs=2)
-    self.assertEqual(train.call_count, 1)
+    self.assertEqual(train.call_count, 2)
     self.assertEqual(again.central.settings['spreadout_lambda'], 0.1)
     self.assertEqual(again.popularity, made.popularity)
     self.assertEqual(records_lib.read_references(records_dir).central,
@@ -194,6 +206,37 @@ class CentralTest(absltest.TestCase):
       reference.train_central(data, _CONFIG, arrays, epochs=0)
     with self.assertRaisesRegex(ValueError, 'learning_rate'):
       reference.train_central(data, _CONFIG, arrays, learning_rate=0.0)
+    with self.assertRaisesRegex(ValueError, 'optimizer'):
+      reference.train_central(data, _CONFIG, arrays, optimizer='adagrad')
+
+  def test_sgd_takes_plain_gradient_steps(self):
+    # One epoch of one batch: the weights move by -lr times the loss's
+    # gradient at the initial weights, computed here directly.
+    data, _ = _data(self)
+    arrays = movielens_lib.evaluation_arrays(data, _CONFIG)
+    model = movielens_lib.client_model(movielens_lib.BASELINE, data, _CONFIG)
+    contexts, labels = reference._train_arrays(data)
+    batch = dual_encoder.model_batch(dict(context=contexts, label=labels))
+    initial = [tf.constant(w) for w in model.initial_weights[0]]
+    with tf.GradientTape() as tape:
+      tape.watch(initial)
+      loss = model.loss(model.predict_on_batch((initial, ()), batch[0]),
+                        batch[1])
+    want = [w - 0.5 * g for w, g in zip(initial, tape.gradient(loss,
+                                                                 initial))]
+    got = {}
+    real = movielens_lib.evaluate
+
+    def evaluate(weights, *args):
+      got['weights'] = weights[0]
+      return real(weights, *args)
+
+    with mock.patch.object(movielens_lib, 'evaluate', side_effect=evaluate):
+      reference.train_central(data, _CONFIG, arrays, epochs=1,
+                              learning_rate=0.5, batch_size=len(labels),
+                              optimizer=reference.SGD)
+    for g, w in zip(got['weights'], want):
+      np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
 
 
 class LambdaSearchTest(absltest.TestCase):

@@ -90,10 +90,11 @@ def _paper_set(**overrides):
 
 
 def _references(floor=0.05, central=(0.005, 0.07, 0.09, 0.085),
-                central_config=_CONFIG, search=True):
+                central_config=_CONFIG, search=True, sgd=None):
   """Made-up reference records of `_CONFIG` (the central ceiling's of
   `central_config`): 3 epochs, the best the second; lambdas 1e-4, 1e-3 and
-  1e-2 scored 0.05, 0.08, 0.08 (1e-3 selected)."""
+  1e-2 scored 0.05, 0.08, 0.08 (1e-3 selected); with `sgd`, the central
+  SGD row's recalls per epoch (120 s)."""
   settings = lambda kind, config=_CONFIG, **kw: reference.settings_of(
       kind, config, _DATA, **kw)
   return records_lib.References(
@@ -111,7 +112,14 @@ def _references(floor=0.05, central=(0.005, 0.07, 0.09, 0.085),
           [[0.0, 0.05], [0.0, 0.08], [0.0, 0.08]],
           settings(records_lib.LAMBDA_SEARCH,
                    lambdas=[1e-4, 1e-3, 1e-2]), 900.0, 'm', 'd', 'c')
-      if search else None)
+      if search else None,
+      records_lib.CentralRecord(
+          [dict(epoch=e, train_loss=None if e == 0 else 0.3,
+                recall_at_10=r, hinge_loss=0.6 - 0.1 * e)
+           for e, r in enumerate(sgd)],
+          settings(records_lib.CENTRAL_SGD, epochs=len(sgd) - 1), 120.0,
+          'm', 'd', 'c')
+      if sgd else None)
 
 
 def _verdicts(records):
@@ -415,6 +423,25 @@ class MarkdownTest(absltest.TestCase):
         plot_link='p.png', records_link='r', command='make x', date='d')
     self.assertIn('* 2-w GT: 0.0800, below the popularity floor (0.1000) '
                   'by -0.0200', text)
+
+  def test_section_has_the_central_sgd_row(self):
+    text = report.results_markdown(
+        _paper_set(), references=_references(sgd=(0.002, 0.03, 0.05)),
+        horizon=2000, plot_link='p.png', records_link='r', command='make x',
+        date='d')
+    lr = f'{_CONFIG.client_lr:g}'
+    self.assertIn(f'| central, SGD at {lr} | 2 epochs | 0.0500 | - | 0.0500 '
+                  '(epoch 2) | 0.4000 | - | - | 0.03 h |', text)
+    self.assertIn(f"SGD at the clients' eta ({lr}, batch 16), for 2 epochs "
+                  '(2.0 minutes); per epoch from 0: 0.0020, 0.0300, 0.0500.',
+                  text)
+    # 80,000 training examples are 5,000 steps of 16; the records' rounds
+    # and K give the rest.
+    rounds = max(r.rounds for r in _paper_set())
+    steps = _CONFIG.client_steps
+    self.assertIn(f'{rounds:,} rounds of K = {steps} are '
+                  f'{rounds * steps / 5000:.1f} epochs of these.', text)
+    self.assertNotIn('central, SGD', self._markdown(_paper_set()))
 
   def test_reference_rows_of_other_settings_are_left_out(self):
     references = _references(

@@ -27,9 +27,10 @@ training them again, and `movielens_report` builds the RESULTS.md section
 from all of them.
 
 The reference rows of the section (`movielens_reference`: the popularity
-floor, the central ceiling, the search for the spreadout's lambda) are
-small JSON records of their own, in `<records_dir>/reference/`
-(`popularity.json`, `central.json`, `lambda_search.json`), each with the
+floor, the central ceiling, the search for the spreadout's lambda, the
+same central training with the paper's SGD) are small JSON records of their
+own, in `<records_dir>/reference/` (`popularity.json`, `central.json`,
+`lambda_search.json`, `central_sgd.json`), each with the
 settings it was made with: read back when a run's settings are the same,
 made again (minutes, not hours) when they are not.
 
@@ -63,6 +64,7 @@ REFERENCE_DIR = 'reference'
 POPULARITY = 'popularity'
 CENTRAL = 'central'
 LAMBDA_SEARCH = 'lambda_search'
+CENTRAL_SGD = 'central_sgd'
 
 
 class ScenarioRecord(NamedTuple):
@@ -215,7 +217,8 @@ class PopularityRecord(NamedTuple):
 
 
 class CentralRecord(NamedTuple):
-  """The central ceiling (`movielens_reference.train_central`).
+  """A central training (`movielens_reference.train_central`): the
+  ceiling (Adam) or the paper's SGD.
 
   Attributes:
     rows: Per epoch, epoch 0 (the initial model) first: `epoch`,
@@ -273,10 +276,12 @@ class References(NamedTuple):
   popularity: Optional[PopularityRecord] = None
   central: Optional[CentralRecord] = None
   lambda_search: Optional[LambdaSearchRecord] = None
+  central_sgd: Optional[CentralRecord] = None
 
 
 _REFERENCE_TYPES = {POPULARITY: PopularityRecord, CENTRAL: CentralRecord,
-                    LAMBDA_SEARCH: LambdaSearchRecord}
+                    LAMBDA_SEARCH: LambdaSearchRecord,
+                    CENTRAL_SGD: CentralRecord}
 
 
 def reference_path(records_dir: str, name: str) -> str:
@@ -296,7 +301,7 @@ def write_reference(records_dir: str, name: str, record: NamedTuple) -> None:
 
 def read_reference(records_dir: str, name: str) -> Optional[NamedTuple]:
   """The reference record `name` (`POPULARITY`, `CENTRAL`,
-  `LAMBDA_SEARCH`), or None if there is none.
+  `LAMBDA_SEARCH`, `CENTRAL_SGD`), or None if there is none.
 
   Raises:
     ValueError: For a record that exists but cannot be read (naming it).

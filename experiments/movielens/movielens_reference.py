@@ -31,6 +31,15 @@ movies), bound what the scenarios should reach:
     test recall@10 over the epochs: picked on the test users, so a
     generous bound, which is what a ceiling should be.
 
+A third row separates the optimizer from federation: the same central
+training with the paper's optimizer instead of Adam, SGD at the clients'
+eta (`Config.client_lr`, 0.5 in tables 9-10) and the same batch of 16, for
+as many epochs (`train_central(..., optimizer=SGD)`). One federated round
+of S = 100 clients of K = 10 steps averages its clients' steps, so 2,000
+rounds move the model about as far as 20,000 central SGD steps, about one
+epoch of half of MovieLens 1M's training examples: this row shows where SGD
+stands after one epoch and after the rest.
+
 The paper states no lambda for the spreadout (the cited code defaults to
 0; its README's examples use 0.001). `search_lambda` trains the central
 model once per lambda of a grid and keeps the one whose recall@10 on the
@@ -62,6 +71,9 @@ from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 
 K = 10
+# train_central's optimizers.
+ADAM = 'adam'
+SGD = 'sgd'
 # The cited centralized launcher's optimizer settings: Adam, lr 0.01, and
 # its batch, which is also the clients' |B_i| (table 10).
 LEARNING_RATE = 0.01
@@ -126,12 +138,14 @@ def popularity_row(data: movielens.MovieLensData,
 def train_central(data: movielens.MovieLensData,
                   config: movielens_lib.Config, evaluation_arrays, *,
                   epochs: int = EPOCHS, learning_rate: float = LEARNING_RATE,
-                  batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
+                  batch_size: int = BATCH_SIZE,
+                  optimizer: str = ADAM) -> list[dict[str, Any]]:
   """Trains the baseline's model centrally; its evaluation after each epoch.
 
   The model is the baseline clients' (`movielens_lib.client_model`): the
   whole table, w_f client loss + w_c lambda spreadout, `config`'s forms,
-  seed and initial weights. It trains with Adam on every training user's
+  seed and initial weights. It trains with Adam (or plain SGD,
+  `optimizer=SGD`) on every training user's
   examples, shuffled each epoch (seeded by `config.seed`), `batch_size`
   at a step; an epoch is one `tf.function` looping over a `tf.data`
   pipeline, so it costs TF's time, not Python's.
@@ -142,8 +156,9 @@ def train_central(data: movielens.MovieLensData,
     evaluation_arrays: `(contexts, labels)` to evaluate on
       (`movielens_lib.evaluation_arrays`).
     epochs: Passes over the training examples.
-    learning_rate: Adam's.
+    learning_rate: The optimizer's.
     batch_size: Examples a step.
+    optimizer: `ADAM` or `SGD`.
 
   Returns:
     Per epoch, epoch 0 (the initial model) first: `epoch`, `train_loss`
@@ -155,12 +170,16 @@ def train_central(data: movielens.MovieLensData,
   if not (math.isfinite(learning_rate) and learning_rate > 0):
     raise ValueError('`learning_rate` must be positive, got '
                      f'{learning_rate}.')
+  if optimizer not in (ADAM, SGD):
+    raise ValueError(f'`optimizer` must be {ADAM!r} or {SGD!r}, got '
+                     f'{optimizer!r}.')
   model = movielens_lib.client_model(movielens_lib.BASELINE, data, config)
   weights = [tf.Variable(w) for w in model.initial_weights[0]]
-  optimizer = tf.keras.optimizers.Adam(learning_rate)
-  # Adam's slots exist before the loop is traced: a tf.function may not
-  # create variables inside a loop.
-  optimizer.build(weights)
+  steps_of = (tf.keras.optimizers.Adam if optimizer == ADAM
+              else tf.keras.optimizers.SGD)(learning_rate)
+  # The optimizer's slots exist before the loop is traced: a tf.function
+  # may not create variables inside a loop.
+  steps_of.build(weights)
   contexts, labels = _train_arrays(data)
   dataset = tf.data.Dataset.from_tensor_slices(
       dict(context=contexts, label=labels)).shuffle(
@@ -175,7 +194,7 @@ def train_central(data: movielens.MovieLensData,
     for x, y in dataset:
       with tf.GradientTape() as tape:
         loss = model.loss(model.predict_on_batch((weights, ()), x), y)
-      optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))
+      steps_of.apply_gradients(zip(tape.gradient(loss, weights), weights))
       total += loss
       steps += 1.0
     return total / steps
@@ -222,14 +241,18 @@ def settings_of(kind: str, config: movielens_lib.Config, description: str,
                 *, epochs: int = EPOCHS, learning_rate: float = LEARNING_RATE,
                 lambdas: Sequence[float] = ()) -> dict[str, Any]:
   """What the record `kind` (`records_lib.POPULARITY`, `CENTRAL`,
-  `LAMBDA_SEARCH`) depends on: the settings of `config` and the data that
-  change its numbers, and the central training's own."""
+  `LAMBDA_SEARCH`, `CENTRAL_SGD`) depends on: the settings of `config` and
+  the data that change its numbers, and the central training's own (for
+  `CENTRAL_SGD`, SGD at `config.client_lr`, not `learning_rate`)."""
   settings = movielens_lib.record_settings(config, description)
   if kind == records_lib.POPULARITY:
     return {k: settings[k] for k in _POPULARITY_SETTINGS}
   kept = {k: settings[k] for k in _MODEL_SETTINGS}
   kept.update(central_epochs=epochs, central_learning_rate=learning_rate,
               central_batch_size=BATCH_SIZE)
+  if kind == records_lib.CENTRAL_SGD:
+    kept.update(central_learning_rate=float(config.client_lr),
+                central_optimizer=SGD)
   if kind == records_lib.LAMBDA_SEARCH:
     del kept['spreadout_lambda']
     kept['spreadout_lambdas'] = [float(x) for x in lambdas]
@@ -298,9 +321,10 @@ def reference_rows(data: movielens.MovieLensData,
                    records_dir: str, *, epochs: int = EPOCHS,
                    learning_rate: float = LEARNING_RATE,
                    command: str = '') -> records_lib.References:
-  """The popularity floor and the central ceiling of `config`, each read
-  back from `records_dir` if made before with the same settings, else made
-  and written there; with the lambda search's record if there is one."""
+  """The popularity floor, the central ceiling and the central SGD row of
+  `config`, each read back from `records_dir` if made before with the same
+  settings, else made and written there; with the lambda search's record if
+  there is one."""
   popularity_settings = settings_of(records_lib.POPULARITY, config,
                                     description)
   popularity = _kept_or_made(
@@ -320,6 +344,22 @@ def reference_rows(data: movielens.MovieLensData,
 
   central = _kept_or_made(records_dir, records_lib.CENTRAL, central_settings,
                           make_central)
+  sgd_settings = settings_of(records_lib.CENTRAL_SGD, config, description,
+                             epochs=epochs)
+
+  def make_sgd():
+    start = time.perf_counter()
+    rows = train_central(data, config,
+                         movielens_lib.evaluation_arrays(data, config),
+                         epochs=epochs, learning_rate=config.client_lr,
+                         optimizer=SGD)
+    return records_lib.CentralRecord(
+        rows=rows, settings=sgd_settings,
+        seconds=time.perf_counter() - start, command=command, **_now())
+
+  central_sgd = _kept_or_made(records_dir, records_lib.CENTRAL_SGD,
+                              sgd_settings, make_sgd)
   return records_lib.References(
       popularity, central,
-      records_lib.read_reference(records_dir, records_lib.LAMBDA_SEARCH))
+      records_lib.read_reference(records_dir, records_lib.LAMBDA_SEARCH),
+      central_sgd)

@@ -402,10 +402,12 @@ def diagnostics_lines(diagnostics: Sequence[Record]) -> list[str]:
 
 # Settings of the reference records that scenario records do not have.
 _REFERENCE_ONLY = ('central_epochs', 'central_learning_rate',
-                   'central_batch_size', 'spreadout_lambdas')
+                   'central_batch_size', 'spreadout_lambdas',
+                   'central_optimizer')
 _REFERENCE_NAMES = {records_lib.POPULARITY: 'popularity floor',
                     records_lib.CENTRAL: 'central ceiling',
-                    records_lib.LAMBDA_SEARCH: 'lambda search'}
+                    records_lib.LAMBDA_SEARCH: 'lambda search',
+                    records_lib.CENTRAL_SGD: 'central SGD'}
 
 
 def reference_mismatches(records: Sequence[Record],
@@ -486,7 +488,33 @@ def recall_table(records: Sequence[Record],
         f'{best["recall_at_10"]:.4f} (epoch {best["epoch"]})',
         f'{last["hinge_loss"]:.4f}', '-', '-',
         f'{central.seconds / 3600:.2f} h'))
+  sgd = references.central_sgd
+  if sgd is not None:
+    last, best = sgd.rows[-1], movielens_reference.best_row(sgd)
+    rows.append((
+        f'central, SGD at {sgd.settings["central_learning_rate"]:g}',
+        f'{last["epoch"]} epochs', f'{last["recall_at_10"]:.4f}', '-',
+        f'{best["recall_at_10"]:.4f} (epoch {best["epoch"]})',
+        f'{last["hinge_loss"]:.4f}', '-', '-',
+        f'{sgd.seconds / 3600:.2f} h'))
   return '\n'.join(tables.markdown_table(header, rows))
+
+
+def _federated_epochs(records: Sequence[Record],
+                      references: References) -> str:
+  """How many epochs of central SGD steps the scenarios' rounds amount to
+  (a sentence; empty without the popularity record, which counts the
+  training examples)."""
+  pop, sgd = references.popularity, references.central_sgd
+  if pop is None:
+    return ''
+  rounds = max(r.rounds for r in records)
+  steps = records[0].settings['client_steps']
+  epoch = pop.train_examples / sgd.settings['central_batch_size']
+  return (' A federated round averages its clients\' K steps, so R rounds '
+          'move the model about as far as R K central SGD steps: '
+          f'{rounds:,} rounds of K = {steps} are {rounds * steps / epoch:.1f}'
+          ' epochs of these.')
 
 
 def _percent(value: float, reference: float) -> str:
@@ -527,6 +555,17 @@ def reference_lines(records: Sequence[Record],
         f'{best["epoch"]} (picked on the test users: a generous bound); '
         'per epoch from 0: ' + ', '.join(
             f'{r["recall_at_10"]:.4f}' for r in central.rows) + '.')
+  sgd = references.central_sgd
+  if sgd is not None:
+    c = sgd.settings
+    lines.append(
+        '* Central SGD: the same central training with the paper\'s '
+        f'optimizer instead, SGD at the clients\' eta '
+        f'({c["central_learning_rate"]:g}, batch {c["central_batch_size"]}),'
+        f' for {c["central_epochs"]} epochs ({sgd.seconds / 60:.1f} '
+        'minutes); per epoch from 0: ' + ', '.join(
+            f'{r["recall_at_10"]:.4f}' for r in sgd.rows) + '.'
+        + _federated_epochs(records, references))
   for name, keys in stale.items():
     lines.append(f'* The {_REFERENCE_NAMES[name]} record was made with '
                  f'other settings ({", ".join(keys)}): left out; a run with '
