@@ -40,8 +40,8 @@ results: venv
 # dispatch, so on 2 cores three processes train 1.2x the rounds per second of
 # one (2.2 vs 1.85 measured). Each writes its own runs; the last invocation
 # trains nothing new, reads all seeds back and writes the section.
-# CELEBA_ROUNDS=1000, the issue's horizon: 18 runs of 1,000 rounds take
-# about 2.5 hours of this 2-core machine with the seeds in parallel; runs
+# CELEBA_ROUNDS=1000, the target horizon: 18 runs of 1,000 rounds take
+# about 2.5 hours of 2 cores with the seeds in parallel; runs
 # left at a shorter horizon (the section was first made at 600) are
 # extended from their checkpoints, not retrained. The section reports the
 # AUC gain over the last quarter of the runs, i.e. whether they have
@@ -91,8 +91,8 @@ results-celeba: venv $(CELEBA_SQLITE)
 	  --seeds=$$(echo $(CELEBA_SEEDS) | tr ' ' ,) \
 	  --plot=docs/results/celeba_smile_auc.png --results_markdown=RESULTS.md
 
-# Why table 4's B~^2 on CelebA is far above the paper's 1.26 (issue 32, item
-# 5), recorded in RESULTS.md (section celeba_smile_bgd_inputs, right after
+# Why table 4's B~^2 on CelebA is far above the paper's 1.26, recorded
+# in RESULTS.md (section celeba_smile_bgd_inputs, right after
 # the CelebA one): table 4's K = 1 diagnostics runs (100 rounds, seed 0) of
 # each mixed algorithm with the pixels as given and standardized (2 x - 1),
 # one metrics-only record per run in docs/results/celeba_bgd_inputs/ (a run
@@ -160,7 +160,7 @@ results-movielens: venv
 	  --data_note="$(ML_NOTE)" \
 	  $(ARGS)
 
-# The same reproduction on MovieLens 1M's users 1-2999 (issue 35): the
+# The same reproduction on MovieLens 1M's users 1-2999: the
 # paper's data set, half of its users (ML1M_RATINGS: the first 487,650 of
 # its 1,000,209 ratings, 3,615 of its 3,706 movies, gzipped; a complete
 # ratings.dat or ratings.dat.gz works too, with ML1M_NAME and ML1M_NOTE
@@ -364,7 +364,7 @@ carry-lm-sites: venv
 	  done; \
 	done
 
-# The LM binary's seconds per round at the paper's S = 100 (issue 34), from
+# The LM binary's seconds per round at the paper's S = 100, from
 # short runs of results-lm-sites' settings: LM_S100_ROUNDS rounds of each
 # scenario of SCENARIOS (default: all) with GRU LM_S100_GRU_UNITS and
 # embedding LM_S100_EMBEDDING_DIM, evaluated once at the end, no
@@ -384,7 +384,7 @@ benchmark-lm-s100: lm-sites-data
 	  --diagnostic_rounds=0 --output_dir=outputs/$(LM_S100_NAME) \
 	  --records_dir=benchmarks/results/paper_runs/$(LM_S100_NAME) $(ARGS)
 
-# The algorithm advisor against measurement (issue 20; arXiv:2205.13655,
+# The algorithm advisor against measurement (arXiv:2205.13655,
 # section 5, table 3), recorded in RESULTS.md (section advisor_validation):
 # per task of ADVICE_TASKS, a Parallel Training probe of ADVICE_PROBE_ROUNDS
 # rounds gives the advice (skipped when its advice.json is there), and
@@ -401,7 +401,7 @@ results-advice: venv
 	@$(RUN) env PY=$(PY) ADVICE_TASKS=$(ADVICE_TASKS) ADVICE_PROBE_ROUNDS=$(ADVICE_PROBE_ROUNDS) bash scripts/results_advice.sh
 
 # The hybrid-data table (guided model merging, Zhu et al., tables 1 and 7)
-# at the paper's protocol (issue 19, item 1), recorded in RESULTS.md: clients
+# at the paper's protocol, recorded in RESULTS.md: clients
 # train epochs with Adam, FedAvg is weighted, and tune_main first searches the
 # grids of the paper's appendix D (experiments/hybrid_async/tuning.py) on a
 # validation split of 250 held-out images apart from the test set: the
@@ -417,7 +417,7 @@ results-advice: venv
 # point by point; gaps_main then writes the section hybrid_async_gaps, the
 # measurement behind each kind of difference, from the kept runs. Data: the 5,000 real CIFAR-10 test images of CIFAR10_NPZ at
 # 16x16, 150 clients, 5 a round, 70 rounds: the scale at which the whole
-# grids and both tables take a few hours on this 2-core machine
+# grids and both tables take a few hours on 2 cores
 # (measured on 2026-11-26 with up to five runs side by side: the whole
 # search, 90 points, about 40 minutes; a final run 10-30 s, Feddle and HFCL
 # 1-2 minutes, the out-of-domain methods about 2; each table about an
@@ -489,7 +489,7 @@ results-hybrid-async: venv cifar10-data
 	  --results_markdown=RESULTS.md
 
 # The measurements behind three differences from the paper that the tuned
-# tables alone leave open (issue 19), each kept as JSON and rebuilt into
+# tables alone leave open, each kept as JSON and rebuilt into
 # RESULTS.md, then hybrid_async_gaps: (1) the client grid searched again from
 # the pretrained start (docs/results/hybrid_tuning/cifar10_16_pretrained;
 # about 3 minutes); (2) what the span of Feddle's atlas holds (in-domain
@@ -556,14 +556,14 @@ results-hybrid-diagnostics: venv cifar10-data
 	@$(RUN) $(PY) -m experiments.hybrid_async.gaps_main \
 	  --results_markdown=RESULTS.md
 
-# The same protocol at the paper's scale (issue 19, item 2): all of CIFAR-10
+# The same protocol at the paper's scale: all of CIFAR-10
 # at 32x32 (make cifar10-data), 500 clients, 10 a round, 200 rounds, 1,000
 # in-domain server images, evaluated every 10 rounds, from scratch (table 7)
 # and from a backbone pretrained on 10,000 training images no client holds
 # (our stand-in for tables 1/6's ImageNet start). Everything the runs leave
 # is small JSON kept in the repository (the search's points under
 # docs/results/hybrid_tuning/, the final runs under --runs_dir), so the
-# work, days of it on this 2-core machine (a 200-round FedAvg run takes
+# work, days of it on 2 cores (a 200-round FedAvg run takes
 # about 5-15 minutes depending on the load), resumes after an interruption:
 # each command resumes where the last one stopped. The search is made once, from
 # scratch, and its values serve both starts, as the paper tunes once.
@@ -593,7 +593,7 @@ results-hybrid-cifar10: venv cifar10-data
 	  --results_markdown=RESULTS.md \
 	  --results_section=hybrid_async_cifar10_pretrained $(ARGS)
 
-# The in-domain methods at the paper's scale first (issue 35): HYBRID_FULL's
+# The in-domain methods at the paper's scale first: HYBRID_FULL's
 # runs of FedAvg, FedBuff, FedAsync, CA2FL, Feddle-ID, Fed+FT and Center at
 # Dir(0.1), N(5), seed 0 (HYBRID_TRANSFERRED_SEEDS adds seeds), at the values
 # results-hybrid-async's search selected at 16x16, as the paper tunes once
@@ -629,8 +629,8 @@ results-hybrid-cifar10-transferred: venv cifar10-data
 	  --results_note="All of CIFAR-10 at 32x32, 500 clients (the paper's scale), with each method's values selected by the searches at 16x16 (the client values and FedAvg, FedAsync, CA2FL and Center from docs/results/hybrid_tuning/cifar10_16, FedBuff and the methods built on it from docs/results/hybrid_tuning/cifar10_16_merge, both read through the latter's selected.json; the paper tunes once and applies its values everywhere): the search at this scale re-selected the same client values and its method grids would take 1-2 days on this machine (Makefile, results-hybrid-cifar10-transferred). The runs do not record their machine: the Machine line names the machine of the last rebuild." \
 	  $(ARGS)
 
-# The paper's table 2, CelebA column (guided model merging, Zhu et al.;
-# issue 19, item 4), recorded in RESULTS.md (section hybrid_async_celeba)
+# The paper's table 2, CelebA column (guided model merging, Zhu et al.),
+# recorded in RESULTS.md (section hybrid_async_celeba)
 # beside the paper's numbers: real heterogeneity, one client per CelebA
 # identity (label Smiling), 200 in-domain server faces, delay N(20), 3
 # seeds. Data: the real CelebA subset of CELEBA_RAW, converted once to
@@ -730,7 +730,7 @@ benchmark: venv
 benchmark-results-celeba: venv
 	@$(RUN) $(PY) -m benchmarks.target_time --target=results-celeba $(ARGS)
 
-# FedAvg's round at CelebA size from 10 to 1,000 clients a round (issue 34):
+# FedAvg's round at CelebA size from 10 to 1,000 clients a round:
 # grouped and its compute floor, with each row's peak memory, into
 # BENCHMARKS.md's round_time_scale section (the round_time one stays). Not
 # per-client: at 1,000 clients TFF's worker then passes 17 GB and is killed
@@ -743,7 +743,7 @@ benchmark-scale: venv
 	  --output_json=benchmarks/results/round_time_scale.json $(ARGS)
 
 # FedAvg's round at CelebA size, 100 clients, on TFF's local runtime and on
-# 1 and 2 local TFF workers (issue 34), then BENCHMARKS.md's workers section
+# 1 and 2 local TFF workers, then BENCHMARKS.md's workers section
 # (benchmarks/workers_report.py: speedups and the cost model for N hosts).
 # --clients_per_group=0 makes one group per core, so on 2 or more cores each
 # of the 2 workers trains groups. The runs' own sections go to a scratch file

@@ -70,7 +70,7 @@ SOURCES = (
     Source('LM, eight Stack Exchange sites + WikiText-2',
            'docs/results/stackoverflow_wikipedia_sites',
            'make results-lm-sites'),
-    # Timing runs (issue 34): a few rounds at results-lm-sites' settings.
+    # Timing runs: a few rounds at results-lm-sites' settings.
     Source('LM, eight sites + WikiText-2, short runs at S = 100, GRU 64',
            'benchmarks/results/paper_runs/lm_sites_s100_gru64',
            'make benchmark-lm-s100 LM_S100_GRU_UNITS=64'),

@@ -25,7 +25,7 @@ local runtime, and a cost model fitted on the runs on workers,
 fixed being what does not split across workers (the driver, merging the
 workers' aggregates, sending the model) and work what does (the clients'
 training), with its prediction for 4 and 8 workers. `make benchmark-workers`
-runs the three benchmarks and this report (issue 34).
+runs the three benchmarks and this report.
 
 Usage, from the repository root:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make results-advice: the algorithm advisor against measurement (issue 20),
+# make results-advice: the algorithm advisor against measurement,
 # one task at a time (ADVICE_TASKS, default
 # digits,celeba,lm,lm_sites,movielens,movielens_1m).
 #

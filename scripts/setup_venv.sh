@@ -34,5 +34,8 @@ echo "$PWD" > "$site/tff_mixed_repo.pth"
 # does, so this check cannot leave one behind. The explicit clean-up call
 # keeps TFF's worker manager from printing an ignored AttributeError at
 # interpreter exit (its __del__ runs after `subprocess` is torn down).
-"$VENV/bin/python" -c 'import tensorflow_federated as tff, tff_mixed; tff_mixed.register_worker_cleanup(); print("[setup] TFF", tff.__version__, "and tff_mixed", tff_mixed.__version__, "ready")' >&2
+# TensorFlow's C++ log lines (oneDNN, CUDA, TensorRT) are off here as in the
+# binaries (experiments/tf_log_level.py): a failing import still prints its
+# Python error.
+TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/python" -c 'import tensorflow_federated as tff, tff_mixed; tff_mixed.register_worker_cleanup(); print("[setup] TFF", tff.__version__, "and tff_mixed", tff_mixed.__version__, "ready")' >&2
 echo "$want" > "$STAMP"

@@ -59,8 +59,8 @@ class HybridAsyncRecordsTest(absltest.TestCase):
     # Every run kept under docs/results by hybrid_async_main and tune_main
     # matches what its make target would run now: none is run again.
     # FedAsync's (a > 0) and FedDF's were all run again after their methods
-    # changed (issue 32: staleness counted in server steps, one distillation
-    # per merged buffer), and their records name the change.
+    # changed (staleness counted in server steps, one distillation per
+    # merged buffer), and their records name the change.
     counts = {}
     for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
       for name in names:
@@ -145,9 +145,9 @@ class StudyRecordsTest(absltest.TestCase):
 
   def test_every_record_is_read_back(self):
     # The study's FedAsync (a > 0) and FedDF variants were run again after
-    # their methods changed (issue 32, items 1 and 2); every variant's
-    # record now matches what `async_study_main` would run, so the command
-    # reads them all back.
+    # their methods changed (staleness unit, distillation per buffer);
+    # every variant's record now matches what `async_study_main` would
+    # run, so the command reads them all back.
     records_dir = os.path.join(_REPO, 'docs', 'results', 'hybrid_async_study')
     statuses = {}
     for record in study.read_records(records_dir):

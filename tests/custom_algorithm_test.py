@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""A new algorithm is one file of public components (issue 33).
+"""A new algorithm is one file of public components.
 
 `examples/custom_algorithm.py` writes Parallel Training (arXiv:2205.13655,
 Algorithm 1, green steps) from `tff_mixed.components` alone: it is at most
@@ -175,6 +175,50 @@ class ComposeChecksTest(absltest.TestCase):
       components.build_client_work(
           self.model, components.build_broadcast_distributor(self.model),
           tu.sgd(0.1), step_gradient=components.MixedGradient(0.5, 0.5))
+
+  def test_rules_without_their_protocol_are_refused_at_build_time(self):
+    components = tff_mixed.components
+    distributor = components.build_broadcast_distributor(self.model)
+
+    def bare_step(gradient, augmenting_gradient):
+      del augmenting_gradient
+      return gradient
+
+    class AtModelWithoutFlags:
+
+      def before_distribution(self, central, state):
+        raise AssertionError('never called: refused at build time')
+
+    cases = {
+        'no uses_augmenting_gradient': (
+            lambda: components.build_client_work(
+                self.model, distributor, tu.sgd(0.1),
+                step_gradient=bare_step),
+            r'`step_gradient` .* boolean attribute `uses_augmenting_gradient`'),
+        'local_data not callable': (
+            lambda: components.build_client_work(
+                self.model, distributor, tu.sgd(0.1), local_data=16),
+            r'`local_data` 16 .* not callable'),
+        'no uses_federated_gradient': (
+            lambda: components.build_central_work(
+                self.model, self.objective, tu.sgd(0.1), central_steps=1,
+                step_rule=bare_step),
+            r'`step_rule` .* `uses_federated_gradient`'),
+        'no flags': (
+            lambda: components.build_central_work(
+                self.model, self.objective,
+                augmenting_gradient=AtModelWithoutFlags()),
+            r'`evaluated_at_model`; .* `carried_in_state`'),
+        'no method': (
+            lambda: components.build_central_work(
+                self.model, self.objective,
+                augmenting_gradient=components.PlainGradient()),
+            r'no method `before_distribution`'),
+    }
+    for name, (build, message) in cases.items():
+      with self.subTest(name):
+        with self.assertRaisesRegex(TypeError, message):
+          build()
 
 
 if __name__ == '__main__':

@@ -535,7 +535,7 @@ class ReportTest(absltest.TestCase):
                    [lib.FEDBUFF])
 
   def _old_record(self, config, method):
-    """The fingerprint a kept run of `method` had before issue 32."""
+    """The fingerprint of a kept run of `method` from an earlier version."""
     lib = hybrid_async_lib
     fingerprint = lib._fingerprint(config, 'd', method)
     fingerprint.pop('fedasync_staleness_unit', None)

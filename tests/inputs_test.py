@@ -113,6 +113,26 @@ class SameRoundsTest(absltest.TestCase):
     self._assert_same('one_way_gt',
                       _run('one_way_gt', model, tu.central_arrays()))
 
+  def test_keras_model_reports_the_loss_without_a_metrics_constructor(self):
+    # The loss metric is added as `from_keras_model` adds it (each batch's
+    # mean weighted by its size), so it equals the reference's.
+    model = tff_mixed.functional_model(
+        _keras_model(), loss=tf.keras.losses.MeanSquaredError(),
+        input_spec=INPUT_SPEC)
+    self._assert_same('one_way_gt',
+                      _run('one_way_gt', model, tu.central_arrays()))
+
+  def test_keras_model_with_a_plain_dict_of_metrics(self):
+    model = tff_mixed.functional_model(
+        _keras_model(), loss=tf.keras.losses.MeanSquaredError(),
+        input_spec=INPUT_SPEC,
+        metrics_constructor={'mae': tf.keras.metrics.MeanAbsoluteError})
+    self.assertSequenceEqual(
+        list(model.finalize_metrics(model.initialize_metrics_state())),
+        ['mae', 'loss', 'num_examples', 'num_batches'])
+    self._assert_same('parallel_training',
+                      _run('parallel_training', model, tu.central_arrays()))
+
   def test_dataset_central_data(self):
     x, y = tu.central_arrays()
     dataset = tf.data.Dataset.from_tensor_slices(
@@ -164,6 +184,29 @@ class BadModelsTest(absltest.TestCase):
     model = tu.linear_model()
     self.assertIs(tff_mixed.functional_model(model), model)
 
+  def test_metrics_of_a_keras_model(self):
+    def names(metrics_constructor):
+      model = tff_mixed.functional_model(
+          _keras_model(), loss=tf.keras.losses.MeanSquaredError(),
+          input_spec=INPUT_SPEC, metrics_constructor=metrics_constructor)
+      return list(model.finalize_metrics(model.initialize_metrics_state()))
+
+    training = ['loss', 'num_examples', 'num_batches']
+    self.assertEqual(names(None), training)
+    self.assertEqual(names(tf.keras.metrics.MeanAbsoluteError),
+                     ['mean_absolute_error'] + training)
+    self.assertEqual(
+        names(lambda: collections.OrderedDict(
+            mae=tf.keras.metrics.MeanAbsoluteError())), ['mae'] + training)
+    # A user's own `num_batches` is kept, not replaced.
+    self.assertEqual(
+        names(collections.OrderedDict(num_batches=tf.keras.metrics.Sum)),
+        ['num_batches', 'loss', 'num_examples'])
+    with self.assertRaisesRegex(TypeError, r"metrics_constructor\['mae'\]"):
+      names({'mae': tf.keras.metrics.MeanAbsoluteError()})
+    with self.assertRaisesRegex(TypeError, 'must be a no-arg callable'):
+      names(3)
+
   def test_refused_models(self):
     mse = tf.keras.losses.MeanSquaredError()
     cases = dict(
@@ -189,6 +232,13 @@ class BadModelsTest(absltest.TestCase):
                 _keras_model(), loss=mse, input_spec=INPUT_SPEC,
                 metrics=[tf.keras.metrics.MeanAbsoluteError()])),
                           ValueError, 'no-arg constructors'),
+        # TFF's converter refuses it; the error names the model.
+        batch_norm=(lambda: tff_mixed.functional_model(
+            tf.keras.Sequential([
+                tf.keras.layers.Dense(1, input_shape=(tu.INPUT_DIM,)),
+                tf.keras.layers.BatchNormalization()]),
+            loss=mse, input_spec=INPUT_SPEC), ValueError,
+                    'cannot become a FunctionalModel'),
     )
     for name, (build, error, message) in cases.items():
       with self.subTest(name):

@@ -241,6 +241,33 @@ class AsyncRegistryTest(parameterized.TestCase):
     # Center trains no client and merges once; the others merge updates.
     self.assertEqual(result.num_trained == 0, name == registry.CENTER)
 
+  # The methods that run the model at the server, outside TFF: a Keras
+  # model there takes the same steps as the FunctionalModel it equals.
+  @parameterized.parameters(registry.FEDDLE, registry.FEDDF, registry.FED_FT,
+                            registry.CENTER, registry.HFCL)
+  def test_keras_model_runs_as_its_functional_twin(self, name):
+    keras_model = tf.keras.Sequential([tf.keras.layers.Dense(
+        1, input_shape=(tu.ASYNC_DIM,), kernel_initializer='zeros',
+        bias_initializer='zeros')])
+    keras_fm = tff_mixed.functional_model(
+        keras_model, loss=tf.keras.losses.MeanSquaredError(),
+        input_spec=_async_model().input_spec)
+    results = []
+    for model, training in (
+        (_async_model(), self.training),
+        (keras_fm, tff_mixed.build_async_client_training(
+            keras_fm, tu.sgd(0.05)))):
+      strategy = registry.build(name, model, _central_data(),
+                                **_ASYNC_HYPERPARAMETERS)
+      results.append(tff_mixed.run_async(
+          strategy, tff_mixed.AsyncSchedule(_CLIENTS, 2, 0.0, 2, seed=0),
+          training, _dataset, model.initial_weights[0],
+          evaluate_fn=lambda w: {}, eval_every=2).weights)
+    functional, keras = results
+    self.assertGreater(np.abs(functional[0]).max(), 1e-4)  # It moved.
+    for got, want in zip(keras, functional):
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
   def test_fedbuff_merge_is_the_mean_of_the_updates(self):
     rng = np.random.default_rng(0)
     x = [rng.normal(size=[3, 1]), rng.normal(size=[1])]

@@ -40,8 +40,9 @@ arXiv:2205.13655). This facade is the public API, kept small
     a run's first rounds with diagnostics;
 *   asynchronous FL on hybrid data (guided model merging, Zhu et al.): its
     server strategies (all `AsyncStrategy`s, also built by name through the
-    registry), Feddle, the arrival schedule, `run_async` and the
-    `AsyncObserver` that sees a run's merges and rounds;
+    registry), Feddle, the arrival schedule, the clients' local training
+    (`build_async_client_training`), `run_async` and the `AsyncObserver`
+    that sees a run's merges and rounds;
 *   `register_worker_cleanup`, which makes the TFF worker processes this
     process starts end with it. Importing `tff_mixed` has no side effects
     (no exit hook, TFF's modules untouched); `run_training`, `run_async`
@@ -84,6 +85,9 @@ from tff_mixed.core.mixed_process import MixedFLState
 from tff_mixed.advisor.advice import advise
 from tff_mixed.advisor.advice import Advice
 # Asynchronous FL on hybrid data.
+# The clients' side of an asynchronous run: local training from the
+# weights a client was sent, its update returned (`run_async` takes it).
+from tff_mixed.asynchronous.client_training import build_client_training as build_async_client_training
 from tff_mixed.asynchronous.deadline_fedavg import DeadlineFedAvg
 from tff_mixed.asynchronous.feddle import FeddleMethod
 from tff_mixed.asynchronous.schedule import AsyncSchedule
@@ -124,6 +128,7 @@ __all__ = [
     'MixedFLState',
     'RunResult',
     'advise',
+    'build_async_client_training',
     'build_example_transfer',
     'build_fedavg',
     'build_fedavg_with_shared_data',

@@ -75,7 +75,6 @@ a few milliseconds per image on one CPU core.
 import collections
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 import os
-import sqlite3
 import sys
 import time
 from typing import Any, NamedTuple, Optional
@@ -86,8 +85,8 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from experiments.common import sqlite_files
 from tff_mixed.tasks import celeba_smile
-from tff_mixed.training import reports
 
 celeba = celeba_smile
 
@@ -276,68 +275,48 @@ def _write_database(
         'test clients.')
 
   counts = collections.Counter()
-  temp_path = reports.temp_path_beside(database_path)
-  try:
-    connection = sqlite3.connect(temp_path)
-    try:
-      # The file is private until `os.replace`, so durability is not needed
-      # while writing; an interrupted write just deletes it.
-      connection.execute('PRAGMA journal_mode = MEMORY;')
-      connection.execute('PRAGMA synchronous = OFF;')
-      for statement in _CREATE_STATEMENTS:
-        connection.execute(statement)
-      for client_id in client_ids:
-        examples = clients[client_id]
-        if not examples:
-          raise ValueError(f'Client {client_id!r} has no examples.')
-        protos = []
-        for i, example in enumerate(examples):
-          where = f'client {client_id!r}, example {i}'
-          try:
-            image, attributes = example
-          except (TypeError, ValueError):
-            raise ValueError(f'{where}: expected an (image, attributes) pair, '
-                             f'got {type(example)}.') from None
-          protos.append(_serialize_example(image, attributes, where))
-          if on_example is not None:
-            on_example()
-        by_clients = (SPLIT_BY_CLIENTS_TEST if client_id in test_ids
-                      else SPLIT_BY_CLIENTS_TRAIN)
-        num_test = _num_test_examples(len(protos), example_test_fraction)
-        test_indices = set(_client_rng(seed, client_id).choice(
-            len(protos), size=num_test, replace=False).tolist())
-        rows = [(by_clients, client_id, p) for p in protos]
-        rows += [(SPLIT_BY_EXAMPLES_TEST if i in test_indices
-                  else SPLIT_BY_EXAMPLES_TRAIN, client_id, p)
-                 for i, p in enumerate(protos)]
-        connection.executemany(
-            'INSERT INTO examples (split_name, client_id, '
-            'serialized_example_proto) VALUES (?, ?, ?);', rows)
-        sizes = {by_clients: len(protos),
-                 SPLIT_BY_EXAMPLES_TRAIN: len(protos) - num_test,
-                 SPLIT_BY_EXAMPLES_TEST: num_test}
-        metadata = [(client_id, split, n) for split, n in sizes.items() if n]
-        connection.executemany(
-            'INSERT INTO client_metadata (client_id, split_name, num_examples)'
-            ' VALUES (?, ?, ?);', metadata)
-        for split, n in sizes.items():
-          if n:
-            counts[f'{split}_clients'] += 1
-            counts[f'{split}_examples'] += n
-      connection.execute(_CREATE_INDEX)
-      connection.commit()
-    finally:
-      connection.close()
-    with open(temp_path, 'rb') as f:
-      os.fsync(f.fileno())
-    # mkstemp makes the file private (0600); give it the usual mode.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temp_path, 0o666 & ~umask)
-    os.replace(temp_path, database_path)
-  except BaseException:  # KeyboardInterrupt too: never leave the temp file.
-    reports.remove_quietly(temp_path)
-    raise
+  with sqlite_files.new_database(database_path) as connection:
+    for statement in _CREATE_STATEMENTS:
+      connection.execute(statement)
+    for client_id in client_ids:
+      examples = clients[client_id]
+      if not examples:
+        raise ValueError(f'Client {client_id!r} has no examples.')
+      protos = []
+      for i, example in enumerate(examples):
+        where = f'client {client_id!r}, example {i}'
+        try:
+          image, attributes = example
+        except (TypeError, ValueError):
+          raise ValueError(f'{where}: expected an (image, attributes) pair, '
+                           f'got {type(example)}.') from None
+        protos.append(_serialize_example(image, attributes, where))
+        if on_example is not None:
+          on_example()
+      by_clients = (SPLIT_BY_CLIENTS_TEST if client_id in test_ids
+                    else SPLIT_BY_CLIENTS_TRAIN)
+      num_test = _num_test_examples(len(protos), example_test_fraction)
+      test_indices = set(_client_rng(seed, client_id).choice(
+          len(protos), size=num_test, replace=False).tolist())
+      rows = [(by_clients, client_id, p) for p in protos]
+      rows += [(SPLIT_BY_EXAMPLES_TEST if i in test_indices
+                else SPLIT_BY_EXAMPLES_TRAIN, client_id, p)
+               for i, p in enumerate(protos)]
+      connection.executemany(
+          'INSERT INTO examples (split_name, client_id, '
+          'serialized_example_proto) VALUES (?, ?, ?);', rows)
+      sizes = {by_clients: len(protos),
+               SPLIT_BY_EXAMPLES_TRAIN: len(protos) - num_test,
+               SPLIT_BY_EXAMPLES_TEST: num_test}
+      metadata = [(client_id, split, n) for split, n in sizes.items() if n]
+      connection.executemany(
+          'INSERT INTO client_metadata (client_id, split_name, num_examples)'
+          ' VALUES (?, ?, ?);', metadata)
+      for split, n in sizes.items():
+        if n:
+          counts[f'{split}_clients'] += 1
+          counts[f'{split}_examples'] += n
+    connection.execute(_CREATE_INDEX)
   return DatabaseSummary(
       database_path=database_path,
       **{f: counts[f] for f in DatabaseSummary._fields[1:]})

@@ -503,7 +503,7 @@ def results_markdown(records: Sequence[RunRecord],
   delays = sorted({s.delay_std for s in settings})
   return '\n'.join([
       '## Why the asynchronous baselines and FedDF fall behind FedAvg here '
-      '(guided model merging, Zhu et al.; issue 19, item 3)', '',
+      '(guided model merging, Zhu et al.)', '',
       f'Generated on {date} by `{command}`.', '',
       f'* Machine: {machine}.',
       f'* Data (seed {seeds[0]}): {data_description}.',

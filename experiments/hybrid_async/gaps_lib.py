@@ -508,7 +508,7 @@ def results_markdown(*, command: str, machine: str, date: str,
   """The RESULTS.md section: the measured differences, table by table."""
   lines = [
       '## Where the tuned hybrid tables differ from the paper, measured '
-      '(guided model merging, Zhu et al., tables 2, 6 and 7; issue 19)', '',
+      '(guided model merging, Zhu et al., tables 2, 6 and 7)', '',
       f'Generated on {date} by `{command}`, from the run records committed '
       'under `docs/results/` (no run is made).', '',
       f'* Machine: {machine}.',

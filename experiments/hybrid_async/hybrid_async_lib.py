@@ -1044,8 +1044,7 @@ def wall_time_line(rows: Sequence[RunRow], methods: Sequence[str]) -> str:
   checkpoint); data loading is not counted. Over seeds and settings, the
   mean; the total sums every run, so a reader can price the missing ones.
   A further seed is priced at each kept (method, setting)'s mean over its
-  seeds, summed: what issue 35 asks a section to state where 3 seeds do
-  not fit.
+  seeds, summed: what a section states where 3 seeds do not fit.
   """
   last = {}
   for r in rows:

@@ -64,8 +64,8 @@ CONVERGENCE_SHARE = 0.1
 # The target of the convergence claim: this share of the lowest final
 # (last-quarter) mixed accuracy of the three mixed algorithms.
 TARGET_SHARE = 0.95
-# FL-only and the mixed methods are wanted with 3 seeds where affordable
-# (issue 35); a record holds one, and the section prices the rest.
+# FL-only and the mixed methods are wanted with 3 seeds where affordable;
+# a record holds one, and the section prices the rest.
 SEEDED = (_LIB.FL_ONLY, *_LIB.MIXED)
 WANTED_SEEDS = 3
 # Settings that may differ between the records a claim compares.

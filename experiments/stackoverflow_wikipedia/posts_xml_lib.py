@@ -129,8 +129,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from experiments.common import sqlite_files
 from experiments.stackoverflow_wikipedia import posts_dumps
-from tff_mixed.training import reports
 
 DATABASE_FILENAME = 'stackoverflow.sqlite'
 TRAIN_SPLIT = 'train'
@@ -788,29 +788,9 @@ def convert_posts(
   database_path = os.path.join(cache_dir, DATABASE_FILENAME)
 
   counts = _Counts()
-  temp_path = reports.temp_path_beside(database_path)
-  try:
-    connection = sqlite3.connect(temp_path)
-    try:
-      # The file is private until `os.replace`, so durability is not needed
-      # while writing; an interrupted write just deletes it.
-      connection.execute('PRAGMA journal_mode = MEMORY;')
-      connection.execute('PRAGMA synchronous = OFF;')
-      per_split, dumps = _write_database(connection, given, cutoff,
-                                         heldout_fraction, seed, counts)
-      connection.commit()
-    finally:
-      connection.close()
-    with open(temp_path, 'rb') as f:
-      os.fsync(f.fileno())
-    # mkstemp makes the file private (0600); give it the usual mode.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temp_path, 0o666 & ~umask)
-    os.replace(temp_path, database_path)
-  except BaseException:  # KeyboardInterrupt too: never leave the temp file.
-    reports.remove_quietly(temp_path)
-    raise
+  with sqlite_files.new_database(database_path) as connection:
+    per_split, dumps = _write_database(connection, given, cutoff,
+                                       heldout_fraction, seed, counts)
 
   clients = {split: per_split.get(split, (0, 0))[0] for split in SPLIT_NAMES}
   examples = {split: per_split.get(split, (0, 0))[1] for split in SPLIT_NAMES}

@@ -51,8 +51,45 @@ from tff_mixed.core import transfer_select as transfer_lib
 from tff_mixed.core import validation
 
 # The composer's input and the components' types.
+__all__ = [
+    'Aggregator',
+    'CentralWork',
+    'ClientInputs',
+    'Components',
+    'Distribution',
+    'Distributor',
+    'Finalizer',
+    'GradientAtModel',
+    'MergedData',
+    'MixedCentralSteps',
+    'MixedGradient',
+    'OwnData',
+    'PlainCentralSteps',
+    'PlainGradient',
+    'PreviousRoundMean',
+    'Recovery',
+    'build_broadcast_distributor',
+    'build_central_work',
+    'build_client_work',
+    'build_finalizer',
+    'build_mean_aggregator',
+    'build_scatter_back_aggregator',
+    'build_select_distributor',
+    'build_transfer_distributor',
+    'compose_mixed_process',
+    'data_type',
+    'weights_type',
+]
+
 Components = mixed_process.Components
 Distributor = distributors_lib.Distributor
+# What a distributor of one's own returns: the clients' values (and keys),
+# and, on each client, what it trains with.
+Distribution = distributors_lib.Distribution
+ClientInputs = distributors_lib.ClientInputs
+# The TFF types of a model's weights (ModelWeights) and of a client's data.
+weights_type = model_types.weights_type
+data_type = model_types.data_type
 Aggregator = aggregators_lib.Aggregator
 CentralWork = central_lib.CentralWork
 Finalizer = finalizer_lib.Finalizer
@@ -164,13 +201,9 @@ def build_client_work(
   validation.check_optimizer('client_optimizer', client_optimizer)
   validation.check_positive_int('client_steps', client_steps, allow_none=True)
   validation.check_client_weighting(client_weighting)
-  for name, rule, example in (
-      ('step_gradient', step_gradient, 'MixedGradient(w_f, w_c)'),
-      ('local_data', local_data, 'MergedData(batch_size)')):
-    if not callable(rule):
-      raise TypeError(f'`{name}` must be a callable rule (e.g. '
-                      f'`components.{example}`), got {rule!r}.')
-  uses = getattr(step_gradient, 'uses_augmenting_gradient', False)
+  validation.check_rule('step_gradient', step_gradient)
+  validation.check_rule('local_data', local_data)
+  uses = step_gradient.uses_augmenting_gradient
   if uses != _sends_central_gradient(distributor):
     raise ValueError(
         f'`step_gradient` {step_gradient!r} reads g~_c only if the '
@@ -253,6 +286,9 @@ def build_central_work(
     validation.check_optimizer('central_optimizer', central_optimizer)
   validation.check_central_batch_size(central_batch_size, central_objective)
   validation.optional_clip('central_clip_norm', central_clip_norm)
+  validation.check_rule('step_rule', step_rule)
+  if augmenting_gradient is not None:
+    validation.check_rule('augmenting_gradient', augmenting_gradient)
   config = central_lib.CentralConfig(
       central_steps=central_steps, batch_size=central_batch_size, seed=seed,
       clip_norm=central_clip_norm, federated_weight=float(federated_weight),

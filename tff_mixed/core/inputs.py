@@ -29,7 +29,8 @@ returning a `tff.learning.models.VariableModel`, a Keras model, and a
 """
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+import functools
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -37,6 +38,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 # TFF 0.87 has no public accessor for what `from_keras_model` wraps (its Keras
 # model, loss and metric constructors); its private class is read here only.
+# TFF 0.87 raises KerasFunctionalModelError without exporting it.
+from tensorflow_federated.python.learning.models import functional as tff_functional
 from tensorflow_federated.python.learning.models import keras_utils as tff_keras
 
 _ACCEPTED_MODELS = (
@@ -81,8 +84,11 @@ def functional_model(
   *   A `tf.keras.Model`, or a no-arg callable returning one, with `loss` (a
       `tf.keras.losses.Loss`) and `input_spec` (the `(x, y)` structure of
       `tf.TensorSpec`s of a batch), and optional `metrics_constructor` (as
-      `tff.learning.metrics.create_functional_metric_fns` takes): converted
-      by `functional_model_from_keras`.
+      `tff.learning.metrics.create_functional_metric_fns` takes, or a plain
+      dict of names to no-arg metric constructors): converted by
+      `functional_model_from_keras`, with `loss`, `num_examples` and
+      `num_batches` added where not given, so its metrics are those of the
+      same model through a `model_fn`.
 
   Limits, those of a variable-free model and of TFF 0.87: a VariableModel
   not made by `from_keras_model` is refused, as TFF has no converter for
@@ -92,8 +98,10 @@ def functional_model(
   outputs with their own losses, layer losses (`keras_model.losses`, e.g.
   kernel regularizers: the converted loss would leave them out), and
   metrics given as `tf.keras.metrics.Metric` instances rather than no-arg
-  constructors. The converted model is usable only inside TFF
-  computations (TFF's note on `functional_model_from_keras`).
+  constructors. Unlike the model `functional_model_from_keras` returns,
+  which runs only inside TFF computations, the converted model's forward
+  pass also runs in eager TensorFlow, where the asynchronous methods'
+  server steps (Feddle's search, FedDF, Fed+FT, Center, HFCL) use it.
 
   Args:
     model: The model, as above.
@@ -155,12 +163,125 @@ def _from_keras(keras_model, loss, input_spec, metrics_constructor):
                     f'{type(loss).__name__}.')
   if isinstance(keras_model, tf.keras.Model):
     _check_no_layer_losses(keras_model)
+  metrics = _with_training_metrics(loss, metrics_constructor)
   try:
-    return tff.learning.models.functional_model_from_keras(
-        keras_model, loss, input_spec, metrics_constructor=metrics_constructor)
-  except tff.learning.models.KerasFunctionalModelError as e:
+    converted = tff.learning.models.functional_model_from_keras(
+        keras_model, loss, input_spec, metrics_constructor=metrics)
+  except tff_functional.KerasFunctionalModelError as e:
     raise ValueError(
         f'The Keras `model` cannot become a FunctionalModel: {e}') from e
+  return _usable_outside_tff(converted, keras_model)
+
+
+def _usable_outside_tff(converted, keras_model):
+  """`converted` with a forward pass that also runs outside TFF.
+
+  TFF's converted model refuses to run its forward pass outside a TFF
+  computation or graph, but the asynchronous server methods (Feddle's
+  coefficient search, FedDF's distillation, Fed+FT's and Center's server
+  steps) run the model in eager TensorFlow. The forward pass here is the
+  same idea as TFF's, without that refusal: a clone of the Keras model
+  whose variables are, as they are created, the given weights (tensors, so
+  nothing is created and gradients reach the weights), in the order of
+  creation that TFF's initial weights follow. Weights, loss, metrics and
+  input spec are TFF's conversion's.
+  """
+  template = (keras_model if isinstance(keras_model, tf.keras.Model)
+              else keras_model())
+
+  @tf.function
+  def predict_on_batch(model_weights, x, training=True):
+    trainable, non_trainable = (list(w) for w in model_weights)
+
+    def as_given(next_creator, **kwargs):
+      del next_creator  # Nothing is created: the weights are the variables.
+      source = trainable if kwargs.get('trainable', True) else non_trainable
+      return source.pop(0)
+
+    with tf.variable_creator_scope(as_given):
+      clone = tf.keras.models.clone_model(template)
+    return clone(x, training=training)
+
+  return tff.learning.models.FunctionalModel(
+      initial_weights=converted.initial_weights,
+      predict_on_batch_fn=predict_on_batch,
+      loss_fn=converted.loss,
+      metrics_fns=(converted.initialize_metrics_state,
+                   converted.update_metrics_state,
+                   converted.finalize_metrics),
+      input_spec=converted.input_spec)
+
+
+class _MeanLoss(tf.keras.metrics.Mean):
+  """The loss as a metric: each batch's loss weighted by its size.
+
+  The per-example mean over a client's data, as the `loss` metric that
+  `tff.learning.models.from_keras_model` adds, so that a Keras model gives
+  the same `loss` through either route.
+  """
+
+  def __init__(self, loss_fn, name='loss', dtype=tf.float32):
+    super().__init__(name, dtype)
+    self._loss_fn = loss_fn
+
+  def update_state(self, y_true, y_pred, sample_weight=None):  # pytype: disable=signature-mismatch
+    del sample_weight  # The batch size weighs the batch's loss.
+    batch_size = tf.shape(tf.nest.flatten(y_pred)[0])[0]
+    return super().update_state(self._loss_fn(y_true, y_pred), batch_size)
+
+
+def _with_training_metrics(loss, metrics_constructor):
+  """`metrics_constructor` with `loss`, `num_examples` and `num_batches`.
+
+  TFF's `from_keras_model` adds these three to every model; its
+  `functional_model_from_keras` adds none, so without them a Keras model
+  given directly would report no training loss while the same model through
+  a `model_fn` does. The ones the user gives under these names are kept.
+  Accepts what `create_functional_metric_fns` takes, and a plain dict.
+  """
+  extras = collections.OrderedDict([
+      ('loss', functools.partial(_MeanLoss, loss)),
+      ('num_examples', tff.learning.metrics.NumExamplesCounter),
+      ('num_batches', tff.learning.metrics.NumBatchesCounter),
+  ])
+  if metrics_constructor is None:
+    return extras
+  if isinstance(metrics_constructor, Mapping):
+    given = collections.OrderedDict(metrics_constructor)
+    for name, constructor in given.items():
+      if isinstance(constructor, tf.keras.metrics.Metric) or not callable(
+          constructor):
+        raise TypeError(
+            f'`metrics_constructor[{name!r}]` must be a no-arg callable '
+            'returning a `tf.keras.metrics.Metric` (e.g. '
+            '`tf.keras.metrics.BinaryAccuracy`), not a '
+            f'{type(constructor).__name__}.')
+    return collections.OrderedDict(
+        list(given.items()) +
+        [(k, v) for k, v in extras.items() if k not in given])
+  if not callable(metrics_constructor):
+    raise TypeError(
+        '`metrics_constructor` must be a no-arg callable returning a '
+        '`tf.keras.metrics.Metric` or a mapping of names to them, or a '
+        'mapping of names to such callables; got '
+        f'{type(metrics_constructor).__name__}.')
+  built = metrics_constructor()
+  if isinstance(built, tf.keras.metrics.Metric):
+    return _with_training_metrics(
+        loss, collections.OrderedDict([(built.name, metrics_constructor)]))
+  if not isinstance(built, Mapping):
+    raise TypeError(
+        '`metrics_constructor()` must return a `tf.keras.metrics.Metric` or '
+        f'a mapping of names to them; got {type(built).__name__}.')
+
+  def metrics():
+    made = collections.OrderedDict(metrics_constructor())
+    for name, constructor in extras.items():
+      if name not in made:
+        made[name] = constructor()
+    return made
+
+  return metrics
 
 
 def _check_no_layer_losses(keras_model: tf.keras.Model) -> None:
