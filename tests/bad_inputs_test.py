@@ -248,6 +248,9 @@ _BAD_INPUTS = (
      'advise_then'),
     ('label_advise_output_dir_is_a_file', _LABEL,
      ['--advise_rounds=1', '--output_dir={file}'], _no_setup, 'is a file'),
+    # A binary's own bounds on shared flags (experiments.common.shared_flags).
+    ('label_unknown_scenario', _LABEL, ['--scenarios=fl_only,nope'],
+     _no_setup, '--scenarios must name one or more of'),
     # train_main.
     ('train_root_output_dir_is_a_file', _TRAIN,
      [*_TRAIN_ARGS, '--root_output_dir={file}'], _no_setup, 'is a file'),
@@ -285,6 +288,8 @@ _BAD_INPUTS = (
      _celeba_database_is_a_directory, 'is a directory'),
     ('celeba_eval_set_of_one_class', _CELEBA,
      [*_CELEBA_ARGS, '--max_eval_examples=1'], _celeba, 'one class'),
+    ('celeba_no_client_steps', _CELEBA, ['--client_steps=0'], _no_setup,
+     '--client_steps=0: 0 is not a positive integer'),
     # sweep_main, convert_raw_celeba_main.
     ('sweep_bad_batch_size', _SWEEP, ['--central_batch_sizes=0'], _no_setup,
      '--central_batch_sizes'),
@@ -407,6 +412,8 @@ _BAD_INPUTS = (
      ['--data=digits', '--cifar10_npz=', '--seeds=0', '--alphas=0.1',
       '--delay_stds=5', '--validation_size=100', '--report_only',
       '--span_records_dir={d}/rec'], _no_setup, 'No span record'),
+    ('hybrid_image_size_below_the_cnns', _HYBRID, ['--image_size=4'],
+     _no_setup, '--image_size=4: 4 is not integer >= 8'),
     ('hybrid_malformed_worker_address', _HYBRID,
      ['--worker_addresses=127.0.0.1:1,127.0.0.1:1'], _no_setup,
      'lists \'127.0.0.1:1\' twice'),

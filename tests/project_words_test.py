@@ -36,7 +36,8 @@ PATTERN = re.compile(
 
 
 def _tracked_files():
-  if shutil.which('git') is None or not os.path.isdir(
+  # `.git` is a directory in a clone and a file in a worktree.
+  if shutil.which('git') is None or not os.path.exists(
       os.path.join(_REPO, '.git')):
     return None
   out = subprocess.run(['git', 'ls-files', '-z'], cwd=_REPO, check=True,

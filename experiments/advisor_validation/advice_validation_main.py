@@ -42,6 +42,7 @@ from absl import logging
 
 from experiments.advisor_validation import validation_lib
 from experiments.common import results as results_lib
+from experiments.common import shared_flags
 
 _TASK = flags.DEFINE_string(
     'task', None, 'The task\'s short name (its record is <task>.json).')
@@ -69,10 +70,8 @@ _MINIMIZE = flags.DEFINE_bool(
 _NOTE = flags.DEFINE_string(
     'note', '', 'One sentence a reader should know beside the task\'s '
     'numbers (e.g. what else its own section measured).')
-_RECORDS_DIR = flags.DEFINE_string(
-    'records_dir', 'docs/results/advice', 'Where the records are kept.')
-_REPORT_ONLY = flags.DEFINE_bool(
-    'report_only', False, 'Only rebuild the section from the records.')
+_RECORDS_DIR = shared_flags.define_records_dir_flag('docs/results/advice')
+_REPORT_ONLY = shared_flags.define_report_only_flag()
 _RESULTS = results_lib.define_results_flags('advisor_validation')
 
 _MODULE = 'experiments.advisor_validation.advice_validation_main'

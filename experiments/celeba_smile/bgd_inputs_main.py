@@ -46,21 +46,20 @@ from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import reproduce_lib
 from experiments.common import results as results_lib
+from experiments.common import shared_flags
 
-_SEEDS = flags.DEFINE_list('seeds', ['0'], 'Comma-separated seeds.')
+_SEEDS = shared_flags.define_seeds_flag(['0'])
 _INPUTS = flags.DEFINE_list(
     'inputs', list(bgd_inputs_lib.INPUTS),
     f'Which inputs to run, from {list(bgd_inputs_lib.INPUTS)}.')
 _ALGORITHMS = flags.DEFINE_list(
     'algorithms', list(reproduce_lib.MIXED),
     f'Mixed algorithms to diagnose, from {list(reproduce_lib.MIXED)}.')
-_RECORDS_DIR = flags.DEFINE_string(
-    'records_dir', 'docs/results/celeba_bgd_inputs',
-    'Directory of the JSON records (committed; metrics only).')
-_REPORT_ONLY = flags.DEFINE_bool(
-    'report_only', False, 'Run nothing: rebuild the section from the records.')
-_DATA_NOTE = flags.DEFINE_string(
-    'data_note', '', 'Where the database came from, kept in the records.')
+_RECORDS_DIR = shared_flags.define_records_dir_flag(
+    'docs/results/celeba_bgd_inputs', 'JSON, metrics only.')
+_REPORT_ONLY = shared_flags.define_report_only_flag()
+_DATA_NOTE = shared_flags.define_data_note_flag(
+    '', 'Kept in the records.')
 
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()

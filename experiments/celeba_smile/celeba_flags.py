@@ -14,18 +14,20 @@
 """Flags shared by the CelebA smile binaries (experiment and sweep driver).
 
 Defined once: absl flags are process-global, so a second definition of the
-same name in another module raises DuplicateFlagError.
+same name in another module raises DuplicateFlagError. The flags that other
+experiments' binaries take too (`--rounds`, `--seed`, ...) come from
+`experiments.common.shared_flags`, with the CelebA binaries' defaults.
 """
 
 from absl import flags
 
 from experiments.celeba_smile import celeba_smile_lib
-from experiments.common import cli
 from experiments.common import grouping
+from experiments.common import shared_flags
 
-CACHE_DIR = flags.DEFINE_string(
-    'cache_dir', None, "Directory of TFF's celeba.sqlite (default: ~/.tff). "
-    'Build it offline with experiments.celeba_smile.convert_raw_celeba_main.')
+CACHE_DIR = shared_flags.define_cache_dir_flag(
+    None, 'Here: celeba.sqlite (default: ~/.tff), built offline by '
+    'experiments.celeba_smile.convert_raw_celeba_main.')
 WORK_DIR = flags.DEFINE_string(
     'work_dir', None, 'Cache of the central store, label counts and eval '
     'arrays (default: <cache_dir>/tff_mixed_celeba_<label>).')
@@ -34,50 +36,32 @@ DOWNLOAD = flags.DEFINE_bool(
 LABEL = flags.DEFINE_string(
     'label', 'smiling', 'The CelebA attribute used as the label: clients '
     'keep the images that have it, the datacenter those that do not.')
-ROUNDS = flags.DEFINE_integer('rounds', 100, 'Training rounds per scenario.',
-                              lower_bound=1)
-CLIENTS_PER_ROUND = flags.DEFINE_integer(
-    'clients_per_round', 100, 'S, clients per round.', lower_bound=1)
-CLIENT_STEPS = flags.DEFINE_integer(
-    'client_steps', 2, 'K, local SGD steps per client per round.',
-    lower_bound=1)
-CLIENT_BATCH_SIZE = flags.DEFINE_integer(
-    'client_batch_size', 5, '|B_i|, client batch size.', lower_bound=1)
-CLIENT_LR = flags.DEFINE_float(
-    'client_lr', 0.01, 'eta, client (and central) learning rate.',
-    lower_bound=0.0)
-CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
-    'central_batch_size', None, '|B_c| for every mixed algorithm; unset: the '
-    "paper's 1000 (1-way GT) / 500 (PT, 2-way GT), i.e. K*S*|B_i| and "
-    'S*|B_i|.', lower_bound=1)
-EXAMPLES_PER_CLIENT = flags.DEFINE_integer(
-    'examples_per_client', None, 'Example Transfer: central examples per '
-    'client per round; unset: the mean federated client size.',
-    lower_bound=1)
+ROUNDS = shared_flags.define_rounds_flag(100)
+CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(100)
+CLIENT_STEPS = shared_flags.define_client_steps_flag(2)
+CLIENT_BATCH_SIZE = shared_flags.define_client_batch_size_flag(5)
+CLIENT_LR = shared_flags.define_client_lr_flag(0.01, 'Also the central one.')
+CENTRAL_BATCH_SIZE = shared_flags.define_central_batch_size_flag(
+    None, "Unset: the paper's 1000 (1-way GT) / 500 (PT, 2-way GT), i.e. "
+    'K*S*|B_i| and S*|B_i|.')
+EXAMPLES_PER_CLIENT = shared_flags.define_examples_per_client_flag(None)
 RAW_CLIENTS_PER_CLIENT = flags.DEFINE_integer(
     'raw_clients_per_client', 3, 'Celebrities per composite client.',
     lower_bound=1)
 HIDDEN_UNITS = flags.DEFINE_list(
     'hidden_units', [str(u) for u in celeba_smile_lib.HIDDEN_UNITS],
     'Hidden layer widths of the classifier.')
-EVAL_EVERY = flags.DEFINE_integer(
-    'eval_every', 5, 'Evaluate every this many rounds (and at the end).',
-    lower_bound=1)
-TARGET_AUC = flags.DEFINE_float(
-    'target_auc', 0.9, 'Eval AUC whose first crossing the table reports.',
-    lower_bound=0.0, upper_bound=1.0)
-MAX_EVAL_EXAMPLES = flags.DEFINE_integer(
-    'max_eval_examples', None, 'Evaluate on a seeded sample of this many '
-    'evaluation images (faster); unset: all.', lower_bound=1)
-SEED = flags.DEFINE_integer('seed', 0, 'Seed of grouping, initialization and '
-                            'sampling.', lower_bound=0,
-                            upper_bound=cli.MAX_SEED)
-OUTPUT_DIR = flags.DEFINE_string(
-    'output_dir', 'outputs/celeba_smile', 'Directory for the outputs.')
+EVAL_EVERY = shared_flags.define_eval_every_flag(5)
+TARGET_AUC = shared_flags.define_target_auc_flag(0.9)
+MAX_EVAL_EXAMPLES = shared_flags.define_max_eval_examples_flag(None)
+SEED = shared_flags.define_seed_flag(0)
+OUTPUT_DIR = shared_flags.define_output_dir_flag('outputs/celeba_smile')
 CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
-RESULTS_MARKDOWN = flags.DEFINE_string(
-    'results_markdown', '', 'If set, also write this run\'s section of a '
-    'Markdown report (table, data, machine, date), e.g. RESULTS.md.')
+RESULTS_MARKDOWN = shared_flags.define_results_markdown_flag()
+# The shared bounds are the loosest any binary takes; these binaries train
+# K >= 1 local steps at a learning rate >= 0.
+shared_flags.require_at_least(CLIENT_STEPS, 1)
+shared_flags.require_at_least(CLIENT_LR, 0.0)
 
 
 def define_scenarios_flag() -> flags.FlagHolder:
@@ -86,16 +70,8 @@ def define_scenarios_flag() -> flags.FlagHolder:
   Only the binaries that choose scenarios call it (not the sweep driver,
   whose points fix theirs).
   """
-  scenarios = flags.DEFINE_list(
-      'scenarios', list(celeba_smile_lib.SCENARIOS),
-      f'Comma-separated scenarios, from {list(celeba_smile_lib.SCENARIOS)}.')
-  flags.register_validator(
-      'scenarios',
-      lambda names: (bool(names)
-                     and set(names) <= set(celeba_smile_lib.SCENARIOS)
-                     and len(set(names)) == len(names)),
-      message='--scenarios must name one or more of '
-      f'{list(celeba_smile_lib.SCENARIOS)}, without repeats.')
+  scenarios = shared_flags.define_scenarios_flag(celeba_smile_lib.SCENARIOS)
+  shared_flags.require_choices(scenarios, celeba_smile_lib.SCENARIOS)
   return scenarios
 
 

@@ -46,22 +46,15 @@ from experiments.celeba_smile import celeba_flags
 from experiments.celeba_smile import reproduce_lib
 from experiments.celeba_smile import reproduce_report
 from experiments.common import results as results_lib
+from experiments.common import shared_flags
 from tff_mixed.training import reports as reports_lib
 
-_SEEDS = flags.DEFINE_list(
-    'seeds', ['0', '1', '2'], 'Comma-separated seeds; every scenario runs '
-    'once per seed (replaces --seed).')
+_SEEDS = shared_flags.define_seeds_flag(['0', '1', '2'], 'Replaces --seed.')
 _SCENARIOS = celeba_flags.define_scenarios_flag()
-_DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
-    'diagnostic_rounds', 100, "Rounds of table 4's (G, B)-BGD runs of each "
-    'mixed algorithm (K = 1); 0: no diagnostics.', lower_bound=0)
-_PLOT = flags.DEFINE_string(
-    'plot', '', 'Where to write the AUC plot (default: '
-    f'<output_dir>/{reproduce_report.PLOT_FILE}); the RESULTS.md section '
-    'links to it.')
-_DATA_NOTE = flags.DEFINE_string(
-    'data_note', '', 'Where the database came from, for the RESULTS.md '
-    'section (e.g. the raw copy and the conversion flags).')
+_DIAGNOSTIC_ROUNDS = shared_flags.define_diagnostic_rounds_flag(100)
+_PLOT = shared_flags.define_plot_flag(
+    '', f'The AUC plot (default: <output_dir>/{reproduce_report.PLOT_FILE}).')
+_DATA_NOTE = shared_flags.define_data_note_flag('')
 
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()

@@ -18,7 +18,8 @@ their tables and plots (`tables`, `plots`), the RESULTS.md bookkeeping
 (`results`: generated sections; `claims`: a paper's claims beside our
 numbers; `run_records`: a finished scenario's committed record), the
 advisor's probe run (`advising`), table 4's (G, B)-BGD estimates read back
-from a run (`bgd_diagnostics`) and the binaries' entry point (`cli`).
+from a run (`bgd_diagnostics`), the binaries' entry point (`cli`) and the
+flags several binaries take, each defined once (`shared_flags`).
 Nothing in `tff_mixed` imports this package; what serves one study only stays
 with that study in `experiments/<task>/`.
 """

@@ -33,6 +33,7 @@ import tensorflow_federated as tff
 
 from experiments.common import markdown_sections
 from experiments.common import scenarios as scenarios_lib
+from experiments.common import shared_flags
 
 
 def machine_description() -> str:
@@ -145,9 +146,7 @@ class ResultsFlags(NamedTuple):
 
 def define_results_flags(default_section: str) -> ResultsFlags:
   """Defines the flags with which a binary writes its RESULTS.md section."""
-  markdown = flags.DEFINE_string(
-      'results_markdown', '', 'If set, also write this run\'s section of a '
-      'Markdown report, e.g. RESULTS.md.')
+  markdown = shared_flags.define_results_markdown_flag()
   section, note = define_results_section_flags(default_section)
   return ResultsFlags(markdown, section, note)
 

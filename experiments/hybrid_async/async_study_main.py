@@ -37,26 +37,24 @@ from absl import app
 from absl import flags
 
 from experiments.common import results as results_lib
+from experiments.common import shared_flags
 from experiments.hybrid_async import async_study_lib as study
 from experiments.hybrid_async import hybrid_async_lib as lib
 from tff_mixed.tasks import hybrid_images
 
-_CIFAR10_NPZ = flags.DEFINE_string(
-    'cifar10_npz', None, 'CIFAR-10 JPEG .npz (as hybrid_async_main).')
-_IMAGE_SIZE = flags.DEFINE_integer('image_size', 16, 'Image side (divides '
-                                   '32).', lower_bound=1)
-_SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds to run.')
+_CIFAR10_NPZ = shared_flags.define_cifar10_npz_flag(None)
+_IMAGE_SIZE = shared_flags.define_image_size_flag(16)
+_SEEDS = shared_flags.define_seeds_flag(['0', '1', '2'])
 _REPORT_SEEDS = flags.DEFINE_list(
     'report_seeds', ['0', '1', '2'], 'Seeds the section reports (a run of '
     'some seeds still reports all finished ones).')
-_ALPHAS = flags.DEFINE_list('alphas', ['0.1', '0.3'], 'Dirichlet alphas.')
-_DELAY_STDS = flags.DEFINE_list('delay_stds', ['5', '20'], 'Delay sigmas.')
+_ALPHAS = shared_flags.define_alphas_flag(['0.1', '0.3'])
+_DELAY_STDS = shared_flags.define_delay_stds_flag(['5', '20'])
 _VARIANTS = flags.DEFINE_list(
     'variants', [v.name for v in study.VARIANTS], 'Variants to run.')
-_RECORDS_DIR = flags.DEFINE_string(
-    'records_dir', 'docs/results/hybrid_async_study', 'The run records.')
-_REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rebuild the '
-                                 'section from the records.')
+_RECORDS_DIR = shared_flags.define_records_dir_flag(
+    'docs/results/hybrid_async_study')
+_REPORT_ONLY = shared_flags.define_report_only_flag()
 _RESULTS = results_lib.define_results_flags('hybrid_async_study')
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()

@@ -65,6 +65,7 @@ from absl import flags
 
 from experiments.common import grouping
 from experiments.common import results as results_lib
+from experiments.common import shared_flags
 from experiments.hybrid_async import hybrid_async_lib
 from experiments.hybrid_async import pretrain_lib
 from experiments.hybrid_async import tune_lib
@@ -82,9 +83,7 @@ _DATA = flags.DEFINE_enum('data', 'cifar10', ['cifar10', 'digits', 'celeba'],
 _CELEBA_CACHE_DIR = flags.DEFINE_string(
     'celeba_cache_dir', None, 'With --data=celeba: the directory of TFF\'s '
     'celeba.sqlite (default: TFF\'s ~/.tff, as celeba_database).')
-_CIFAR10_NPZ = flags.DEFINE_string(
-    'cifar10_npz', None, 'CIFAR-10 images as a JPEG npz (arrays jpeg_bytes, '
-    'jpeg_offsets, label).')
+_CIFAR10_NPZ = shared_flags.define_cifar10_npz_flag(None)
 _CIFAR10_DIR = flags.DEFINE_string(
     'cifar10_dir', None, 'All of CIFAR-10 as PNGs (scripts/fetch_cifar10.sh)'
     ' instead of --cifar10_npz: the clients get the training images, the '
@@ -105,24 +104,18 @@ _PRETRAIN_DIR = flags.DEFINE_string(
     '(one file per data, model and pretraining configuration).')
 _METHODS = flags.DEFINE_list('methods', list(_LIB.METHODS),
                              f'Any of {", ".join(_LIB.METHODS)}.')
-_SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds (each: data '
-                           'split, initial model, sampling and delays).')
-_ROUNDS = flags.DEFINE_integer('rounds', _DEFAULTS.rounds, 'Rounds.',
-                               lower_bound=1)
-_NUM_CLIENTS = flags.DEFINE_integer('num_clients', _DEFAULTS.num_clients,
-                                    'Clients.', lower_bound=1)
-_CLIENTS_PER_ROUND = flags.DEFINE_integer(
-    'clients_per_round', _DEFAULTS.clients_per_round, 'Sampled per round.',
-    lower_bound=1)
-_DELAY_STDS = flags.DEFINE_list(
-    'delay_stds', ['5', '20'], 'Delay levels: sigma of the |N(0, sigma^2)| '
-    'delays, in rounds (table 1\'s columns, with --alphas).')
-_ALPHAS = flags.DEFINE_list('alphas', ['0.1', '0.3'],
-                            'Dirichlet alphas of the label skew.')
-_IMAGE_SIZE = flags.DEFINE_integer(
-    'image_size', 32, 'Image side: CIFAR-10 is averaged down from 32 by an '
-    'integer factor (32, 16, 8); digits are resized to it; CelebA\'s 84x84 '
-    'faces are area-averaged to it.', lower_bound=8)
+_SEEDS = shared_flags.define_seeds_flag(
+    ['0', '1', '2'], 'Each draws the data split, initial model, sampling and '
+    'delays.')
+_ROUNDS = shared_flags.define_rounds_flag(_DEFAULTS.rounds)
+_NUM_CLIENTS = shared_flags.define_num_clients_flag(_DEFAULTS.num_clients)
+_CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
+    _DEFAULTS.clients_per_round)
+_DELAY_STDS = shared_flags.define_delay_stds_flag(['5', '20'])
+_ALPHAS = shared_flags.define_alphas_flag(['0.1', '0.3'])
+_IMAGE_SIZE = shared_flags.define_image_size_flag(
+    32, "Digits are resized to it; CelebA's 84x84 faces are area-averaged "
+    'to it.')
 _SERVER_SIZE = flags.DEFINE_integer(
     'server_size', _DEFAULTS.server_size, 'In-domain server examples.',
     lower_bound=1)
@@ -140,18 +133,15 @@ _SELECTED_JSON = flags.DEFINE_string(
 _CLIENT_EPOCHS = flags.DEFINE_integer(
     'client_epochs', _DEFAULTS.client_epochs, 'Local epochs (the paper\'s '
     'protocol, with --client_steps=0).', lower_bound=1)
-_CLIENT_STEPS = flags.DEFINE_integer(
-    'client_steps', _DEFAULTS.client_steps, 'K fixed local steps instead of '
-    '--client_epochs (the earlier protocol); 0: train epochs.',
-    lower_bound=0)
-_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
-    'client_batch_size', _DEFAULTS.client_batch_size, 'Local batch size.',
-    lower_bound=1)
+_CLIENT_STEPS = shared_flags.define_client_steps_flag(
+    _DEFAULTS.client_steps, 'Fixed, instead of --client_epochs (the earlier '
+    'protocol); 0: train epochs.')
+_CLIENT_BATCH_SIZE = shared_flags.define_client_batch_size_flag(
+    _DEFAULTS.client_batch_size)
 _CLIENT_OPTIMIZER = flags.DEFINE_enum(
     'client_optimizer', _DEFAULTS.client_optimizer,
     list(_LIB.CLIENT_OPTIMIZERS), 'Local optimizer (LoAdaBoost: SGD).')
-_CLIENT_LR = flags.DEFINE_float('client_lr', _DEFAULTS.client_lr,
-                                'Client learning rate.')
+_CLIENT_LR = shared_flags.define_client_lr_flag(_DEFAULTS.client_lr)
 _LOADABOOST_EPOCHS = flags.DEFINE_integer(
     'loadaboost_epochs', _DEFAULTS.loadaboost_epochs, 'LoAdaBoost\'s E (even;'
     ' clients train E/2 to 3E/2 epochs of K / E batches).')
@@ -232,11 +222,8 @@ _CONV_FILTERS = flags.DEFINE_list(
     'Filters of the 3 conv layers.')
 _DENSE_UNITS = flags.DEFINE_integer('dense_units', _DEFAULTS.dense_units,
                                     'Hidden dense units.', lower_bound=1)
-_EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
-                                   'Evaluate every this many rounds.',
-                                   lower_bound=1)
-_OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/hybrid_async',
-                                  'Where to write the outputs.')
+_EVAL_EVERY = shared_flags.define_eval_every_flag(_DEFAULTS.eval_every)
+_OUTPUT_DIR = shared_flags.define_output_dir_flag('outputs/hybrid_async')
 _RUNS_DIR = flags.DEFINE_string(
     'runs_dir', '', 'Where finished runs are kept (small JSON files; '
     'default --output_dir/runs): a directory in the repository keeps them '
@@ -245,14 +232,17 @@ _EARLIER_RUNS = flags.DEFINE_string(
     'earlier_runs', '', 'A file of runs made under an earlier protocol '
     '(hybrid_async_lib.save_earlier_runs): the section says what changed '
     'for their methods, then and now.')
-_REPORT_ONLY = flags.DEFINE_bool(
-    'report_only', False, 'Run nothing: build the table, files and RESULTS '
-    'section from the runs kept in --runs_dir (a run not kept is left out; '
-    'the table says how many seeds each cell has).')
+_REPORT_ONLY = shared_flags.define_report_only_flag(
+    'Here: the table, files and RESULTS section from the runs kept in '
+    '--runs_dir (a run not kept is left out; the table says how many seeds '
+    'each cell has).')
 _RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
+# The shared bound is the loosest any binary takes; the CNN here takes
+# images of at least 8 pixels a side (tff_mixed.models.cnn.MIN_INPUT_SIZE).
+shared_flags.require_at_least(_IMAGE_SIZE, 8)
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,32 +14,26 @@
 """Flags shared by the label-imbalance binaries, defined once.
 
 absl flags are process-global, so both binaries (and a test process importing
-both) must share one definition of each common flag.
+both) must share one definition of each common flag. Those that other
+experiments' binaries take too come from `experiments.common.shared_flags`,
+with the label-imbalance defaults.
 """
 
 import math
 
 from absl import flags
 
-from experiments.common import cli
 from experiments.common import grouping
+from experiments.common import shared_flags
 
-CLIENTS_PER_ROUND = flags.DEFINE_integer(
-    'clients_per_round', 10, 'S: clients sampled per round (the same clients '
-    'in every scenario).', lower_bound=1)
-CLIENT_STEPS = flags.DEFINE_integer(
-    'client_steps', 10, 'K: local SGD steps per client per round.',
-    lower_bound=1)
-CLIENT_BATCH_SIZE = flags.DEFINE_integer(
-    'client_batch_size', 8, '|B_i|: client batch size.', lower_bound=1)
-CLIENT_LR = flags.DEFINE_float(
-    'client_lr', 0.25, 'eta: client (and central) SGD learning rate; must be '
-    'positive.', lower_bound=0.0)
-NUM_CLIENTS = flags.DEFINE_integer(
-    'num_clients', 60, 'Number of federated clients.', lower_bound=1)
-SEED = flags.DEFINE_integer(
-    'seed', 0, 'The one seed: data split, model initialization, client and '
-    'central sampling.', lower_bound=0, upper_bound=cli.MAX_SEED)
+CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
+    10, 'The same clients in every scenario.')
+CLIENT_STEPS = shared_flags.define_client_steps_flag(10)
+CLIENT_BATCH_SIZE = shared_flags.define_client_batch_size_flag(8)
+CLIENT_LR = shared_flags.define_client_lr_flag(
+    0.25, 'Also the central one; must be positive.')
+NUM_CLIENTS = shared_flags.define_num_clients_flag(60)
+SEED = shared_flags.define_seed_flag(0)
 CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 
 
@@ -61,6 +55,9 @@ def _check_client_lr(value: float) -> bool:
   return True
 
 
+# The shared bounds are the loosest any binary takes; these binaries train
+# K >= 1 local steps at a learning rate > 0.
+shared_flags.require_at_least(CLIENT_STEPS, 1)
 flags.register_validator('client_lr', _check_client_lr)
 flags.register_multi_flags_validator(
     ['clients_per_round', 'num_clients'],

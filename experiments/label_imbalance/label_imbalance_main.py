@@ -43,6 +43,7 @@ from absl import logging
 
 from experiments.common import advising
 from experiments.common import scenarios as scenarios_lib
+from experiments.common import shared_flags
 from experiments.label_imbalance import common_flags
 from experiments.label_imbalance import label_imbalance_lib
 
@@ -53,30 +54,16 @@ _QUICK_OVERRIDES = {
     'output_dir': 'outputs/label_imbalance_quick',
 }
 
-_ROUNDS = flags.DEFINE_integer(
-    'rounds', 40, 'Training rounds per scenario.', lower_bound=1)
-_CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
-    'central_batch_size', None, '|B_c| for every mixed algorithm; unset: the '
-    "paper's rule, S*|B_i| (PT, 2-way GT) and K*S*|B_i| (1-way GT), capped "
-    'at the central data size.', lower_bound=1)
-_EXAMPLES_PER_CLIENT = flags.DEFINE_integer(
-    'examples_per_client', None, 'Example Transfer: central examples sent to '
-    'each client per round; unset: the mean client data size.',
-    lower_bound=1)
-_EVAL_EVERY = flags.DEFINE_integer(
-    'eval_every', 2, 'Evaluate every this many rounds (and at the end).',
-    lower_bound=1)
-_TARGET_AUC = flags.DEFINE_float(
-    'target_auc', 0.95, 'Eval AUC whose first crossing the table reports.',
-    lower_bound=0.0, upper_bound=1.0)
-_SCENARIOS = flags.DEFINE_list(
-    'scenarios', list(scenarios_lib.SCENARIOS),
-    f'Comma-separated scenarios, from {list(scenarios_lib.SCENARIOS)}.')
-_OUTPUT_DIR = flags.DEFINE_string(
-    'output_dir', 'outputs/label_imbalance', 'Directory for the outputs.')
-_RESULTS_MARKDOWN = flags.DEFINE_string(
-    'results_markdown', '', 'If set, also write a Markdown report of the run '
-    '(table, data, machine, date) to this path, e.g. RESULTS.md.')
+_ROUNDS = shared_flags.define_rounds_flag(40)
+_CENTRAL_BATCH_SIZE = shared_flags.define_central_batch_size_flag(
+    None, "Unset: the paper's rule, S*|B_i| (PT, 2-way GT) and K*S*|B_i| "
+    '(1-way GT), capped at the central data size.')
+_EXAMPLES_PER_CLIENT = shared_flags.define_examples_per_client_flag(None)
+_EVAL_EVERY = shared_flags.define_eval_every_flag(2)
+_TARGET_AUC = shared_flags.define_target_auc_flag(0.95)
+_SCENARIOS = shared_flags.define_scenarios_flag(scenarios_lib.SCENARIOS)
+_OUTPUT_DIR = shared_flags.define_output_dir_flag('outputs/label_imbalance')
+_RESULTS_MARKDOWN = shared_flags.define_results_markdown_flag()
 _ADVISE = advising.define_advise_flags()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
@@ -85,15 +72,7 @@ _QUICK = flags.DEFINE_bool(
     + ', '.join(f'--{k}={v}' for k, v in _QUICK_OVERRIDES.items())
     + ' unless given explicitly.')
 
-
-@flags.validator('scenarios', message='--scenarios must name one or more of '
-                 f'{list(scenarios_lib.SCENARIOS)}, without repeats.')
-def _check_scenarios(scenarios):
-  return (bool(scenarios)
-          and set(scenarios) <= set(scenarios_lib.SCENARIOS)
-          and len(set(scenarios)) == len(scenarios))
-
-
+shared_flags.require_choices(_SCENARIOS, scenarios_lib.SCENARIOS)
 
 
 def _flag_value(holder: flags.FlagHolder):

@@ -68,6 +68,7 @@ from experiments.common import advising
 from experiments.common import grouping
 from experiments.common import markdown_sections
 from experiments.common import results as results_lib
+from experiments.common import shared_flags
 from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
@@ -84,25 +85,21 @@ _RATINGS_FILE = flags.DEFINE_string(
 _SKIP_MALFORMED = flags.DEFINE_bool(
     'skip_malformed', False, 'Skip malformed rating lines (counted) instead '
     'of stopping at the first one.')
-_SCENARIOS = flags.DEFINE_list(
-    'scenarios', list(movielens_lib.SCENARIOS),
-    f'Comma-separated scenarios from {list(movielens_lib.SCENARIOS)}.')
-_ROUNDS = flags.DEFINE_integer('rounds', _DEFAULTS.rounds, 'Rounds.',
-                               lower_bound=1)
-_CLIENTS_PER_ROUND = flags.DEFINE_integer(
-    'clients_per_round', _DEFAULTS.clients_per_round, 'S.', lower_bound=1)
-_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
-    'client_batch_size', _DEFAULTS.client_batch_size, '|B_i|.', lower_bound=1)
-_CLIENT_STEPS = flags.DEFINE_integer(
-    'client_steps', _DEFAULTS.client_steps, 'K (and the central steps).',
-    lower_bound=1)
-_CLIENT_LR = flags.DEFINE_float('client_lr', _DEFAULTS.client_lr,
-                                'eta (= eta_c).')
+_SCENARIOS = shared_flags.define_scenarios_flag(movielens_lib.SCENARIOS)
+_ROUNDS = shared_flags.define_rounds_flag(_DEFAULTS.rounds)
+_CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
+    _DEFAULTS.clients_per_round)
+_CLIENT_BATCH_SIZE = shared_flags.define_client_batch_size_flag(
+    _DEFAULTS.client_batch_size)
+_CLIENT_STEPS = shared_flags.define_client_steps_flag(
+    _DEFAULTS.client_steps, 'Also the central steps.')
+_CLIENT_LR = shared_flags.define_client_lr_flag(
+    _DEFAULTS.client_lr, 'Also the central one (eta_c).')
 _FEDADAM_LR = flags.DEFINE_float(
     'fedadam_lr', _DEFAULTS.fedadam_lr, 'Server Adam learning rate of '
     'one_way_gt_fedadam.')
-_EMBEDDING_DIM = flags.DEFINE_integer(
-    'embedding_dim', _DEFAULTS.embedding_dim, 'd.', lower_bound=1)
+_EMBEDDING_DIM = shared_flags.define_embedding_dim_flag(
+    _DEFAULTS.embedding_dim)
 _CONTEXT_LENGTH = flags.DEFINE_integer(
     'context_length', _DEFAULTS.context_length, 'Context movies per example.',
     lower_bound=1)
@@ -151,19 +148,13 @@ _CENTRAL_LR = flags.DEFINE_float(
     'central_lr', movielens_reference.LEARNING_RATE, 'Adam\'s learning rate '
     'for the central ceiling and the lambda search (the cited launcher\'s '
     '0.01).', lower_bound=0.0)
-_EVAL_EVERY = flags.DEFINE_integer(
-    'eval_every', _DEFAULTS.eval_every, 'Evaluate every this many rounds.',
-    lower_bound=1)
-_MAX_EVAL_EXAMPLES = flags.DEFINE_integer(
-    'max_eval_examples', None, 'Evaluate on a seeded sample of this many '
-    'test examples; unset: all.', lower_bound=1)
-_SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0,
-                             upper_bound=cli.MAX_SEED)
+_EVAL_EVERY = shared_flags.define_eval_every_flag(_DEFAULTS.eval_every)
+_MAX_EVAL_EXAMPLES = shared_flags.define_max_eval_examples_flag(None)
+_SEED = shared_flags.define_seed_flag(0)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
-_OUTPUT_DIR = flags.DEFINE_string('output_dir', 'outputs/movielens',
-                                  'Directory for the outputs.')
+_OUTPUT_DIR = shared_flags.define_output_dir_flag('outputs/movielens')
 _RESULTS = results_lib.define_results_flags(movielens_lib.RESULTS_SECTION)
 
 # A long horizon, resumable after an interruption (`make results-movielens`).
@@ -171,33 +162,33 @@ _BASELINE_ROUNDS = flags.DEFINE_integer(
     'baseline_rounds', None, 'Rounds of the baseline scenario (each of its '
     'rounds costs ~15 mixed ones at S = 100); unset: --rounds.',
     lower_bound=1)
-_RECORDS_DIR = flags.DEFINE_string(
-    'records_dir', '', 'If set, each finished scenario leaves a small record '
-    'here (metrics CSV and JSON summary, meant to be committed), a scenario '
-    'whose record has the same settings and rounds is read back instead of '
-    'trained, and --results_markdown gets the report of every record here '
-    '(movielens_report) instead of this run\'s tables.')
-_PLOT = flags.DEFINE_string(
-    'plot', '', 'With --records_dir: where to write the recall@10 plot of '
-    'every record (default: <records_dir>/../movielens.png); the RESULTS.md '
-    'section links to it.')
-_DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
-    'diagnostic_rounds', 0, "Rounds of table 4's (G, B)-BGD runs (K = 1) of "
-    'the mixed algorithms among --scenarios, after the others; they '
-    'broadcast the whole table (the federated_select processes do not '
-    'report the estimates). Records in <records_dir>/diagnostics. 0: none.',
-    lower_bound=0)
+_RECORDS_DIR = shared_flags.define_records_dir_flag(
+    '', 'If set, each finished scenario leaves its record here (metrics CSV '
+    'and JSON summary), a scenario whose record has the same settings and '
+    'rounds is read back instead of trained, and --results_markdown gets '
+    'the report of every record here (movielens_report) instead of this '
+    'run\'s tables.')
+_PLOT = shared_flags.define_plot_flag(
+    '', 'With --records_dir: the recall@10 plot of every record (default: '
+    '<records_dir>/../movielens.png).')
+_DIAGNOSTIC_ROUNDS = shared_flags.define_diagnostic_rounds_flag(
+    0, 'Of those among --scenarios, after the others; they broadcast the '
+    'whole table (the federated_select processes do not report the '
+    'estimates). Records in <records_dir>/diagnostics.')
 _ADVISE = advising.define_advise_flags()
 _DATA_NAME = flags.DEFINE_string(
     'data_name', '', 'With --records_dir: a short name of the data for the '
     "section's heading (e.g. 'MovieLens 1M, users 1-2999'), so that "
     'sections of several data sets differ.')
-_DATA_NOTE = flags.DEFINE_string(
-    'data_note', '', 'With --records_dir: a sentence on the data beside the '
-    "paper's MovieLens 1M (e.g. which part of it this is), for the section.")
+_DATA_NOTE = shared_flags.define_data_note_flag(
+    '', "With --records_dir: a sentence on the data beside the paper's "
+    'MovieLens 1M (e.g. which part of it this is).')
 _DROP_SECTIONS = flags.DEFINE_list(
     'drop_sections', [], 'Sections of --results_markdown that the written '
     'one supersedes: removed once it is written.')
+# The shared bound is the loosest any binary takes (0: train epochs); here
+# K >= 1.
+shared_flags.require_at_least(_CLIENT_STEPS, 1)
 
 
 def main(argv: Sequence[str]) -> None:

@@ -45,6 +45,7 @@ from experiments.common import cli
 from absl import app
 from absl import flags
 
+from experiments.common import shared_flags
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from tff_mixed.training import reports as reports_lib
 
@@ -53,10 +54,9 @@ _POSTS_XML = flags.DEFINE_list(
     'comma-separated list of dumps of different sites (named '
     '<site>_Posts.xml, <site>.Posts.xml or <site>/Posts.xml), each plain or '
     'gzipped.')
-_CACHE_DIR = flags.DEFINE_string(
-    'cache_dir', None, 'Directory to write stackoverflow.sqlite to (created '
-    'if missing); pass it as cache_dir to '
-    'tff.simulation.datasets.stackoverflow.load_data.')
+_CACHE_DIR = shared_flags.define_cache_dir_flag(
+    None, 'Here: where to write stackoverflow.sqlite (created if missing); '
+    'pass it as cache_dir to tff.simulation.datasets.stackoverflow.load_data.')
 _TEST_CUTOFF = flags.DEFINE_string(
     'test_cutoff', None, 'ISO 8601 date or date and time (UTC): posts '
     'created on or after it go to the test split, earlier ones to train '
@@ -66,9 +66,8 @@ _TEST_CUTOFF = flags.DEFINE_string(
 _HELDOUT_FRACTION = flags.DEFINE_float(
     'heldout_fraction', posts_xml_lib.DEFAULT_HELDOUT_FRACTION, 'Fraction of '
     'the clients, in (0, 1), whose posts of all dates form the heldout split.')
-_SEED = flags.DEFINE_integer(
-    'seed', 0, 'Seed of the draw of the held-out clients.', lower_bound=0,
-    upper_bound=cli.MAX_SEED)
+_SEED = shared_flags.define_seed_flag(
+    0, 'Here: the draw of the held-out clients.')
 _DATA_NOTE_FILE = flags.DEFINE_string(
     'data_note_file', None, 'Also write a one-line description of the '
     'converted data (sites, posts, clients, splits) to this file, e.g. for '

@@ -73,6 +73,7 @@ from experiments.common import bgd_diagnostics
 from experiments.common import grouping
 from experiments.common import markdown_sections
 from experiments.common import results as results_lib
+from experiments.common import shared_flags
 from experiments.stackoverflow_wikipedia import lm_advice
 from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import lm_report
@@ -85,8 +86,8 @@ _DEFAULTS = _LIB.Config()
 RESULTS_SECTION = 'stackoverflow_wikipedia'
 _MODULE = 'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main'
 
-_CACHE_DIR = flags.DEFINE_string(
-    'cache_dir', None, 'Directory holding TFF\'s stackoverflow.sqlite.')
+_CACHE_DIR = shared_flags.define_cache_dir_flag(
+    None, 'Here: stackoverflow.sqlite.')
 _CENTRAL_TRAIN_TEXT = flags.DEFINE_string(
     'central_train_text', None, 'Central training texts: a file, directory '
     'or glob (instead of --tfds_data_dir).')
@@ -107,26 +108,21 @@ _MAX_EVAL_CLIENTS = flags.DEFINE_integer(
 _MAX_EVAL_SEQUENCES = flags.DEFINE_integer(
     'max_eval_sequences', 4000, 'Cap on the sequences of each evaluation '
     'corpus.', lower_bound=1)
-_SCENARIOS = flags.DEFINE_list('scenarios', list(_LIB.SCENARIOS),
-                               f'Any of {", ".join(_LIB.SCENARIOS)}.')
-_ROUNDS = flags.DEFINE_integer('rounds', _DEFAULTS.rounds, 'Rounds.',
-                               lower_bound=1)
-_CLIENTS_PER_ROUND = flags.DEFINE_integer(
-    'clients_per_round', _DEFAULTS.clients_per_round, 'S.', lower_bound=1)
-_CLIENT_BATCH_SIZE = flags.DEFINE_integer(
-    'client_batch_size', _DEFAULTS.client_batch_size, '|B_i|.',
-    lower_bound=1)
-_CLIENT_STEPS = flags.DEFINE_integer(
-    'client_steps', _DEFAULTS.client_steps, 'K (also the central steps).',
-    lower_bound=1)
-_CLIENT_LR = flags.DEFINE_float('client_lr', _DEFAULTS.client_lr,
-                                'eta (= eta_c).')
+_SCENARIOS = shared_flags.define_scenarios_flag(_LIB.SCENARIOS)
+_ROUNDS = shared_flags.define_rounds_flag(_DEFAULTS.rounds)
+_CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
+    _DEFAULTS.clients_per_round)
+_CLIENT_BATCH_SIZE = shared_flags.define_client_batch_size_flag(
+    _DEFAULTS.client_batch_size)
+_CLIENT_STEPS = shared_flags.define_client_steps_flag(
+    _DEFAULTS.client_steps, 'Also the central steps.')
+_CLIENT_LR = shared_flags.define_client_lr_flag(
+    _DEFAULTS.client_lr, 'Also the central one (eta_c).')
 _TWO_WAY_CLIENT_LR = flags.DEFINE_float(
     'two_way_client_lr', _DEFAULTS.two_way_client_lr, 'eta of 2-way GT.')
-_CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
-    'central_batch_size', _DEFAULTS.central_batch_size,
-    '|B_c| of PT and 2-way GT (and of central transfer training).',
-    lower_bound=1)
+_CENTRAL_BATCH_SIZE = shared_flags.define_central_batch_size_flag(
+    _DEFAULTS.central_batch_size,
+    'Of PT and 2-way GT (and of central transfer training).')
 _ONE_WAY_CENTRAL_BATCH_SIZE = flags.DEFINE_integer(
     'one_way_central_batch_size', _DEFAULTS.one_way_central_batch_size,
     '|B_c| of 1-way GT.', lower_bound=1)
@@ -140,9 +136,8 @@ _CENTRAL_CLIP_NORM = flags.DEFINE_float(
 _ADAPTIVE_CLIPPING = flags.DEFINE_bool(
     'adaptive_clipping', _DEFAULTS.adaptive_clipping,
     'Clip federated updates adaptively (quantile, no noise).')
-_EMBEDDING_DIM = flags.DEFINE_integer(
-    'embedding_dim', _DEFAULTS.embedding_dim, 'Embedding size.',
-    lower_bound=1)
+_EMBEDDING_DIM = shared_flags.define_embedding_dim_flag(
+    _DEFAULTS.embedding_dim)
 _GRU_UNITS = flags.DEFINE_integer('gru_units', _DEFAULTS.gru_units,
                                   'GRU units.', lower_bound=1)
 _SEQUENCE_LENGTH = flags.DEFINE_integer(
@@ -151,38 +146,30 @@ _SEQUENCE_LENGTH = flags.DEFINE_integer(
 _SWITCH_ROUND = flags.DEFINE_integer(
     'switch_round', None, 'Transfer learning switches corpus after this '
     'round (default: rounds // 2).', lower_bound=1)
-_EVAL_EVERY = flags.DEFINE_integer('eval_every', _DEFAULTS.eval_every,
-                                   'Evaluate every this many rounds.',
-                                   lower_bound=1)
-_SEED = flags.DEFINE_integer('seed', 0, 'Seed.', lower_bound=0,
-                             upper_bound=cli.MAX_SEED)
+_EVAL_EVERY = shared_flags.define_eval_every_flag(_DEFAULTS.eval_every)
+_SEED = shared_flags.define_seed_flag(0)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 _MEMBERS_AT_ONCE = grouping.define_members_at_once_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
-_OUTPUT_DIR = flags.DEFINE_string('output_dir',
-                                  'outputs/stackoverflow_wikipedia',
-                                  'Where to write the outputs.')
-_DATA_NOTE = flags.DEFINE_string(
-    'data_note', '', 'Where the data came from (e.g. which Posts.xml was '
-    'converted), for the report.')
+_OUTPUT_DIR = shared_flags.define_output_dir_flag(
+    'outputs/stackoverflow_wikipedia')
+_DATA_NOTE = shared_flags.define_data_note_flag(
+    '', 'Here: e.g. which Posts.xml was converted.')
 _RESULTS = results_lib.define_results_flags(RESULTS_SECTION)
 # The reproduction at tables 7-8, one scenario per invocation.
-_RECORDS_DIR = flags.DEFINE_string(
-    'records_dir', None, 'Record each finished scenario here (a metrics CSV '
-    'and a JSON summary, small enough to commit), skip scenarios already '
-    'recorded with the same settings and data, and with --results_markdown '
-    'write the reproduction section built from every record here.')
-_DIAGNOSTIC_ROUNDS = flags.DEFINE_integer(
-    'diagnostic_rounds', 0, 'With --records_dir: also run each mixed '
-    'algorithm among --scenarios this many rounds with K = 1 and table 4\'s '
-    '(G, B)-BGD diagnostics; 0: none.', lower_bound=0)
-_REPORT_ONLY = flags.DEFINE_bool(
-    'report_only', False, 'With --records_dir: train nothing, only rebuild '
-    'the section and plot from the records.')
-_PLOT = flags.DEFINE_string(
-    'plot', None, 'With --records_dir: where to write the accuracy plot of '
-    'every record (default: <records_dir>/accuracy.png).')
+_RECORDS_DIR = shared_flags.define_records_dir_flag(
+    None, 'If set, each finished scenario is recorded here (a metrics CSV '
+    'and a JSON summary), scenarios already recorded with the same settings '
+    'and data are skipped, and --results_markdown gets the reproduction '
+    'section built from every record here.')
+_DIAGNOSTIC_ROUNDS = shared_flags.define_diagnostic_rounds_flag(
+    0, 'With --records_dir: of those among --scenarios, run after them.')
+_REPORT_ONLY = shared_flags.define_report_only_flag(
+    'With --records_dir: the section and plot.')
+_PLOT = shared_flags.define_plot_flag(
+    None, 'With --records_dir: the accuracy plot of every record (default: '
+    '<records_dir>/accuracy.png).')
 _WHY_SETTINGS = flags.DEFINE_string(
     'why_settings', '', 'With --records_dir: why the settings differ from '
     'tables 7-8, for the section.')
@@ -194,6 +181,9 @@ _MAKE_TARGET = flags.DEFINE_string(
     'make_target', lm_report.MAKE_TARGET, 'With --records_dir: the make '
     'target the section names for adding a missing record.')
 _ADVISE = advising.define_advise_flags()
+# The shared bound is the loosest any binary takes (0: train epochs); here
+# K >= 1.
+shared_flags.require_at_least(_CLIENT_STEPS, 1)
 
 
 def _central_texts():
