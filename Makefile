@@ -452,7 +452,7 @@ HYBRID_MERGE_METHODS := fedbuff,feddle_id,fed_ft,feddf_id,feddle_ood,feddf_ood
 HYBRID_OTHER_METHODS := fedavg,fedasync,ca2fl,center
 # The runs of FedBuff and the methods built on it made before that search
 # (FedBuff's values reached none of the others; Feddle searched with Adam),
-# kept as rows by hybrid_async_lib.save_earlier_runs when their records were
+# kept as rows by hybrid_records.save_earlier_runs when their records were
 # replaced: each section says what changed, then and now.
 HYBRID_EARLIER := docs/results/hybrid_async_tuned/earlier_protocol
 earlier_runs = $(if $(wildcard $(HYBRID_EARLIER)/$(1).json),--earlier_runs=$(HYBRID_EARLIER)/$(1).json)

@@ -54,7 +54,7 @@ import tensorflow as tf
 
 from benchmarks import compute_floor
 from experiments.celeba_smile import celeba_smile_lib
-from experiments.celeba_smile import raw_celeba_lib
+from experiments.celeba_smile import celeba_sqlite
 from experiments.common import comparison
 from experiments.common import grouping
 from experiments.common import markdown_sections
@@ -119,7 +119,7 @@ class _SyntheticClients(Mapping):
       if smiling:
         image[42:] += 40
       attributes = {a: bool(rng.integers(2))
-                    for a in raw_celeba_lib.ATTRIBUTE_NAMES}
+                    for a in celeba_sqlite.ATTRIBUTE_NAMES}
       attributes['smiling'] = smiling
       examples.append((np.clip(image, 0, 255).astype(np.uint8), attributes))
     return examples
@@ -258,7 +258,7 @@ def main(argv: Sequence[str]) -> None:
   if not reuse:
     print(f'[celeba_scale] writing a synthetic {database}', file=sys.stderr)
     num = spec['train_clients'] + spec['test_clients']
-    raw_celeba_lib.write_celeba_database(
+    celeba_sqlite.write_celeba_database(
         database, _SyntheticClients(num, spec['images_per_client']),
         [str(i) for i in range(spec['train_clients'], num)])
     reports.atomic_write_text(spec_path, json.dumps(spec))

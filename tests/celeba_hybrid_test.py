@@ -25,7 +25,8 @@ import tempfile
 from absl.testing import absltest
 import numpy as np
 
-from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_records
 from tests import binary_runs
 from tests import celeba_testing
 from tests import preloaded_python
@@ -234,9 +235,8 @@ class HybridCelebaBinaryTest(_CacheTest):
       self.assertBetween(float(r['accuracy']), 0.0, 1.0)
     self.assertEqual(
         sorted(os.listdir(os.path.join(output_dir, 'runs'))),
-        sorted(hybrid_async_lib.run_key(
-            m, hybrid_async_lib.Setting(None, 0.5), 0) + '.json'
-               for m in methods))
+        sorted(hybrid_records.run_key(m, hybrid_config.Setting(None, 0.5), 0)
+               + '.json' for m in methods))
     with open(results) as f:
       report = f.read()
     self.assertIn('Zhu et al., table 2', report)

@@ -24,13 +24,13 @@ from typing import NamedTuple
 import numpy as np
 from PIL import Image
 
-from experiments.celeba_smile import raw_celeba_lib
+from experiments.celeba_smile import celeba_sqlite
 
 # CelebA's spelling of the attributes, in the order of list_attr_celeba.txt.
 CELEBA_ATTRIBUTE_NAMES = tuple(
     '5_o_Clock_Shadow' if name == 'five_o_clock_shadow'
     else '_'.join(part.capitalize() for part in name.split('_'))
-    for name in raw_celeba_lib.ATTRIBUTE_NAMES)
+    for name in celeba_sqlite.ATTRIBUTE_NAMES)
 _SMILE_BRIGHTNESS = 60
 
 
@@ -55,7 +55,7 @@ def _picture(rng: np.random.Generator, width: int, height: int,
 
 def _attributes(rng: np.random.Generator, smiling: bool) -> dict[str, bool]:
   attributes = {name: bool(rng.integers(2))
-                for name in raw_celeba_lib.ATTRIBUTE_NAMES}
+                for name in celeba_sqlite.ATTRIBUTE_NAMES}
   attributes['smiling'] = smiling
   return attributes
 
@@ -101,7 +101,7 @@ def make_fake_raw_celeba(directory: str,
         os.path.join(paths.image_dir, name), quality=90)
     # CelebA right-aligns the values in two columns: `-1  1  1 -1`.
     values = ' '.join(f'{1 if attributes[n] else -1:2d}'
-                      for n in raw_celeba_lib.ATTRIBUTE_NAMES)
+                      for n in celeba_sqlite.ATTRIBUTE_NAMES)
     attr_lines.append(f'{name} {values}\n')
     identity_lines.append(f'{name} {identity}\n')
   with open(paths.attr_file, 'w') as f:
@@ -141,13 +141,13 @@ def make_fake_celeba_cache(directory: str,
     for _ in range(images_per_client):
       smiling = bool(rng.random() < smiling_fraction)
       examples.append((
-          _picture(rng, raw_celeba_lib.IMAGE_SIZE, raw_celeba_lib.IMAGE_SIZE,
+          _picture(rng, celeba_sqlite.IMAGE_SIZE, celeba_sqlite.IMAGE_SIZE,
                    smiling),
           _attributes(rng, smiling)))
     clients[str(i)] = examples
   test_client_ids = [str(i) for i in range(num_train_clients + 1,
                                            num_clients + 1)]
-  raw_celeba_lib.write_celeba_database(
-      os.path.join(directory, raw_celeba_lib.DATABASE_FILENAME), clients,
+  celeba_sqlite.write_celeba_database(
+      os.path.join(directory, celeba_sqlite.DATABASE_FILENAME), clients,
       test_client_ids, seed=seed)
   return directory

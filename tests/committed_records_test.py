@@ -30,19 +30,21 @@ from absl.testing import absltest
 import numpy as np
 
 from experiments.hybrid_async import async_study_lib as study
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_records
+from experiments.hybrid_async import hybrid_runs
+from experiments.hybrid_async import hybrid_tables
 from tff_mixed.tasks import hybrid_images
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A tiny run of the experiment on real data (scikit-learn's digits) whose
 # search takes as many steps an epoch as the experiment's (250 server
 # images in batches of 32: 8).
-_TINY_CONFIG = lib.Config(
-    rounds=6, num_clients=12, clients_per_round=3, delay_std=0.0,
-    alpha=0.5, server_size=64, eval_size=144, server_batch_size=8,
-    client_steps=2, client_batch_size=4, client_optimizer='sgd',
-    client_lr=0.05, conv_filters=(2, 4, 4), dense_units=8, eval_every=1,
-    buffer_size=3)
+_TINY_CONFIG = hybrid_config.Config(
+    rounds=6, num_clients=12, clients_per_round=3, delay_std=0.0, alpha=0.5,
+    server_size=64, eval_size=144, server_batch_size=8, client_steps=2,
+    client_batch_size=4, client_optimizer='sgd', client_lr=0.05,
+    conv_filters=(2, 4, 4), dense_units=8, eval_every=1, buffer_size=3)
 
 
 def _digits_data():
@@ -50,7 +52,7 @@ def _digits_data():
   split = hybrid_images.build_hybrid_split(
       x[:400], y[:400], num_clients=12, alpha=0.5, server_size=64,
       eval_size=144, seed=0)
-  return lib.Data(split, None, None, 'digits')
+  return hybrid_config.Data(split, None, None, 'digits')
 
 
 class HybridAsyncRecordsTest(absltest.TestCase):
@@ -64,24 +66,27 @@ class HybridAsyncRecordsTest(absltest.TestCase):
     counts = {}
     for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
       for name in names:
-        method = lib.method_of_record(name)
+        method = hybrid_records.method_of_record(name)
         if (method is None or '_delay' not in name
             or not name.endswith('.json')):
           continue
         with open(os.path.join(root, name)) as f:
           kept = json.load(f)['fingerprint']
-        fields = {k: v for k, v in kept.items() if k in lib.Config._fields}
+        fields = {k: v for k, v in kept.items()
+                  if k in hybrid_config.Config._fields}
         fields['conv_filters'] = tuple(fields['conv_filters'])
-        config = lib.Config(**fields)
-        want = lib._fingerprint(config, kept['data'], method)
-        status = lib.kept_config_status(kept, want, every_field=True)
-        self.assertEqual(status, lib.MATCHES, os.path.join(root, name))
-        if method in (lib.FEDDF_ID, lib.FEDDF_OOD):
+        config = hybrid_config.Config(**fields)
+        want = hybrid_records.run_fingerprint(config, kept['data'], method)
+        status = hybrid_records.kept_config_status(kept, want, every_field=True)
+        self.assertEqual(status, hybrid_records.MATCHES,
+                         os.path.join(root, name))
+        if method in (hybrid_config.FEDDF_ID, hybrid_config.FEDDF_OOD):
           self.assertIn('feddf_teachers', kept, name)
-        if method == lib.FEDASYNC and config.fedasync_a > 0:
+        if method == hybrid_config.FEDASYNC and config.fedasync_a > 0:
           self.assertIn('fedasync_staleness_unit', kept, name)
         counts[method] = counts.get(method, 0) + 1
-    for method in (lib.FEDASYNC, lib.FEDDF_ID, lib.FEDDF_OOD, lib.FEDBUFF):
+    for method in (hybrid_config.FEDASYNC, hybrid_config.FEDDF_ID,
+                   hybrid_config.FEDDF_OOD, hybrid_config.FEDBUFF):
       self.assertGreater(counts.get(method, 0), 0, method)
 
 
@@ -95,20 +100,21 @@ class FedBuffValuesTest(absltest.TestCase):
     for root, _, names in os.walk(os.path.join(_REPO, 'docs', 'results')):
       values = {}
       for name in sorted(names):
-        method = lib.method_of_record(name)
-        if method not in (lib.FEDBUFF,) + lib.FEDBUFF_BASED:
+        method = hybrid_records.method_of_record(name)
+        if method not in (hybrid_config.FEDBUFF,) + hybrid_config.FEDBUFF_BASED:
           continue
         with open(os.path.join(root, name)) as f:
           kept = json.load(f)['fingerprint']
         values[name] = (method, kept['buffer_size'], kept['server_lr'])
-      fedbuff = {(b, lr) for m, b, lr in values.values() if m == lib.FEDBUFF}
+      fedbuff = {(b, lr) for m, b, lr in values.values()
+                 if m == hybrid_config.FEDBUFF}
       if not fedbuff:
         continue  # A study of Feddle alone.
       self.assertLen(fedbuff, 1, root)
       for name, (method, buffer_size, server_lr) in values.items():
         self.assertIn((buffer_size, server_lr), fedbuff,
                       os.path.join(root, name))
-        checked += method != lib.FEDBUFF
+        checked += method != hybrid_config.FEDBUFF
     self.assertGreater(checked, 0)
 
 
@@ -117,18 +123,18 @@ class SelectedSearchTest(absltest.TestCase):
   selection (Adam at 1e-5) did not."""
 
   def _median_move(self, values):
-    run = lib.run_method(lib.FEDDLE_ID, _digits_data(),
-                         _TINY_CONFIG._replace(**values), 0)
-    moves = lib.merge_values(run.diagnostics, 'coefficient_move')
+    run = hybrid_runs.run_method(hybrid_config.FEDDLE_ID, _digits_data(),
+                                 _TINY_CONFIG._replace(**values), 0)
+    moves = hybrid_tables.merge_values(run.diagnostics, 'coefficient_move')
     self.assertLen(moves, 6)  # A merge a round: real client updates.
-    losses = [lib.merge_values(run.diagnostics, k)
+    losses = [hybrid_tables.merge_values(run.diagnostics, k)
               for k in ('prior_loss', 'final_loss')]
     return float(np.median(moves)), losses
 
   def test_the_selected_rate_moves_the_coefficients_on_a_real_merge(self):
     with open(os.path.join(_REPO, 'docs', 'results', 'hybrid_tuning',
                            'cifar10_16_merge', 'selected.json')) as f:
-      selected = json.load(f)['methods'][lib.FEDDLE_ID]
+      selected = json.load(f)['methods'][hybrid_config.FEDDLE_ID]
     self.assertEqual(selected['feddle_search_optimizer'], 'scaled_sgd')
     move, (prior, final) = self._median_move(selected)
     self.assertGreater(move, 0.05)
@@ -152,15 +158,16 @@ class StudyRecordsTest(absltest.TestCase):
     statuses = {}
     for record in study.read_records(records_dir):
       variant = study.VARIANTS_BY_NAME[record.variant]
-      config = study.config_of(variant, study.BASE,
-                               lib.Setting(record.alpha, record.delay_std))
-      status = lib.kept_config_status(
-          record.config, lib.config_record(config, variant.method))
-      self.assertEqual(status, lib.MATCHES, record.variant)
+      config = study.config_of(
+          variant, study.BASE,
+          hybrid_config.Setting(record.alpha, record.delay_std))
+      status = hybrid_records.kept_config_status(
+          record.config, hybrid_records.config_record(config, variant.method))
+      self.assertEqual(status, hybrid_records.MATCHES, record.variant)
       statuses.setdefault(record.variant, set()).add(status)
     for variant in ('fedasync', 'fedasync_alpha0.5_a0', 'feddf_id_adam',
                     'fedbuff_lr1_staleness'):
-      self.assertEqual(statuses[variant], {lib.MATCHES}, variant)
+      self.assertEqual(statuses[variant], {hybrid_records.MATCHES}, variant)
 
 
 if __name__ == '__main__':

@@ -23,13 +23,11 @@ HTML comment `<!-- not run: ... -->` on the line before it and skipped.
 
 import os
 import re
-import subprocess
-import sys
-import tempfile
 
 from absl.testing import absltest
 
 from tests import binary_runs
+from tests import outside_repo
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The guides whose blocks run (docs/COMPOSING.md's complete algorithm is
@@ -61,7 +59,8 @@ class DocsBlocksTest(absltest.TestCase):
         with open(os.path.join(_REPO, guide)) as f:
           blocks = runnable_blocks(f.read())
         self.assertNotEmpty(blocks)
-        out = self._run('\n'.join(blocks))
+        out, _ = outside_repo.run_python(self, '\n'.join(blocks),
+                                         'guide.py')
         if guide == 'docs/LIBRARY.md':
           # The asynchronous run's last line: every update trained and
           # merged is counted.
@@ -70,24 +69,6 @@ class DocsBlocksTest(absltest.TestCase):
         else:
           # The float16 distributor's second round and its training loss.
           self.assertRegex(out.splitlines()[-1], r'^1 0\.\d+$')
-
-  def _run(self, code: str) -> str:
-    tmp = tempfile.mkdtemp()
-    self.addCleanup(lambda: subprocess.run(['rm', '-rf', tmp], check=False))
-    path, run = os.path.join(tmp, 'path'), os.path.join(tmp, 'run')
-    os.makedirs(path)
-    os.makedirs(run)
-    os.symlink(os.path.join(_REPO, 'tff_mixed'),
-               os.path.join(path, 'tff_mixed'))
-    with open(os.path.join(run, 'guide.py'), 'w') as f:
-      f.write(code)
-    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
-    env['PYTHONPATH'] = path
-    result = subprocess.run(
-        [sys.executable, 'guide.py'], cwd=run, env=env, capture_output=True,
-        text=True, timeout=900, check=False)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    return result.stdout
 
 
 if __name__ == '__main__':

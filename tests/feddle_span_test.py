@@ -22,7 +22,8 @@ from absl.testing import absltest
 import numpy as np
 
 from experiments.hybrid_async import feddle_span_lib as span
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_runs
 from tests import binary_runs
 from tests import preloaded_python
 from tests import temp_dirs
@@ -32,7 +33,7 @@ from tff_mixed.asynchronous import server_data as server_data_lib
 from tff_mixed.models import cnn
 from tff_mixed.tasks import hybrid_images
 
-_CONFIG = lib.Config(
+_CONFIG = hybrid_config.Config(
     rounds=6, num_clients=12, clients_per_round=2, buffer_size=2,
     server_size=30, eval_size=100, validation_size=30, client_steps=2,
     client_batch_size=4, server_steps=2, conv_filters=(2, 4, 4),
@@ -45,7 +46,7 @@ def _digits(seed, alpha):
   split = hybrid_images.build_hybrid_split(
       x[:300], y[:300], num_clients=12, alpha=alpha, server_size=30,
       eval_size=100, seed=seed, validation_size=30)
-  return lib.Data(split, None, None, 'digits')
+  return hybrid_config.Data(split, None, None, 'digits')
 
 
 class ProjectTest(absltest.TestCase):
@@ -85,12 +86,12 @@ class ProbeMergeTest(absltest.TestCase):
     # Fine-tuning that moves along the second anchor lies wholly in the span.
     along = lambda w: [a + 0.3 * b for a, b in zip(w, self.anchors[1])]
     probe = self._probe(along)
-    evaluate = lib.evaluate_fn(*self.sets.evaluation)
+    evaluate = hybrid_runs.evaluate_fn(*self.sets.evaluation)
     self.assertAlmostEqual(probe['fedbuff']['evaluation'],
                            evaluate(start)['accuracy'])
     self.assertAlmostEqual(
         probe['fedbuff']['server_loss'],
-        lib.evaluate_fn(*self.sets.server)(start)['loss'], places=5)
+        hybrid_runs.evaluate_fn(*self.sets.server)(start)['loss'], places=5)
     self.assertAlmostEqual(probe['finetune']['in_span'], 1.0, places=5)
     self.assertAlmostEqual(probe['projected']['evaluation'],
                            probe['finetune']['evaluation'])
@@ -149,7 +150,7 @@ class ReportTest(absltest.TestCase):
     self.assertAlmostEqual(got['loss_0.001'], -0.5)
 
   def test_reading_names_the_span_when_the_bound_is_small(self):
-    s = lib.Setting(0.1, 5.0)
+    s = hybrid_config.Setting(0.1, 5.0)
     records = [span.RunRecord(0.1, 5.0, 0, {}, [_probe_dict(
         0.10, 0.12, 0.30, 0.11, 0.10)], 0.2, 1.0, 'digits')]
     text = '\n'.join(span.reading(records, [s]))
@@ -176,7 +177,7 @@ class RunStudyTest(absltest.TestCase):
 
   def test_records_resume_and_refuse_another_configuration(self):
     out = temp_dirs.temp_dir(self)
-    settings = [lib.Setting(0.3, 0.0)]
+    settings = [hybrid_config.Setting(0.3, 0.0)]
     records = span.run_study(_digits, _CONFIG, _CONFIG, settings, [0], out,
                              probe_every=1)
     (record,) = records

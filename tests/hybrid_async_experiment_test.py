@@ -28,6 +28,12 @@ from absl.testing import absltest
 import numpy as np
 
 from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_methods
+from experiments.hybrid_async import hybrid_records
+from experiments.hybrid_async import hybrid_report
+from experiments.hybrid_async import hybrid_runs
+from experiments.hybrid_async import hybrid_tables
 from experiments.hybrid_async import paper_tables
 from tests import binary_runs
 from tests import cifar10_testing
@@ -53,12 +59,12 @@ _SMALL = ('--rounds=2', '--num_clients=12', '--clients_per_round=2',
 
 
 # A tiny run's settings (the tests change what they need).
-_TINY_CONFIG = hybrid_async_lib.Config(
+_TINY_CONFIG = hybrid_config.Config(
     rounds=2, num_clients=12, clients_per_round=2, delay_std=0.0, alpha=0.5,
     server_size=30, eval_size=80, client_steps=2, client_batch_size=4,
-    client_optimizer='sgd', client_lr=0.05, loadaboost_epochs=2,
-    server_steps=1, feddle_search_steps=1, conv_filters=(2, 4, 4),
-    dense_units=8, eval_every=1, buffer_size=2)
+    client_optimizer='sgd', client_lr=0.05, loadaboost_epochs=2, server_steps=1,
+    feddle_search_steps=1, conv_filters=(2, 4, 4), dense_units=8, eval_every=1,
+    buffer_size=2)
 
 
 def _digits_data(num_images, num_clients, server_size, seed):
@@ -67,19 +73,18 @@ def _digits_data(num_images, num_clients, server_size, seed):
   split = hybrid_images.build_hybrid_split(
       x[:num_images], y[:num_images], num_clients=num_clients, alpha=0.5,
       server_size=server_size, eval_size=80, seed=seed)
-  return hybrid_async_lib.Data(split, None, None, 'digits')
+  return hybrid_config.Data(split, None, None, 'digits')
 
 
 def _rows(method, alpha, delay, seed, accuracies):
-  return [hybrid_async_lib.RunRow(method, alpha, delay, seed, 10 * k, a, 1.0,
-                                  0.0) for k, a in enumerate(accuracies)]
+  return [hybrid_runs.RunRow(method, alpha, delay, seed, 10 * k, a, 1.0, 0.0)
+          for k, a in enumerate(accuracies)]
 
 
 class ClientGroupsTest(absltest.TestCase):
   """Client groups give the per-client runs' numbers, method by method."""
 
   def test_groups_equal_per_client(self):
-    lib = hybrid_async_lib
     data = _digits_data(400, num_clients=10, server_size=30, seed=1)
     config = _TINY_CONFIG._replace(rounds=3, num_clients=10,
                                    clients_per_round=3, delay_std=0.8)
@@ -87,12 +92,14 @@ class ClientGroupsTest(absltest.TestCase):
     # K steps (SGD), and the paper's protocol: epochs of Adam.
     epochs = config._replace(client_steps=0, client_epochs=2,
                              client_optimizer='adam', client_lr=1e-3)
-    for method, c in ((lib.FEDASYNC, config), (lib.FEDBUFF, config),
-                      (lib.CA2FL, config), (lib.FEDDLE_ID, config),
-                      (lib.FEDBUFF, epochs)):
-      per_client, grouped = (
-          lib.run_method(method, data, c, 1, cache, clients_per_group=k)
-          for k in (1, 2))
+    for method, c in ((hybrid_config.FEDASYNC, config),
+                      (hybrid_config.FEDBUFF, config),
+                      (hybrid_config.CA2FL, config),
+                      (hybrid_config.FEDDLE_ID, config),
+                      (hybrid_config.FEDBUFF, epochs)):
+      per_client, grouped = (hybrid_runs.run_method(method, data, c, 1, cache,
+                                                    clients_per_group=k)
+                             for k in (1, 2))
       for got, want in zip(grouped.rows, per_client.rows, strict=True):
         self.assertEqual(got.round, want.round)
         np.testing.assert_allclose(
@@ -126,17 +133,18 @@ class ResumeTest(absltest.TestCase):
     return tff_mixed.AsyncObserver(on_round=on_round)
 
   def test_killed_feddle_run_resumes_to_the_uninterrupted_one(self):
-    lib = hybrid_async_lib
-    want = lib.run_method(lib.FEDDLE_ID, self.data, self.config, 1,
-                          self.cache)
+    want = hybrid_runs.run_method(hybrid_config.FEDDLE_ID, self.data,
+                                  self.config, 1, self.cache)
     self.assertNotEmpty(want.diagnostics)
     path = os.path.join(temp_dirs.temp_dir(self), 'run.pkl')
     with self.assertRaises(_Killed):
-      lib.run_method(lib.FEDDLE_ID, self.data, self.config, 1, self.cache,
-                     observer_fn=self._killer, checkpoint_path=path)
+      hybrid_runs.run_method(hybrid_config.FEDDLE_ID, self.data, self.config, 1,
+                             self.cache, observer_fn=self._killer,
+                             checkpoint_path=path)
     self.assertTrue(os.path.exists(path))
-    got = lib.run_method(lib.FEDDLE_ID, self.data, self.config, 1,
-                         self.cache, checkpoint_path=path)
+    got = hybrid_runs.run_method(hybrid_config.FEDDLE_ID, self.data,
+                                 self.config, 1, self.cache,
+                                 checkpoint_path=path)
     self.assertEqual([r.round for r in got.rows],
                      [r.round for r in want.rows])
     np.testing.assert_allclose([(r.accuracy, r.loss) for r in got.rows],
@@ -146,21 +154,21 @@ class ResumeTest(absltest.TestCase):
     np.testing.assert_equal(got.diagnostics, want.diagnostics)  # NaN == NaN
 
   def test_kept_run_names_its_checkpoint_by_config_and_removes_it(self):
-    lib = hybrid_async_lib
     out = temp_dirs.temp_dir(self)
-    checkpoints = os.path.join(out, lib.CHECKPOINTS_DIR)
+    checkpoints = os.path.join(out, hybrid_async_lib.CHECKPOINTS_DIR)
     config = self.config._replace(rounds=2, delay_std=0.0)
     seen = []
-    original = lib.run_method
+    original = hybrid_runs.run_method
 
     def run_method(*args, checkpoint_path=None, **kwargs):
       seen.append(checkpoint_path)
       return original(*args, checkpoint_path=checkpoint_path, **kwargs)
-    with mock.patch.object(lib, 'run_method', run_method):
+    with mock.patch.object(hybrid_runs, 'run_method', run_method):
       for c in (config, config._replace(client_lr=0.1)):
-        lib.kept_run(os.path.join(out, f'fedbuff_{c.client_lr}.json'),
-                     lib.FEDBUFF, self.data, c, 1, self.cache,
-                     checkpoint_dir=checkpoints)
+        hybrid_records.kept_run(
+            os.path.join(out, f'fedbuff_{c.client_lr}.json'),
+            hybrid_config.FEDBUFF, self.data, c, 1, self.cache,
+            checkpoint_dir=checkpoints)
     self.assertLen(seen, 2)
     self.assertNotEqual(os.path.basename(seen[0]).split('-')[-1],
                         os.path.basename(seen[1]).split('-')[-1])
@@ -173,52 +181,57 @@ class ProtocolTest(absltest.TestCase):
   """The paper's units: server epochs, FedAsync's a, weighted FedAvg."""
 
   def test_server_epochs_are_passes_over_the_server_set(self):
-    lib = hybrid_async_lib
     c = _TINY_CONFIG._replace(server_batch_size=32, server_steps=7,
                               feddle_search_steps=3)
     # 0 epochs: the batch counts.
-    self.assertEqual(lib.server_steps(c, 100), 7)
-    self.assertEqual(lib.server_steps(c, 100, feddle_search=True), 3)
+    self.assertEqual(hybrid_methods.server_steps(c, 100), 7)
+    self.assertEqual(hybrid_methods.server_steps(c, 100, feddle_search=True), 3)
     c = c._replace(server_epochs=2, feddle_search_epochs=10)
     # ceil(100 / 32) = 4 batches an epoch.
-    self.assertEqual(lib.server_steps(c, 100), 8)
-    self.assertEqual(lib.server_steps(c, 100, feddle_search=True), 40)
+    self.assertEqual(hybrid_methods.server_steps(c, 100), 8)
+    self.assertEqual(hybrid_methods.server_steps(c, 100, feddle_search=True),
+                     40)
 
   def test_methods_get_their_protocol_values(self):
-    lib = hybrid_async_lib
     data = _digits_data(200, num_clients=6, server_size=40, seed=0)
     c = _TINY_CONFIG._replace(fedasync_a=0.9, fedasync_alpha=0.4,
                               server_epochs=3, server_batch_size=16)
     model = mock.Mock()
-    fedasync = lib.build_method(lib.FEDASYNC, model, data, c, 0)
+    fedasync = hybrid_methods.build_method(hybrid_config.FEDASYNC, model, data,
+                                           c, 0)
     self.assertAlmostEqual(fedasync.mixing_weight(3), 0.4 * 4 ** -0.9)
-    center = lib.build_method(lib.CENTER, model, data, c, 0)
+    center = hybrid_methods.build_method(hybrid_config.CENTER, model, data, c,
+                                         0)
     # 3 epochs of ceil(40 / 16) = 3 batches, with Adam by default.
     self.assertEqual(center._training.steps, 9)
     self.assertEqual(center._training.optimizer, 'adam')
     # HFCL's server trains as a client: K steps of the clients' optimizer.
-    hfcl = lib.build_method(lib.HFCL, model, data, c, 0)
+    hfcl = hybrid_methods.build_method(hybrid_config.HFCL, model, data, c, 0)
     self.assertEqual(hfcl._training, hybrid_baselines.ServerTraining(
         steps=2, batch_size=4, learning_rate=0.05, optimizer='sgd'))
-    self.assertEqual(lib.hfcl_training(
-        c._replace(client_steps=0, client_epochs=2, client_lr=1e-3,
-                   client_optimizer='adam'), 40),
-                     hybrid_baselines.ServerTraining(
-                         steps=20, batch_size=4, learning_rate=1e-3,
-                         optimizer='adam'))
-    fedavg = lib.build_method(lib.FEDAVG, model, data, c, 0)
+    self.assertEqual(
+        hybrid_methods.hfcl_training(
+            c._replace(client_steps=0, client_epochs=2, client_lr=1e-3,
+                       client_optimizer='adam'), 40),
+        hybrid_baselines.ServerTraining(steps=20, batch_size=4,
+                                        learning_rate=1e-3, optimizer='adam'))
+    fedavg = hybrid_methods.build_method(hybrid_config.FEDAVG, model, data, c,
+                                         0)
     self.assertEqual((fedavg.weighting, fedavg.learning_rate,
                       fedavg.buffer_size), ('num_examples', 1.0, 2))
-    self.assertEqual(lib.client_epochs(lib.FEDBUFF, c), None)
+    self.assertEqual(hybrid_methods.client_epochs(hybrid_config.FEDBUFF, c),
+                     None)
     c = c._replace(client_steps=0, client_epochs=3)
-    self.assertEqual(lib.client_epochs(lib.FEDBUFF, c), 3)
-    self.assertIsNone(lib.client_epochs(lib.LOADABOOST, c))
-    self.assertEqual(lib.loadaboost_epoch_steps(c), c.loadaboost_steps // 2)
+    self.assertEqual(hybrid_methods.client_epochs(hybrid_config.FEDBUFF, c), 3)
+    self.assertIsNone(hybrid_methods.client_epochs(hybrid_config.LOADABOOST, c))
+    self.assertEqual(hybrid_methods.loadaboost_epoch_steps(c),
+                     c.loadaboost_steps // 2)
     # Feddle's atlas: twice the clients per round unless its size is set.
-    feddle = lib.build_method(lib.FEDDLE_ID, model, data, c, 0)
+    feddle = hybrid_methods.build_method(hybrid_config.FEDDLE_ID, model, data,
+                                         c, 0)
     self.assertEqual(feddle._config.max_anchors, 2 * c.clients_per_round)
-    feddle = lib.build_method(lib.FEDDLE_ID, model, data,
-                              c._replace(feddle_atlas_size=7), 0)
+    feddle = hybrid_methods.build_method(hybrid_config.FEDDLE_ID, model, data,
+                                         c._replace(feddle_atlas_size=7), 0)
     self.assertEqual(feddle._config.max_anchors, 7)
 
 
@@ -226,22 +239,22 @@ class FedBuffSourceTest(absltest.TestCase):
   """Every method built on FedBuff runs at FedBuff's selected values."""
 
   def test_fedbuff_values_reach_every_method_built_on_it(self):
-    lib = hybrid_async_lib
     data = _digits_data(200, num_clients=6, server_size=40, seed=0)
     model = mock.Mock()
     # The global default buffer is 2 (_TINY_CONFIG); FedBuff selected 4.
-    selected = {lib.FEDBUFF: dict(buffer_size=4, server_lr=0.5),
-                lib.FEDDLE_ID: dict(feddle_search_lr=0.1),
-                lib.FED_FT: dict(server_sgd_lr=1e-3)}
-    for method in lib.FEDBUFF_BASED:
-      config = lib.method_config(_TINY_CONFIG, method, selected)
+    selected = {hybrid_config.FEDBUFF: dict(buffer_size=4, server_lr=0.5),
+                hybrid_config.FEDDLE_ID: dict(feddle_search_lr=0.1),
+                hybrid_config.FED_FT: dict(server_sgd_lr=1e-3)}
+    for method in hybrid_config.FEDBUFF_BASED:
+      config = hybrid_methods.method_config(_TINY_CONFIG, method, selected)
       self.assertEqual((config.buffer_size, config.server_lr), (4, 0.5))
     # The in-domain ones built (this data has no out-of-domain set).
-    for method in (lib.FED_FT, lib.FEDDF_ID, lib.FEDDLE_ID):
+    for method in (hybrid_config.FED_FT, hybrid_config.FEDDF_ID,
+                   hybrid_config.FEDDLE_ID):
       with self.subTest(method=method):
-        config = lib.method_config(_TINY_CONFIG, method, selected)
-        built = lib.build_method(method, model, data, config, 0)
-        if method in lib.FEDDLE_METHODS:
+        config = hybrid_methods.method_config(_TINY_CONFIG, method, selected)
+        built = hybrid_methods.build_method(method, model, data, config, 0)
+        if method in hybrid_config.FEDDLE_METHODS:
           # Its fallback c' is FedBuff's merge at FedBuff's buffer; the
           # atlas holds at least that buffer.
           self.assertEqual(built._buffer_size, 4)
@@ -251,30 +264,31 @@ class FedBuffSourceTest(absltest.TestCase):
           self.assertEqual(built._fedbuff.buffer_size, 4)
           self.assertEqual(built._fedbuff.learning_rate, 0.5)
     self.assertEqual(
-        lib.method_config(_TINY_CONFIG, lib.FEDDLE_ID,
-                          selected).feddle_search_lr, 0.1)
+        hybrid_methods.method_config(_TINY_CONFIG, hybrid_config.FEDDLE_ID,
+                                     selected).feddle_search_lr, 0.1)
     # CA2FL, a method of its own, keeps its values.
-    self.assertEqual(lib.method_config(_TINY_CONFIG, lib.CA2FL,
-                                       selected).buffer_size, 2)
+    self.assertEqual(
+        hybrid_methods.method_config(_TINY_CONFIG, hybrid_config.CA2FL,
+                                     selected).buffer_size, 2)
     with self.assertRaisesRegex(ValueError, 'built on FedBuff'):
-      lib.method_config(_TINY_CONFIG, lib.FED_FT,
-                        dict(selected, fed_ft=dict(buffer_size=3)))
+      hybrid_methods.method_config(_TINY_CONFIG, hybrid_config.FED_FT,
+                                   dict(selected, fed_ft=dict(buffer_size=3)))
     with self.assertRaisesRegex(ValueError, 'cannot hold a buffer of 4'):
-      lib.validate(_TINY_CONFIG._replace(buffer_size=4,
-                                         feddle_atlas_size=3),
-                   [lib.FEDDLE_ID])
+      hybrid_config.validate(
+          _TINY_CONFIG._replace(buffer_size=4, feddle_atlas_size=3),
+          [hybrid_config.FEDDLE_ID])
 
   def test_kept_runs_record_fedbuffs_values(self):
-    lib = hybrid_async_lib
     out = temp_dirs.temp_dir(self)
     data = _digits_data(200, num_clients=12, server_size=30, seed=0)
-    lib.run_experiment(
-        lambda seed, alpha: data, _TINY_CONFIG, methods=[lib.FED_FT],
+    hybrid_async_lib.run_experiment(
+        lambda seed, alpha: data, _TINY_CONFIG, methods=[hybrid_config.FED_FT],
         seeds=[0], output_dir=out,
-        overrides={lib.FEDBUFF: dict(buffer_size=4, server_lr=0.5)})
-    with open(os.path.join(out, lib.RUNS_DIR, lib.run_key(
-        lib.FED_FT, lib.Setting(_TINY_CONFIG.alpha, _TINY_CONFIG.delay_std),
-        0) + '.json')) as f:
+        overrides={hybrid_config.FEDBUFF: dict(buffer_size=4, server_lr=0.5)})
+    setting = hybrid_config.Setting(_TINY_CONFIG.alpha, _TINY_CONFIG.delay_std)
+    key = hybrid_records.run_key(hybrid_config.FED_FT, setting, 0)
+    with open(os.path.join(out, hybrid_async_lib.RUNS_DIR,
+                           key + '.json')) as f:
       fingerprint = json.load(f)['fingerprint']
     self.assertEqual((fingerprint['buffer_size'], fingerprint['server_lr']),
                      (4, 0.5))
@@ -282,22 +296,21 @@ class FedBuffSourceTest(absltest.TestCase):
   def test_a_search_at_rate_zero_is_fedbuff_round_by_round(self):
     # In the experiment's own configuration: Feddle's merges at c' are
     # FedBuff's, however many search steps it takes.
-    lib = hybrid_async_lib
     data = _digits_data(300, num_clients=12, server_size=30, seed=0)
     config = _TINY_CONFIG._replace(rounds=6, delay_std=1.5, clients_per_round=3,
                                    buffer_size=4, feddle_search_steps=3,
                                    feddle_search_lr=0.0,
                                    feddle_search_optimizer='scaled_sgd')
-    runs = {method: lib.run_method(method, data, config, 0)
-            for method in (lib.FEDBUFF, lib.FEDDLE_ID)}
-    feddle_rows, fedbuff_rows = runs[lib.FEDDLE_ID].rows, runs[
-        lib.FEDBUFF].rows
+    runs = {method: hybrid_runs.run_method(method, data, config, 0)
+            for method in (hybrid_config.FEDBUFF, hybrid_config.FEDDLE_ID)}
+    feddle_rows, fedbuff_rows = runs[hybrid_config.FEDDLE_ID].rows, runs[
+        hybrid_config.FEDBUFF].rows
     self.assertLen(feddle_rows, config.rounds + 1)
     for got, want in zip(feddle_rows, fedbuff_rows):
       self.assertAlmostEqual(got.accuracy, want.accuracy, places=5)
       self.assertAlmostEqual(got.loss, want.loss, places=4)
-    moves = lib.merge_values(runs[lib.FEDDLE_ID].diagnostics,
-                             'coefficient_move')
+    moves = hybrid_tables.merge_values(
+        runs[hybrid_config.FEDDLE_ID].diagnostics, 'coefficient_move')
     self.assertNotEmpty(moves)
     np.testing.assert_array_equal(moves, 0.0)
 
@@ -307,8 +320,8 @@ class ReportTest(absltest.TestCase):
 
   def setUp(self):
     super().setUp()
-    lib = hybrid_async_lib
-    self.settings = [lib.Setting(0.1, 5.0), lib.Setting(0.1, 20.0)]
+    self.settings = [hybrid_config.Setting(0.1, 5.0),
+                     hybrid_config.Setting(0.1, 20.0)]
     self.rows = (
         # Best of the last 5 evaluations: 0.5 (not the early 0.9).
         _rows('fedbuff', 0.1, 5.0, 0, [0.9, 0.1, 0.2, 0.5, 0.3, 0.2])
@@ -323,11 +336,10 @@ class ReportTest(absltest.TestCase):
     self.methods = ['fedbuff', 'center', 'feddle_id']
 
   def test_final_metrics_and_table(self):
-    lib = hybrid_async_lib
-    finals = lib.final_metrics(self.rows, self.methods, self.settings)
+    finals = hybrid_tables.final_metrics(self.rows, self.methods, self.settings)
     self.assertEqual(finals[('fedbuff', self.settings[0])], [0.5, 0.3])
     self.assertEqual(finals[('center', self.settings[1])], [0.2, 0.4])
-    table = lib.format_table(self.rows, self.methods, self.settings)
+    table = hybrid_tables.format_table(self.rows, self.methods, self.settings)
     lines = table.splitlines()
     self.assertEqual(lines[0], '| method | server data | Dir(0.1), N(5) | '
                      'Dir(0.1), N(20) |')
@@ -339,8 +351,8 @@ class ReportTest(absltest.TestCase):
                      '5.0 ± 0.0 (n = 1) |')
 
   def test_ranking_summary_says_where_the_paper_is_not_reproduced(self):
-    lines = hybrid_async_lib.ranking_summary(self.rows, self.methods,
-                                             self.settings)
+    lines = hybrid_tables.ranking_summary(self.rows, self.methods,
+                                          self.settings)
     # Both metrics on the means over seeds; a gap beyond the spread is one
     # larger than the two methods' standard deviations added.
     self.assertEqual(lines[0], (
@@ -355,9 +367,8 @@ class ReportTest(absltest.TestCase):
 
   def test_ranking_without_a_feddle_run_is_undecided(self):
     # A table being run method by method: Feddle's run not kept yet.
-    rows = [r for r in self.rows if r.method != hybrid_async_lib.FEDDLE_ID]
-    lines = hybrid_async_lib.ranking_summary(rows, self.methods,
-                                             self.settings)
+    rows = [r for r in self.rows if r.method != hybrid_config.FEDDLE_ID]
+    lines = hybrid_tables.ranking_summary(rows, self.methods, self.settings)
     self.assertLen(lines, 2)
     for line in lines:
       self.assertIn('paper\'s ranking (Feddle first, by the mean over '
@@ -365,28 +376,30 @@ class ReportTest(absltest.TestCase):
       self.assertNotIn('reproduced', line)
 
   def test_what_changed_from_an_earlier_protocol(self):
-    lib = hybrid_async_lib
     runs_dir = temp_dirs.temp_dir(self)
     setting = self.settings[0]
     # The earlier protocol's Feddle run: Adam at 1e-5, 20% throughout.
     earlier_config = _TINY_CONFIG._replace(
         feddle_search_optimizer='adam', feddle_search_lr=1e-5)
-    lib._save_run(
-        os.path.join(runs_dir, lib.run_key(lib.FEDDLE_ID, setting, 0)
-                     + '.json'),
-        lib._fingerprint(earlier_config, 'd', lib.FEDDLE_ID),
-        lib.MethodRun(_rows('feddle_id', 0.1, 5.0, 0, [0.2] * 6), [], {}))
+    key = hybrid_records.run_key(hybrid_config.FEDDLE_ID, setting, 0)
+    hybrid_records._save_run(
+        os.path.join(runs_dir, key + '.json'),
+        hybrid_records.run_fingerprint(earlier_config, 'd',
+                                       hybrid_config.FEDDLE_ID),
+        hybrid_runs.MethodRun(_rows('feddle_id', 0.1, 5.0, 0, [0.2] * 6), [],
+                              {}))
     path = os.path.join(runs_dir, 'earlier.json')
-    self.assertEqual(lib.save_earlier_runs(runs_dir, [lib.FEDDLE_ID],
-                                           path), 1)
+    self.assertEqual(
+        hybrid_records.save_earlier_runs(runs_dir, [hybrid_config.FEDDLE_ID],
+                                         path), 1)
     with open(path) as f:
       earlier = json.load(f)
-    result = lib.ExperimentResult(
+    result = hybrid_async_lib.ExperimentResult(
         self.rows, [], {}, '', {}, _TINY_CONFIG, tuple(self.settings), 'd',
-        (0, 1), {lib.FEDDLE_ID: dict(feddle_search_optimizer='scaled_sgd',
-                                     feddle_search_lr=0.01)},
+        (0, 1), {hybrid_config.FEDDLE_ID: dict(
+            feddle_search_optimizer='scaled_sgd', feddle_search_lr=0.01)},
         tuple(self.methods))
-    lines = lib.earlier_protocol_lines(earlier, result, [setting])
+    lines = hybrid_report.earlier_protocol_lines(earlier, result, [setting])
     self.assertEqual(lines, [
         'feddle_id (then feddle_search_optimizer adam, feddle_search_lr '
         '1e-05, now feddle_search_optimizer scaled_sgd, feddle_search_lr '
@@ -394,18 +407,17 @@ class ReportTest(absltest.TestCase):
         'the last half 20.0% -> 60.0% (+40.0 points).'])
     # A method not run again yet keeps its earlier number, said as such.
     not_rerun = result._replace(
-        rows=[r for r in self.rows if r.method != lib.FEDDLE_ID])
+        rows=[r for r in self.rows if r.method != hybrid_config.FEDDLE_ID])
     self.assertEqual(
-        lib.earlier_protocol_lines(earlier, not_rerun, [setting]),
+        hybrid_report.earlier_protocol_lines(earlier, not_rerun, [setting]),
         [lines[0].split(':')[0] + ': best of the last 5 20.0% then, not run '
          'again yet; mean of the last half 20.0% then, not run again yet.'])
 
   def test_wall_time_per_method_and_the_runs_not_kept(self):
-    lib = hybrid_async_lib
     # Each run's time is its last round's clock, not the largest or a sum.
     rows = [r._replace(seconds=60.0 * r.round) for r in self.rows]
     rows[0], rows[1] = rows[1], rows[0]  # Out of order: the last round wins.
-    line = lib.wall_time_line(rows, ['fedbuff', 'fedavg', 'center'])
+    line = hybrid_tables.wall_time_line(rows, ['fedbuff', 'fedavg', 'center'])
     # fedbuff: 3 runs of 50 rounds at 60 s each, 50 min each.
     self.assertEqual(line, (
         'Wall time per run (training and evaluation, from each run\'s last '
@@ -416,24 +428,26 @@ class ReportTest(absltest.TestCase):
     # (fedbuff N(5) and N(20), center once), not the total over seeds.
     uneven = [r._replace(seconds=r.seconds * (1 + r.seed)) for r in rows]
     self.assertIn('5.83 h in all. A further seed of the methods kept: about '
-                  '3.33 h.', lib.wall_time_line(uneven, ['fedbuff', 'center']))
+                  '3.33 h.',
+                  hybrid_tables.wall_time_line(uneven, ['fedbuff', 'center']))
     one = [r._replace(seconds=12.0) for r in rows if r.method == 'center'
            and r.seed == 0]
-    self.assertEqual(lib.wall_time_line(one, ['center']), (
-        'Wall time per run (training and evaluation, from each run\'s last '
-        'round; resumed runs count every part): center 12 s; 12 s in all. '
-        'A further seed of the methods kept: about 12 s.'))
+    self.assertEqual(
+        hybrid_tables.wall_time_line(one, ['center']),
+        ('Wall time per run (training and evaluation, from each run\'s last '
+         'round; resumed runs count every part): center 12 s; 12 s in all. '
+         'A further seed of the methods kept: about 12 s.'))
     self.assertIn('none kept; 0 s in all. Not run yet: center.',
-                  lib.wall_time_line([], ['center']))
+                  hybrid_tables.wall_time_line([], ['center']))
 
   def test_results_markdown_compares_with_the_paper_point_by_point(self):
-    lib = hybrid_async_lib
-    result = lib.ExperimentResult(
-        self.rows, [], {}, lib.format_table(self.rows, self.methods,
-                                            self.settings), {}, lib.Config(),
-        tuple(self.settings), 'clients: CIFAR-10 at 16x16 (made up)', (0, 1),
-        {}, tuple(self.methods) + ('fedavg',))
-    text = lib.results_markdown(result, 'cmd', 'machine', 'today')
+    result = hybrid_async_lib.ExperimentResult(
+        self.rows, [], {},
+        hybrid_tables.format_table(self.rows, self.methods, self.settings), {},
+        hybrid_config.Config(), tuple(self.settings),
+        'clients: CIFAR-10 at 16x16 (made up)', (0, 1), {},
+        tuple(self.methods) + ('fedavg',))
+    text = hybrid_report.results_markdown(result, 'cmd', 'machine', 'today')
     self.assertIn('* Wall time per run (', text)
     self.assertIn('Not run yet: fedavg.', text)
     # Table 7, Dir(0.1): fedbuff 33.2 / 26.8, center 42.1, feddle_id 52.9 /
@@ -453,145 +467,160 @@ class ReportTest(absltest.TestCase):
                   '(paper: 1)', text)
 
   def test_report_only_reads_the_kept_runs_and_runs_nothing(self):
-    lib = hybrid_async_lib
     d = temp_dirs.temp_dir(self)
-    config = lib.Config(rounds=30, eval_every=10)
-    setting = lib.Setting(0.1, 5.0)
-    data = lib.Data(None, None, None, 'made up', None)
-    fingerprint = lib._fingerprint(
-        config._replace(alpha=0.1, delay_std=5.0), 'made up', lib.FEDBUFF)
-    with open(os.path.join(d, lib.run_key(lib.FEDBUFF, setting, 0)
-                           + '.json'), 'w') as f:
+    config = hybrid_config.Config(rounds=30, eval_every=10)
+    setting = hybrid_config.Setting(0.1, 5.0)
+    data = hybrid_config.Data(None, None, None, 'made up', None)
+    fingerprint = hybrid_records.run_fingerprint(
+        config._replace(alpha=0.1, delay_std=5.0), 'made up',
+        hybrid_config.FEDBUFF)
+    key = hybrid_records.run_key(hybrid_config.FEDBUFF, setting, 0)
+    rows = _rows(hybrid_config.FEDBUFF, 0.1, 5.0, 0, [0.1, 0.4, 0.2])
+    with open(os.path.join(d, key + '.json'), 'w') as f:
       json.dump(dict(fingerprint=fingerprint, diagnostics=[], notes={},
-                     rows=[r._asdict() for r in _rows(
-                         lib.FEDBUFF, 0.1, 5.0, 0, [0.1, 0.4, 0.2])]), f)
-    with mock.patch.object(lib, 'run_method',
+                     rows=[r._asdict() for r in rows]), f)
+    with mock.patch.object(hybrid_runs, 'run_method',
                            side_effect=AssertionError('a run was made')):
-      result = lib.run_experiment(
-          lambda seed, alpha: data, config, methods=[lib.FEDBUFF, lib.FEDAVG],
-          seeds=[0, 1], output_dir=d, settings=[setting], runs_dir=d,
-          report_only=True)
+      result = hybrid_async_lib.run_experiment(
+          lambda seed, alpha: data, config,
+          methods=[hybrid_config.FEDBUFF, hybrid_config.FEDAVG], seeds=[0, 1],
+          output_dir=d, settings=[setting], runs_dir=d, report_only=True)
     self.assertEqual({(r.method, r.seed) for r in result.rows},
-                     {(lib.FEDBUFF, 0)})
+                     {(hybrid_config.FEDBUFF, 0)})
     self.assertIn('| fedbuff | none | **40.0 ± 0.0** |', result.table)
     self.assertIn('| fedavg * | none | n/a |', result.table)
     with self.assertRaisesRegex(ValueError, 'No kept run'):
-      lib.run_experiment(
-          lambda seed, alpha: data, config, methods=[lib.FEDAVG], seeds=[0],
-          output_dir=d, settings=[setting], runs_dir=d, report_only=True)
+      hybrid_async_lib.run_experiment(lambda seed, alpha: data, config,
+                                      methods=[hybrid_config.FEDAVG], seeds=[0],
+                                      output_dir=d, settings=[setting],
+                                      runs_dir=d, report_only=True)
 
   def test_center_once_is_in_center_runs_fingerprints_only(self):
     # Runs of the other methods kept before the field existed stay valid.
-    lib = hybrid_async_lib
-    config = lib.Config()
-    self.assertTrue(lib._fingerprint(config, 'd', lib.CENTER)['center_once'])
-    self.assertNotIn('center_once', lib._fingerprint(config, 'd', lib.FEDBUFF))
-    self.assertFalse(lib._fingerprint(config._replace(center_once=False), 'd',
-                                      lib.CENTER)['center_once'])
+    config = hybrid_config.Config()
+    self.assertTrue(
+        hybrid_records.run_fingerprint(config, 'd',
+                                       hybrid_config.CENTER)['center_once'])
+    self.assertNotIn(
+        'center_once',
+        hybrid_records.run_fingerprint(config, 'd', hybrid_config.FEDBUFF))
+    self.assertFalse(
+        hybrid_records.run_fingerprint(config._replace(center_once=False), 'd',
+                                       hybrid_config.CENTER)['center_once'])
     # The atlas size only away from its default.
-    self.assertNotIn('feddle_atlas_size',
-                     lib._fingerprint(config, 'd', lib.FEDDLE_ID))
-    self.assertEqual(lib._fingerprint(config._replace(feddle_atlas_size=40),
-                                      'd', lib.FEDDLE_ID)['feddle_atlas_size'],
-                     40)
+    self.assertNotIn(
+        'feddle_atlas_size',
+        hybrid_records.run_fingerprint(config, 'd', hybrid_config.FEDDLE_ID))
+    self.assertEqual(
+        hybrid_records.run_fingerprint(
+            config._replace(feddle_atlas_size=40), 'd',
+            hybrid_config.FEDDLE_ID)['feddle_atlas_size'], 40)
 
   def test_fedasync_staleness_unit_reaches_fedasync(self):
-    lib = hybrid_async_lib
     data = _digits_data(200, num_clients=6, server_size=40, seed=0)
     model = mock.Mock()
     # FedAsync counts server steps by default (Xie et al.), rounds on demand.
-    self.assertEqual(lib.build_method(lib.FEDASYNC, model, data, _TINY_CONFIG,
-                                      0).staleness_unit, 'server_steps')
+    self.assertEqual(
+        hybrid_methods.build_method(hybrid_config.FEDASYNC, model, data,
+                                    _TINY_CONFIG, 0).staleness_unit,
+        'server_steps')
     c = _TINY_CONFIG._replace(fedasync_staleness_unit='rounds')
-    self.assertEqual(lib.build_method(lib.FEDASYNC, model, data, c,
-                                      0).staleness_unit, 'rounds')
+    self.assertEqual(
+        hybrid_methods.build_method(hybrid_config.FEDASYNC, model, data, c,
+                                    0).staleness_unit, 'rounds')
     with self.assertRaisesRegex(ValueError, 'fedasync_staleness_unit'):
-      lib.validate(c._replace(fedasync_staleness_unit='arrivals'),
-                   [lib.FEDASYNC])
+      hybrid_config.validate(c._replace(fedasync_staleness_unit='arrivals'),
+                             [hybrid_config.FEDASYNC])
 
   def test_fedbuff_staleness_exponent_reaches_fedbuff_merges(self):
-    lib = hybrid_async_lib
     data = _digits_data(200, num_clients=6, server_size=40, seed=0)
     model = mock.Mock()
-    self.assertEqual(lib.build_method(lib.FEDBUFF, model, data, _TINY_CONFIG,
-                                      0).staleness_exponent, 0.0)
+    self.assertEqual(
+        hybrid_methods.build_method(hybrid_config.FEDBUFF, model, data,
+                                    _TINY_CONFIG, 0).staleness_exponent, 0.0)
     c = _TINY_CONFIG._replace(fedbuff_staleness_exponent=0.5)
     # FedBuff's merge, alone and under Fed+FT and FedDF, weighs an update
     # tau rounds stale by 1/sqrt(1 + tau) (Nguyen et al. 2022).
-    fedbuff = lib.build_method(lib.FEDBUFF, model, data, c, 0)
+    fedbuff = hybrid_methods.build_method(hybrid_config.FEDBUFF, model, data, c,
+                                          0)
     self.assertEqual(fedbuff.staleness_exponent, 0.5)
-    for method in (lib.FED_FT, lib.FEDDF_ID):
-      self.assertEqual(lib.build_method(method, model, data, c, 0)._fedbuff
-                       .staleness_exponent, 0.5)
+    for method in (hybrid_config.FED_FT, hybrid_config.FEDDF_ID):
+      built = hybrid_methods.build_method(method, model, data, c, 0)
+      self.assertEqual(built._fedbuff.staleness_exponent, 0.5)
     x0 = [np.zeros(1)]
     updates = [hybrid_baselines.ClientUpdate(i, [np.array([1.0])], tau)
                for i, tau in enumerate((0, 3, 8, 0))]
     c = c._replace(buffer_size=4, server_lr=1.0)
-    _, got = lib.build_method(lib.FEDBUFF, model, data, c, 0).apply(
-        fedbuff.initial_state(), x0, updates)
+    weighted = hybrid_methods.build_method(hybrid_config.FEDBUFF, model, data,
+                                           c, 0)
+    _, got = weighted.apply(fedbuff.initial_state(), x0, updates)
     np.testing.assert_allclose(got[0], [(1 + 1 / 2 + 1 / 3 + 1) / 4])
     with self.assertRaisesRegex(ValueError, 'fedbuff_staleness_exponent'):
-      lib.validate(c._replace(fedbuff_staleness_exponent=-1.0),
-                   [lib.FEDBUFF])
+      hybrid_config.validate(c._replace(fedbuff_staleness_exponent=-1.0),
+                             [hybrid_config.FEDBUFF])
 
   def _old_record(self, config, method):
     """The fingerprint of a kept run of `method` from an earlier version."""
-    lib = hybrid_async_lib
-    fingerprint = lib._fingerprint(config, 'd', method)
+    fingerprint = hybrid_records.run_fingerprint(config, 'd', method)
     fingerprint.pop('fedasync_staleness_unit', None)
     fingerprint.pop('feddf_teachers', None)
     return fingerprint
 
   def test_kept_fedasync_and_feddf_runs_from_before_are_run_again(self):
-    lib = hybrid_async_lib
     d = temp_dirs.temp_dir(self)
-    config = lib.Config(rounds=30, eval_every=10)
-    rows = [r._asdict() for r in _rows(lib.FEDBUFF, 0.1, 5.0, 0, [0.1])]
+    config = hybrid_config.Config(rounds=30, eval_every=10)
+    rows = [r._asdict()
+            for r in _rows(hybrid_config.FEDBUFF, 0.1, 5.0, 0, [0.1])]
 
     def load(method, kept_config, want_config):
       path = os.path.join(d, method + '.json')
       with open(path, 'w') as f:
         json.dump(dict(fingerprint=self._old_record(kept_config, method),
                        diagnostics=[], notes={}, rows=rows), f)
-      return lib._load_run(path, lib._fingerprint(want_config, 'd', method))
+      return hybrid_records.load_run(
+          path, hybrid_records.run_fingerprint(want_config, 'd', method))
 
-    for method in (lib.FEDASYNC, lib.FEDDF_ID, lib.FEDDF_OOD):
+    for method in (hybrid_config.FEDASYNC, hybrid_config.FEDDF_ID,
+                   hybrid_config.FEDDF_OOD):
       self.assertIsNone(load(method, config, config), method)
-    for method in (lib.FEDBUFF, lib.FED_FT, lib.CENTER, lib.FEDDLE_ID):
+    for method in (hybrid_config.FEDBUFF, hybrid_config.FED_FT,
+                   hybrid_config.CENTER, hybrid_config.FEDDLE_ID):
       self.assertIsNotNone(load(method, config, config), method)
     # FedAsync without a staleness discount, or asked to count rounds, is
     # the run it was.
     a0 = config._replace(fedasync_a=0.0)
-    self.assertIsNotNone(load(lib.FEDASYNC, a0, a0))
+    self.assertIsNotNone(load(hybrid_config.FEDASYNC, a0, a0))
     rounds = config._replace(fedasync_staleness_unit='rounds')
-    self.assertIsNotNone(load(lib.FEDASYNC, config, rounds))
+    self.assertIsNotNone(load(hybrid_config.FEDASYNC, config, rounds))
     # Made before, it is run again whatever else differs (a new search
     # may select other values for it); a run made since with other
     # settings is still an error.
-    self.assertIsNone(load(lib.FEDDF_ID, config._replace(client_lr=0.5),
-                           config))
+    self.assertIsNone(
+        load(hybrid_config.FEDDF_ID, config._replace(client_lr=0.5), config))
     with self.assertRaisesRegex(ValueError, r'other settings \(client_lr\)'):
-      load(lib.FEDASYNC, config._replace(client_lr=0.5),
+      load(hybrid_config.FEDASYNC, config._replace(client_lr=0.5),
            config._replace(fedasync_staleness_unit='rounds'))
     # FedBuff's staleness weights enter only away from the plain mean.
-    self.assertNotIn('fedbuff_staleness_exponent',
-                     lib._fingerprint(config, 'd', lib.FEDBUFF))
+    self.assertNotIn(
+        'fedbuff_staleness_exponent',
+        hybrid_records.run_fingerprint(config, 'd', hybrid_config.FEDBUFF))
     with self.assertRaisesRegex(ValueError, 'fedbuff_staleness_exponent'):
-      load(lib.FEDBUFF, config,
+      load(hybrid_config.FEDBUFF, config,
            config._replace(fedbuff_staleness_exponent=0.5))
 
   def test_paper_reference_table(self):
-    lib = hybrid_async_lib
-    table = lib.paper_table(['fedbuff', 'loadaboost'],
-                            [lib.Setting(0.1, 5.0), lib.Setting(0.2, 5.0)])
+    table = paper_tables.paper_table(
+        ['fedbuff', 'loadaboost'],
+        [hybrid_config.Setting(0.1, 5.0), hybrid_config.Setting(0.2, 5.0)])
     self.assertEqual(table.splitlines()[2:], ['| fedbuff | 33.2 | n/a |',
                                               '| loadaboost | n/a | n/a |'])
-    self.assertIsNone(lib.paper_table(['fedbuff'], [lib.Setting(0.5, 1.0)]))
+    self.assertIsNone(
+        paper_tables.paper_table(['fedbuff'],
+                                 [hybrid_config.Setting(0.5, 1.0)]))
 
   def test_paper_table_of_the_data(self):
-    lib = hybrid_async_lib
-    celeba = [lib.Setting(lib.IDENTITIES, 20.0), lib.Setting(
-        lib.IDENTITIES, 5.0)]
+    celeba = [hybrid_config.Setting(hybrid_config.IDENTITIES, 20.0),
+              hybrid_config.Setting(hybrid_config.IDENTITIES, 5.0)]
     table, text = paper_tables.reference(
         ['feddle_id', 'loadaboost'], celeba,
         'clients: CelebA, label Smiling; out-of-domain server set: digits')
@@ -601,7 +630,7 @@ class ReportTest(absltest.TestCase):
         '| --- | --- | --- |', '| feddle_id | 90.2 ± 0.1 | n/a |',
         '| loadaboost | n/a | n/a |'])
     # Table 7 is CIFAR-10's: not for digits clients, whatever the server.
-    cifar = [lib.Setting(0.1, 20.0)]
+    cifar = [hybrid_config.Setting(0.1, 20.0)]
     self.assertEqual(paper_tables.reference(
         ['fedavg'], cifar, 'clients: CIFAR-10 at 16x16 (...)')[0].name,
                      'table 7')
@@ -618,7 +647,7 @@ class ReportTest(absltest.TestCase):
     self.assertIsNone(paper_tables.reference(
         ['fedavg'], celeba, 'clients: CIFAR-10 at 16x16'))
     for t in paper_tables.TABLES:
-      self.assertContainsSubset(t.values, lib.METHODS)
+      self.assertContainsSubset(t.values, hybrid_config.METHODS)
 
 
 @binary_runs.runs_binaries
@@ -634,12 +663,11 @@ class HybridAsyncBinaryTest(absltest.TestCase):
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
     with open(os.path.join(output_dir, 'metrics.csv')) as f:
       rows = list(csv.DictReader(f))
-    for method in hybrid_async_lib.METHODS:
+    for method in hybrid_config.METHODS:
       self.assertIn(method, run.stdout)
       method_rows = [r for r in rows if r['method'] == method]
       # The delay-free methods run once and stand in both delay columns.
-      delays = (['0'] if method in hybrid_async_lib.DELAY_FREE
-                else ['0', '0.5'])
+      delays = (['0'] if method in hybrid_config.DELAY_FREE else ['0', '0.5'])
       self.assertEqual([(r['delay_std'], int(r['round']))
                         for r in method_rows],
                        [(d, k) for d in delays for k in (0, 1, 2)])
@@ -723,25 +751,26 @@ class ValidateTest(absltest.TestCase):
   """`validate` refuses settings that cannot run, before any training."""
 
   def test_bad_settings_raise_naming_the_setting(self):
-    lib = hybrid_async_lib
     config = _TINY_CONFIG
-    lib.validate(config, lib.METHODS, [lib.Setting(0.5, 0.5)], [0])
+    hybrid_config.validate(config, hybrid_config.METHODS,
+                           [hybrid_config.Setting(0.5, 0.5)], [0])
     cases = [
         # Delays that would never arrive within the run.
-        (dict(), [lib.Setting(0.5, 5.0)], 'delay'),
+        (dict(), [hybrid_config.Setting(0.5, 5.0)], 'delay'),
         # More clients busy than there are (long delays, few clients).
-        (dict(rounds=20, num_clients=3), [lib.Setting(0.5, 0.5)],
+        (dict(rounds=20, num_clients=3), [hybrid_config.Setting(0.5, 0.5)],
          'idle clients'),
         (dict(client_optimizer='rmsprop'), [], 'client_optimizer'),
         (dict(server_optimizer='rmsprop'), [], 'server_optimizer'),
         (dict(loadaboost_epochs=3), [], 'even int'),
         # More clients per round than clients.
         (dict(clients_per_round=20), [], 'clients_per_round'),
-        (dict(), [lib.Setting(0.0, 0.5)], 'alpha'),
+        (dict(), [hybrid_config.Setting(0.0, 0.5)], 'alpha'),
     ]
     for changes, settings, message in cases:
       with self.assertRaisesRegex(ValueError, message, msg=str(changes)):
-        lib.validate(config._replace(**changes), lib.METHODS, settings, [0])
+        hybrid_config.validate(config._replace(**changes),
+                               hybrid_config.METHODS, settings, [0])
 
 
 if __name__ == '__main__':

@@ -20,13 +20,14 @@ import os
 from absl.testing import absltest
 
 from experiments.hybrid_async import gaps_lib
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_runs
 from experiments.hybrid_async import paper_tables
 from tests import temp_dirs
 
 
 def _rows(method, alpha, delay, seed, accuracies):
-  return [lib.RunRow(method, alpha, delay, seed, k, a, 1.0, 0.0)
+  return [hybrid_runs.RunRow(method, alpha, delay, seed, k, a, 1.0, 0.0)
           for k, a in enumerate(accuracies)]
 
 
@@ -110,7 +111,8 @@ class GapsTest(absltest.TestCase):
             + _rows('fedbuff', 0.1, 20.0, 0, [0.2] * 5)
             + _rows('center', 0.1, 0.0, 0, [0.4] * 5))
     self.assertEqual(gaps_lib.settings_of(rows), [
-        lib.Setting(0.1, 20.0), lib.Setting(0.1, 5.0), lib.Setting(0.3, 5.0)])
+        hybrid_config.Setting(0.1, 20.0), hybrid_config.Setting(0.1, 5.0),
+        hybrid_config.Setting(0.3, 5.0)])
     d = temp_dirs.temp_dir(self)
     _write(os.path.join(d, 'r.json'), rows)
     text = gaps_lib.results_markdown(
@@ -215,7 +217,7 @@ class GapsTest(absltest.TestCase):
 
   def test_run_length_lines_both_lengths_beside_the_paper(self):
     def run(method, delay, accuracy, rounds):
-      return [lib.RunRow(method, 0.1, delay, 0, k, accuracy, 1.0, 0.0)
+      return [hybrid_runs.RunRow(method, 0.1, delay, 0, k, accuracy, 1.0, 0.0)
               for k in range(0, rounds + 1, rounds // 5)]
 
     short = (run('fedavg', 0.0, 0.30, 70) + run('fedavg_delayed', 5.0, 0.10,

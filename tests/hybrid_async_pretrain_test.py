@@ -25,7 +25,8 @@ from unittest import mock
 from absl.testing import absltest
 import numpy as np
 
-from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_runs
 from experiments.hybrid_async import pretrain_lib
 from tests import binary_runs
 from tests import cifar10_testing
@@ -64,7 +65,7 @@ class PretrainTest(absltest.TestCase):
     pretrained = self._pretrain(temp_dirs.temp_dir(self))
     self.assertFalse(pretrained.reused)
     self.assertLess(pretrained.loss_after, 0.8 * pretrained.loss_before)
-    after = hybrid_async_lib.evaluate_fn(self.x, self.y)(pretrained.weights)
+    after = hybrid_runs.evaluate_fn(self.x, self.y)(pretrained.weights)
     self.assertAlmostEqual(after['loss'], pretrained.loss_after, places=5)
     self.assertLen(pretrained.body, cnn.BODY_SIZE)
 
@@ -111,9 +112,8 @@ class PretrainTest(absltest.TestCase):
     split = hybrid_images.build_hybrid_split(
         x, y, num_clients=4, alpha=1.0, server_size=10, eval_size=30,
         seed=0)
-    data = hybrid_async_lib.Data(split, None, None, 'tiny',
-                                 pretrained.body)
-    config = hybrid_async_lib.Config(
+    data = hybrid_config.Data(split, None, None, 'tiny', pretrained.body)
+    config = hybrid_config.Config(
         rounds=1, num_clients=4, clients_per_round=2, delay_std=0.0,
         server_size=10, eval_size=30, client_steps=1, client_batch_size=4,
         conv_filters=_MODEL['conv_filters'],
@@ -125,11 +125,11 @@ class PretrainTest(absltest.TestCase):
       starts.append(args[4])
       return mock.Mock(rows=[])
 
-    with mock.patch.object(hybrid_async_lib.tff_mixed, 'run_async',
+    with mock.patch.object(hybrid_runs.tff_mixed, 'run_async',
                            side_effect=run_async):
       for seed in (0, 1):
-        hybrid_async_lib.run_method('fedavg', data, config, seed,
-                                    clients_per_group=1)
+        hybrid_runs.run_method('fedavg', data, config, seed,
+                               clients_per_group=1)
     self.assertLen(starts, 2)
     for start in starts:
       for given, used in zip(pretrained.body, start):

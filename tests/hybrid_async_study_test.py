@@ -23,7 +23,8 @@ from absl.testing import absltest
 import numpy as np
 
 from experiments.hybrid_async import async_study_lib as study
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_records
 from tff_mixed.tasks import hybrid_images
 
 
@@ -39,7 +40,7 @@ def _digits(seed, alpha):
   split = hybrid_images.build_hybrid_split(
       x[:300], y[:300], num_clients=12, alpha=alpha, server_size=30,
       eval_size=80, seed=seed)
-  return lib.Data(split, None, None, 'digits')
+  return hybrid_config.Data(split, None, None, 'digits')
 
 
 def _record(variant, alpha, delay, seed, accuracies, probes=()):
@@ -68,7 +69,7 @@ class ArrivalStatsTest(absltest.TestCase):
 class ComparisonTest(absltest.TestCase):
 
   def test_pair_difference_is_paired_over_common_seeds(self):
-    s = lib.Setting(0.1, 5.0)
+    s = hybrid_config.Setting(0.1, 5.0)
     records = [
         _record('fedbuff', 0.1, 5.0, 0, [0.1, 0.20]),
         _record('fedbuff', 0.1, 5.0, 1, [0.1, 0.30]),
@@ -84,7 +85,8 @@ class ComparisonTest(absltest.TestCase):
                _record('fedavg_delayed', 0.3, 20.0, 0, [0.1])]
     pair = study.Pair('fedavg', 'fedavg_delayed', 'x')
     diffs = study.pair_differences(
-        records, pair, [lib.Setting(0.3, 5.0), lib.Setting(0.3, 20.0)])
+        records, pair,
+        [hybrid_config.Setting(0.3, 5.0), hybrid_config.Setting(0.3, 20.0)])
     self.assertIsNone(diffs[0])  # No delayed run at N(5).
     self.assertAlmostEqual(diffs[1], -30.0)
 
@@ -99,7 +101,7 @@ class ComparisonTest(absltest.TestCase):
                      '| 25.0 ± 0.0 (n = 1) | 15.0 ± 5.0 |')
 
   def test_report_has_every_table(self):
-    settings = [lib.Setting(0.1, 5.0)]
+    settings = [hybrid_config.Setting(0.1, 5.0)]
     records = [_record('feddf_id', 0.1, 5.0, 0, [0.1, 0.2],
                        probes=[(1, 0.3, 0.1, 0.2), (2, 0.4, 0.1, 0.2)])]
     text = study.results_markdown(records, settings, [0], command='cmd',
@@ -115,7 +117,8 @@ class ComparisonTest(absltest.TestCase):
 class RunStudyTest(absltest.TestCase):
 
   def test_runs_records_and_resumes(self):
-    settings = [lib.Setting(0.5, 0.0), lib.Setting(0.5, 0.8)]
+    settings = [hybrid_config.Setting(0.5, 0.0),
+                hybrid_config.Setting(0.5, 0.8)]
     variants = [study.VARIANTS_BY_NAME[v] for v in (
         'fedavg', 'fedavg_deadline', 'fedbuff_lr1_weighted', 'feddf_id')]
     with tempfile.TemporaryDirectory() as d:
@@ -150,7 +153,8 @@ class RunStudyTest(absltest.TestCase):
       study.run_study(_digits, variants, settings, [0], d, base=_BASE)
       with open(path) as f:
         rerun = json.load(f)
-      self.assertEqual(rerun['config']['feddf_teachers'], lib.FEDDF_TEACHERS)
+      self.assertEqual(rerun['config']['feddf_teachers'],
+                       hybrid_records.FEDDF_TEACHERS)
       self.assertEqual(rerun['rows'], by_name['feddf_id', 0.0].rows)
       # A record made with another configuration is refused.
       path = os.path.join(d, study.record_name('fedavg', settings[0], 0)

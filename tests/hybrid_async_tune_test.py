@@ -26,7 +26,8 @@ from unittest import mock
 from absl.testing import absltest
 import numpy as np
 
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_runs
 from experiments.hybrid_async import tune_lib
 from tests import binary_runs
 from tests import preloaded_python
@@ -34,9 +35,9 @@ from tests import temp_dirs
 from tff_mixed.tasks import hybrid_images
 
 
-def _accuracy(method: str, c: lib.Config) -> float:
+def _accuracy(method: str, c: hybrid_config.Config) -> float:
   """A known validation accuracy per point (peaks given below)."""
-  if method == lib.FEDAVG:
+  if method == hybrid_config.FEDAVG:
     # Peak at client lr 1e-3, 2 epochs.
     return 0.5 - 0.1 * abs(math.log10(c.client_lr) + 3) - 0.01 * abs(
         c.client_epochs - 2)
@@ -53,7 +54,7 @@ class TuneTest(absltest.TestCase):
     super().setUp()
     x, y = hybrid_images.load_digits_images(size=8, channels=3)
     # The runs are stood in for: only the sizes must pass validation.
-    self.config = lib.Config(
+    self.config = hybrid_config.Config(
         rounds=3, num_clients=12, clients_per_round=2, server_size=30,
         eval_size=80, validation_size=20, delay_std=0.5, alpha=0.5)
     self.calls = []
@@ -64,7 +65,7 @@ class TuneTest(absltest.TestCase):
           x[:300], y[:300], num_clients=12, alpha=alpha, server_size=30,
           eval_size=80, seed=seed, validation_size=20)
       self.splits[seed] = split
-      return lib.Data(split, None, None, f'digits seed {seed}')
+      return hybrid_config.Data(split, None, None, f'digits seed {seed}')
 
     self.data_fn = data_fn
 
@@ -74,23 +75,26 @@ class TuneTest(absltest.TestCase):
       self.calls.append((method, config, seed, data.split.eval_indices))
       accuracy = _accuracy(method, config)
       # The final metric is the best of the last 5 evaluations.
-      return lib.MethodRun(
-          [lib.RunRow(method, config.alpha, config.delay_std, seed, k,
-                      accuracy - (0.05 if k < 3 else 0.0), 1.0, 0.0)
+      return hybrid_runs.MethodRun(
+          [hybrid_runs.RunRow(method, config.alpha, config.delay_std, seed, k,
+                              accuracy - (0.05 if k < 3 else 0.0), 1.0, 0.0)
            for k in range(4)], [], {})
 
-    patcher = mock.patch.object(lib, 'run_method', side_effect=fake_run)
+    patcher = mock.patch.object(hybrid_runs, 'run_method',
+                                side_effect=fake_run)
     patcher.start()
     self.addCleanup(patcher.stop)
 
   def _tune(self, output_dir, methods, **kwargs):
     return tune_lib.tune(self.data_fn, self.config, methods=methods,
-                         seeds=[0, 1], settings=[lib.Setting(0.5, 0.5)],
+                         seeds=[0, 1],
+                         settings=[hybrid_config.Setting(0.5, 0.5)],
                          output_dir=output_dir, **kwargs)
 
   def test_selects_the_best_point_client_stage_first_on_validation(self):
     output_dir = temp_dirs.temp_dir(self)
-    selected, searches = self._tune(output_dir, [lib.FEDBUFF, lib.FEDAVG])
+    selected, searches = self._tune(
+        output_dir, [hybrid_config.FEDBUFF, hybrid_config.FEDAVG])
     self.assertEqual(selected.client, dict(client_lr=1e-3, client_epochs=2))
     self.assertEqual(selected.methods,
                      {'fedbuff': dict(server_lr=0.1, buffer_size=20)})
@@ -101,7 +105,7 @@ class TuneTest(absltest.TestCase):
       # Scored on the validation set, never the test set.
       np.testing.assert_array_equal(eval_indices,
                                     self.splits[seed].validation_indices)
-      if method == lib.FEDBUFF:
+      if method == hybrid_config.FEDBUFF:
         self.assertEqual((config.client_lr, config.client_epochs),
                          (1e-3, 2))
     best = searches[1].points[searches[1].selected]
@@ -119,19 +123,20 @@ class TuneTest(absltest.TestCase):
 
     # Again: every point is read back, none runs.
     self.calls.clear()
-    again, _ = self._tune(output_dir, [lib.FEDAVG, lib.FEDBUFF])
+    again, _ = self._tune(output_dir,
+                          [hybrid_config.FEDAVG, hybrid_config.FEDBUFF])
     self.assertEqual(again, selected)
     self.assertEmpty(self.calls)
 
   def test_a_stated_subset_and_method_by_method(self):
     output_dir = temp_dirs.temp_dir(self)
-    self._tune(output_dir, [lib.FEDAVG],
+    self._tune(output_dir, [hybrid_config.FEDAVG],
                only={'client_lr': [1e-3], 'client_epochs': [1, 2]})
     self.assertLen(self.calls, 4)
     # A later search of FedBuff alone keeps the client selection; a
     # method-qualified restriction applies to that method only.
     selected, searches = self._tune(
-        output_dir, [lib.FEDBUFF],
+        output_dir, [hybrid_config.FEDBUFF],
         only={'buffer_size': [10, 50], 'fedbuff:server_lr': [0.1, 1.0]})
     self.assertEqual(selected.client, dict(client_lr=1e-3, client_epochs=2))
     self.assertEqual(selected.methods['fedbuff'],
@@ -146,14 +151,14 @@ class TuneTest(absltest.TestCase):
   def test_methods_built_on_fedbuff_are_tuned_at_its_selection(self):
     output_dir = temp_dirs.temp_dir(self)
     with self.assertRaisesRegex(ValueError, 'tune fedbuff first'):
-      self._tune(output_dir, [lib.FED_FT])
+      self._tune(output_dir, [hybrid_config.FED_FT])
     self.assertEmpty(self.calls)
     # Listed after it or not, FedBuff is tuned first, and Fed+FT's points
     # run at FedBuff's selected buffer and server lr.
-    self._tune(output_dir, [lib.FED_FT, lib.FEDBUFF],
+    self._tune(output_dir, [hybrid_config.FED_FT, hybrid_config.FEDBUFF],
                only={'server_epochs': [1], 'server_sgd_lr': [1e-3]})
-    self.assertEqual([m for m, *_ in self.calls][:1], [lib.FEDBUFF])
-    fine_tuned = [c for m, c, *_ in self.calls if m == lib.FED_FT]
+    self.assertEqual([m for m, *_ in self.calls][:1], [hybrid_config.FEDBUFF])
+    fine_tuned = [c for m, c, *_ in self.calls if m == hybrid_config.FED_FT]
     self.assertNotEmpty(fine_tuned)
     for config in fine_tuned:
       self.assertEqual((config.buffer_size, config.server_lr), (20, 0.1))
@@ -165,7 +170,7 @@ class TuneTest(absltest.TestCase):
         dict(client_lr=1e-3, client_epochs=2),
         dict(fedbuff=dict(server_lr=1.0, buffer_size=50),
              center=dict(server_epochs=10, server_sgd_lr=1e-3)), {})
-    selected, _ = self._tune(temp_dirs.temp_dir(self), [lib.FEDBUFF],
+    selected, _ = self._tune(temp_dirs.temp_dir(self), [hybrid_config.FEDBUFF],
                              base_selected=base)
     self.assertEqual(selected.client, base.client)
     self.assertEqual(selected.methods, dict(
@@ -178,14 +183,17 @@ class TuneTest(absltest.TestCase):
     output_dir = temp_dirs.temp_dir(self)
     with self.assertRaisesRegex(ValueError, 'validation_size'):
       tune_lib.tune(self.data_fn, self.config._replace(validation_size=0),
-                    methods=[lib.FEDAVG], seeds=[0],
-                    settings=[lib.Setting(0.5, 0.5)], output_dir=output_dir)
+                    methods=[hybrid_config.FEDAVG], seeds=[0],
+                    settings=[hybrid_config.Setting(0.5, 0.5)],
+                    output_dir=output_dir)
     with self.assertRaisesRegex(ValueError, 'has a grid'):
-      self._tune(output_dir, [lib.HFCL])
+      self._tune(output_dir, [hybrid_config.HFCL])
     with self.assertRaisesRegex(ValueError, 'no value'):
-      self._tune(output_dir, [lib.FEDBUFF], only={'buffer_size': [15]})
+      self._tune(output_dir, [hybrid_config.FEDBUFF],
+                 only={'buffer_size': [15]})
     with self.assertRaisesRegex(ValueError, 'names no method'):
-      self._tune(output_dir, [lib.FEDBUFF], only={'center:server_lr': [1]})
+      self._tune(output_dir, [hybrid_config.FEDBUFF],
+                 only={'center:server_lr': [1]})
     self.assertEmpty(self.calls)
     path = os.path.join(output_dir, 'selected.json')
     with open(path, 'w') as f:

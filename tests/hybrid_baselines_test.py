@@ -26,7 +26,7 @@ from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
 
-from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import hybrid_methods
 from tff_mixed.asynchronous import feddf as feddf_lib
 from tff_mixed.asynchronous import hybrid_baselines as hb
 from tff_mixed.asynchronous import server_sgd as server_sgd_lib
@@ -170,7 +170,7 @@ class ServerSgdTest(absltest.TestCase):
     trained = hb.server_sgd(model, weights, x, y, steps=2, batch_size=1,
                             learning_rate=0.1, seed=hb.round_seed(5, 0))
     once = hb.CenterMethod(model, x, y, training, 5)
-    every = hybrid_async_lib.EveryRoundCenter(
+    every = hybrid_methods.EveryRoundCenter(
         hb.CenterMethod(model, x, y, training, 5))
     state, first = once.apply(once.initial_state(), weights, [])
     for got, want in zip(first, trained):

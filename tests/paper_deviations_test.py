@@ -56,7 +56,7 @@ class PaperDeviationsTest(absltest.TestCase):
         ('Feddle: atlas size', 'at least FedBuff\'s buffer'),
         ('Feddle: keep c\' when the search is worse', 'no such rule'),
         ('Feddle, Fed+FT, FedDF: the FedBuff they build on',
-         '`hybrid_async_lib.method_config`'),
+         '`hybrid_methods.method_config`'),
     ):
       self.assertIn(what, rows)
       paper, here, why = rows[what]

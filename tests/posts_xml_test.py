@@ -31,7 +31,9 @@ from absl.testing import parameterized
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.stackoverflow_wikipedia import posts_splits
 from experiments.stackoverflow_wikipedia import posts_xml_lib
+from experiments.stackoverflow_wikipedia import posts_xml_rows
 from tests import binary_runs
 from tests import preloaded_python
 from tests import temp_dirs
@@ -181,7 +183,7 @@ def _decoded(client_data, client_id):
   """A client's examples as tuples of Python values, in FEATURE_NAMES order."""
   examples = []
   for x in client_data.create_tf_dataset_for_client(client_id):
-    values = tuple(x[k].numpy() for k in posts_xml_lib.FEATURE_NAMES)
+    values = tuple(x[k].numpy() for k in posts_xml_rows.FEATURE_NAMES)
     examples.append(values[:1] + (int(values[1]),) + values[2:])
   return examples
 
@@ -211,7 +213,7 @@ class StripHtmlTest(parameterized.TestCase):
       ('only_markup', '<p> \n </p><br>', ''),
   )
   def test_golden(self, html, expected):
-    self.assertEqual(posts_xml_lib.strip_html(html), expected)
+    self.assertEqual(posts_xml_rows.strip_html(html), expected)
 
 
 class HelpersTest(parameterized.TestCase):
@@ -223,41 +225,41 @@ class HelpersTest(parameterized.TestCase):
       ('empty', '', ''),
   )
   def test_tags_field(self, tags, expected):
-    self.assertEqual(posts_xml_lib.tags_field(tags), expected)
+    self.assertEqual(posts_xml_rows.tags_field(tags), expected)
 
   @parameterized.parameters('beer', '<beer', '<>', '<a><>')
   def test_tags_field_rejects(self, tags):
     with self.assertRaisesRegex(ValueError, 'Tags must look like'):
-      posts_xml_lib.tags_field(tags)
+      posts_xml_rows.tags_field(tags)
 
   def test_parse_cutoff(self):
     expected = datetime.datetime(2016, 8, 1)
-    self.assertEqual(posts_xml_lib.parse_cutoff('2016-08-01'), expected)
-    self.assertEqual(posts_xml_lib.parse_cutoff(datetime.date(2016, 8, 1)),
+    self.assertEqual(posts_splits.parse_cutoff('2016-08-01'), expected)
+    self.assertEqual(posts_splits.parse_cutoff(datetime.date(2016, 8, 1)),
                      expected)
     self.assertEqual(
-        posts_xml_lib.parse_cutoff('2016-08-01T02:00:00+02:00'), expected)
+        posts_splits.parse_cutoff('2016-08-01T02:00:00+02:00'), expected)
     with self.assertRaisesRegex(ValueError, "ISO 8601.*'Aug 2016'"):
-      posts_xml_lib.parse_cutoff('Aug 2016')
+      posts_splits.parse_cutoff('Aug 2016')
 
   def test_select_heldout_clients(self):
     ids = [str(i) for i in range(40)]
-    heldout = posts_xml_lib.select_heldout_clients(ids, 0.1, seed=3)
+    heldout = posts_splits.select_heldout_clients(ids, 0.1, seed=3)
     self.assertLen(heldout, 4)
     self.assertContainsSubset(heldout, ids)
     # Deterministic, and independent of the order the ids come in.
-    self.assertEqual(heldout, posts_xml_lib.select_heldout_clients(
+    self.assertEqual(heldout, posts_splits.select_heldout_clients(
         list(reversed(ids)), 0.1, seed=3))
-    self.assertNotEqual(heldout, posts_xml_lib.select_heldout_clients(
+    self.assertNotEqual(heldout, posts_splits.select_heldout_clients(
         ids, 0.1, seed=4))
     # At least one, never all.
-    self.assertLen(posts_xml_lib.select_heldout_clients(ids[:3], 0.1, 0), 1)
-    self.assertLen(posts_xml_lib.select_heldout_clients(ids[:3], 0.9, 0), 2)
+    self.assertLen(posts_splits.select_heldout_clients(ids[:3], 0.1, 0), 1)
+    self.assertLen(posts_splits.select_heldout_clients(ids[:3], 0.9, 0), 2)
     for fraction in (0.0, 1.0):
       with self.assertRaisesRegex(ValueError, r'heldout_fraction.*\(0, 1\)'):
-        posts_xml_lib.select_heldout_clients(ids, fraction, 0)
+        posts_splits.select_heldout_clients(ids, fraction, 0)
     with self.assertRaisesRegex(ValueError, 'two or more clients, got 1'):
-      posts_xml_lib.select_heldout_clients(ids[:1], 0.5, 0)
+      posts_splits.select_heldout_clients(ids[:1], 0.5, 0)
 
 
 class ConvertPostsTest(absltest.TestCase):
@@ -269,7 +271,7 @@ class ConvertPostsTest(absltest.TestCase):
     summary = posts_xml_lib.convert_posts(posts, cache_dir,
                                           test_cutoff=_CUTOFF)
     # 5 clients at the default fraction 0.1: rounded to 0, raised to 1.
-    heldout = posts_xml_lib.select_heldout_clients(list(_CLIENTS), 0.1, 0)
+    heldout = posts_splits.select_heldout_clients(list(_CLIENTS), 0.1, 0)
     self.assertLen(heldout, 1)
 
     expected = {'train': {}, 'heldout': {}, 'test': {}}
@@ -339,8 +341,8 @@ class ConvertPostsTest(absltest.TestCase):
     cutoff = datetime.datetime(2015, 8, 29, 12)
     self.assertEqual(summary.test_cutoff, cutoff)
     self.assertTrue(summary.test_cutoff_derived)
-    heldout = posts_xml_lib.select_heldout_clients(['1', '2', '3', '4'], 0.1,
-                                                   0)
+    heldout = posts_splits.select_heldout_clients(['1', '2', '3', '4'], 0.1,
+                                                  0)
     late = [r for r in rows if r.date >= '2015-08-29T12:00:00']
     self.assertLen(late, 4)
     self.assertEqual(summary.test_examples,
@@ -364,8 +366,8 @@ class ConvertPostsTest(absltest.TestCase):
         _write_posts(directory, rows), directory, test_cutoff='2015-03-01')
     self.assertEqual(summary.test_cutoff, datetime.datetime(2015, 3, 1))
     self.assertFalse(summary.test_cutoff_derived)
-    heldout = posts_xml_lib.select_heldout_clients(['1', '2', '3', '4'], 0.1,
-                                                   0)
+    heldout = posts_splits.select_heldout_clients(['1', '2', '3', '4'], 0.1,
+                                                  0)
     # Posts 6-26 (from 2015-03-02) are on or after 2015-03-01.
     self.assertEqual(summary.test_examples,
                      sum(r.owner not in heldout and r.post_id >= 106
@@ -475,7 +477,7 @@ class ConvertPostsTest(absltest.TestCase):
     database = os.path.join(directory, 'stackoverflow.sqlite')
     with open(database, 'wb') as f:
       f.write(b'previous')
-    real_serialize = posts_xml_lib._serialize_example
+    real_serialize = posts_xml_rows._serialize_example
     calls = []
 
     def serialize_then_interrupt(*args):
@@ -484,7 +486,7 @@ class ConvertPostsTest(absltest.TestCase):
         raise KeyboardInterrupt()
       return real_serialize(*args)
 
-    with mock.patch.object(posts_xml_lib, '_serialize_example',
+    with mock.patch.object(posts_xml_rows, '_serialize_example',
                            serialize_then_interrupt):
       with self.assertRaises(KeyboardInterrupt):
         posts_xml_lib.convert_posts(path, directory)
@@ -511,7 +513,7 @@ class SeveralDumpsTest(absltest.TestCase):
     # The reference: each site's rows under `<site>:<owner>`.
     rows = [('beer.stackexchange.com:' + r.owner, r) for r in _CONVERTED]
     rows += [(f'{_OTHER_SITE}:{r.owner}', r) for r in _OTHER_ROWS]
-    heldout = posts_xml_lib.select_heldout_clients(
+    heldout = posts_splits.select_heldout_clients(
         [client for client, _ in rows], 0.1, seed=2)
     expected = {'train': {}, 'heldout': {}, 'test': {}}
     for client, row in rows:

@@ -25,13 +25,11 @@ is scripts/check_wheel_install.sh (`make wheel-check`).
 import importlib.util
 import math
 import os
-import subprocess
-import sys
-import tempfile
 
 from absl.testing import absltest
 
 from tests import binary_runs
+from tests import outside_repo
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -54,23 +52,11 @@ class QuickstartTest(absltest.TestCase):
       code = _readme_blocks().quickstart(f.read())
     # Short enough to read at a glance, and only the public package.
     self.assertLessEqual(len(code.splitlines()), 20)
-    tmp = tempfile.mkdtemp()
-    self.addCleanup(lambda: subprocess.run(['rm', '-rf', tmp], check=False))
-    path, run = os.path.join(tmp, 'path'), os.path.join(tmp, 'run')
-    os.makedirs(path)
-    os.makedirs(run)
-    os.symlink(os.path.join(_REPO, 'tff_mixed'),
-               os.path.join(path, 'tff_mixed'))
-    with open(os.path.join(run, 'quickstart.py'), 'w') as f:
-      # After the README's code: where tff_mixed came from.
-      f.write(code + '\nprint("tff_mixed from", tff_mixed.__file__)\n')
-    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
-    env['PYTHONPATH'] = path
-    result = subprocess.run(
-        [sys.executable, 'quickstart.py'], cwd=run, env=env,
-        capture_output=True, text=True, timeout=600, check=False)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    lines = result.stdout.splitlines()
+    # After the README's code: where tff_mixed came from.
+    stdout, path = outside_repo.run_python(
+        self, code + '\nprint("tff_mixed from", tff_mixed.__file__)\n',
+        'quickstart.py', timeout=600)
+    lines = stdout.splitlines()
     self.assertEqual(lines[-1],
                      f'tff_mixed from {path}/tff_mixed/__init__.py')
     # One line a round: the round number, then the clients' training loss

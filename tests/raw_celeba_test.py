@@ -32,11 +32,15 @@ from PIL import Image
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from experiments.celeba_smile import celeba_sqlite
+from experiments.celeba_smile import raw_celeba_files
 from experiments.celeba_smile import raw_celeba_lib
+from experiments.common import sqlite_files
 from tests import binary_runs
 from tests import celeba_testing
 from tests import preloaded_python
 from tests import temp_dirs
+from tff_mixed.tasks import celeba_database
 
 # Line 2 of CelebA's list_attr_celeba.txt.
 _CELEBA_HEADER = (
@@ -57,7 +61,7 @@ def _read_expected(paths: celeba_testing.RawCelebaPaths, present=None):
   with open(paths.attr_file) as f:
     lines = f.read().split('\n')
   header = lines[1].split()
-  to_tff = dict(zip(_CELEBA_HEADER.split(), raw_celeba_lib.ATTRIBUTE_NAMES))
+  to_tff = dict(zip(_CELEBA_HEADER.split(), celeba_sqlite.ATTRIBUTE_NAMES))
   attributes = {}
   for line in lines[2:]:
     fields = line.split()
@@ -100,16 +104,16 @@ def _sha256(path):
 class AttributeNamesTest(absltest.TestCase):
 
   def test_match_tff(self):
-    self.assertEqual(raw_celeba_lib.ATTRIBUTE_NAMES,
+    self.assertEqual(celeba_sqlite.ATTRIBUTE_NAMES,
                      tuple(tff.simulation.datasets.celeba.ATTRIBUTE_NAMES))
 
   def test_celeba_spelling_maps_to_tff(self):
     self.assertEqual(celeba_testing.CELEBA_ATTRIBUTE_NAMES,
                      tuple(_CELEBA_HEADER.split()))
     self.assertEqual(
-        tuple(raw_celeba_lib.celeba_to_tff_attribute_name(n)
+        tuple(raw_celeba_files.celeba_to_tff_attribute_name(n)
               for n in _CELEBA_HEADER.split()),
-        raw_celeba_lib.ATTRIBUTE_NAMES)
+        celeba_sqlite.ATTRIBUTE_NAMES)
 
 
 class RoundTripTest(absltest.TestCase):
@@ -156,7 +160,7 @@ class RoundTripTest(absltest.TestCase):
                      + db.split_by_examples_test_examples, 32)
     self.assertEqual(os.listdir(self.output_dir), ['celeba.sqlite'])
     self.assertEqual(
-        raw_celeba_lib.check_celeba_database(summary.database_path),
+        celeba_database.check_database(summary.database_path),
         {'split_by_clients_train': 4, 'split_by_clients_test': 1,
          'split_by_examples_train': 5, 'split_by_examples_test': 5})
 
@@ -183,7 +187,7 @@ class RoundTripTest(absltest.TestCase):
           np.testing.assert_array_equal(element['image'], pixels,
                                         err_msg=name)
           self.assertEqual(set(element),
-                           {'image', *raw_celeba_lib.ATTRIBUTE_NAMES})
+                           {'image', *celeba_sqlite.ATTRIBUTE_NAMES})
           for attribute, value in attributes.items():
             self.assertEqual(bool(element[attribute]), value,
                              f'{name} {attribute}')
@@ -288,7 +292,7 @@ def _fake_clients(num_clients=3, images_per_client=4, seed=0):
   return {
       str(c): [(rng.integers(0, 256, (84, 84, 3), dtype=np.uint8),
                 {n: bool(rng.integers(2))
-                 for n in raw_celeba_lib.ATTRIBUTE_NAMES})
+                 for n in celeba_sqlite.ATTRIBUTE_NAMES})
                for _ in range(images_per_client)]
       for c in range(1, num_clients + 1)}
 
@@ -299,11 +303,11 @@ class WriteAndCheckTest(absltest.TestCase):
     directory = temp_dirs.temp_dir(self)
     clients = _fake_clients(num_clients=4, images_per_client=10)
     path = os.path.join(directory, 'celeba.sqlite')
-    summary = raw_celeba_lib.write_celeba_database(
+    summary = celeba_sqlite.write_celeba_database(
         path, clients, ['2'], example_test_fraction=0.2, seed=5)
-    self.assertEqual(summary, raw_celeba_lib.DatabaseSummary(
+    self.assertEqual(summary, celeba_sqlite.DatabaseSummary(
         path, 3, 30, 1, 10, 4, 32, 4, 8))
-    self.assertEqual(raw_celeba_lib.check_celeba_database(path), {
+    self.assertEqual(celeba_database.check_database(path), {
         'split_by_clients_train': 3, 'split_by_clients_test': 1,
         'split_by_examples_train': 4, 'split_by_examples_test': 4})
     train, test = tff.simulation.datasets.celeba.load_data(
@@ -320,7 +324,7 @@ class WriteAndCheckTest(absltest.TestCase):
     directory = temp_dirs.temp_dir(self)
     clients = {'1': _fake_clients(1, 1)['1'], '2': _fake_clients(1, 2)['1'],
                '3': _fake_clients(1, 30)['1']}
-    summary = raw_celeba_lib.write_celeba_database(
+    summary = celeba_sqlite.write_celeba_database(
         os.path.join(directory, 'celeba.sqlite'), clients, ['3'])
     # One example: train only; two: one each; 30: 3 test.
     self.assertEqual(summary.split_by_examples_train_clients, 3)
@@ -332,7 +336,7 @@ class WriteAndCheckTest(absltest.TestCase):
         os.path.join(temp_dirs.temp_dir(self), 'cache'), num_train_clients=4,
         num_test_clients=2, images_per_client=6)
     self.assertEqual(
-        raw_celeba_lib.check_celeba_database(
+        celeba_database.check_database(
             os.path.join(directory, 'celeba.sqlite')),
         {'split_by_clients_train': 4, 'split_by_clients_test': 2,
          'split_by_examples_train': 6, 'split_by_examples_test': 6})
@@ -379,15 +383,15 @@ class WriteAndCheckTest(absltest.TestCase):
     for clients, test_ids, regex in cases:
       with self.subTest(regex):
         with self.assertRaisesRegex(ValueError, regex):
-          raw_celeba_lib.write_celeba_database(path, clients, test_ids)
+          celeba_sqlite.write_celeba_database(path, clients, test_ids)
         self.assertEmpty(os.listdir(directory))
     with self.assertRaisesRegex(ValueError, r'example_test_fraction'):
-      raw_celeba_lib.write_celeba_database(path, good, ['2'],
-                                           example_test_fraction=1.0)
+      celeba_sqlite.write_celeba_database(path, good, ['2'],
+                                          example_test_fraction=1.0)
 
   def test_check_missing_file(self):
     with self.assertRaisesRegex(FileNotFoundError, r'nowhere\.sqlite'):
-      raw_celeba_lib.check_celeba_database(
+      celeba_database.check_database(
           os.path.join(temp_dirs.temp_dir(self), 'nowhere.sqlite'))
 
   def test_check_corrupt_file(self):
@@ -396,7 +400,7 @@ class WriteAndCheckTest(absltest.TestCase):
       f.write(np.random.default_rng(0).bytes(4096))
     with self.assertRaisesRegex(
         ValueError, f'{re.escape(path)} is not an SQLite database'):
-      raw_celeba_lib.check_celeba_database(path)
+      celeba_database.check_database(path)
 
   def test_check_wrong_schema(self):
     path = os.path.join(temp_dirs.temp_dir(self), 'celeba.sqlite')
@@ -404,7 +408,7 @@ class WriteAndCheckTest(absltest.TestCase):
       connection.execute('CREATE TABLE something (x INTEGER);')
     with self.assertRaisesRegex(ValueError,
                                 f"{re.escape(path)} has no table 'examples'"):
-      raw_celeba_lib.check_celeba_database(path)
+      celeba_database.check_database(path)
     os.remove(path)
     with sqlite3.connect(path) as connection:
       connection.execute('CREATE TABLE examples (split_name TEXT, '
@@ -413,7 +417,7 @@ class WriteAndCheckTest(absltest.TestCase):
                          'split_name TEXT, num_examples INTEGER);')
     with self.assertRaisesRegex(ValueError,
                                 r"lacks the columns \['serialized_example"):
-      raw_celeba_lib.check_celeba_database(path)
+      celeba_database.check_database(path)
 
   def _write_raw_database(self, example: tf.train.Example,
                           splits=('split_by_clients_train',
@@ -435,7 +439,7 @@ class WriteAndCheckTest(absltest.TestCase):
     example = tf.train.Example()
     feature = example.features.feature
     feature['image'].int64_list.value.extend([7] * num_pixels)
-    for name in raw_celeba_lib.ATTRIBUTE_NAMES:
+    for name in celeba_sqlite.ATTRIBUTE_NAMES:
       if name not in drop:
         feature[name].int64_list.value.append(1)
     for name in add:
@@ -444,28 +448,28 @@ class WriteAndCheckTest(absltest.TestCase):
 
   def test_check_handmade_database(self):
     path = self._write_raw_database(self._example())
-    self.assertEqual(raw_celeba_lib.check_celeba_database(path),
+    self.assertEqual(celeba_database.check_database(path),
                      {'split_by_clients_train': 1, 'split_by_clients_test': 1})
 
   def test_check_wrong_image_size(self):
     path = self._write_raw_database(self._example(num_pixels=80 * 80 * 3))
     with self.assertRaisesRegex(
         ValueError, f'{re.escape(path)}.*the image has 19200 values'):
-      raw_celeba_lib.check_celeba_database(path)
+      celeba_database.check_database(path)
 
   def test_check_missing_and_extra_features(self):
     path = self._write_raw_database(self._example(drop=['smiling']))
     with self.assertRaisesRegex(ValueError, r"missing \['smiling'\]"):
-      raw_celeba_lib.check_celeba_database(path)
+      celeba_database.check_database(path)
     path = self._write_raw_database(self._example(add=['label']))
     with self.assertRaisesRegex(ValueError, r"unexpected \['label'\]"):
-      raw_celeba_lib.check_celeba_database(path)
+      celeba_database.check_database(path)
 
   def test_check_missing_split(self):
     path = self._write_raw_database(self._example(),
                                     splits=['split_by_clients_train'])
     with self.assertRaisesRegex(ValueError, r"\['split_by_clients_test'\]"):
-      raw_celeba_lib.check_celeba_database(path)
+      celeba_database.check_database(path)
 
 
 class BadInputTest(absltest.TestCase):
@@ -623,12 +627,12 @@ class AtomicityTest(absltest.TestCase):
       self._convert()
     self.assertEqual(os.listdir(self.output_dir), ['celeba.sqlite'])
     self.assertEqual(_sha256(path), before)
-    raw_celeba_lib.check_celeba_database(path)
+    celeba_database.check_database(path)
 
   def test_keyboard_interrupt_midway(self):
     path = self._convert().database_path
     before = _sha256(path)
-    load_image = raw_celeba_lib.load_image
+    load_image = raw_celeba_files.load_image
     calls = []
 
     def interrupt_on_the_eighth(image_path):
@@ -637,7 +641,7 @@ class AtomicityTest(absltest.TestCase):
         raise KeyboardInterrupt
       return load_image(image_path)
 
-    with mock.patch.object(raw_celeba_lib, 'load_image',
+    with mock.patch.object(raw_celeba_files, 'load_image',
                            interrupt_on_the_eighth):
       with self.assertRaises(KeyboardInterrupt):
         self._convert()
@@ -647,7 +651,7 @@ class AtomicityTest(absltest.TestCase):
 
   def test_failure_while_writing_the_index(self):
     # A failure after all rows are in (e.g. a full disk) removes the file.
-    with mock.patch.object(raw_celeba_lib, '_CREATE_INDEX', 'NOT SQL;'):
+    with mock.patch.object(sqlite_files, 'CLIENT_DATA_INDEX', 'NOT SQL;'):
       with self.assertRaises(sqlite3.OperationalError):
         self._convert()
     self.assertEmpty(os.listdir(self.output_dir))
@@ -676,7 +680,7 @@ class BinaryTest(absltest.TestCase):
     self.assertIn('1 of 3 identities dropped', result.stdout)
     self.assertIn(f'--cache_dir={output_dir}', result.stdout)
     self.assertEqual(
-        raw_celeba_lib.check_celeba_database(
+        celeba_database.check_database(
             os.path.join(output_dir, 'celeba.sqlite')),
         {'split_by_clients_train': 1, 'split_by_clients_test': 1,
          'split_by_examples_train': 2, 'split_by_examples_test': 2})

@@ -29,7 +29,10 @@ import tensorflow as tf
 
 from experiments.common import advising
 from experiments.stackoverflow_wikipedia import central_training
+from experiments.stackoverflow_wikipedia import lm_config
+from experiments.stackoverflow_wikipedia import lm_data
 from experiments.stackoverflow_wikipedia import lm_records
+from experiments.stackoverflow_wikipedia import lm_runs
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
@@ -107,12 +110,12 @@ _TINY_ARGS = ('--clients_per_round=2', '--client_steps=2',
               '--eval_every=1', '--max_eval_sequences=20')
 
 
-def _load_tiny(directory: str) -> stackoverflow_wikipedia_lib.Data:
+def _load_tiny(directory: str) -> lm_data.Data:
   cache_dir = _convert_posts(directory)
   texts = [text_corpus.read_text_files(_write_wikitext(
       os.path.join(directory, f'wiki.{name}.tokens'), seed=seed))
            for name, seed in (('valid', 1), ('test', 2))]
-  return stackoverflow_wikipedia_lib.load_data(
+  return lm_data.load_data(
       cache_dir, *texts, sequence_length=20, max_eval_sequences=20)
 
 
@@ -125,43 +128,43 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
     # is proven in client_groups_test. One grouped scenario: each grouped
     # process converts the GRU's K local steps for `tf.vectorized_map`,
     # about 30 s a process on 2 cores.
-    lib = stackoverflow_wikipedia_lib
     directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
-    config = stackoverflow_wikipedia_lib.Config(
+    config = lm_config.Config(
         rounds=2, switch_round=1, clients_per_round=5, client_steps=2,
         client_batch_size=2, central_batch_size=4,
         one_way_central_batch_size=8, embedding_dim=4, gru_units=8,
         sequence_length=20, eval_every=1)
     self.assertTrue(config.adaptive_clipping)  # The paper's, the default.
-    self.assertIsNotNone(lib.client_groups_for(
-        lib.FL_ONLY, data, config._replace(clients_per_group=2)))
+    self.assertIsNotNone(lm_runs.client_groups_for(
+        lm_config.FL_ONLY, data, config._replace(clients_per_group=2)))
     results = {}
     # 5 clients in groups of 2: uneven groups (3 + 2, `split_cohort`).
     for clients_per_group, scenarios, built in (
-        (1, [lib.TWO_WAY_GT, lib.FL_ONLY, lib.CENTRAL_THEN_FL],
+        (1, [lm_config.TWO_WAY_GT, lm_config.FL_ONLY,
+             lm_config.CENTRAL_THEN_FL],
          # FL-only's FedAvg process serves the transfer baseline too.
-         [lib.TWO_WAY_GT, lib.FL_ONLY]),
-        (2, [lib.TWO_WAY_GT], [lib.TWO_WAY_GT])):
-      with mock.patch.object(lib, 'build_process',
-                             wraps=lib.build_process) as build:
-        results[clients_per_group] = lib.run_experiment(
+         [lm_config.TWO_WAY_GT, lm_config.FL_ONLY]),
+        (2, [lm_config.TWO_WAY_GT], [lm_config.TWO_WAY_GT])):
+      with mock.patch.object(lm_runs, 'build_process',
+                             wraps=lm_runs.build_process) as build:
+        results[clients_per_group] = stackoverflow_wikipedia_lib.run_experiment(
             data, config._replace(clients_per_group=clients_per_group),
             scenarios=scenarios,
             output_dir=os.path.join(directory, f'out{clients_per_group}'),
             progress=False)
       self.assertEqual([c.args[0] for c in build.call_args_list], built)
     a, b = results[1].results[0], results[2].results[0]
-    self.assertEqual((a.scenario, b.scenario), (lib.TWO_WAY_GT,) * 2)
+    self.assertEqual((a.scenario, b.scenario), (lm_config.TWO_WAY_GT,) * 2)
     self.assertEqual([r['round'] for r in b.rows], [0, 1, 2])
     for row_a, row_b in zip(a.rows, b.rows, strict=True):
-      for key in stackoverflow_wikipedia_lib.CSV_COLUMNS[2:-1]:
+      for key in lm_config.CSV_COLUMNS[2:-1]:
         np.testing.assert_allclose(row_a[key], row_b[key], rtol=1e-4,
                                    err_msg=f'{a.scenario} {key}')
     self.assertNotEqual(a.rows[0]['mixed_loss'], a.rows[-1]['mixed_loss'])
 
 
-_TINY = stackoverflow_wikipedia_lib.Config(
+_TINY = lm_config.Config(
     rounds=2, clients_per_round=3, client_steps=2, client_batch_size=2,
     central_batch_size=4, one_way_central_batch_size=8, embedding_dim=4,
     gru_units=8, sequence_length=20, eval_every=1, client_lr=0.5)
@@ -170,16 +173,15 @@ _TINY = stackoverflow_wikipedia_lib.Config(
 class OracleTest(absltest.TestCase):
 
   def test_an_oracle_round_is_k_clipped_steps_on_the_pooled_batches(self):
-    lib = stackoverflow_wikipedia_lib
     directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
     config = _TINY._replace(rounds=1)
-    result = lib.run_sequential(lib.ORACLE, data, config,
-                                os.path.join(directory, 'out'))
+    result = lm_runs.run_sequential(lm_config.ORACLE, data, config,
+                                    os.path.join(directory, 'out'))
     # By hand: S |B_i| = 6 sequences per step, 4 of them (0.75 x 6 = 4.5,
     # rounded half to even) from the pooled Stack Overflow clients, each
     # step's gradient clipped to norm 0.2 and applied with eta.
-    pool = lib.federated_pool(data, config)
+    pool = lm_data.federated_pool(data, config)
     f, c = central_training.oracle_batch_split(3, 2, 0.75)
     self.assertEqual((f, c), (4, 2))
     inputs, targets = central_training.pooled_batches(
@@ -187,7 +189,7 @@ class OracleTest(absltest.TestCase):
         (pool.inputs, pool.targets),
         (data.central.inputs, data.central.targets), steps=2,
         federated_per_batch=f, central_per_batch=c)
-    model = lib.model_for(config)
+    model = lm_runs.model_for(config)
     weights = list(model.initial_weights[0])
     for k in range(2):
       weights = [tf.constant(w) for w in weights]
@@ -201,7 +203,7 @@ class OracleTest(absltest.TestCase):
       scale = min(1.0, config.central_clip_norm / norm)
       weights = [w.numpy() - config.client_lr * scale * g
                  for w, g in zip(weights, gradients)]
-    expected = lib.evaluate_all(weights, data)
+    expected = lm_data.evaluate_all(weights, data)
     self.assertEqual([r['round'] for r in result.rows], [0, 1])
     for key, value in expected.items():
       self.assertAlmostEqual(result.rows[1][key], value, places=4, msg=key)
@@ -209,14 +211,14 @@ class OracleTest(absltest.TestCase):
                               result.rows[1]['mixed_loss'], places=4)
 
   def test_an_interrupted_oracle_resumes_to_the_same_numbers(self):
-    lib = stackoverflow_wikipedia_lib
     directory = temp_dirs.temp_dir(self)
     data = _load_tiny(directory)
-    whole = lib.run_sequential(lib.ORACLE, data, _TINY,
-                               os.path.join(directory, 'whole'))
+    whole = lm_runs.run_sequential(lm_config.ORACLE, data, _TINY,
+                                   os.path.join(directory, 'whole'))
     parts = os.path.join(directory, 'parts')
-    lib.run_sequential(lib.ORACLE, data, _TINY._replace(rounds=1), parts)
-    resumed = lib.run_sequential(lib.ORACLE, data, _TINY, parts)
+    lm_runs.run_sequential(lm_config.ORACLE, data, _TINY._replace(rounds=1),
+                           parts)
+    resumed = lm_runs.run_sequential(lm_config.ORACLE, data, _TINY, parts)
     self.assertEqual(resumed.resumed_from, 1)
     self.assertEqual(whole.resumed_from, 0)
     self.assertEqual(len(whole.rows), len(resumed.rows))
@@ -225,8 +227,8 @@ class OracleTest(absltest.TestCase):
         self.assertAlmostEqual(a[key], b[key], places=5, msg=key)
     # Another model in the same directory is refused, not mixed in.
     with self.assertRaisesRegex(ValueError, 'other settings'):
-      lib.run_sequential(lib.ORACLE, data, _TINY._replace(gru_units=4),
-                         parts)
+      lm_runs.run_sequential(lm_config.ORACLE, data,
+                             _TINY._replace(gru_units=4), parts)
 
 
 _MIXED = (registry.PARALLEL_TRAINING, registry.ONE_WAY_GT,
@@ -259,14 +261,14 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
     with open(os.path.join(output_dir, 'metrics.csv')) as f:
       reader = csv.DictReader(f)
       self.assertEqual(tuple(reader.fieldnames),
-                       stackoverflow_wikipedia_lib.CSV_COLUMNS)
+                       lm_config.CSV_COLUMNS)
       rows = list(reader)
-    for scenario in stackoverflow_wikipedia_lib.SCENARIOS:
+    for scenario in lm_config.SCENARIOS:
       self.assertIn(scenario, run.stdout)
       scenario_rows = [r for r in rows if r['scenario'] == scenario]
       self.assertEqual([int(r['round']) for r in scenario_rows], [0, 1, 2])
       for r in scenario_rows:
-        for name in stackoverflow_wikipedia_lib.EVAL_SETS:
+        for name in lm_config.EVAL_SETS:
           self.assertBetween(float(r[f'{name}_accuracy']), 0.0, 1.0)
       # Every scenario trains: the weights move off round 0's.
       self.assertNotEqual(scenario_rows[0]['mixed_loss'],

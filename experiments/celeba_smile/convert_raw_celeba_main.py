@@ -22,8 +22,9 @@ r"""Converts a raw CelebA copy to TFF's `celeba.sqlite`, for offline use.
 writes `DIR/celeba.sqlite`, which
 `tff.simulation.datasets.celeba.load_data(cache_dir=DIR)` (and
 `--cache_dir=DIR` of the CelebA experiment) reads without downloading. See
-`raw_celeba_lib` for the format and the splits. The flags carry prefixes so
-that they never collide with those of the experiment binaries.
+`raw_celeba_files` for the raw copy it reads and `celeba_sqlite` for the
+format and the splits. The flags carry prefixes so that they never collide
+with those of the experiment binaries.
 """
 
 from collections.abc import Sequence

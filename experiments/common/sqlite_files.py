@@ -27,6 +27,18 @@ from typing import Iterator
 
 from tff_mixed.training import reports
 
+# The schema of TFF's sqlite client data (`celeba.sqlite`,
+# `stackoverflow.sqlite`): every example with its split and client, and each
+# client's example count per split; the index is made after the inserts.
+CLIENT_DATA_TABLES = (
+    'CREATE TABLE examples (split_name TEXT NOT NULL, client_id TEXT NOT NULL,'
+    ' serialized_example_proto BLOB NOT NULL);',
+    'CREATE TABLE client_metadata (client_id TEXT NOT NULL,'
+    ' split_name TEXT NOT NULL, num_examples INTEGER NOT NULL);',
+)
+CLIENT_DATA_INDEX = ('CREATE INDEX examples_client_split ON examples'
+                     ' (client_id, split_name);')
+
 
 @contextlib.contextmanager
 def new_database(path: str) -> Iterator[sqlite3.Connection]:

@@ -46,7 +46,10 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from experiments.common import tables
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_records
+from experiments.hybrid_async import hybrid_runs
+from experiments.hybrid_async import hybrid_tables
 import tff_mixed
 from tff_mixed import registry
 from tff_mixed.asynchronous import feddf
@@ -55,7 +58,7 @@ from tff_mixed.training import reports as reports_lib
 
 # The configuration of RESULTS.md's `hybrid_async` table (its command line),
 # whose asynchronous and FedDF rows this study explains.
-BASE = lib.Config(
+BASE = hybrid_config.Config(
     rounds=70, num_clients=150, clients_per_round=5, buffer_size=5,
     server_size=250, eval_size=1250, client_steps=10, client_batch_size=16,
     client_lr=0.05, client_optimizer='sgd', server_lr=0.3,
@@ -75,7 +78,7 @@ class Variant(NamedTuple):
 
   Attributes:
     name: Its name (records, tables).
-    method: The `hybrid_async_lib` method whose clients and (unless
+    method: The `hybrid_config.METHODS` method whose clients and (unless
       `server`) server method it runs.
     overrides: Config fields changed from `BASE`.
     delayed: Trains under the setting's delays; False: without any.
@@ -95,48 +98,57 @@ def _v(name, method, delayed, description, server='', **overrides):
 
 
 VARIANTS = (
-    _v('fedavg', lib.FEDAVG, False, 'FedAvg without delays (the table\'s)'),
-    _v('fedavg_delayed', lib.FEDAVG, True, 'FedAvg aggregating the first '
-       '5 arrivals, stale ones included (eq. 3)'),
-    _v('fedavg_deadline', lib.FEDAVG, True, 'FedAvg of each round\'s '
-       'on-time updates, late ones dropped (eq. 2)', server=DEADLINE),
-    _v('fedbuff', lib.FEDBUFF, True, 'FedBuff, eta_g 0.3, M 5 (the '
-       'table\'s)'),
-    _v('fedbuff_nodelay', lib.FEDBUFF, False, 'FedBuff, eta_g 0.3, no '
-       'delays'),
-    _v('fedbuff_lr1', lib.FEDBUFF, True, 'FedBuff, eta_g 1', server_lr=1.0),
-    _v('fedbuff_lr1_nodelay', lib.FEDBUFF, False, 'FedBuff, eta_g 1, no '
-       'delays', server_lr=1.0),
-    _v('fedbuff_lr1_weighted', lib.FEDBUFF, True, 'FedBuff, eta_g 1, '
-       'weighted by examples', server=FEDBUFF_WEIGHTED, server_lr=1.0),
-    _v('fedbuff_lr1_staleness', lib.FEDBUFF, True, 'FedBuff, eta_g 1, '
-       'updates weighted (1 + tau)^-1/2', server=FEDBUFF_STALENESS,
+    _v('fedavg', hybrid_config.FEDAVG, False,
+       'FedAvg without delays (the table\'s)'),
+    _v('fedavg_delayed', hybrid_config.FEDAVG, True,
+       'FedAvg aggregating the first 5 arrivals, stale ones included '
+       '(eq. 3)'),
+    _v('fedavg_deadline', hybrid_config.FEDAVG, True,
+       'FedAvg of each round\'s on-time updates, late ones dropped (eq. 2)',
+       server=DEADLINE),
+    _v('fedbuff', hybrid_config.FEDBUFF, True,
+       'FedBuff, eta_g 0.3, M 5 (the table\'s)'),
+    _v('fedbuff_nodelay', hybrid_config.FEDBUFF, False,
+       'FedBuff, eta_g 0.3, no delays'),
+    _v('fedbuff_lr1', hybrid_config.FEDBUFF, True, 'FedBuff, eta_g 1',
        server_lr=1.0),
-    _v('fedbuff_lr1_m10', lib.FEDBUFF, True, 'FedBuff, eta_g 1, M 10',
-       server_lr=1.0, buffer_size=10),
-    _v('fedbuff_lr1_m20', lib.FEDBUFF, True, 'FedBuff, eta_g 1, M 20',
-       server_lr=1.0, buffer_size=20),
-    _v('fedasync', lib.FEDASYNC, True, 'FedAsync, alpha 0.1, a 0.5 (the '
-       'table\'s)'),
-    _v('fedasync_alpha0.5', lib.FEDASYNC, True, 'FedAsync, alpha 0.5',
-       fedasync_alpha=0.5),
-    _v('fedasync_alpha0.5_a0', lib.FEDASYNC, True, 'FedAsync, alpha 0.5, '
-       'no staleness discount (a 0)', fedasync_alpha=0.5, fedasync_a=0.0),
-    _v('fedasync_alpha0.9', lib.FEDASYNC, True, 'FedAsync, alpha 0.9',
-       fedasync_alpha=0.9),
-    _v('ca2fl', lib.CA2FL, True, 'CA2FL, eta_g 0.3, M 5 (the table\'s)'),
-    _v('ca2fl_lr1', lib.CA2FL, True, 'CA2FL, eta_g 1', server_lr=1.0),
-    _v('feddf_id', lib.FEDDF_ID, True, 'FedDF-ID: FedBuff eta_g 0.3, then '
-       '10 SGD steps at 0.1 (the table\'s)'),
-    _v('feddf_id_lr1', lib.FEDDF_ID, True, 'FedDF-ID on FedBuff eta_g 1',
+    _v('fedbuff_lr1_nodelay', hybrid_config.FEDBUFF, False,
+       'FedBuff, eta_g 1, no delays', server_lr=1.0),
+    _v('fedbuff_lr1_weighted', hybrid_config.FEDBUFF, True,
+       'FedBuff, eta_g 1, weighted by examples', server=FEDBUFF_WEIGHTED,
        server_lr=1.0),
-    _v('feddf_id_lr1_nodelay', lib.FEDDF_ID, False, 'FedDF-ID on FedBuff '
-       'eta_g 1, no delays', server_lr=1.0),
-    _v('feddf_id_sgd0.01', lib.FEDDF_ID, True, 'FedDF-ID, distillation SGD '
-       'at 0.01', server_lr=1.0, server_sgd_lr=0.01),
-    _v('feddf_id_adam', lib.FEDDF_ID, True, 'FedDF-ID, distillation Adam '
-       'at 1e-3 (FedDF\'s paper)', server_lr=1.0, server_sgd_lr=1e-3,
-       server_optimizer='adam'),
+    _v('fedbuff_lr1_staleness', hybrid_config.FEDBUFF, True,
+       'FedBuff, eta_g 1, updates weighted (1 + tau)^-1/2',
+       server=FEDBUFF_STALENESS, server_lr=1.0),
+    _v('fedbuff_lr1_m10', hybrid_config.FEDBUFF, True,
+       'FedBuff, eta_g 1, M 10', server_lr=1.0, buffer_size=10),
+    _v('fedbuff_lr1_m20', hybrid_config.FEDBUFF, True,
+       'FedBuff, eta_g 1, M 20', server_lr=1.0, buffer_size=20),
+    _v('fedasync', hybrid_config.FEDASYNC, True,
+       'FedAsync, alpha 0.1, a 0.5 (the table\'s)'),
+    _v('fedasync_alpha0.5', hybrid_config.FEDASYNC, True,
+       'FedAsync, alpha 0.5', fedasync_alpha=0.5),
+    _v('fedasync_alpha0.5_a0', hybrid_config.FEDASYNC, True,
+       'FedAsync, alpha 0.5, no staleness discount (a 0)',
+       fedasync_alpha=0.5, fedasync_a=0.0),
+    _v('fedasync_alpha0.9', hybrid_config.FEDASYNC, True,
+       'FedAsync, alpha 0.9', fedasync_alpha=0.9),
+    _v('ca2fl', hybrid_config.CA2FL, True,
+       'CA2FL, eta_g 0.3, M 5 (the table\'s)'),
+    _v('ca2fl_lr1', hybrid_config.CA2FL, True, 'CA2FL, eta_g 1',
+       server_lr=1.0),
+    _v('feddf_id', hybrid_config.FEDDF_ID, True,
+       'FedDF-ID: FedBuff eta_g 0.3, then 10 SGD steps at 0.1 (the table\'s)'),
+    _v('feddf_id_lr1', hybrid_config.FEDDF_ID, True,
+       'FedDF-ID on FedBuff eta_g 1', server_lr=1.0),
+    _v('feddf_id_lr1_nodelay', hybrid_config.FEDDF_ID, False,
+       'FedDF-ID on FedBuff eta_g 1, no delays', server_lr=1.0),
+    _v('feddf_id_sgd0.01', hybrid_config.FEDDF_ID, True,
+       'FedDF-ID, distillation SGD at 0.01', server_lr=1.0,
+       server_sgd_lr=0.01),
+    _v('feddf_id_adam', hybrid_config.FEDDF_ID, True,
+       'FedDF-ID, distillation Adam at 1e-3 (FedDF\'s paper)', server_lr=1.0,
+       server_sgd_lr=1e-3, server_optimizer='adam'),
 )
 VARIANTS_BY_NAME = {v.name: v for v in VARIANTS}
 
@@ -208,19 +220,19 @@ class RunRecord(NamedTuple):
   seconds: float
 
 
-def config_of(variant: Variant, base: lib.Config,
-              setting: lib.Setting) -> lib.Config:
+def config_of(variant: Variant, base: hybrid_config.Config,
+              setting: hybrid_config.Setting) -> hybrid_config.Config:
   return base._replace(alpha=setting.alpha, delay_std=setting.delay_std,
                        **variant.overrides)
 
 
-def record_name(variant: str, setting: lib.Setting, seed: int) -> str:
+def record_name(variant: str, setting: hybrid_config.Setting, seed: int) -> str:
   return f'{variant}__a{setting.alpha:g}_d{setting.delay_std:g}_s{seed}'
 
 
 def read_records(records_dir: str) -> list[RunRecord]:
   """Every record in `records_dir` (none if it does not exist)."""
-  return lib.read_records(records_dir, RunRecord, 'study')
+  return hybrid_records.read_records(records_dir, RunRecord, 'study')
 
 
 def _eval_accuracy(model, x, y, weights) -> float:
@@ -228,7 +240,7 @@ def _eval_accuracy(model, x, y, weights) -> float:
   return float(np.mean(np.argmax(probs, axis=-1) == y))
 
 
-def _server_fn(variant: Variant, config: lib.Config):
+def _server_fn(variant: Variant, config: hybrid_config.Config):
   """`run_method`'s server override for the variant, or None."""
   c = config
   if variant.server == DEADLINE:
@@ -243,9 +255,9 @@ def _server_fn(variant: Variant, config: lib.Config):
   return None
 
 
-def _observer_fn(variant: Variant, data: lib.Data, probes: list):
+def _observer_fn(variant: Variant, data: hybrid_config.Data, probes: list):
   """`run_method`'s observer of FedDF's distillations, or None."""
-  if variant.method != lib.FEDDF_ID or variant.server:
+  if variant.method != hybrid_config.FEDDF_ID or variant.server:
     return None
   split = data.split
 
@@ -269,32 +281,35 @@ def _observer_fn(variant: Variant, data: lib.Data, probes: list):
   return observer
 
 
-def run_variant(variant: Variant, data: lib.Data, base: lib.Config,
-                setting: lib.Setting, seed: int, cache: dict) -> RunRecord:
+def run_variant(variant: Variant, data: hybrid_config.Data,
+                base: hybrid_config.Config, setting: hybrid_config.Setting,
+                seed: int, cache: dict) -> RunRecord:
   """Trains one variant for a setting and seed."""
   config = config_of(variant, base, setting)
   probes = []
-  run = lib.run_method(
+  run = hybrid_runs.run_method(
       variant.method, data, config, seed, cache,
       delay_std=setting.delay_std if variant.delayed else 0.0,
       server_fn=_server_fn(variant, config),
       observer_fn=_observer_fn(variant, data, probes))
   return RunRecord(
       variant.name, setting.alpha, setting.delay_std, seed,
-      lib.config_record(config, variant.method),
+      hybrid_records.config_record(config, variant.method),
       [[r.round, r.accuracy, r.loss] for r in run.rows],
       probes, float(run.rows[-1].seconds) if run.rows else 0.0)
 
 
 def run_study(data_fn, variants: Sequence[Variant],
-              settings: Sequence[lib.Setting], seeds: Sequence[int],
-              records_dir: str, base: lib.Config = BASE) -> list[RunRecord]:
+              settings: Sequence[hybrid_config.Setting], seeds: Sequence[int],
+              records_dir: str, base: hybrid_config.Config = BASE
+              ) -> list[RunRecord]:
   """Runs every missing (variant, setting, seed); returns all records.
 
   A variant without delays runs once per alpha and seed: its record stands
   in for every delay level. Kept records are reused if their configuration
-  matches and run again if they are outdated (`lib.kept_config_status`),
-  else a ValueError names the record.
+  matches and run again if they are outdated
+  (`hybrid_records.kept_config_status`), else a ValueError names the
+  record.
   """
   reports_lib.make_directory(records_dir, 'records directory')
   cache = {}
@@ -306,16 +321,16 @@ def run_study(data_fn, variants: Sequence[Variant],
           continue
         path = os.path.join(records_dir,
                             record_name(variant.name, setting, seed) + '.json')
-        want = lib.config_record(config_of(variant, base, setting),
-                                 variant.method)
+        want = hybrid_records.config_record(
+            config_of(variant, base, setting), variant.method)
         if os.path.exists(path):
           with open(path) as f:
             kept = json.load(f)
-          status = lib.kept_config_status(kept['config'], want)
-          if status == lib.DIFFERS:
+          status = hybrid_records.kept_config_status(kept['config'], want)
+          if status == hybrid_records.DIFFERS:
             raise ValueError(f'{path} was made with another configuration; '
                              'move it away to rerun.')
-          if status == lib.MATCHES:
+          if status == hybrid_records.MATCHES:
             continue
           print(f'{path} was made before its method changed: run again.',
                 flush=True)
@@ -324,14 +339,15 @@ def run_study(data_fn, variants: Sequence[Variant],
         record = run_variant(variant, data_of_alpha[setting.alpha], base,
                              setting, seed, cache)
         reports_lib.atomic_write_text(path, json.dumps(record._asdict()))
+        final = hybrid_tables.final_metric(_rows(record))
         print(f'{variant.name} {setting.label} seed {seed}: '
-              f'{100 * lib.final_metric(_rows(record)):.1f}%', flush=True)
+              f'{100 * final:.1f}%', flush=True)
   return read_records(records_dir)
 
 
-def _rows(record: RunRecord) -> list[lib.RunRow]:
-  return [lib.RunRow(record.variant, record.alpha, record.delay_std,
-                     record.seed, int(r), a, l, 0.0)
+def _rows(record: RunRecord) -> list[hybrid_runs.RunRow]:
+  return [hybrid_runs.RunRow(record.variant, record.alpha, record.delay_std,
+                             record.seed, int(r), a, l, 0.0)
           for r, a, l in record.rows]
 
 
@@ -370,9 +386,9 @@ def arrival_stats(num_clients: int, clients_per_round: int, delay_std: float,
 
 
 def _finals(records: Sequence[RunRecord], variant: Variant,
-            setting: lib.Setting) -> dict[int, float]:
+            setting: hybrid_config.Setting) -> dict[int, float]:
   """Seed -> final accuracy (%) of the variant in the setting."""
-  return {r.seed: 100.0 * lib.final_metric(_rows(r)) for r in records
+  return {r.seed: 100.0 * hybrid_tables.final_metric(_rows(r)) for r in records
           if r.variant == variant.name and r.alpha == setting.alpha
           and (r.delay_std == setting.delay_std or not variant.delayed)}
 
@@ -437,7 +453,7 @@ def sweep_table(records, seeds: int) -> str:
     for alpha in sorted({r.alpha for r in records if r.variant == delayed}):
       cells = []
       for name, wanted in [(undelayed, None)] + [(delayed, d) for d in delays]:
-        finals = [100.0 * lib.final_metric(_rows(r)) for r in records
+        finals = [100.0 * hybrid_tables.final_metric(_rows(r)) for r in records
                   if r.variant == name and r.alpha == alpha
                   and (wanted is None or r.delay_std == wanted)]
         cells.append(_cell(finals, seeds))
@@ -447,7 +463,8 @@ def sweep_table(records, seeds: int) -> str:
       rows))
 
 
-def arrivals_table(base: lib.Config, delay_stds: Sequence[float]) -> str:
+def arrivals_table(base: hybrid_config.Config,
+                   delay_stds: Sequence[float]) -> str:
   """Our run length against the paper's, per delay level."""
   rows = []
   runs = (('ours', base.num_clients, base.clients_per_round, base.rounds),
@@ -469,7 +486,7 @@ def probes_table(records, settings) -> str:
   """FedDF: merge, distilled and teacher accuracy over the second half."""
   rows = []
   for variant in VARIANTS:
-    if variant.method != lib.FEDDF_ID:
+    if variant.method != hybrid_config.FEDDF_ID:
       continue
     labels = set()
     for setting in settings:
@@ -486,7 +503,8 @@ def probes_table(records, settings) -> str:
       merged, distilled, teacher = (np.array([p[i] for p in late])
                                     for i in (1, 2, 3))
       rows.append([variant.name, label,
-                   f'{100 * merged.mean():.1f}', f'{100 * distilled.mean():.1f}',
+                   f'{100 * merged.mean():.1f}',
+                   f'{100 * distilled.mean():.1f}',
                    f'{100 * teacher.mean():.1f}',
                    f'{100 * np.mean(distilled < merged):.0f}%'])
   return '\n'.join(tables.markdown_table(
@@ -495,9 +513,10 @@ def probes_table(records, settings) -> str:
 
 
 def results_markdown(records: Sequence[RunRecord],
-                     settings: Sequence[lib.Setting], seeds: Sequence[int],
-                     *, command: str, machine: str, date: str,
-                     data_description: str, base: lib.Config = BASE) -> str:
+                     settings: Sequence[hybrid_config.Setting],
+                     seeds: Sequence[int], *, command: str, machine: str,
+                     date: str, data_description: str,
+                     base: hybrid_config.Config = BASE) -> str:
   """The RESULTS.md section, from the records."""
   c = base
   delays = sorted({s.delay_std for s in settings})

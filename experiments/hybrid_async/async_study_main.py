@@ -39,7 +39,7 @@ from absl import flags
 from experiments.common import results as results_lib
 from experiments.common import shared_flags
 from experiments.hybrid_async import async_study_lib as study
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
 from tff_mixed.tasks import hybrid_images
 
 _CIFAR10_NPZ = shared_flags.define_cifar10_npz_flag(None)
@@ -70,15 +70,16 @@ def _images():
   return hybrid_images.downsample_images(x, x.shape[1] // _IMAGE_SIZE.value), y
 
 
-def _data(seed: int, alpha: float) -> lib.Data:
+def _data(seed: int, alpha: float) -> hybrid_config.Data:
   x, y = _images()
   c = study.BASE
   split = hybrid_images.build_hybrid_split(
       x, y, num_clients=c.num_clients, alpha=alpha,
       server_size=c.server_size, eval_size=c.eval_size, seed=seed)
   size = _IMAGE_SIZE.value
-  return lib.Data(split, None, None, f'CIFAR-10 at {size}x{size} '
-                  f'({split.description})')
+  return hybrid_config.Data(split, None, None,
+                            f'CIFAR-10 at {size}x{size} '
+                            f'({split.description})')
 
 
 def _numbers(name: str, values: Sequence[str], kind):
@@ -94,7 +95,7 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   seeds = cli.check_seeds('seeds', _SEEDS.value)
   report_seeds = _numbers('report_seeds', _REPORT_SEEDS.value, int)
-  settings = [lib.Setting(a, d)
+  settings = [hybrid_config.Setting(a, d)
               for a in _numbers('alphas', _ALPHAS.value, float)
               for d in _numbers('delay_stds', _DELAY_STDS.value, float)]
   unknown = sorted(set(_VARIANTS.value) - set(study.VARIANTS_BY_NAME))
@@ -107,8 +108,8 @@ def main(argv: Sequence[str]) -> None:
     if not _CIFAR10_NPZ.value:
       raise ValueError('--cifar10_npz is required (CIFAR-10 is not shipped).')
     for setting in settings:
-      lib.validate(study.BASE._replace(delay_std=setting.delay_std),
-                   [lib.FEDBUFF], [setting], seeds)
+      hybrid_config.validate(study.BASE._replace(delay_std=setting.delay_std),
+                             [hybrid_config.FEDBUFF], [setting], seeds)
     study.run_study(_data, [study.VARIANTS_BY_NAME[v] for v in _VARIANTS.value],
                     settings, seeds, _RECORDS_DIR.value)
   records = study.read_records(_RECORDS_DIR.value)

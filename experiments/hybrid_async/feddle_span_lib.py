@@ -44,7 +44,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_methods
+from experiments.hybrid_async import hybrid_records
+from experiments.hybrid_async import hybrid_runs
+from experiments.hybrid_async import hybrid_tables
 import tff_mixed
 from tff_mixed.asynchronous import coefficient_search
 from tff_mixed.asynchronous import feddle
@@ -108,7 +112,8 @@ def probe_merge(model: Any, weights, anchors: Sequence[Any],
     each with accuracies in [0, 1] (`validation`, `evaluation`), the server
     loss, and how far the coefficients moved (`move`: max |c - c'|).
   """
-  scores = {name: lib.evaluate_fn(*xy) for name, xy in sets._asdict().items()}
+  scores = {name: hybrid_runs.evaluate_fn(*xy)
+            for name, xy in sets._asdict().items()}
 
   def score(w):
     return {'server_loss': scores['server'](w)['loss'],
@@ -166,13 +171,14 @@ class RunRecord(NamedTuple):
   data: str
 
 
-def record_name(setting: lib.Setting, seed: int) -> str:
+def record_name(setting: hybrid_config.Setting, seed: int) -> str:
   return f'feddle_id__a{setting.alpha:g}_d{setting.delay_std:g}_s{seed}'
 
 
-def run_probed(data: lib.Data, config: lib.Config, finetune_config:
-               lib.Config, setting: lib.Setting, seed: int,
-               probe_every: int, cache: dict) -> RunRecord:
+def run_probed(data: hybrid_config.Data, config: hybrid_config.Config,
+               finetune_config: hybrid_config.Config,
+               setting: hybrid_config.Setting, seed: int, probe_every: int,
+               cache: dict) -> RunRecord:
   """Trains in-domain Feddle for a setting and seed, probing its merges.
 
   `config` is Feddle's (its search values), `finetune_config` Fed+FT's
@@ -190,7 +196,7 @@ def run_probed(data: lib.Data, config: lib.Config, finetune_config:
     def finetune(weights):
       return server_sgd.server_sgd(
           model, weights, split.server_x, split.server_y,
-          steps=lib.server_steps(f, len(split.server_y)),
+          steps=hybrid_methods.server_steps(f, len(split.server_y)),
           batch_size=f.server_batch_size, learning_rate=f.server_sgd_lr,
           seed=seed, optimizer=f.server_optimizer)
 
@@ -220,22 +226,25 @@ def run_probed(data: lib.Data, config: lib.Config, finetune_config:
 
     return tff_mixed.AsyncObserver(on_merge=probe)
 
-  run = lib.run_method(lib.FEDDLE_ID, data, config, seed, cache,
-                       delay_std=setting.delay_std, observer_fn=observer)
+  run = hybrid_runs.run_method(hybrid_config.FEDDLE_ID, data, config, seed,
+                               cache, delay_std=setting.delay_std,
+                               observer_fn=observer)
   return RunRecord(setting.alpha, setting.delay_std, seed,
-                   lib.config_record(config, lib.FEDDLE_ID),
-                   probes, float(lib.final_metric(run.rows)),
+                   hybrid_records.config_record(config,
+                                                hybrid_config.FEDDLE_ID),
+                   probes, float(hybrid_tables.final_metric(run.rows)),
                    float(run.rows[-1].seconds) if run.rows else 0.0,
                    data.description)
 
 
 def read_records(records_dir: str) -> list[RunRecord]:
   """Every record in `records_dir` (none if it does not exist)."""
-  return lib.read_records(records_dir, RunRecord, 'span')
+  return hybrid_records.read_records(records_dir, RunRecord, 'span')
 
 
-def run_study(data_fn, config: lib.Config, finetune_config: lib.Config,
-              settings: Sequence[lib.Setting], seeds: Sequence[int],
+def run_study(data_fn, config: hybrid_config.Config,
+              finetune_config: hybrid_config.Config,
+              settings: Sequence[hybrid_config.Setting], seeds: Sequence[int],
               records_dir: str, probe_every: int) -> list[RunRecord]:
   """Runs every missing (setting, seed); returns all records.
 
@@ -248,13 +257,13 @@ def run_study(data_fn, config: lib.Config, finetune_config: lib.Config,
     data_of_alpha = {}
     for setting in settings:
       path = os.path.join(records_dir, record_name(setting, seed) + '.json')
-      want = lib.config_record(config._replace(alpha=setting.alpha,
-                                               delay_std=setting.delay_std),
-                               lib.FEDDLE_ID)
+      want = hybrid_records.config_record(
+          config._replace(alpha=setting.alpha, delay_std=setting.delay_std),
+          hybrid_config.FEDDLE_ID)
       if os.path.exists(path):
         with open(path) as f:
           kept = json.load(f)
-        if not lib.kept_config_matches(kept['config'], want):
+        if not hybrid_records.kept_config_matches(kept['config'], want):
           raise ValueError(f'{path} was made with another configuration; '
                            'move it away to rerun.')
         continue
@@ -276,12 +285,13 @@ def _mean(values) -> float:
   return float(np.mean(values)) if values else float('nan')
 
 
-def _runs(records: Sequence[RunRecord], setting: lib.Setting) -> list:
+def _runs(records: Sequence[RunRecord], setting: hybrid_config.Setting) -> list:
   return [r for r in records
           if (r.alpha, r.delay_std) == (setting.alpha, setting.delay_std)]
 
 
-def _probes(records: Sequence[RunRecord], setting: lib.Setting) -> list:
+def _probes(records: Sequence[RunRecord],
+            setting: hybrid_config.Setting) -> list:
   return [p for r in _runs(records, setting) for p in r.probes]
 
 
@@ -334,7 +344,7 @@ def _f(value: float, signed: bool = True, digits: int = 1) -> str:
 
 
 def span_table(records: Sequence[RunRecord],
-               settings: Sequence[lib.Setting]) -> str:
+               settings: Sequence[hybrid_config.Setting]) -> str:
   """One column per setting: the probes' means (`summary`)."""
   sums = [summary(_probes(records, s)) for s in settings]
   lrs = next((s['lrs'] for s in sums if s['lrs']), [])
@@ -381,7 +391,7 @@ def span_table(records: Sequence[RunRecord],
 
 
 def reading(records: Sequence[RunRecord],
-            settings: Sequence[lib.Setting]) -> list[str]:
+            settings: Sequence[hybrid_config.Setting]) -> list[str]:
   """What the probes say, in sentences built from their means (each
   conclusion follows from the numbers it states)."""
   probes = [p for s in settings for p in _probes(records, s)]
@@ -456,7 +466,7 @@ def variant(records: Sequence[RunRecord]) -> str:
 
 
 def results_markdown(records: Sequence[RunRecord],
-                     settings: Sequence[lib.Setting], *, command: str,
+                     settings: Sequence[hybrid_config.Setting], *, command: str,
                      machine: str, date: str) -> str:
   """The RESULTS.md section."""
   data_description = '; '.join(sorted({r.data for r in records}))

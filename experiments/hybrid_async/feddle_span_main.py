@@ -41,6 +41,8 @@ from absl import flags
 from experiments.common import results as results_lib
 from experiments.hybrid_async import feddle_span_lib as span
 from experiments.hybrid_async import hybrid_async_main
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_methods
 from experiments.hybrid_async import tune_lib
 
 _PROBE_EVERY = flags.DEFINE_integer(
@@ -54,7 +56,7 @@ SECTION = 'hybrid_async_feddle_span'
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 
 flags.FLAGS.set_default('results_section', SECTION)
-flags.FLAGS.set_default('methods', [span.lib.FEDDLE_ID])
+flags.FLAGS.set_default('methods', [hybrid_config.FEDDLE_ID])
 
 
 def main(argv: Sequence[str]) -> None:
@@ -68,10 +70,10 @@ def main(argv: Sequence[str]) -> None:
   if flags.FLAGS.selected_json:
     selected = tune_lib.read_selected(flags.FLAGS.selected_json)
     config = config._replace(**selected.client)
-    finetune = span.lib.method_config(config, span.lib.FED_FT,
-                                      selected.methods)
-    config = span.lib.method_config(config, span.lib.FEDDLE_ID,
-                                    selected.methods)
+    finetune = hybrid_methods.method_config(config, hybrid_config.FED_FT,
+                                            selected.methods)
+    config = hybrid_methods.method_config(config, hybrid_config.FEDDLE_ID,
+                                          selected.methods)
   if not flags.FLAGS.report_only:
     span.run_study(
         lambda seed, alpha: hybrid_async_main.load_data(config, seed, alpha),

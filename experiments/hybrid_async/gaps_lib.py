@@ -58,7 +58,9 @@ from typing import Hashable, Optional
 import numpy as np
 
 from experiments.hybrid_async import feddle_span_lib
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_runs
+from experiments.hybrid_async import hybrid_tables
 from experiments.hybrid_async import paper_comparison
 from experiments.hybrid_async import paper_tables
 from experiments.hybrid_async import tune_lib
@@ -66,17 +68,19 @@ from experiments.hybrid_async import tune_lib
 Means = Mapping[str, Mapping[Hashable, float]]
 
 # Methods that post-process FedBuff's merges with the server's data.
-MERGE_METHODS = (lib.FED_FT, lib.FEDDF_ID, lib.FEDDLE_ID)
-ASYNC_METHODS = (lib.FEDASYNC, lib.FEDBUFF, lib.CA2FL)
+MERGE_METHODS = (hybrid_config.FED_FT, hybrid_config.FEDDF_ID,
+                 hybrid_config.FEDDLE_ID)
+ASYNC_METHODS = (hybrid_config.FEDASYNC, hybrid_config.FEDBUFF,
+                 hybrid_config.CA2FL)
 
 
-def kept_rows(runs_dir: str) -> list[lib.RunRow]:
+def kept_rows(runs_dir: str) -> list[hybrid_runs.RunRow]:
   """Every row of the runs kept in `runs_dir` (`hybrid_async_main
   --runs_dir`), whatever their configuration."""
   rows = []
   for path in sorted(glob.glob(os.path.join(runs_dir, '*.json'))):
     with open(path) as f:
-      rows += [lib.RunRow(**r) for r in json.load(f)['rows']]
+      rows += [hybrid_runs.RunRow(**r) for r in json.load(f)['rows']]
   return rows
 
 
@@ -89,8 +93,8 @@ def point_scores(tuning_dir: str, method: str) -> dict[str, float]:
     finals = []
     for path in sorted(glob.glob(os.path.join(point, '*.json'))):
       with open(path) as f:
-        finals.append(lib.final_metric(
-            [lib.RunRow(**r) for r in json.load(f)['rows']]))
+        finals.append(hybrid_tables.final_metric(
+            [hybrid_runs.RunRow(**r) for r in json.load(f)['rows']]))
     if finals:
       scores[os.path.basename(point)] = 100 * float(np.mean(finals))
   return scores
@@ -108,8 +112,8 @@ def scale_lines(small_dir: str, full_dir: str,
   """The level: FedAvg's validation accuracy at both scales, and Center's
   against FedAvg's at both (Center's search at the paper's scale is kept
   apart, `full_center_dir`: it needs no client values)."""
-  small = point_scores(small_dir, lib.FEDAVG)
-  full = point_scores(full_dir, lib.FEDAVG)
+  small = point_scores(small_dir, hybrid_config.FEDAVG)
+  full = point_scores(full_dir, hybrid_config.FEDAVG)
   both = [k for k in small if k in full]
   if not both:
     return []
@@ -132,9 +136,9 @@ def scale_lines(small_dir: str, full_dir: str,
             f'more there ({np.mean(diffs):+.1f} on average over all): the '
             'scale alone shifts the level of a federated method by this '
             'much, with the same algorithm and values.']
-  center, fedavg = (_best(point_scores(small_dir, lib.CENTER)),
+  center, fedavg = (_best(point_scores(small_dir, hybrid_config.CENTER)),
                     _best(small))
-  full_center = (_best(point_scores(full_center_dir, lib.CENTER))
+  full_center = (_best(point_scores(full_center_dir, hybrid_config.CENTER))
                  if full_center_dir else None)
   if center and fedavg:
     text = (f'* Center against FedAvg (best points of each search): at our '
@@ -170,17 +174,18 @@ def delay_lines(ours: Means, table: paper_tables.PaperTable,
   """The asynchronous rows: the delays' cost to FedAvg, and each
   asynchronous method against the delayed FedAvg, ours and the paper's."""
   paper = paper_comparison.paper_means(table)
-  base = lib.FEDAVG_DELAYED
+  base = hybrid_config.FEDAVG_DELAYED
   rows = []
   row = _diff_row('ours: fedavg (no delays) - fedavg_delayed',
-                  ours.get(lib.FEDAVG, {}), ours.get(base, {}), keys)
+                  ours.get(hybrid_config.FEDAVG, {}), ours.get(base, {}), keys)
   if row:
     rows.append(row)
     # The paper's FedAvg under delays against our FedAvg without them (a
     # reading in which FedAvg waits for each round's clients), to set
     # beside the scale's shift of FedAvg (`scale_lines`).
     row = _diff_row('paper fedavg_delayed - ours: fedavg (no delays)',
-                    paper.get(base, {}), ours.get(lib.FEDAVG, {}), keys)
+                    paper.get(base, {}), ours.get(hybrid_config.FEDAVG, {}),
+                    keys)
     if row:
       rows.append(row)
   for m in ASYNC_METHODS:
@@ -202,10 +207,10 @@ def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
   and Center against FedBuff, ours and the paper's."""
   paper = paper_comparison.paper_means(table)
   rows = []
-  for m in MERGE_METHODS + (lib.CENTER,):
+  for m in MERGE_METHODS + (hybrid_config.CENTER,):
     for who, means in (('ours', ours), ('paper', paper)):
       row = _diff_row(f'{who}: {m} - fedbuff', means.get(m, {}),
-                      means.get(lib.FEDBUFF, {}), keys)
+                      means.get(hybrid_config.FEDBUFF, {}), keys)
       if row:
         rows.append(row)
   if not rows:
@@ -231,14 +236,14 @@ def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
                  ) -> list[str]:
   """Feddle-ID's search grid on the validation split, by search lr, and
   what its atlas's span holds (the records in each of `span_dirs`)."""
-  scores = point_scores(small_dir, lib.FEDDLE_ID)
+  scores = point_scores(small_dir, hybrid_config.FEDDLE_ID)
   if not scores:
     return []
   by_lr = {}
   for key, score in scores.items():
     values = dict(part.split('=') for part in key.split(','))
     by_lr.setdefault(values['feddle_search_lr'], []).append(score)
-  fedbuff = _best(point_scores(small_dir, lib.FEDBUFF))
+  fedbuff = _best(point_scores(small_dir, hybrid_config.FEDBUFF))
   lines = ['Feddle-ID\'s coefficient search on the validation split (mean '
            'over its search epochs {1, 10, 20}): ' + ', '.join(
                f'lr {lr}: {np.mean(v):.1f}%' for lr, v in sorted(
@@ -246,7 +251,7 @@ def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
   if fedbuff:
     lines[0] += (f'; FedBuff, the merge it starts from, {fedbuff[1]:.1f}% at '
                  'its best point')
-  size = validation_size(small_dir, lib.FEDDLE_ID)
+  size = validation_size(small_dir, hybrid_config.FEDDLE_ID)
   if size:
     best = max(scores.values())
     se = 100 * np.sqrt(best / 100 * (1 - best / 100) / size)
@@ -261,8 +266,9 @@ def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
     span = feddle_span_lib.read_records(span_dir)
     if not span:
       continue
-    settings = sorted({lib.Setting(r.alpha, r.delay_std) for r in span},
-                      key=lambda s: (s.alpha, s.delay_std))
+    settings = sorted(
+        {hybrid_config.Setting(r.alpha, r.delay_std) for r in span},
+        key=lambda s: (s.alpha, s.delay_std))
     kind = feddle_span_lib.variant(span).lstrip('; ') or 'from scratch'
     lines += ['', f'What the span of Feddle\'s atlas holds (`{span_dir}`, '
               f'{kind}; settings '
@@ -272,11 +278,12 @@ def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
   return lines + ['']
 
 
-RUN_LENGTH_METHODS = (lib.FEDAVG, lib.FEDAVG_DELAYED, lib.FEDBUFF)
+RUN_LENGTH_METHODS = (hybrid_config.FEDAVG, hybrid_config.FEDAVG_DELAYED,
+                      hybrid_config.FEDBUFF)
 
 
-def run_length_lines(short_rows: Sequence[lib.RunRow],
-                     long_rows: Sequence[lib.RunRow],
+def run_length_lines(short_rows: Sequence[hybrid_runs.RunRow],
+                     long_rows: Sequence[hybrid_runs.RunRow],
                      table: paper_tables.PaperTable) -> list[str]:
   """FedAvg with and without the delays and FedBuff at two run lengths
   (the tuned table's and 200 rounds, `long_rows`), beside the paper's."""
@@ -286,7 +293,7 @@ def run_length_lines(short_rows: Sequence[lib.RunRow],
   keys = [(s.alpha, s.delay_std) for s in settings]
   rounds = [max((r.round for r in rows), default=0)
             for rows in (short_rows, long_rows)]
-  means = [lib.mean_finals(rows, RUN_LENGTH_METHODS, settings)
+  means = [hybrid_tables.mean_finals(rows, RUN_LENGTH_METHODS, settings)
            for rows in (short_rows, long_rows)]
   paper = paper_comparison.paper_means(table)
   lines = [f'### Run length: {rounds[0]} and {rounds[1]} rounds at our scale '
@@ -303,9 +310,10 @@ def run_length_lines(short_rows: Sequence[lib.RunRow],
   gaps = []
   for who, source in ((f'{rounds[0]} rounds', means[0]),
                       (f'{rounds[1]} rounds', means[1]), ('the paper', paper)):
-    cost = [source[lib.FEDAVG][k] - source[lib.FEDAVG_DELAYED][k]
-            for k in keys if k in source.get(lib.FEDAVG, {})
-            and k in source.get(lib.FEDAVG_DELAYED, {})]
+    free = source.get(hybrid_config.FEDAVG, {})
+    delayed = source.get(hybrid_config.FEDAVG_DELAYED, {})
+    cost = [free[k] - delayed[k] for k in keys
+            if k in free and k in delayed]
     if cost:
       gaps.append(f'{who} {min(cost):+.1f} to {max(cost):+.1f}')
   if gaps:
@@ -314,7 +322,7 @@ def run_length_lines(short_rows: Sequence[lib.RunRow],
   return lines
 
 
-def _point_dirs(root: str) -> dict[str, list[lib.RunRow]]:
+def _point_dirs(root: str) -> dict[str, list[hybrid_runs.RunRow]]:
   """{subdirectory name: its kept rows} of the non-empty subdirectories."""
   if not os.path.isdir(root):
     return {}
@@ -323,7 +331,7 @@ def _point_dirs(root: str) -> dict[str, list[lib.RunRow]]:
   return {p: r for p, r in rows.items() if r}
 
 
-def search_rate_lines(rates_dir: str, tuned_rows: Sequence[lib.RunRow],
+def search_rate_lines(rates_dir: str, tuned_rows: Sequence[hybrid_runs.RunRow],
                       selected_lr: Optional[float]) -> list[str]:
   """Feddle-ID through whole runs at each search rate kept under
   `rates_dir/feddle_search_lr=<lr>/` (with FedBuff at Feddle's fallback
@@ -335,7 +343,8 @@ def search_rate_lines(rates_dir: str, tuned_rows: Sequence[lib.RunRow],
   every = [r for rows in points.values() for r in rows]
   settings = settings_of(every)
   keys = [(s.alpha, s.delay_std) for s in settings]
-  fedbuff = lib.mean_finals(every, [lib.FEDBUFF], settings)[lib.FEDBUFF]
+  fedbuff = hybrid_tables.mean_finals(every, [hybrid_config.FEDBUFF],
+                                      settings)[hybrid_config.FEDBUFF]
   lines = ['### Feddle-ID through whole runs at larger search rates (from '
            'scratch, test accuracy, seeds '
            f'{sorted({r.seed for r in every})}; a diagnostic, nothing is '
@@ -345,14 +354,15 @@ def search_rate_lines(rates_dir: str, tuned_rows: Sequence[lib.RunRow],
     return (f'| {name} | ' + ' | '.join(
         f'{means[k]:.1f}' if k in means else 'n/a' for k in keys) + ' |')
 
-  tuned = lib.mean_finals(tuned_rows, [lib.FEDDLE_ID], settings)[
-      lib.FEDDLE_ID]
+  tuned = hybrid_tables.mean_finals(tuned_rows, [hybrid_config.FEDDLE_ID],
+                                    settings)[hybrid_config.FEDDLE_ID]
   named = []
   if tuned and selected_lr is not None:
     named.append((f'search lr {selected_lr:g} (selected; the tuned table)',
                   tuned))
   for point, rows in points.items():
-    means = lib.mean_finals(rows, [lib.FEDDLE_ID], settings)[lib.FEDDLE_ID]
+    means = hybrid_tables.mean_finals(rows, [hybrid_config.FEDDLE_ID],
+                                      settings)[hybrid_config.FEDDLE_ID]
     if means:
       named.append((f'search {point.replace("=", " ")}', means))
   lines += [row(f'feddle_id, {name}', means) for name, means in named]
@@ -382,8 +392,9 @@ def client_grid_lines(grid_dir: str, selected_key: Optional[str],
   settings = sorted({s for r in rows.values() for s in settings_of(r)},
                     key=lambda s: (s.alpha, s.delay_std))
   keys = [(s.alpha, s.delay_std) for s in settings]
-  methods = (lib.FEDAVG, lib.FEDAVG_DELAYED)
-  means = {p: lib.mean_finals(r, methods, settings) for p, r in rows.items()}
+  methods = (hybrid_config.FEDAVG, hybrid_config.FEDAVG_DELAYED)
+  means = {p: hybrid_tables.mean_finals(r, methods, settings)
+           for p, r in rows.items()}
   seeds = sorted({row.seed for r in rows.values() for row in r})
   lines = ['### The client grid under the delays (from scratch, test '
            f'accuracy, seeds {seeds}; a diagnostic, nothing is selected on '
@@ -392,17 +403,18 @@ def client_grid_lines(grid_dir: str, selected_key: Optional[str],
                f'fedavg_delayed {s.label}' for s in settings) + ' |',
            '| --- | --- |' + ' --- |' * len(settings)]
   for p in sorted(means, key=lambda p: (p != selected_key, p)):
-    free = list(means[p].get(lib.FEDAVG, {}).values())
-    delayed = means[p].get(lib.FEDAVG_DELAYED, {})
+    free = list(means[p].get(hybrid_config.FEDAVG, {}).values())
+    delayed = means[p].get(hybrid_config.FEDAVG_DELAYED, {})
     name = f'{p} (selected)' if p == selected_key else p
     lines.append(f'| {name} | ' + (f'{free[0]:.1f}' if free else 'n/a')
                  + ' | ' + ' | '.join(f'{delayed[k]:.1f}' if k in delayed
                                       else 'n/a' for k in keys) + ' |')
-  paper = paper_comparison.paper_means(table).get(lib.FEDAVG_DELAYED, {})
+  paper = paper_comparison.paper_means(table).get(
+      hybrid_config.FEDAVG_DELAYED, {})
   best = []
   for k, s in zip(keys, settings):
-    cells = {p: m[lib.FEDAVG_DELAYED][k] for p, m in means.items()
-             if k in m.get(lib.FEDAVG_DELAYED, {})}
+    cells = {p: m[hybrid_config.FEDAVG_DELAYED][k] for p, m in means.items()
+             if k in m.get(hybrid_config.FEDAVG_DELAYED, {})}
     if cells:
       point = max(sorted(cells), key=cells.get)
       best.append(f'{s.label}: best {cells[point]:.1f}% ({point})'
@@ -413,15 +425,15 @@ def client_grid_lines(grid_dir: str, selected_key: Optional[str],
   return lines + ['', '* Under the delays: ' + '; '.join(best) + '.', '']
 
 
-def start_accuracy(rows: Sequence[lib.RunRow]) -> float:
+def start_accuracy(rows: Sequence[hybrid_runs.RunRow]) -> float:
   """Mean round-0 evaluation accuracy (%) of the runs: where they start."""
   starts = [r.accuracy for r in rows if r.round == 0]
   return 100 * float(np.mean(starts)) if starts else float('nan')
 
 
-def pretrained_lines(scratch_rows: Sequence[lib.RunRow],
-                     pretrained_rows: Sequence[lib.RunRow], small_dir: str,
-                     pretrained_dir: str) -> list[str]:
+def pretrained_lines(scratch_rows: Sequence[hybrid_runs.RunRow],
+                     pretrained_rows: Sequence[hybrid_runs.RunRow],
+                     small_dir: str, pretrained_dir: str) -> list[str]:
   """The pretrained start: where the runs start, what the body adds to
   delay-free FedAvg, and the client grid searched from the pretrained
   start against the same grid from scratch."""
@@ -439,7 +451,8 @@ def pretrained_lines(scratch_rows: Sequence[lib.RunRow],
   both = {}
   for name, rows in (('scratch', scratch_rows),
                      ('pretrained', pretrained_rows)):
-    means = lib.mean_finals(rows, [lib.FEDAVG], settings).get(lib.FEDAVG, {})
+    means = hybrid_tables.mean_finals(rows, [hybrid_config.FEDAVG],
+                                      settings).get(hybrid_config.FEDAVG, {})
     both[name] = [v for v in means.values()]
   if both['scratch'] and both['pretrained']:
     lines.append(
@@ -448,8 +461,8 @@ def pretrained_lines(scratch_rows: Sequence[lib.RunRow],
         'scratch (mean over the columns): the body adds '
         f'{np.mean(both["pretrained"]) - np.mean(both["scratch"]):+.1f} '
         'points.')
-  scratch, pretrained = (point_scores(small_dir, lib.FEDAVG),
-                         point_scores(pretrained_dir, lib.FEDAVG))
+  scratch, pretrained = (point_scores(small_dir, hybrid_config.FEDAVG),
+                         point_scores(pretrained_dir, hybrid_config.FEDAVG))
   common = [k for k in scratch if k in pretrained]
   if common:
     best_s, best_p = _best({k: scratch[k] for k in common}), _best(
@@ -466,24 +479,26 @@ def pretrained_lines(scratch_rows: Sequence[lib.RunRow],
   return lines + ['']
 
 
-def settings_of(rows: Sequence[lib.RunRow]) -> list[lib.Setting]:
+def settings_of(rows: Sequence[hybrid_runs.RunRow]
+                ) -> list[hybrid_config.Setting]:
   """The settings (columns) the runs cover, in the paper's column order
   (alpha ascending, then delay descending, as its tables 6 and 7), from
   the methods that run under the delays."""
   keys = {(r.alpha, r.delay_std) for r in rows if r.method not in
-          lib.DELAY_FREE}
-  return [lib.Setting(a, d) for a, d in sorted(
+          hybrid_config.DELAY_FREE}
+  return [hybrid_config.Setting(a, d) for a, d in sorted(
       keys, key=lambda k: (-1 if k[0] is None else k[0], -k[1]))]
 
 
-def table_lines(title: str, rows: Sequence[lib.RunRow],
+def table_lines(title: str, rows: Sequence[hybrid_runs.RunRow],
                 table: paper_tables.PaperTable) -> list[str]:
   """One tuned table's measured differences (delays, server data)."""
   settings = settings_of(rows)
   if not settings:
     return []
-  methods = [m for m in lib.METHODS if any(r.method == m for r in rows)]
-  ours = lib.mean_finals(rows, methods, settings)
+  methods = [m for m in hybrid_config.METHODS
+             if any(r.method == m for r in rows)]
+  ours = hybrid_tables.mean_finals(rows, methods, settings)
   keys = [(s.alpha, s.delay_std) for s in settings]
   labels = [s.label for s in settings]
   seeds = sorted({r.seed for r in rows})
@@ -498,11 +513,11 @@ def table_lines(title: str, rows: Sequence[lib.RunRow],
 def results_markdown(*, command: str, machine: str, date: str,
                      small_dir: str, full_dir: str,
                      full_center_dir: Optional[str],
-                     tables: Sequence[tuple[str, Sequence[lib.RunRow],
+                     tables: Sequence[tuple[str, Sequence[hybrid_runs.RunRow],
                                             paper_tables.PaperTable]],
                      span_dirs: Sequence[str] = (),
                      pretrained_dir: Optional[str] = None,
-                     long_rows: Sequence[lib.RunRow] = (),
+                     long_rows: Sequence[hybrid_runs.RunRow] = (),
                      client_grid_dir: Optional[str] = None,
                      search_rates_dir: Optional[str] = None) -> str:
   """The RESULTS.md section: the measured differences, table by table."""
@@ -530,8 +545,9 @@ def results_markdown(*, command: str, machine: str, date: str,
   selected = (tune_lib.read_selected(selected)
               if os.path.exists(selected) else None)
   if search_rates_dir:
-    lr = (selected.methods.get(lib.FEDDLE_ID, {}).get('feddle_search_lr')
-          if selected else None)
+    feddle = (selected.methods.get(hybrid_config.FEDDLE_ID, {})
+              if selected else {})
+    lr = feddle.get('feddle_search_lr') if selected else None
     lines += search_rate_lines(
         search_rates_dir,
         by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []), lr)

@@ -67,14 +67,15 @@ from experiments.common import grouping
 from experiments.common import results as results_lib
 from experiments.common import shared_flags
 from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_report
 from experiments.hybrid_async import pretrain_lib
 from experiments.hybrid_async import tune_lib
 from tff_mixed.tasks import celeba_hybrid
 from tff_mixed.tasks import cifar10_pngs
 from tff_mixed.tasks import hybrid_images
 
-_LIB = hybrid_async_lib
-_DEFAULTS = _LIB.Config()
+_DEFAULTS = hybrid_config.Config()
 RESULTS_SECTION = 'hybrid_async'
 
 _DATA = flags.DEFINE_enum('data', 'cifar10', ['cifar10', 'digits', 'celeba'],
@@ -102,8 +103,8 @@ _PRETRAIN_LR = flags.DEFINE_float('pretrain_lr', 1e-3, 'Pretraining\'s Adam '
 _PRETRAIN_DIR = flags.DEFINE_string(
     'pretrain_dir', 'outputs/pretrained_cnn', 'Cache of pretrained weights '
     '(one file per data, model and pretraining configuration).')
-_METHODS = flags.DEFINE_list('methods', list(_LIB.METHODS),
-                             f'Any of {", ".join(_LIB.METHODS)}.')
+_METHODS = flags.DEFINE_list('methods', list(hybrid_config.METHODS),
+                             f'Any of {", ".join(hybrid_config.METHODS)}.')
 _SEEDS = shared_flags.define_seeds_flag(
     ['0', '1', '2'], 'Each draws the data split, initial model, sampling and '
     'delays.')
@@ -140,7 +141,7 @@ _CLIENT_BATCH_SIZE = shared_flags.define_client_batch_size_flag(
     _DEFAULTS.client_batch_size)
 _CLIENT_OPTIMIZER = flags.DEFINE_enum(
     'client_optimizer', _DEFAULTS.client_optimizer,
-    list(_LIB.CLIENT_OPTIMIZERS), 'Local optimizer (LoAdaBoost: SGD).')
+    list(hybrid_config.CLIENT_OPTIMIZERS), 'Local optimizer (LoAdaBoost: SGD).')
 _CLIENT_LR = shared_flags.define_client_lr_flag(_DEFAULTS.client_lr)
 _LOADABOOST_EPOCHS = flags.DEFINE_integer(
     'loadaboost_epochs', _DEFAULTS.loadaboost_epochs, 'LoAdaBoost\'s E (even;'
@@ -196,11 +197,13 @@ _FEDDLE_STEPS = flags.DEFINE_integer(
     'Coefficient search steps.', lower_bound=0)
 _SERVER_OPTIMIZER = flags.DEFINE_enum(
     'server_optimizer', _DEFAULTS.server_optimizer,
-    list(_LIB.CLIENT_OPTIMIZERS), 'Server training\'s optimizer (Center, '
+    list(hybrid_config.CLIENT_OPTIMIZERS),
+    'Server training\'s optimizer (Center, '
     'Fed+FT, HFCL, FedDF); Adam\'s rate is cosine-annealed over a round.')
 _FEDDLE_OPTIMIZER = flags.DEFINE_enum(
     'feddle_search_optimizer', _DEFAULTS.feddle_search_optimizer,
-    list(_LIB.SEARCH_OPTIMIZERS), 'Feddle\'s coefficient search optimizer: '
+    list(hybrid_config.SEARCH_OPTIMIZERS),
+    'Feddle\'s coefficient search optimizer: '
     'scaled_sgd takes steps of --feddle_search_lr / sum_m |abar_m|^2 (the '
     'paper\'s rate, of order 1 / (L sum_m |a_m|^2)); sgd and adam take '
     '--feddle_search_lr as it is.')
@@ -230,7 +233,7 @@ _RUNS_DIR = flags.DEFINE_string(
     'beyond the machine, e.g. docs/results/hybrid_async_tuned/runs.')
 _EARLIER_RUNS = flags.DEFINE_string(
     'earlier_runs', '', 'A file of runs made under an earlier protocol '
-    '(hybrid_async_lib.save_earlier_runs): the section says what changed '
+    '(hybrid_records.save_earlier_runs): the section says what changed '
     'for their methods, then and now.')
 _REPORT_ONLY = shared_flags.define_report_only_flag(
     'Here: the table, files and RESULTS section from the runs kept in '
@@ -260,16 +263,16 @@ def _images(name: str, size: int):
   return images.downsample_images(x, x.shape[1] // size), y
 
 
-def _celeba_data(config: 'hybrid_async_lib.Config', seed: int):
+def _celeba_data(config: 'hybrid_config.Config', seed: int):
   """The paper's table 2 data: a client per CelebA identity."""
   size = _IMAGE_SIZE.value
   split = celeba_hybrid.build_identity_split(
       _images('celeba', size), num_clients=config.num_clients,
       server_size=config.server_size, eval_size=config.eval_size, seed=seed,
       validation_size=config.validation_size)
-  return _LIB.Data(split, *_images('digits', size),
-                   f'clients: {split.description}; out-of-domain server '
-                   'set: scikit-learn digits')
+  return hybrid_config.Data(split, *_images('digits', size),
+                            f'clients: {split.description}; out-of-domain '
+                            'server set: scikit-learn digits')
 
 
 @functools.lru_cache(maxsize=None)
@@ -296,7 +299,7 @@ def _pretrained(size: int, conv_filters, dense_units: int):
       cache_dir=_PRETRAIN_DIR.value)
 
 
-def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
+def load_data(config: 'hybrid_config.Config', seed: int, alpha: float):
   """The data of a seed and label skew, from the flags' image sets."""
   if _DATA.value == 'celeba':
     return _celeba_data(config, seed)
@@ -327,10 +330,12 @@ def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
     main, ood, names = cifar, digits, ('CIFAR-10', 'scikit-learn digits')
   else:
     main, ood, names = digits, cifar, ('scikit-learn digits', 'CIFAR-10')
-  if ood is None and any(m in _LIB.OOD_METHODS for m in _METHODS.value):
-    raise ValueError(f'{", ".join(_LIB.OOD_METHODS)} need an out-of-domain '
-                     'server set: pass --cifar10_npz, or leave them out of '
-                     '--methods.')
+  if ood is None and any(
+      m in hybrid_config.OOD_METHODS for m in _METHODS.value):
+    raise ValueError(
+        f'{", ".join(hybrid_config.OOD_METHODS)} need an out-of-domain '
+        'server set: pass --cifar10_npz, or leave them out of '
+        '--methods.')
   start, start_text = None, ''
   if full and _DATA.value == 'cifar10':
     split = cifar10_pngs.build_full_split(
@@ -351,29 +356,33 @@ def load_data(config: 'hybrid_async_lib.Config', seed: int, alpha: float):
   description = (f'clients: {names[0]} at {size}x{size} '
                  f'({split.description}); out-of-domain server set: '
                  f'{names[1] if ood is not None else "none"}{start_text}')
-  return _LIB.Data(split, *(ood if ood is not None else (None, None)),
-                   description, start.body if start else None)
+  return hybrid_config.Data(
+      split, *(ood if ood is not None else (None, None)), description,
+      start.body if start else None)
 
 
-def config_from_flags() -> tuple['hybrid_async_lib.Config',
-                                  list['hybrid_async_lib.Setting'], list[int]]:
+def config_from_flags() -> tuple['hybrid_config.Config',
+                                 list['hybrid_config.Setting'], list[int]]:
   """The flags' config, settings and seeds, validated."""
   if _DATA.value == 'celeba' and flags.FLAGS['alphas'].present:
     raise ValueError('--alphas does not apply to --data=celeba: its clients '
                      'are CelebA identities, not a Dirichlet label split '
                      '(the columns are --delay_stds).')
-  alphas = ([_LIB.IDENTITIES] if _DATA.value == 'celeba'
+  alphas = ([hybrid_config.IDENTITIES] if _DATA.value == 'celeba'
             else _ALPHAS.value)
   seeds = cli.check_seeds('seeds', _SEEDS.value)
   try:
     filters = tuple(int(f) for f in _CONV_FILTERS.value)
     settings = [
-        _LIB.Setting(a if a is _LIB.IDENTITIES else float(a), float(d))
-        for a in alphas for d in _DELAY_STDS.value]
+        hybrid_config.Setting(a if a is hybrid_config.IDENTITIES else float(a),
+                              float(d))
+        for a in alphas
+        for d in _DELAY_STDS.value
+    ]
   except ValueError as e:
     raise ValueError('--conv_filters takes integers, --alphas '
                      f'and --delay_stds numbers: {e}') from None
-  config = _LIB.Config(
+  config = hybrid_config.Config(
       rounds=_ROUNDS.value, num_clients=_NUM_CLIENTS.value,
       clients_per_round=_CLIENTS_PER_ROUND.value,
       delay_std=settings[0].delay_std if settings else 0.0,
@@ -404,7 +413,7 @@ def config_from_flags() -> tuple['hybrid_async_lib.Config',
       validation_size=_VALIDATION_SIZE.value)
   if not settings:
     raise ValueError('--alphas and --delay_stds must be non-empty.')
-  _LIB.validate(config, _METHODS.value, settings, seeds)
+  hybrid_config.validate(config, _METHODS.value, settings, seeds)
   return config, settings, seeds
 
 
@@ -421,22 +430,23 @@ def main(argv: Sequence[str]) -> None:
     selected = tune_lib.read_selected(_SELECTED_JSON.value)
     config = config._replace(**selected.client)
     # FedBuff's values also configure the methods built on it
-    # (`hybrid_async_lib.method_config`), whether or not FedBuff runs.
-    built_on_fedbuff = any(m in _LIB.FEDBUFF_BASED for m in _METHODS.value)
+    # (`hybrid_methods.method_config`), whether or not FedBuff runs.
+    built_on_fedbuff = any(
+        m in hybrid_config.FEDBUFF_BASED for m in _METHODS.value)
     overrides = {m: v for m, v in selected.methods.items()
                  if m in _METHODS.value
-                 or (m == _LIB.FEDBUFF and built_on_fedbuff)}
-    if selected.client and _LIB.FEDAVG in _METHODS.value:
+                 or (m == hybrid_config.FEDBUFF and built_on_fedbuff)}
+    if selected.client and hybrid_config.FEDAVG in _METHODS.value:
       # Already every method's: listed on the row of the method searched.
-      overrides[_LIB.FEDAVG] = dict(selected.client)
+      overrides[hybrid_config.FEDAVG] = dict(selected.client)
     searched = selected.searched
   if _DATA.value == 'celeba':
     # Whether a seed leaves enough identities for the clients depends on
     # its draw: check every seed before any training.
     for seed in seeds:
-      load_data(config, seed, _LIB.IDENTITIES)
+      load_data(config, seed, hybrid_config.IDENTITIES)
   # The split is drawn per seed and alpha inside run_experiment's loop.
-  result = _LIB.run_experiment(
+  result = hybrid_async_lib.run_experiment(
       lambda seed, alpha: load_data(config, seed, alpha), config,
       methods=_METHODS.value, seeds=seeds, output_dir=_OUTPUT_DIR.value,
       settings=settings, clients_per_group=_CLIENTS_PER_GROUP.value,
@@ -445,7 +455,7 @@ def main(argv: Sequence[str]) -> None:
   results_lib.publish(
       result.table, result.files, _RESULTS,
       module='experiments.hybrid_async.hybrid_async_main',
-      markdown_fn=functools.partial(_LIB.results_markdown, result,
+      markdown_fn=functools.partial(hybrid_report.results_markdown, result,
                                     searched=searched, earlier=earlier),
       after=RESULTS_SECTION)
 

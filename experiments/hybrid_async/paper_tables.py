@@ -14,9 +14,9 @@
 """The guided-model-merging paper's numbers, shown beside the hybrid runs.
 
 Zhu et al., "Guided Model Merging for Hybrid Data Learning": final accuracy
-in %, per method (`hybrid_async_lib.METHODS` names) and setting key
+in %, per method (`hybrid_config.METHODS` names) and setting key
 `(alpha, delay sigma)`, where alpha None stands for clients that are the
-data's identities (`hybrid_async_lib.Setting`). A value is a mean, or
+data's identities (`hybrid_config.Setting`). A value is a mean, or
 `(mean, std)` where the paper gives both. Only data here; the reports say
 how our runs differ from the paper's.
 """
@@ -126,7 +126,7 @@ def paper_table(methods: Sequence[str], settings: Sequence[Any],
   """`table`'s numbers for these methods and settings (Markdown; n/a where
   it has none), or None if it has none of the settings.
 
-  `settings` are `hybrid_async_lib.Setting`s (`alpha`, `delay_std`,
+  `settings` are `hybrid_config.Setting`s (`alpha`, `delay_std`,
   `label`).
   """
   keys = [(s.alpha, s.delay_std) for s in settings]

@@ -28,7 +28,7 @@ pretrained model serves every run seed):
     body (the three convolutions and the hidden dense layer, the first
     `cnn.BODY_SIZE` arrays) is the pretrained one, the output layer is
     drawn from the run's seed as from scratch (`Data.initial_body` in
-    `hybrid_async_lib.run_method`). That is how a pretrained backbone is
+    `hybrid_runs.run_method`). That is how a pretrained backbone is
     used on a new task, and it keeps the seed's part in the starting model
     (seeds differ in their heads, not only in data, sampling and delays).
     Here the labels are the same as the pretraining ones, so keeping the
@@ -49,7 +49,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from experiments.hybrid_async import hybrid_async_lib
+from experiments.hybrid_async import hybrid_records
+from experiments.hybrid_async import hybrid_runs
 from tff_mixed.asynchronous import server_sgd
 from tff_mixed.models import cnn
 from tff_mixed.tasks import cifar10_pngs
@@ -116,7 +117,7 @@ def cache_key(x: np.ndarray, y: np.ndarray, config: PretrainConfig, *,
 
 def cache_path(cache_dir: str, key: dict[str, Any]) -> str:
   return os.path.join(cache_dir,
-                      f'cnn_{hybrid_async_lib.key_digest(key)}.npz')
+                      f'cnn_{hybrid_records.key_digest(key)}.npz')
 
 
 def _read(path: str, key: dict[str, Any]) -> Pretrained:
@@ -177,7 +178,7 @@ def pretrain(x: np.ndarray, y: np.ndarray, config: PretrainConfig, *,
       model, start, x, y, steps=steps, batch_size=config.batch_size,
       learning_rate=config.learning_rate, seed=config.seed,
       optimizer=config.optimizer)
-  evaluate = hybrid_async_lib.evaluate_fn(x, y)
+  evaluate = hybrid_runs.evaluate_fn(x, y)
   pretrained = Pretrained(tuple(np.asarray(w) for w in weights), key, path,
                           False, evaluate(start)['loss'],
                           evaluate(weights)['loss'])
@@ -210,7 +211,7 @@ def describe(pretrained: Pretrained, eval_x: np.ndarray,
              eval_y: np.ndarray) -> str:
   """The start, in words, with the pretrained model's evaluation accuracy."""
   c = pretrained.key
-  accuracy = hybrid_async_lib.evaluate_fn(eval_x, eval_y)(
+  accuracy = hybrid_runs.evaluate_fn(eval_x, eval_y)(
       pretrained.weights)['accuracy']
   return (f'pretrained on {c["size"]} disjoint training images '
           f'({c["epochs"]} epochs of {c["optimizer"]} at lr '

@@ -40,7 +40,10 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from experiments.hybrid_async import hybrid_async_lib as lib
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_methods
+from experiments.hybrid_async import hybrid_records
+from experiments.hybrid_async import hybrid_tables
 from experiments.hybrid_async import tuning
 from tff_mixed.asynchronous import simulation
 from tff_mixed.training import reports as reports_lib
@@ -120,9 +123,10 @@ def grids(methods: Sequence[str],
       raise ValueError(f'Restriction {key!r} names no method tuned '
                        f'({list(methods)}).')
   result = []
-  tuned = [(lib.FEDAVG, tuning.CLIENT_GRID)] if lib.FEDAVG in methods else []
+  tuned = ([(hybrid_config.FEDAVG, tuning.CLIENT_GRID)]
+           if hybrid_config.FEDAVG in methods else [])
   # FedBuff before the methods built on it, which take its selection.
-  ordered = sorted(methods, key=lambda m: m != lib.FEDBUFF)
+  ordered = sorted(methods, key=lambda m: m != hybrid_config.FEDBUFF)
   tuned += [(m, tuning.METHOD_GRIDS[m]) for m in ordered
             if m in tuning.METHOD_GRIDS]
   for method, grid in tuned:
@@ -152,8 +156,8 @@ def read_selected(path: str) -> Selected:
   except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
     raise ValueError(f'{path!r} is not a selected.json of tune_main '
                      f'({e}).') from None
-  fields = set(lib.Config._fields)
-  bad = [m for m in selected.methods if m not in lib.METHODS]
+  fields = set(hybrid_config.Config._fields)
+  bad = [m for m in selected.methods if m not in hybrid_config.METHODS]
   bad += [k for v in [selected.client, *selected.methods.values()]
           for k in v if k not in fields]
   if bad:
@@ -161,9 +165,10 @@ def read_selected(path: str) -> Selected:
   return selected
 
 
-def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
+def tune(data_fn: Callable[[int, float], hybrid_config.Data],
+         config: hybrid_config.Config, *,
          methods: Sequence[str], seeds: Sequence[int],
-         settings: Sequence[lib.Setting], output_dir: str,
+         settings: Sequence[hybrid_config.Setting], output_dir: str,
          only: Optional[Mapping[str, Sequence[Any]]] = None,
          clients_per_group: int = simulation.AUTO,
          base_selected: Optional[Selected] = None
@@ -199,10 +204,11 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
   plan = grids(methods, only)
   if not plan:
     raise ValueError(f'None of {list(methods)} has a grid; tunable: '
-                     f'{[lib.FEDAVG] + list(tuning.METHOD_GRIDS)}.')
+                     f'{[hybrid_config.FEDAVG] + list(tuning.METHOD_GRIDS)}.')
   for method, grid, _ in plan:
     for values in grid.points():
-      lib.validate(config._replace(**values), [method], settings, seeds)
+      hybrid_config.validate(config._replace(**values), [method], settings,
+                             seeds)
   selected_path = os.path.join(output_dir, SELECTED_FILE)
   if os.path.exists(selected_path):
     selected = read_selected(selected_path)
@@ -217,13 +223,15 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
   cache = {}
   searches = []
   for method, grid, full_grid in plan:
-    if method in lib.FEDBUFF_BASED and lib.FEDBUFF not in selected.methods:
+    if (method in hybrid_config.FEDBUFF_BASED
+        and hybrid_config.FEDBUFF not in selected.methods):
       raise ValueError(f'{method} is built on FedBuff and takes its selected '
                        'values: tune fedbuff first (or with it).')
     # A method built on FedBuff is tuned at FedBuff's selected values (the
     # plan tunes FedBuff before them).
-    base = (config if method == lib.FEDAVG else lib.method_config(
-        config._replace(**selected.client), method, selected.methods))
+    base = (config if method == hybrid_config.FEDAVG else
+            hybrid_methods.method_config(config._replace(**selected.client),
+                                         method, selected.methods))
     scores = []
     for values in grid.points():
       finals, lates = [], []
@@ -238,12 +246,14 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
           reports_lib.make_directory(run_dir, 'a tuning point directory')
           c = base._replace(alpha=setting.alpha, delay_std=setting.delay_std,
                             **values)
-          run = lib.kept_run(
-              os.path.join(run_dir, lib.run_key(method, setting, seed)
-                           + '.json'), method, data_of[(seed, setting.alpha)],
-              c, seed, cache, clients_per_group)
-          finals.append(lib.final_metric(run.rows))
-          lates.append(lib.late_mean_metric(run.rows))
+          run = hybrid_records.kept_run(
+              os.path.join(
+                  run_dir,
+                  hybrid_records.run_key(method, setting, seed) + '.json'),
+              method, data_of[(seed, setting.alpha)], c, seed, cache,
+              clients_per_group)
+          finals.append(hybrid_tables.final_metric(run.rows))
+          lates.append(hybrid_tables.late_mean_metric(run.rows))
       scores.append(PointScore(values, float(np.mean(finals)), len(finals),
                                float(np.mean(lates))))
     # Points within one validation image of the best tie.
@@ -255,7 +265,7 @@ def tune(data_fn: Callable[[int, float], lib.Data], config: lib.Config, *,
         axis.name: dict(values=list(axis.values), grid=list(full.values),
                         source=axis.source)
         for axis, full in zip(grid.axes, full_grid.axes)}
-    if method == lib.FEDAVG:
+    if method == hybrid_config.FEDAVG:
       selected = selected._replace(client=dict(scores[best].values))
     else:
       selected.methods[method] = dict(scores[best].values)
@@ -272,8 +282,8 @@ def _value(v: Any) -> str:
 
 
 def tuning_markdown(searches: Sequence[MethodSearch],
-                    settings: Sequence[lib.Setting], seeds: Sequence[int],
-                    config: lib.Config) -> str:
+                    settings: Sequence[hybrid_config.Setting],
+                    seeds: Sequence[int], config: hybrid_config.Config) -> str:
   """The search's report: per method, the searched part of its grid and
   every point's validation score, the selected one in bold."""
   lines = [

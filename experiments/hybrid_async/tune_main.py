@@ -42,11 +42,12 @@ from absl import app
 from absl import flags
 
 from experiments.hybrid_async import hybrid_async_main
+from experiments.hybrid_async import hybrid_config
 from experiments.hybrid_async import tune_lib
 
 _TUNE_METHODS = flags.DEFINE_list(
     'tune_methods', [m for m, _, _ in tune_lib.grids(
-        tune_lib.lib.METHODS)], 'Methods whose grids to search (fedavg: '
+        hybrid_config.METHODS)], 'Methods whose grids to search (fedavg: '
     'the clients\' lr and epochs, applied to every method).')
 _ONLY = flags.DEFINE_multi_string(
     'only', [], 'axis=v1,v2 or method:axis=v1,v2: search only these '
@@ -86,10 +87,10 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   config, settings, seeds = hybrid_async_main.config_from_flags()
   methods = _TUNE_METHODS.value
-  unknown = [m for m in methods if m not in tune_lib.lib.METHODS]
+  unknown = [m for m in methods if m not in hybrid_config.METHODS]
   if unknown:
     raise ValueError(f'--tune_methods: unknown {unknown}; methods are '
-                     f'{list(tune_lib.lib.METHODS)}.')
+                     f'{list(hybrid_config.METHODS)}.')
   selected, searches = tune_lib.tune(
       lambda seed, alpha: hybrid_async_main.load_data(config, seed, alpha),
       config, methods=methods, seeds=seeds, settings=settings,

@@ -22,7 +22,7 @@ grid; the one here is our choice and is marked so (`Axis.source`), in code
 and in every report built from it.
 
 An axis names the field of the hybrid experiment's configuration
-(`hybrid_async_lib.Config`) it sets, so a grid point is a `Config._replace`
+(`hybrid_config.Config`) it sets, so a grid point is a `Config._replace`
 argument. Server "epochs" are passes over the server data (`server_epochs`,
 `feddle_search_epochs`; the experiment turns them into batches). Feddle's "server learning rate" is the coefficient
 search's (eta_c), not FedBuff's fallback eta_g. HFCL has no grid (the paper:
@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, Optional
 PAPER = 'paper'
 OURS = 'ours'
 
-# Method names of the hybrid experiment (hybrid_async_lib.METHODS).
+# Method names of the hybrid experiment (hybrid_config.METHODS).
 FEDAVG = 'fedavg'
 FEDASYNC = 'fedasync'
 FEDBUFF = 'fedbuff'

@@ -22,10 +22,11 @@ r"""Converts Stack Exchange `Posts.xml` dumps to TFF's `stackoverflow.sqlite`.
 writes `DIR/stackoverflow.sqlite`, which
 `tff.simulation.datasets.stackoverflow.load_data(cache_dir=DIR)` reads
 without downloading, so that the Stack Overflow experiments run offline on
-real posts of any Stack Exchange site. See `posts_xml_lib` for the features,
-the conversion rules and the train/heldout/test splits: without
-`--test_cutoff`, the cutoff is derived so that the latest tenth of the posts
-are on or after it, and the summary prints it. Dumps may be gzipped.
+real posts of any Stack Exchange site. See `posts_xml_rows` for the
+features and the conversion rules, and `posts_splits` for the
+train/heldout/test splits: without `--test_cutoff`, the cutoff is derived
+so that the latest tenth of the posts are on or after it, and the summary
+prints it. Dumps may be gzipped.
 Several dumps (a comma-separated list) keep their sites apart: a client is
 `<site>:<OwnerUserId>`, the site taken from the file name, and each dump
 gets its own derived cutoff; one dump converts exactly as before. A bad
@@ -46,6 +47,7 @@ from absl import app
 from absl import flags
 
 from experiments.common import shared_flags
+from experiments.stackoverflow_wikipedia import posts_splits
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from tff_mixed.training import reports as reports_lib
 
@@ -64,7 +66,7 @@ _TEST_CUTOFF = flags.DEFINE_string(
     'time that puts the latest tenth of the posts on or after it; the '
     'summary prints it.')
 _HELDOUT_FRACTION = flags.DEFINE_float(
-    'heldout_fraction', posts_xml_lib.DEFAULT_HELDOUT_FRACTION, 'Fraction of '
+    'heldout_fraction', posts_splits.DEFAULT_HELDOUT_FRACTION, 'Fraction of '
     'the clients, in (0, 1), whose posts of all dates form the heldout split.')
 _SEED = shared_flags.define_seed_flag(
     0, 'Here: the draw of the held-out clients.')
@@ -81,7 +83,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _tenth() -> str:
-  return f'{1 / posts_xml_lib.TEST_FRACTION_DENOMINATOR:.0%}'
+  return f'{1 / posts_splits.TEST_FRACTION_DENOMINATOR:.0%}'
 
 
 def _cutoff_text(summary: posts_xml_lib.ConversionSummary) -> str:

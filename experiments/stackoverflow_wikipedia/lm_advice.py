@@ -21,7 +21,7 @@ path of the `--diagnostic_rounds` runs (`Config.with_diagnostics`,
 runner metrics CSV (`experiments.common.advising`).
 
 What the advisor is told is what the processes use
-(`stackoverflow_wikipedia_lib.build_process`): eta = eta_c = `client_lr`
+(`lm_runs.build_process`): eta = eta_c = `client_lr`
 (the registry's central steps take the client learning rate), eta_s = eta_m
 = 1, S = `cohort_size`, and each algorithm's |B_c| capped at the central
 corpus (`central_batch_sizes`), PT's being the measured one. 2-way GT runs
@@ -32,14 +32,15 @@ import os
 from typing import Optional
 
 from experiments.common import advising
+from experiments.stackoverflow_wikipedia import lm_config
+from experiments.stackoverflow_wikipedia import lm_data
+from experiments.stackoverflow_wikipedia import lm_runs
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tff_mixed.advisor import advice as advice_lib
 from tff_mixed.training import reports as reports_lib
 
-_LIB = stackoverflow_wikipedia_lib
 
-
-def run_advice(data: _LIB.Data, config: _LIB.Config, *, rounds: int,
+def run_advice(data: lm_data.Data, config: lm_config.Config, *, rounds: int,
                output_dir: str, records_dir: Optional[str] = None,
                progress: Optional[bool] = None
               ) -> tuple[advice_lib.Advice, dict[str, str]]:
@@ -57,16 +58,16 @@ def run_advice(data: _LIB.Data, config: _LIB.Config, *, rounds: int,
     raise ValueError(f'`rounds` must be a positive int, got {rounds!r}.')
   output_dir = reports_lib.make_directory(os.fspath(output_dir),
                                           '`output_dir`')
-  probe = _LIB.run_experiment(
+  probe = stackoverflow_wikipedia_lib.run_experiment(
       data, config._replace(rounds=rounds, with_diagnostics=True),
       scenarios=[advising.PROBE_SCENARIO],
       output_dir=os.path.join(output_dir, advising.PROBE_DIR),
       progress=progress).results[0]
-  batch_sizes = _LIB.central_batch_sizes(data, config)
+  batch_sizes = lm_runs.central_batch_sizes(data, config)
   advice = advice_lib.advise(
       advising.read_metrics_rows(probe.metrics_path), last_round=rounds,
       client_steps=config.client_steps,
-      cohort_size=_LIB.cohort_size(data, config),
+      cohort_size=lm_runs.cohort_size(data, config),
       client_learning_rate=config.client_lr,
       central_learning_rate=config.client_lr,
       federated_weight=config.federated_weight,

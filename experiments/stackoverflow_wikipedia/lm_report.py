@@ -37,10 +37,11 @@ from experiments.celeba_smile import reproduce_report
 from experiments.common import claims as claims_lib
 from experiments.common import scenarios as scenarios_lib
 from experiments.common import tables
+from experiments.stackoverflow_wikipedia import lm_config
 from experiments.stackoverflow_wikipedia import lm_records
+from experiments.stackoverflow_wikipedia import lm_runs
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 
-_LIB = stackoverflow_wikipedia_lib
 Claim = claims_lib.Claim
 PaperNumber = claims_lib.PaperNumber
 ScenarioRecord = lm_records.ScenarioRecord
@@ -66,16 +67,16 @@ CONVERGENCE_SHARE = 0.1
 TARGET_SHARE = 0.95
 # FL-only and the mixed methods are wanted with 3 seeds where affordable;
 # a record holds one, and the section prices the rest.
-SEEDED = (_LIB.FL_ONLY, *_LIB.MIXED)
+SEEDED = (lm_config.FL_ONLY, *lm_config.MIXED)
 WANTED_SEEDS = 3
 # Settings that may differ between the records a claim compares.
 _PER_SCENARIO = ('two_way_client_lr', 'with_diagnostics', 'clients_per_group',
                  'members_at_once', 'switch_round', 'eval_every')
 
 PAPER = {
-    _LIB.FL_ONLY: PaperNumber('~0.60', 'section 4.2, figure 1b'),
+    lm_config.FL_ONLY: PaperNumber('~0.60', 'section 4.2, figure 1b'),
     'mixed': PaperNumber('~0.66', 'section 4.2, figure 1b'),
-    _LIB.ORACLE: PaperNumber('> 0.66', 'figure 1 caption'),
+    lm_config.ORACLE: PaperNumber('> 0.66', 'figure 1 caption'),
     'fl_only_central': PaperNumber('learns Stack Overflow, not Wikipedia',
                                    'section 4.2'),
     'convergence': PaperNumber('PT about as fast as GT',
@@ -99,8 +100,8 @@ PAPER_SETTINGS = {
 
 
 def _label(scenario: str) -> str:
-  return {_LIB.CENTRAL_THEN_FL: 'central, then FL',
-          _LIB.FL_THEN_CENTRAL: 'FL, then central',
+  return {lm_config.CENTRAL_THEN_FL: 'central, then FL',
+          lm_config.FL_THEN_CENTRAL: 'FL, then central',
           scenarios_lib.ORACLE: 'Oracle (pooled, central)'}.get(
               scenario, scenarios_lib.LABELS.get(scenario, scenario))
 
@@ -125,7 +126,7 @@ def first_round_reaching(record: ScenarioRecord,
 def at_switch_and_end(record: ScenarioRecord) -> tuple[str, float, float]:
   """A transfer record's first corpus, its accuracy at the last evaluation
   up to the switch and at the end."""
-  first = ('central' if record.scenario == _LIB.CENTRAL_THEN_FL
+  first = ('central' if record.scenario == lm_config.CENTRAL_THEN_FL
            else 'federated')
   switch = record.settings['switch_round']
   before = [r for r in record.rows if r['round'] <= switch]
@@ -150,15 +151,16 @@ def _accuracy_claims(main: Mapping[str, ScenarioRecord],
                      tolerance: float) -> list[Claim]:
   """Figure 1b: FL-only < mixed ~= oracle on the mixed evaluation."""
   found = []
-  mixed = [main[s] for s in _LIB.MIXED if s in main]
-  fl_only, oracle = main.get(_LIB.FL_ONLY), main.get(_LIB.ORACLE)
+  mixed = [main[s] for s in lm_config.MIXED if s in main]
+  fl_only, oracle = main.get(lm_config.FL_ONLY), main.get(lm_config.ORACLE)
   if fl_only is not None and mixed:
     gaps = {m.scenario: tail_accuracy(m) - tail_accuracy(fl_only)
             for m in mixed}
     found.append(Claim(
         'The mixed algorithms beat FL-only on the mixed evaluation',
-        PaperNumber(f'{PAPER["mixed"].value} vs {PAPER[_LIB.FL_ONLY].value}',
-                    PAPER['mixed'].source),
+        PaperNumber(
+            f'{PAPER["mixed"].value} vs {PAPER[lm_config.FL_ONLY].value}',
+            PAPER['mixed'].source),
         all(g > tolerance for g in gaps.values()),
         f'mixed accuracy over the last quarter: FL-only '
         f'{tail_accuracy(fl_only):.3f}; above it by more than {tolerance:g}?'
@@ -181,8 +183,9 @@ def _accuracy_claims(main: Mapping[str, ScenarioRecord],
             for m in mixed}
     found.append(Claim(
         "The mixed algorithms reach the oracle's accuracy",
-        PaperNumber(f'{PAPER["mixed"].value} vs {PAPER[_LIB.ORACLE].value}',
-                    'section 4.2, figure 1b'),
+        PaperNumber(
+            f'{PAPER["mixed"].value} vs {PAPER[lm_config.ORACLE].value}',
+            'section 4.2, figure 1b'),
         all(g <= tolerance for g in gaps.values()),
         f'oracle {tail_accuracy(oracle):.3f} over the last quarter; each '
         f'short of it by at most {tolerance:g}? ' + ', '.join(
@@ -193,9 +196,9 @@ def _accuracy_claims(main: Mapping[str, ScenarioRecord],
 
 def _convergence_claim(main: Mapping[str, ScenarioRecord]) -> list[Claim]:
   """Figure 2b: PT converges about as fast as 1-way and 2-way GT."""
-  if not all(s in main for s in _LIB.MIXED):
+  if not all(s in main for s in lm_config.MIXED):
     return []
-  mixed = [main[s] for s in _LIB.MIXED]
+  mixed = [main[s] for s in lm_config.MIXED]
   target = TARGET_SHARE * min(tail_accuracy(m) for m in mixed)
   reached = {m.scenario: first_round_reaching(m, target) for m in mixed}
   horizon = min(m.rounds for m in mixed)
@@ -216,7 +219,7 @@ def _convergence_claim(main: Mapping[str, ScenarioRecord]) -> list[Claim]:
 def _transfer_claims(main: Mapping[str, ScenarioRecord],
                      tolerance: float) -> list[Claim]:
   """Figure 13: the transfer baselines forget; PT ends above both."""
-  transfer = [main[s] for s in _LIB.TRANSFER if s in main]
+  transfer = [main[s] for s in lm_config.TRANSFER if s in main]
   if not transfer:
     return []
   drops = {}
@@ -231,8 +234,8 @@ def _transfer_claims(main: Mapping[str, ScenarioRecord],
       f'more than {tolerance:g}?): ' + ', '.join(
           f'{_label(n)} ({"Stack Overflow" if f == "federated" else f}) '
           f'{s:.3f} -> {e:.3f}' for n, (f, s, e) in drops.items()))]
-  pt = main.get(_LIB.PARALLEL_TRAINING)
-  if pt is not None and len(transfer) == len(_LIB.TRANSFER):
+  pt = main.get(lm_config.PARALLEL_TRAINING)
+  if pt is not None and len(transfer) == len(lm_config.TRANSFER):
     final = lambda r: r.rows[-1]['mixed_accuracy']  # pylint: disable=unnecessary-lambda-assignment
     found.append(Claim(
         'PT ends above both transfer baselines on the mixed evaluation',
@@ -296,7 +299,7 @@ def claims(records: Mapping[str, ScenarioRecord], *,
 
 
 def _paper_cell(scenario: str) -> str:
-  number = PAPER.get(scenario) or (PAPER['mixed'] if scenario in _LIB.MIXED
+  number = PAPER.get(scenario) or (PAPER['mixed'] if scenario in lm_config.MIXED
                                    else None)
   if number is None:
     return '- (figure 13: curves only)'
@@ -350,7 +353,7 @@ def transfer_table(main: Sequence[ScenarioRecord]) -> str:
             'its accuracy at the switch', 'at the end', 'change')
   rows = []
   for r in main:
-    if r.scenario in _LIB.TRANSFER:
+    if r.scenario in lm_config.TRANSFER:
       first, at_switch, end = at_switch_and_end(r)
       rows.append((
           _label(r.scenario), str(r.settings['switch_round']),
@@ -388,16 +391,17 @@ def plot(path: str, records: Mapping[str, ScenarioRecord]) -> None:
   """Accuracy over rounds of every scenario record, on the three
   evaluation sets (our metrics only)."""
   main = [r for r in records.values() if r.diagnostics is None]
-  results = [_LIB.ScenarioResult(r.scenario, r.rows, r.seconds_per_round)
+  results = [lm_runs.ScenarioResult(r.scenario, r.rows, r.seconds_per_round)
              for r in main]
   switch = next((r.settings['switch_round'] for r in main
-                 if r.scenario in _LIB.TRANSFER), None)
-  config = _LIB.Config(switch_round=switch or 1)
-  _LIB.plot(path, results, config,
-            'Stack Overflow + Wikipedia character LM: next-character '
-            'accuracy per evaluation set' + (
-                f' (dotted: transfer switch after round {switch})'
-                if switch else ''))
+                 if r.scenario in lm_config.TRANSFER), None)
+  config = lm_config.Config(switch_round=switch or 1)
+  stackoverflow_wikipedia_lib.plot(
+      path, results, config,
+      'Stack Overflow + Wikipedia character LM: next-character '
+      'accuracy per evaluation set' + (
+          f' (dotted: transfer switch after round {switch})'
+          if switch else ''))
 
 
 def results_markdown(records: Mapping[str, ScenarioRecord], *,
@@ -418,13 +422,14 @@ def results_markdown(records: Mapping[str, ScenarioRecord], *,
     make_target: The make target whose `SCENARIOS=<name>` adds a missing
       record.
   """
-  order = {s: i for i, s in enumerate(_LIB.SCENARIOS)}
+  order = {s: i for i, s in enumerate(lm_config.SCENARIOS)}
   main = sorted((r for r in records.values() if r.diagnostics is None),
                 key=lambda r: order.get(r.scenario, len(order)))
   diagnostics = sorted((r for r in records.values() if r.diagnostics),
                        key=lambda r: order.get(r.scenario, len(order)))
-  missing = [s for s in _LIB.SCENARIOS if s not in {r.scenario for r in main}]
-  missing_diagnostics = [s for s in _LIB.MIXED if s not in
+  missing = [s for s in lm_config.SCENARIOS
+             if s not in {r.scenario for r in main}]
+  missing_diagnostics = [s for s in lm_config.MIXED if s not in
                          {r.scenario for r in diagnostics}]
   lines = [
       f'## {title}', '',
@@ -449,7 +454,7 @@ def results_markdown(records: Mapping[str, ScenarioRecord], *,
               'and averaged over the last quarter of the rounds:', '',
               scenario_table(main), '',
               f'![Accuracy over rounds]({plot_link})', '']
-    if any(r.scenario in _LIB.TRANSFER for r in main):
+    if any(r.scenario in lm_config.TRANSFER for r in main):
       lines += ['Forgetting of the transfer baselines (figure 13):', '',
                 transfer_table(main), '']
   if diagnostics:

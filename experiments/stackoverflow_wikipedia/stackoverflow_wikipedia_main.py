@@ -75,14 +75,15 @@ from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.common import shared_flags
 from experiments.stackoverflow_wikipedia import lm_advice
+from experiments.stackoverflow_wikipedia import lm_config
+from experiments.stackoverflow_wikipedia import lm_data
 from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import lm_report
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tff_mixed.tasks import text_corpus
 from tff_mixed.training import reports as reports_lib
 
-_LIB = stackoverflow_wikipedia_lib
-_DEFAULTS = _LIB.Config()
+_DEFAULTS = lm_config.Config()
 RESULTS_SECTION = 'stackoverflow_wikipedia'
 _MODULE = 'experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main'
 
@@ -108,7 +109,7 @@ _MAX_EVAL_CLIENTS = flags.DEFINE_integer(
 _MAX_EVAL_SEQUENCES = flags.DEFINE_integer(
     'max_eval_sequences', 4000, 'Cap on the sequences of each evaluation '
     'corpus.', lower_bound=1)
-_SCENARIOS = shared_flags.define_scenarios_flag(_LIB.SCENARIOS)
+_SCENARIOS = shared_flags.define_scenarios_flag(lm_config.SCENARIOS)
 _ROUNDS = shared_flags.define_rounds_flag(_DEFAULTS.rounds)
 _CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
     _DEFAULTS.clients_per_round)
@@ -249,7 +250,7 @@ def _run_and_record(data, config, records_dir: str) -> None:
     runs.append((
         config._replace(rounds=_DIAGNOSTIC_ROUNDS.value, client_steps=1,
                         with_diagnostics=True),
-        [s for s in _SCENARIOS.value if s in _LIB.MIXED],
+        [s for s in _SCENARIOS.value if s in lm_config.MIXED],
         os.path.join(_OUTPUT_DIR.value, 'diagnostics'), True))
   for run_config, scenarios, output_dir, diagnostics in runs:
     todo = [s for s in scenarios if lm_records.recorded(
@@ -259,7 +260,7 @@ def _run_and_record(data, config, records_dir: str) -> None:
       logging.info('%s%s: recorded in %s with these settings; not rerun.', s,
                    ' (diagnostics)' if diagnostics else '', records_dir)
     if todo:
-      _LIB.run_experiment(
+      stackoverflow_wikipedia_lib.run_experiment(
           data, run_config, scenarios=todo, output_dir=output_dir,
           on_result=lambda r, c=run_config, d=diagnostics: _record(
               records_dir, r, c, data.description, d))
@@ -324,8 +325,8 @@ def _check_flags() -> None:
         'experiments.stackoverflow_wikipedia.convert_posts_main).')
 
 
-def _config() -> _LIB.Config:
-  return _LIB.Config(
+def _config() -> lm_config.Config:
+  return lm_config.Config(
       rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
       client_batch_size=_CLIENT_BATCH_SIZE.value,
       client_steps=_CLIENT_STEPS.value, client_lr=_CLIENT_LR.value,
@@ -352,7 +353,7 @@ def main(argv: Sequence[str]) -> None:
     return
   config = _config()
   train_texts, eval_texts, central_name = _central_texts()
-  data = _LIB.load_data(
+  data = lm_data.load_data(
       _CACHE_DIR.value, train_texts, eval_texts,
       sequence_length=config.sequence_length,
       max_eval_clients=_MAX_EVAL_CLIENTS.value,
@@ -371,12 +372,13 @@ def main(argv: Sequence[str]) -> None:
     _run_and_record(data, config, _RECORDS_DIR.value)
     _publish_reproduction(_RECORDS_DIR.value)
     return
-  result = _LIB.run_experiment(data, config, scenarios=_SCENARIOS.value,
-                               output_dir=_OUTPUT_DIR.value)
+  result = stackoverflow_wikipedia_lib.run_experiment(
+      data, config, scenarios=_SCENARIOS.value, output_dir=_OUTPUT_DIR.value)
   results_lib.publish(
       result.table, result.files, _RESULTS,
       module='experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main',
-      markdown_fn=functools.partial(_LIB.results_markdown, result),
+      markdown_fn=functools.partial(
+          stackoverflow_wikipedia_lib.results_markdown, result),
       after=RESULTS_SECTION)
 
 

@@ -1,0 +1,282 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The hybrid experiment's runs kept on disk, and what they must match.
+
+Each finished run is a small JSON file (`kept_run`): its rows, Feddle's
+diagnostics and the fingerprint of the configuration and data that made
+it. A run found with the same fingerprint is read back instead of run
+again, so an interrupted experiment resumes where it stopped and a report
+is rebuilt from the kept runs without training; one made before its
+method's behaviour changed is outdated and run again
+(`kept_config_status`); one made with other values is an error. The rows
+of an earlier protocol's records are kept apart (`save_earlier_runs`), for
+a section to compare them with the runs that replaced them.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+import hashlib
+import json
+import os
+from typing import Any, Optional
+
+from absl import logging
+
+from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_runs
+from tff_mixed.asynchronous import simulation
+from tff_mixed.asynchronous import staleness
+from tff_mixed.training import reports as reports_lib
+
+
+# Fields of a run's record that say how a method behaves, each added when
+# that behaviour changed, with the behaviour a record made before (without
+# the field) stands for. A kept run that differs from the one wanted only
+# there was made by older code: it is outdated, and run again.
+#   fedasync_staleness_unit: FedAsync counted staleness in rounds.
+#   feddf_teachers: FedDF distilled every arrival since its last
+#     distillation, once a round, where it now distills each merge's buffer.
+FEDDF_TEACHERS = 'merged_buffer'
+_BEHAVIOUR_BEFORE = {
+    'fedasync_staleness_unit': staleness.ROUNDS,
+    'feddf_teachers': 'arrivals_since_distillation',
+}
+MATCHES, OUTDATED, DIFFERS = 'matches', 'outdated', 'differs'
+
+
+def method_fields(fields: dict[str, Any], method: str) -> dict[str, Any]:
+  """A config's `fields` as `method`'s runs record them: the behaviour
+  fields only where they change the run (FedAsync's staleness unit when a
+  staleness discount a > 0 applies; FedDF's teacher set), so that the other
+  methods' kept runs stay valid."""
+  fields = dict(fields)
+  if method != hybrid_config.FEDASYNC or not fields['fedasync_a']:
+    del fields['fedasync_staleness_unit']
+  if method in (hybrid_config.FEDDF_ID, hybrid_config.FEDDF_OOD):
+    fields['feddf_teachers'] = FEDDF_TEACHERS
+  return fields
+
+
+def config_record(config: hybrid_config.Config,
+                  method: str) -> dict[str, Any]:
+  """`config` as a JSON-able dict, as the studies' records of `method`'s
+  runs keep it."""
+  return method_fields({k: list(v) if isinstance(v, tuple) else v
+                        for k, v in config._asdict().items()}, method)
+
+
+def kept_config_status(kept: dict[str, Any], want: dict[str, Any],
+                       every_field: bool = False) -> str:
+  """MATCHES, OUTDATED or DIFFERS: a kept record's config against `want`.
+
+  A behaviour field `want` has and the record lacks is read as the
+  behaviour before it (`_BEHAVIOUR_BEFORE`); a record that differs there
+  is OUTDATED, whatever else differs (e.g. values a new search selected):
+  older code made it, so it is run again. Compared on the fields the record
+  knows (fields added to `Config` later keep the earlier behaviour by
+  default), or, with `every_field`, on the fields of either.
+  """
+  differing = differing_fields(kept, want, every_field)
+  if not differing:
+    return MATCHES
+  predated = set(_BEHAVIOUR_BEFORE) & set(want) - set(kept)
+  return OUTDATED if differing & predated else DIFFERS
+
+
+def differing_fields(kept: dict[str, Any], want: dict[str, Any],
+                     every_field: bool = False) -> set[str]:
+  """The fields where a kept record's config, its behaviour fields read
+  as in `kept_config_status`, differs from `want`."""
+  filled = dict(kept, **{k: v for k, v in _BEHAVIOUR_BEFORE.items()
+                         if k in want and k not in kept})
+  keys = set(filled) | set(want) if every_field else set(filled)
+  return {k for k in keys if filled.get(k) != want.get(k)}
+
+
+def kept_config_matches(kept: dict[str, Any], want: dict[str, Any]) -> bool:
+  """Whether a kept record's config is `want` (`kept_config_status`)."""
+  return kept_config_status(kept, want) == MATCHES
+
+
+def read_records(records_dir: str, record_type: Callable[..., Any],
+                 kind: str) -> list[Any]:
+  """Every `*.json` record in `records_dir` as `record_type(**fields)`,
+  by file name (none if the directory does not exist); a ValueError names
+  a file that is not a `kind` record."""
+  if not os.path.isdir(records_dir):
+    return []
+  records = []
+  for name in sorted(os.listdir(records_dir)):
+    if name.endswith('.json'):
+      with open(os.path.join(records_dir, name)) as f:
+        try:
+          records.append(record_type(**json.load(f)))
+        except (ValueError, TypeError) as e:
+          raise ValueError(f'{name} in {records_dir} is not a {kind} '
+                           f'record: {e}') from None
+  return records
+
+
+def run_key(method: str, setting: hybrid_config.Setting, seed: int) -> str:
+  delay = ('none' if method in hybrid_config.DELAY_FREE
+           else f'{setting.delay_std:g}')
+  split = ('identities' if setting.alpha is hybrid_config.IDENTITIES
+           else f'alpha{setting.alpha:g}')
+  return f'{method}_{split}_delay{delay}_seed{seed}'
+
+
+def run_fingerprint(config: hybrid_config.Config, description: str,
+                    method: str) -> dict[str, Any]:
+  """What a kept run must match to be reused (the setting is in its name).
+
+  `center_once` only for Center, the one method it changes, and
+  `feddle_atlas_size` and `fedbuff_staleness_exponent` only away from their
+  defaults: runs kept before either existed stay valid. The behaviour
+  fields as `method_fields` gives them: FedAsync's and FedDF's runs kept
+  before their behaviour changed are outdated (`kept_config_status`).
+  """
+  fields = method_fields(config._asdict(), method)
+  del fields['alpha'], fields['delay_std']
+  if method != hybrid_config.CENTER:
+    del fields['center_once']
+  for name in ('feddle_atlas_size', 'fedbuff_staleness_exponent'):
+    if not fields[name]:
+      del fields[name]
+  fields['conv_filters'] = list(fields['conv_filters'])
+  return dict(fields, data=description)
+
+
+def key_digest(key: Mapping[str, Any]) -> str:
+  """16 hex digits of a JSON-able key's SHA-256: a file name that changes
+  whenever the key does (kept checkpoints, pretrained backbones)."""
+  return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()
+                        ).hexdigest()[:16]
+
+
+def kept_run(path: str, method: str, data: hybrid_config.Data,
+             config: hybrid_config.Config, seed: int, cache: dict,
+             clients_per_group: int = simulation.AUTO,
+             checkpoint_dir: Optional[str] = None) -> hybrid_runs.MethodRun:
+  """`hybrid_runs.run_method`'s run, kept at `path`: read back if it is
+  there (made with the same config and data), else run and saved.
+
+  With `checkpoint_dir`, a run not kept yet saves its state there after
+  every round, in a file named after the run and a digest of its
+  configuration (another configuration starts afresh, never from it), and
+  resumes from it: a run longer than a sitting survives an interruption.
+  The file is removed once the run is kept.
+
+  Raises:
+    ValueError: If `path` holds a run made with another configuration, or
+      is unreadable.
+  """
+  fingerprint = run_fingerprint(config, data.description, method)
+  label = hybrid_config.Setting(config.alpha, config.delay_std).label
+  run = load_run(path, fingerprint)
+  if run is None:
+    logging.info('%s: %s, seed %d', label, method, seed)
+    checkpoint = None
+    if checkpoint_dir:
+      checkpoint = os.path.join(
+          reports_lib.make_directory(checkpoint_dir, 'checkpoint directory'),
+          f'{os.path.splitext(os.path.basename(path))[0]}-'
+          f'{key_digest(fingerprint)}.pkl')
+    run = hybrid_runs.run_method(method, data, config, seed, cache,
+                                 clients_per_group,
+                                 checkpoint_path=checkpoint)
+    _save_run(path, fingerprint, run)
+    if checkpoint and os.path.exists(checkpoint):
+      os.remove(checkpoint)
+  else:
+    logging.info('%s: %s, seed %d: kept run', label, method, seed)
+  return run
+
+
+def _save_run(path: str, fingerprint: dict[str, Any],
+              run: hybrid_runs.MethodRun) -> None:
+  reports_lib.atomic_write_text(path, json.dumps(dict(
+      fingerprint=fingerprint, rows=[r._asdict() for r in run.rows],
+      diagnostics=run.diagnostics, notes=run.notes)) + '\n')
+
+
+def load_run(path: str, fingerprint: dict[str, Any]
+             ) -> Optional[hybrid_runs.MethodRun]:
+  """A kept run, None if there is none or it is outdated (made before its
+  method's behaviour changed: `kept_config_status`); an error if its config
+  differs."""
+  if not os.path.exists(path):
+    return None
+  try:
+    with open(path) as f:
+      kept = json.load(f)
+    rows = [hybrid_runs.RunRow(**r) for r in kept['rows']]
+  except (ValueError, KeyError, TypeError) as e:
+    raise ValueError(f'Kept run {path!r} is unreadable ({e}); remove it to '
+                     'run it again.') from e
+  status = kept_config_status(kept['fingerprint'], fingerprint,
+                              every_field=True)
+  if status == OUTDATED:
+    logging.info('%s was made before its method changed: run again.', path)
+    return None
+  if status == DIFFERS:
+    differing = sorted(differing_fields(kept['fingerprint'], fingerprint,
+                                        every_field=True))
+    raise ValueError(
+        f'{path!r} was run with other settings ({", ".join(differing)}); '
+        'use a new --output_dir, or remove its runs/ to start over.')
+  return hybrid_runs.MethodRun(rows, kept['diagnostics'], kept['notes'])
+
+
+# What `save_earlier_runs` keeps of a method's records before they are run
+# again under a changed protocol: the values that changed.
+EARLIER_FIELDS = ('buffer_size', 'server_lr', 'feddle_search_optimizer',
+                  'feddle_search_lr', 'feddle_search_epochs',
+                  'feddle_atlas_size', 'server_sgd_lr', 'server_epochs')
+
+
+def method_of_record(name: str,
+                     methods: Sequence[str] = hybrid_config.METHODS
+                     ) -> Optional[str]:
+  """The method of `methods` whose run a kept record's file `name`
+  (`run_key`) holds, None for another file. The longest name matches first
+  (fedavg_delayed before fedavg)."""
+  return next((m for m in sorted(methods, key=len, reverse=True)
+               if name.startswith((m + '_alpha', m + '_identities'))), None)
+
+
+def save_earlier_runs(runs_dir: str, methods: Sequence[str],
+                      path: str) -> int:
+  """Keeps at `path` the rows of `methods`' records in `runs_dir` (and
+  each method's `EARLIER_FIELDS`), before the records are replaced.
+
+  The records' fingerprints are not checked: they belong to the earlier
+  protocol. `hybrid_report.earlier_protocol_lines` compares them with the
+  new runs.
+
+  Returns:
+    How many records were kept.
+  """
+  rows, fields, count = [], {}, 0
+  for name in sorted(os.listdir(runs_dir)):
+    method = method_of_record(name, methods)
+    if method is None or not name.endswith('.json'):
+      continue
+    with open(os.path.join(runs_dir, name)) as f:
+      kept = json.load(f)
+    rows += kept['rows']
+    fields.setdefault(method, {k: kept['fingerprint'].get(k)
+                               for k in EARLIER_FIELDS})
+    count += 1
+  reports_lib.atomic_write_text(path, json.dumps(
+      dict(rows=rows, fields=fields), indent=1, sort_keys=True) + '\n')
+  return count
