@@ -28,6 +28,7 @@ import numpy as np
 from experiments.common import advising
 from experiments.common import markdown_sections
 from experiments.movielens import movielens_advice
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from tests import binary_runs
@@ -66,15 +67,15 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
     results = {}
     # 5 clients in groups of 2: uneven groups (3 + 2, `split_cohort`).
     for clients_per_group in (1, 2):
-      config = movielens_lib.Config(
+      config = movielens_config.Config(
           rounds=2, clients_per_round=5, client_steps=2, client_batch_size=4,
           embedding_dim=8, context_length=3, keys_per_client=8,
           eval_every=1, clients_per_group=clients_per_group)
       output_dir = os.path.join(directory, f'out{clients_per_group}')
       results[clients_per_group] = (movielens_lib.run_experiment(
-          ratings, config=config, scenarios=[movielens_lib.BASELINE,
-                                             movielens_lib.TWO_WAY_GT], output_dir=output_dir,
-          progress=False), output_dir)
+          ratings, config=config,
+          scenarios=[movielens_config.BASELINE, movielens_config.TWO_WAY_GT],
+          output_dir=output_dir, progress=False), output_dir)
     (per_client, per_client_dir), (grouped, grouped_dir) = (results[1],
                                                             results[2])
     for a, b in zip(per_client.results, grouped.results):
@@ -106,7 +107,7 @@ class SkipMalformedAndResumeTest(absltest.TestCase):
     ratings = _write_ratings(os.path.join(directory, 'u.data'),
                              extra_line='7\tnot-a-movie\t3\t881250949')
     output_dir = os.path.join(directory, 'out')
-    config = movielens_lib.Config(
+    config = movielens_config.Config(
         rounds=1, clients_per_round=2, client_steps=1, embedding_dim=4,
         context_length=3, keys_per_client=8, eval_every=1)
     run = lambda rounds: movielens_lib.run_experiment(
@@ -136,7 +137,7 @@ class RecordsTest(absltest.TestCase):
     directory = temp_dirs.temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'))
     records_dir = os.path.join(directory, 'records')
-    config = movielens_lib.Config(
+    config = movielens_config.Config(
         rounds=1, clients_per_round=2, client_steps=1, embedding_dim=4,
         context_length=3, keys_per_client=8, eval_every=1)
     stale = movielens_lib.record_settings(config._replace(client_lr=0.1),
@@ -178,7 +179,7 @@ class AdviceTest(absltest.TestCase):
 
   def test_run_advice_probes_parallel_training_with_diagnostics(self):
     ratings, output_dir, records_dir = _advice_paths(self)
-    config = movielens_lib.Config(
+    config = movielens_config.Config(
         rounds=50, clients_per_round=3, client_steps=2, client_batch_size=4,
         embedding_dim=4, context_length=3, keys_per_client=8, eval_every=1)
     advice, files = movielens_advice.run_advice(
@@ -369,7 +370,7 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
     with open(os.path.join(output_dir, 'metrics.csv')) as f:
       rows = list(csv.DictReader(f))
-    for scenario in movielens_lib.SCENARIOS:
+    for scenario in movielens_config.SCENARIOS:
       self.assertIn(scenario, run.stdout)
       scenario_rows = [r for r in rows if r['scenario'] == scenario]
       self.assertEqual([int(r['round']) for r in scenario_rows], [0, 1, 2])
@@ -378,7 +379,7 @@ class MovieLensBinaryTest(absltest.TestCase):
     with open(os.path.join(output_dir, 'costs.txt')) as f:
       costs = {line.split()[0]: line.split() for line in f
                if line.split() and line.split()[0] in
-               movielens_lib.SCENARIOS}
+               movielens_config.SCENARIOS}
     baseline_down = float(costs['baseline'][1])
     for scenario in ('parallel_training', 'one_way_gt', 'two_way_gt'):
       # 8 rows travel instead of the whole table (one per movie, + 1).

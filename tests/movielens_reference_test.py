@@ -26,7 +26,9 @@ from absl.testing import absltest
 import numpy as np
 import tensorflow as tf
 
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
+from experiments.movielens import movielens_process
 from experiments.movielens import movielens_records as records_lib
 from experiments.movielens import movielens_reference as reference
 from tests import movielens_testing
@@ -34,8 +36,8 @@ from tests import temp_dirs
 from tff_mixed.models import dual_encoder
 
 # Tiny settings: the generated file's 40 movies, short contexts.
-_CONFIG = movielens_lib.Config(embedding_dim=4, context_length=3,
-                               clients_per_round=2)
+_CONFIG = movielens_config.Config(embedding_dim=4, context_length=3,
+                                  clients_per_round=2)
 
 
 def _data(test: absltest.TestCase):
@@ -115,10 +117,10 @@ class EvaluationTest(absltest.TestCase):
         (dual_encoder.HINGE, None, np.mean(1.0 - cosines)),
         (dual_encoder.SQUARED_HINGE, None, np.mean((0.9 - cosines)**2)),
         (dual_encoder.SQUARED_HINGE, 0.5, np.mean((0.5 - cosines)**2))):
-      config = movielens_lib.Config(
+      config = movielens_config.Config(
           context_layer=dual_encoder.IDENTITY_LINEAR, client_loss=loss,
           margin=margin)
-      result = movielens_lib.evaluate(weights, contexts, labels, config)
+      result = movielens_process.evaluate(weights, contexts, labels, config)
       self.assertAlmostEqual(result['recall_at_10'], 0.5, places=6)
       self.assertAlmostEqual(result['hinge_loss'], expected, places=5)
 
@@ -133,8 +135,8 @@ class EvaluationTest(absltest.TestCase):
                                    (dual_encoder.IDENTITY_LINEAR, 10, 1.0),
                                    (dual_encoder.RELU_DENSE, 12, 1.0),
                                    (dual_encoder.RELU_DENSE, 10, 0.0)):
-      config = movielens_lib.Config(context_layer=layer)
-      self.assertEqual(movielens_lib.evaluate(
+      config = movielens_config.Config(context_layer=layer)
+      self.assertEqual(movielens_process.evaluate(
           weights, contexts, np.array([label]), config)['recall_at_10'],
                        expected, (layer, label))
 
@@ -201,7 +203,7 @@ class CentralTest(absltest.TestCase):
 
   def test_bad_arguments(self):
     data, _ = _data(self)
-    arrays = movielens_lib.evaluation_arrays(data, _CONFIG)
+    arrays = movielens_process.evaluation_arrays(data, _CONFIG)
     with self.assertRaisesRegex(ValueError, 'epochs'):
       reference.train_central(data, _CONFIG, arrays, epochs=0)
     with self.assertRaisesRegex(ValueError, 'learning_rate'):
@@ -213,8 +215,9 @@ class CentralTest(absltest.TestCase):
     # One epoch of one batch: the weights move by -lr times the loss's
     # gradient at the initial weights, computed here directly.
     data, _ = _data(self)
-    arrays = movielens_lib.evaluation_arrays(data, _CONFIG)
-    model = movielens_lib.client_model(movielens_lib.BASELINE, data, _CONFIG)
+    arrays = movielens_process.evaluation_arrays(data, _CONFIG)
+    model = movielens_process.client_model(movielens_config.BASELINE, data,
+                                           _CONFIG)
     contexts, labels = reference._train_arrays(data)
     batch = dual_encoder.model_batch(dict(context=contexts, label=labels))
     initial = [tf.constant(w) for w in model.initial_weights[0]]
@@ -225,13 +228,13 @@ class CentralTest(absltest.TestCase):
     want = [w - 0.5 * g for w, g in zip(initial, tape.gradient(loss,
                                                                  initial))]
     got = {}
-    real = movielens_lib.evaluate
+    real = movielens_process.evaluate
 
     def evaluate(weights, *args):
       got['weights'] = weights[0]
       return real(weights, *args)
 
-    with mock.patch.object(movielens_lib, 'evaluate', side_effect=evaluate):
+    with mock.patch.object(movielens_process, 'evaluate', side_effect=evaluate):
       reference.train_central(data, _CONFIG, arrays, epochs=1,
                               learning_rate=0.5, batch_size=len(labels),
                               optimizer=reference.SGD)
@@ -259,8 +262,8 @@ class LambdaSearchTest(absltest.TestCase):
   def test_search_scores_on_validation_users_and_is_recorded(self):
     data, description = _data(self)
     records_dir = temp_dirs.temp_dir(self)
-    validation = movielens_lib.evaluation_arrays(data, _CONFIG,
-                                                 data.validation_user_ids)
+    validation = movielens_process.evaluation_arrays(data, _CONFIG,
+                                                     data.validation_user_ids)
     scores = {1e-3: 0.2, 1e-2: 0.4, 1e-1: 0.4}
 
     def stub(data_arg, config, arrays, *, epochs, learning_rate):
@@ -297,18 +300,18 @@ class LambdaSearchTest(absltest.TestCase):
 class SettingsTest(absltest.TestCase):
 
   def test_settings_name_the_forms_and_the_margin_used(self):
-    settings = movielens_lib.record_settings(movielens_lib.Config(), 'd')
+    settings = movielens_lib.record_settings(movielens_config.Config(), 'd')
     self.assertEqual(
         {k: settings[k] for k in records_lib.EARLIER_FORMS},
         dict(context_layer=dual_encoder.RELU_DENSE,
              client_loss=dual_encoder.SQUARED_HINGE, margin=0.9,
              spreadout_form=dual_encoder.FROBENIUS, spreadout_lambda=0.001))
-    self.assertEqual(movielens_lib.record_settings(movielens_lib.Config(
+    self.assertEqual(movielens_lib.record_settings(movielens_config.Config(
         client_loss=dual_encoder.HINGE), 'd')['margin'], 1.0)
 
   def test_a_record_of_the_earlier_forms_is_not_read_as_current(self):
     directory = temp_dirs.temp_dir(self)
-    earlier = movielens_lib.Config(
+    earlier = movielens_config.Config(
         context_layer=dual_encoder.IDENTITY_LINEAR,
         client_loss=dual_encoder.HINGE,
         spreadout_form=dual_encoder.MEAN_SQUARED, spreadout_lambda=1.0)
@@ -317,7 +320,7 @@ class SettingsTest(absltest.TestCase):
         {k: v for k, v in movielens_lib.record_settings(earlier, 'd').items()
          if k in records_lib.EARLIER_FORMS}, records_lib.EARLIER_FORMS)
     # A record written before the settings had the forms.
-    old = movielens_lib.record_settings(movielens_lib.Config(), 'd')
+    old = movielens_lib.record_settings(movielens_config.Config(), 'd')
     for key in records_lib.EARLIER_FORMS:
       del old[key]
     old['margin'] = 1.0
@@ -331,7 +334,7 @@ class SettingsTest(absltest.TestCase):
     read = records_lib.read_record(directory, 'baseline')
     self.assertEqual(read.settings['context_layer'],
                      dual_encoder.IDENTITY_LINEAR)
-    current = movielens_lib.record_settings(movielens_lib.Config(), 'd')
+    current = movielens_lib.record_settings(movielens_config.Config(), 'd')
     with self.assertRaisesRegex(
         ValueError, r'baseline\.json.*client_loss: .hinge. there, '
         r'.squared_hinge. now.*context_layer.*margin: 1\.0 there, 0\.9 now'

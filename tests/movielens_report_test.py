@@ -25,6 +25,8 @@ import sys
 
 from absl.testing import absltest
 
+from experiments.movielens import movielens_claims
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
 from experiments.movielens import movielens_reference as reference
@@ -33,7 +35,7 @@ from tests import binary_runs
 from tests import temp_dirs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_CONFIG = movielens_lib.Config(eval_every=100)
+_CONFIG = movielens_config.Config(eval_every=100)
 _DATA = '`u.data`: 100000 ratings, 1682 movies'
 _SETTINGS = movielens_lib.record_settings(_CONFIG, _DATA)
 _D = 16
@@ -86,7 +88,7 @@ def _paper_set(**overrides):
   """The four scenarios of the paper; `overrides` maps one to kwargs."""
   defaults = {'parallel_training': dict(slowness=0.2)}
   return [_record(s, **overrides.get(s, defaults.get(s, {})))
-          for s in report.PAPER_SCENARIOS]
+          for s in movielens_claims.PAPER_SCENARIOS]
 
 
 def _references(floor=0.05, central=(0.005, 0.07, 0.09, 0.085),
@@ -123,7 +125,7 @@ def _references(floor=0.05, central=(0.005, 0.07, 0.09, 0.085),
 
 
 def _verdicts(records):
-  return {c.claim: c.reproduced for c in report.claims(records)}
+  return {c.claim: c.reproduced for c in movielens_claims.claims(records)}
 
 
 class RecordsTest(absltest.TestCase):
@@ -211,7 +213,7 @@ class ClaimsTest(absltest.TestCase):
 
   def test_each_rule_can_fail(self):
     small = {s: dict(costs=_costs(s, 6_000, 6_000))
-             for s in report.MIXED}
+             for s in movielens_claims.MIXED}
     self.assertTrue(_verdicts(_paper_set(**small))[
         'Mixed FL removes more than 93.9% of communication'])
     worse = _verdicts(_paper_set(one_way_gt=dict(recall=0.072)))
@@ -235,20 +237,20 @@ class ClaimsTest(absltest.TestCase):
     records = _paper_set(baseline=dict(rounds=500, recall=0.08))
     # At round 500 the mixed runs are at a quarter of their 2,000 rounds:
     # half their final recall, below the baseline's.
-    claim = {c.claim: c for c in report.claims(records)}[
+    claim = {c.claim: c for c in movielens_claims.claims(records)}[
         "The mixed algorithms match the baseline's recall@10"]
     self.assertFalse(claim.reproduced)
     self.assertIn('at round 500', claim.measured)
 
   def test_catch_up_before_round_1500_is_undecided(self):
-    records = [_record(s, rounds=1000) for s in report.MIXED]
-    claim = {c.claim: c for c in report.claims(records)}[
+    records = [_record(s, rounds=1000) for s in movielens_claims.MIXED]
+    claim = {c.claim: c for c in movielens_claims.claims(records)}[
         'PT reaches the same eval loss as gradient transfer']
     self.assertFalse(claim.reproduced)
     self.assertIn('undecided', claim.measured)
 
   def test_communication_claim_states_the_reason(self):
-    claim = {c.claim: c for c in report.claims(_paper_set())}[
+    claim = {c.claim: c for c in movielens_claims.claims(_paper_set())}[
         'Mixed FL removes more than 93.9% of communication']
     self.assertIn('N = 1682 movies', claim.measured)
     self.assertIn('160 rows', claim.measured)
@@ -259,8 +261,8 @@ class ClaimsTest(absltest.TestCase):
     def measured(rows):
       records = _paper_set(**{s: dict(costs=_costs(s, 22_700, 12_000,
                                                    rows=rows))
-                              for s in report.MIXED})
-      return {c.claim: c for c in report.claims(records)}[
+                              for s in movielens_claims.MIXED})
+      return {c.claim: c for c in movielens_claims.claims(records)}[
           'Mixed FL removes more than 93.9% of communication'].measured
     # 3n / 2N: 7.1% of N = 1682 at n = 80, 3.6% at n = 40.
     self.assertIn('too small for the paper', measured(80.0))
@@ -277,7 +279,8 @@ class ClaimsTest(absltest.TestCase):
     self.assertAlmostEqual(base / 1e6, 125.16, delta=0.2)
     # N read back from the records' table 11 terms, baseline's or mixed.
     records = _paper_set()
-    self.assertEqual([report.num_movies(r) for r in records], [1682] * 4)
+    self.assertEqual([movielens_claims.num_movies(r) for r in records],
+                     [1682] * 4)
     table = report.formula_table(records)
     self.assertIn(f'| N = 1682 | {2 * 1682 * _D * 4 / 1e3:.1f} |', table)
     # 2-w GT: 3nd of 2Nd, n = 40; table 2's 30 KB of 494 KB.
@@ -290,19 +293,19 @@ class ClaimsTest(absltest.TestCase):
     self.assertIn(f'| {saving:.3%} | 99.98% |', table)
 
   def test_g2_claim(self):
-    self.assertEqual(report.g2_claim([]), [])
+    self.assertEqual(movielens_claims.g2_claim([]), [])
     small = [_diagnostics_record(s, 0.01 * (i + 1), 2.0)
-             for i, s in enumerate(report.MIXED)]
-    (claim,) = report.g2_claim(small)
+             for i, s in enumerate(movielens_claims.MIXED)]
+    (claim,) = movielens_claims.g2_claim(small)
     self.assertTrue(claim.reproduced)
     self.assertIn('2-w GT 0.0300', claim.measured)
     self.assertIn('paper 1.50', claim.measured)
-    (claim,) = report.g2_claim(small[:2] + [
+    (claim,) = movielens_claims.g2_claim(small[:2] + [
         _diagnostics_record('two_way_gt', 1.5, 1.2)])
     self.assertFalse(claim.reproduced)
 
   def test_claims_without_their_scenarios_are_left_out(self):
-    names = {c.claim for c in report.claims(
+    names = {c.claim for c in movielens_claims.claims(
         [_record('parallel_training'), _record('two_way_gt')])}
     self.assertEqual(names, {
         'Every algorithm reaches recall@10 around 0.1',
@@ -314,8 +317,12 @@ class MarkdownTest(absltest.TestCase):
 
   def _markdown(self, records, diagnostics=()):
     return report.results_markdown(
-        records, diagnostics=diagnostics, horizon=2000, plot_link='docs/results/movielens.png',
-        records_link='docs/results/movielens', command='make x',
+        records,
+        diagnostics=diagnostics,
+        horizon=2000,
+        plot_link='docs/results/movielens.png',
+        records_link='docs/results/movielens',
+        command='make x',
         date='2026-01-02 00:00 UTC')
 
   def test_section_has_the_paper_beside_ours(self):
@@ -392,7 +399,7 @@ class MarkdownTest(absltest.TestCase):
     # Records of the earlier forms say so.
     earlier = dict(_SETTINGS, **records_lib.EARLIER_FORMS)
     text = self._markdown([_record(s, settings=earlier)
-                           for s in report.PAPER_SCENARIOS])
+                           for s in movielens_claims.PAPER_SCENARIOS])
     self.assertIn('identity-initialized linear layer (earlier form); '
                   'client loss: hinge max(0, m - cos) (earlier form), m = 1;'
                   ' spreadout (f_c): lambda times the mean of the squared '
@@ -446,8 +453,9 @@ class MarkdownTest(absltest.TestCase):
   def test_reference_rows_of_other_settings_are_left_out(self):
     references = _references(
         central_config=_CONFIG._replace(spreadout_lambda=0.1), search=False)
-    self.assertEqual(report.reference_mismatches(_paper_set(), references),
-                     {'central': ['spreadout_lambda']})
+    self.assertEqual(
+        movielens_claims.reference_mismatches(_paper_set(), references),
+        {'central': ['spreadout_lambda']})
     text = report.results_markdown(
         _paper_set(), references=references, horizon=2000,
         plot_link='p.png', records_link='r', command='make x', date='d')
@@ -520,7 +528,8 @@ class MakeTargetTest(absltest.TestCase):
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
     ml_100k, ml_1m = json.loads(run.stdout.strip().splitlines()[-1])
     for values in (ml_100k, ml_1m):
-      self.assertEqual(values['scenarios'], list(report.PAPER_SCENARIOS))
+      self.assertEqual(values['scenarios'],
+                       list(movielens_claims.PAPER_SCENARIOS))
       # Tables 9-10 and the paper's horizon.
       self.assertEqual([values[n] for n in _TARGET_FLAGS[1:8]],
                        [2000, 2000, 100, 16, 10, 0.5, 20])
@@ -550,7 +559,7 @@ class MakeTargetTest(absltest.TestCase):
     self.assertEqual(ml_1m['data_name'], 'MovieLens 1M, users 1-2999')
     self.assertIn('487,650', ml_1m['data_note'])
     # The paper's settings the targets leave to the binary's defaults.
-    config = movielens_lib.Config()
+    config = movielens_config.Config()
     self.assertEqual((config.federated_weight, config.central_weight,
                       config.embedding_dim), (0.5, 0.5, 16))
 

@@ -70,6 +70,8 @@ from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.common import shared_flags
 from experiments.movielens import movielens_advice
+from experiments.movielens import movielens_claims
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from experiments.movielens import movielens_reference
@@ -77,7 +79,7 @@ from experiments.movielens import movielens_report
 from tff_mixed.models import dual_encoder
 from tff_mixed.training import reports as reports_lib
 
-_DEFAULTS = movielens_lib.Config()
+_DEFAULTS = movielens_config.Config()
 
 _RATINGS_FILE = flags.DEFINE_string(
     'ratings_file', None, 'MovieLens ratings.dat (1M) or u.data (100K), or '
@@ -85,7 +87,7 @@ _RATINGS_FILE = flags.DEFINE_string(
 _SKIP_MALFORMED = flags.DEFINE_bool(
     'skip_malformed', False, 'Skip malformed rating lines (counted) instead '
     'of stopping at the first one.')
-_SCENARIOS = shared_flags.define_scenarios_flag(movielens_lib.SCENARIOS)
+_SCENARIOS = shared_flags.define_scenarios_flag(movielens_config.SCENARIOS)
 _ROUNDS = shared_flags.define_rounds_flag(_DEFAULTS.rounds)
 _CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
     _DEFAULTS.clients_per_round)
@@ -198,7 +200,7 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError(
         '--ratings_file is required: a MovieLens ratings.dat (1M) or u.data '
         '(100K) from https://grouplens.org/datasets/movielens/.')
-  config = movielens_lib.Config(
+  config = movielens_config.Config(
       rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
       client_batch_size=_CLIENT_BATCH_SIZE.value,
       client_steps=_CLIENT_STEPS.value, client_lr=_CLIENT_LR.value,
@@ -239,7 +241,7 @@ def main(argv: Sequence[str]) -> None:
   command = results_lib.command_line(module)
   data = None
   if records_dir is not None and (lambdas or _REFERENCE_ROWS.value):
-    movielens_lib.check_forms(config)
+    movielens_config.check_forms(config)
     data = movielens_lib.load_data(_RATINGS_FILE.value, config,
                                    _SKIP_MALFORMED.value)
     description = movielens_lib.data_description(_RATINGS_FILE.value, data)
@@ -263,7 +265,7 @@ def main(argv: Sequence[str]) -> None:
         epochs=_CENTRAL_EPOCHS.value, learning_rate=_CENTRAL_LR.value,
         command=command)
   scenario_rounds = ({} if _BASELINE_ROUNDS.value is None else
-                     {movielens_lib.BASELINE: _BASELINE_ROUNDS.value})
+                     {movielens_config.BASELINE: _BASELINE_ROUNDS.value})
   result = movielens_lib.run_experiment(
       _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
       output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value,
@@ -277,7 +279,7 @@ def main(argv: Sequence[str]) -> None:
         after=movielens_lib.RESULTS_SECTION)
   else:
     diagnostic_scenarios = [s for s in _SCENARIOS.value
-                            if s in movielens_report.MIXED]
+                            if s in movielens_claims.MIXED]
     if _DIAGNOSTIC_ROUNDS.value and diagnostic_scenarios:
       movielens_lib.run_experiment(
           _RATINGS_FILE.value, scenarios=diagnostic_scenarios,
@@ -294,7 +296,7 @@ def main(argv: Sequence[str]) -> None:
                    _RESULTS.markdown.value)
 
 
-def _advise(config: movielens_lib.Config, records_dir, module: str) -> bool:
+def _advise(config: movielens_config.Config, records_dir, module: str) -> bool:
   """`--advise_rounds`: the probe, its advice printed and written (also to
   <records_dir>/advice/); whether the run goes on (`--advise_then`)."""
   advice, files = movielens_advice.run_advice(
@@ -309,10 +311,10 @@ def _report(records_dir: str, horizon: int,
   """Plot and section of every record in `records_dir` (this run's and
   earlier runs'), the latter into --results_markdown."""
   records = movielens_records.read_records(records_dir,
-                                           movielens_lib.SCENARIOS)
+                                           movielens_config.SCENARIOS)
   diagnostics = movielens_records.read_records(
-      os.path.join(records_dir, 'diagnostics'), movielens_report.MIXED)
-  movielens_report.check_comparable(records)
+      os.path.join(records_dir, 'diagnostics'), movielens_claims.MIXED)
+  movielens_claims.check_comparable(records)
   plot = _PLOT.value or os.path.join(os.path.dirname(
       os.path.abspath(records_dir)), 'movielens.png')
   movielens_report.plot(plot, records)

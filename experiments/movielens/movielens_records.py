@@ -78,7 +78,7 @@ class ScenarioRecord(NamedTuple):
       experiment's `Config` fields that do (not how clients are grouped,
       which gives the same numbers) and `data`, the data's description.
       Records are comparable when their settings are equal.
-    costs: Per client and round, `movielens_lib.Costs` as a dict.
+    costs: Per client and round, `movielens_config.Costs` as a dict.
     mean_keys: The paper's n, the mean distinct movies a client trains on.
     seconds: Wall-clock seconds of all `rounds` (evaluations included),
       summed over the invocations that ran them.

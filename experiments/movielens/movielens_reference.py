@@ -16,14 +16,14 @@
 A federated scenario's recall@10 means little alone: at the paper's
 settings every scenario once ended at 0.02, below what ranking movies by
 popularity gives. Two rows, measured with the scenarios' own evaluation
-(the test users' examples, `movielens_lib.evaluate`'s recall@10 over all
+(the test users' examples, `movielens_process.evaluate`'s recall@10 over all
 movies), bound what the scenarios should reach:
 
 *   the popularity floor (`popularity_recall`): the 10 movies most often a
     label among the training users' examples, the same 10 for every test
     example. A model that learns anything about the next movie beats it.
 *   the central ceiling (`train_central`): the same model and objective as
-    the baseline's clients (`movielens_lib.client_model`: w_f client loss +
+    the baseline's clients (`movielens_process.client_model`: w_f client loss +
     w_c lambda spreadout over the whole table, the config's forms), trained
     centrally on the union of the training users' examples with Adam at
     batch 16 (the cited code's centralized launcher: Adam, learning rate
@@ -65,7 +65,9 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.common import results as results_lib
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
+from experiments.movielens import movielens_process
 from experiments.movielens import movielens_records as records_lib
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
@@ -113,7 +115,7 @@ def popularity_recall(train_labels: np.ndarray, test_labels: np.ndarray,
 
 
 def _train_arrays(data: movielens.MovieLensData):
-  return movielens_lib.user_arrays(data, data.train_user_ids)
+  return movielens_process.user_arrays(data, data.train_user_ids)
 
 
 def _now() -> dict[str, str]:
@@ -122,12 +124,12 @@ def _now() -> dict[str, str]:
 
 
 def popularity_row(data: movielens.MovieLensData,
-                   config: movielens_lib.Config, settings: dict[str, Any],
+                   config: movielens_config.Config, settings: dict[str, Any],
                    command: str = '') -> records_lib.PopularityRecord:
   """The popularity floor on `data`: training users' labels counted, the
-  scenarios' test examples (`movielens_lib.evaluation_arrays`) scored."""
+  scenarios' test examples (`movielens_process.evaluation_arrays`) scored."""
   _, train_labels = _train_arrays(data)
-  _, test_labels = movielens_lib.evaluation_arrays(data, config)
+  _, test_labels = movielens_process.evaluation_arrays(data, config)
   return records_lib.PopularityRecord(
       recall_at_10=popularity_recall(train_labels, test_labels),
       top_movies=[int(m) for m in popularity_ranking(train_labels)],
@@ -136,13 +138,13 @@ def popularity_row(data: movielens.MovieLensData,
 
 
 def train_central(data: movielens.MovieLensData,
-                  config: movielens_lib.Config, evaluation_arrays, *,
+                  config: movielens_config.Config, evaluation_arrays, *,
                   epochs: int = EPOCHS, learning_rate: float = LEARNING_RATE,
                   batch_size: int = BATCH_SIZE,
                   optimizer: str = ADAM) -> list[dict[str, Any]]:
   """Trains the baseline's model centrally; its evaluation after each epoch.
 
-  The model is the baseline clients' (`movielens_lib.client_model`): the
+  The model is the baseline clients' (`movielens_process.client_model`): the
   whole table, w_f client loss + w_c lambda spreadout, `config`'s forms,
   seed and initial weights. It trains with Adam (or plain SGD,
   `optimizer=SGD`) on every training user's
@@ -154,7 +156,7 @@ def train_central(data: movielens.MovieLensData,
     data: The data.
     config: The model and loss (forms, lambda, w_f, w_c, d, seed).
     evaluation_arrays: `(contexts, labels)` to evaluate on
-      (`movielens_lib.evaluation_arrays`).
+      (`movielens_process.evaluation_arrays`).
     epochs: Passes over the training examples.
     learning_rate: The optimizer's.
     batch_size: Examples a step.
@@ -162,8 +164,9 @@ def train_central(data: movielens.MovieLensData,
 
   Returns:
     Per epoch, epoch 0 (the initial model) first: `epoch`, `train_loss`
-    (the mean of its steps' losses; None at 0) and `movielens_lib.evaluate`'s
-    `recall_at_10`, `hinge_loss` on `evaluation_arrays`.
+    (the mean of its steps' losses; None at 0) and
+    `movielens_process.evaluate`'s `recall_at_10`, `hinge_loss` on
+    `evaluation_arrays`.
   """
   if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
     raise ValueError(f'`epochs` must be a positive int, got {epochs!r}.')
@@ -173,7 +176,8 @@ def train_central(data: movielens.MovieLensData,
   if optimizer not in (ADAM, SGD):
     raise ValueError(f'`optimizer` must be {ADAM!r} or {SGD!r}, got '
                      f'{optimizer!r}.')
-  model = movielens_lib.client_model(movielens_lib.BASELINE, data, config)
+  model = movielens_process.client_model(movielens_config.BASELINE, data,
+                                         config)
   weights = [tf.Variable(w) for w in model.initial_weights[0]]
   steps_of = (tf.keras.optimizers.Adam if optimizer == ADAM
               else tf.keras.optimizers.SGD)(learning_rate)
@@ -200,7 +204,7 @@ def train_central(data: movielens.MovieLensData,
     return total / steps
 
   def evaluation():
-    return movielens_lib.evaluate(
+    return movielens_process.evaluate(
         (tuple(w.numpy() for w in weights), ()), *evaluation_arrays, config)
 
   rows = [dict(epoch=0, train_loss=None, **evaluation())]
@@ -237,7 +241,7 @@ def select_lambda(lambdas: Sequence[float],
   return lambdas[best], scores
 
 
-def settings_of(kind: str, config: movielens_lib.Config, description: str,
+def settings_of(kind: str, config: movielens_config.Config, description: str,
                 *, epochs: int = EPOCHS, learning_rate: float = LEARNING_RATE,
                 lambdas: Sequence[float] = ()) -> dict[str, Any]:
   """What the record `kind` (`records_lib.POPULARITY`, `CENTRAL`,
@@ -279,7 +283,7 @@ def _kept_or_made(records_dir: str, name: str, settings: dict[str, Any],
 
 
 def search_lambda(data: movielens.MovieLensData,
-                  config: movielens_lib.Config, description: str,
+                  config: movielens_config.Config, description: str,
                   records_dir: str, lambdas: Sequence[float] = LAMBDAS, *,
                   epochs: int = EPOCHS, learning_rate: float = LEARNING_RATE,
                   command: str = '') -> records_lib.LambdaSearchRecord:
@@ -288,8 +292,8 @@ def search_lambda(data: movielens.MovieLensData,
   settings = settings_of(records_lib.LAMBDA_SEARCH, config, description,
                          epochs=epochs, learning_rate=learning_rate,
                          lambdas=lambdas)
-  validation = movielens_lib.evaluation_arrays(data, config,
-                                               data.validation_user_ids)
+  validation = movielens_process.evaluation_arrays(data, config,
+                                                   data.validation_user_ids)
 
   def make():
     start = time.perf_counter()
@@ -317,7 +321,7 @@ def search_lambda(data: movielens.MovieLensData,
 
 
 def reference_rows(data: movielens.MovieLensData,
-                   config: movielens_lib.Config, description: str,
+                   config: movielens_config.Config, description: str,
                    records_dir: str, *, epochs: int = EPOCHS,
                    learning_rate: float = LEARNING_RATE,
                    command: str = '') -> records_lib.References:
@@ -336,7 +340,7 @@ def reference_rows(data: movielens.MovieLensData,
   def make_central():
     start = time.perf_counter()
     rows = train_central(data, config,
-                         movielens_lib.evaluation_arrays(data, config),
+                         movielens_process.evaluation_arrays(data, config),
                          epochs=epochs, learning_rate=learning_rate)
     return records_lib.CentralRecord(
         rows=rows, settings=central_settings,
@@ -350,7 +354,7 @@ def reference_rows(data: movielens.MovieLensData,
   def make_sgd():
     start = time.perf_counter()
     rows = train_central(data, config,
-                         movielens_lib.evaluation_arrays(data, config),
+                         movielens_process.evaluation_arrays(data, config),
                          epochs=epochs, learning_rate=config.client_lr,
                          optimizer=SGD)
     return records_lib.CentralRecord(
