@@ -503,7 +503,7 @@ def results_markdown(records: Sequence[Record], *,
       'B.3 counts:', '',
       formula_table(records), '', *diagnostics_lines(diagnostics), '',
       'Claims of the paper, decided by the rules of '
-      '`experiments/movielens/movielens_report.claims` and `g2_claim`:', ''
+      '`experiments/movielens/movielens_claims.claims` and `g2_claim`:', ''
   ]
   lines += claims_lib.claims_markdown(ml_claims.claims(records, references)
                                       + ml_claims.g2_claim(diagnostics))
