@@ -52,7 +52,8 @@ from benchmarks import benchmark_flags
 from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.common import shared_flags
-from experiments.movielens import movielens_lib
+from experiments.movielens import movielens_config
+from experiments.movielens import movielens_process
 import tff_mixed
 from tff_mixed.core import communication
 from tff_mixed.tasks import movielens
@@ -120,7 +121,7 @@ def main(argv: Sequence[str]) -> None:
   if not os.path.exists(ratings):
     ratings = _generated_ratings(os.path.join(tempfile.mkdtemp(), 'u.data'))
     source = 'a generated u.data (943 users, 1,682 movies)'
-  config = movielens_lib.Config(clients_per_round=_CLIENTS_PER_ROUND.value)
+  config = movielens_config.Config(clients_per_round=_CLIENTS_PER_ROUND.value)
   data = movielens.load_movielens(
       ratings, context_length=config.context_length)
   users = [str(u) for u in data.train_user_ids if int(u) in data.examples]
@@ -135,10 +136,10 @@ def main(argv: Sequence[str]) -> None:
   # A group reads its members' data as the per-client path does, K batches
   # taken by the training loop (the baseline included).
   # Each member's first K batches, reshuffled alike on every pass: what the
-  # binary's groups read (movielens_lib.client_groups_for).
+  # binary's groups read (movielens_process.client_groups_for).
   client_groups = tff_mixed.ClientGroups(
-      movielens_lib.client_dataset_fn(data, config, fedavg=True,
-                                      fresh_shuffle=True), np.str_)
+      movielens_process.client_dataset_fn(data, config, fedavg=True,
+                                          fresh_shuffle=True), np.str_)
 
   def group_ids_fn(round_num):
     return grouping.group_ids(client_ids_fn(round_num),
@@ -146,18 +147,19 @@ def main(argv: Sequence[str]) -> None:
 
   load_start = os.getloadavg()[0]
   timings = collections.OrderedDict()
-  for scenario in (movielens_lib.PARALLEL_TRAINING,
-                   movielens_lib.ONE_WAY_GT, movielens_lib.BASELINE):
-    for selected in ((True, False) if scenario != movielens_lib.BASELINE
+  for scenario in (movielens_config.PARALLEL_TRAINING,
+                   movielens_config.ONE_WAY_GT, movielens_config.BASELINE):
+    for selected in ((True, False) if scenario != movielens_config.BASELINE
                      else (False,)):
       # Unselected: the same algorithm, broadcasting the whole table.
-      inner = movielens_lib.build_process(scenario, data, config,
-                                          select=selected)
+      inner = movielens_process.build_process(scenario, data, config,
+                                              select=selected)
       process = tff.simulation.compose_dataset_computation_with_learning_process(
-          movielens_lib.dataset_computation(
-              data, config, fedavg=scenario == movielens_lib.BASELINE), inner)
+          movielens_process.dataset_computation(
+              data, config, fedavg=scenario == movielens_config.BASELINE),
+          inner)
       name = (f'{scenario} ({"federated_select" if selected else "broadcast"})'
-              if scenario != movielens_lib.BASELINE else
+              if scenario != movielens_config.BASELINE else
               'baseline (broadcast, spreadout on clients)')
       # What a deployment moves: the per-client process's messages.
       cost = communication.per_client_communication(inner)
@@ -166,9 +168,9 @@ def main(argv: Sequence[str]) -> None:
           down_bytes=cost.down_bytes, up_bytes=cost.up_bytes)
       if grouped:
         timings[name]['grouped_seconds_per_round'] = _time(
-            movielens_lib.build_process(scenario, data, config,
-                                        select=selected,
-                                        client_groups=client_groups),
+            movielens_process.build_process(scenario, data, config,
+                                            select=selected,
+                                            client_groups=client_groups),
             group_ids_fn, _ROUNDS.value)
   groups = [len(g) for g in group_ids_fn(1)]
 

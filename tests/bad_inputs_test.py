@@ -173,6 +173,13 @@ def _damaged_movielens_record(d: str) -> dict[str, str]:
   return _ratings(d)
 
 
+def _damaged_movielens_reference(d: str) -> dict[str, str]:
+  """Ratings, and a records directory whose central ceiling is not JSON."""
+  os.makedirs(os.path.join(d, 'records', 'reference'))
+  _write(os.path.join(d, 'records', 'reference', 'central.json'), '{"rows"')
+  return _ratings(d)
+
+
 def _other_experiments_checkpoints(d: str) -> dict[str, str]:
   directory = os.path.join(d, 'out', 'checkpoints', 'run')
   os.makedirs(directory)
@@ -315,6 +322,20 @@ _BAD_INPUTS = (
     ('movielens_advise_then_stop_without_rounds', _MOVIELENS,
      ['--ratings_file={ratings}', '--advise_then=stop'], _ratings,
      '--advise_then=stop needs --advise_rounds'),
+    ('movielens_damaged_reference_record', _MOVIELENS,
+     ['--ratings_file={ratings}', '--records_dir={d}/records'],
+     _damaged_movielens_reference, 'reference/central.json cannot be read'),
+    ('movielens_lambdas_without_records', _MOVIELENS,
+     ['--ratings_file={ratings}', '--spreadout_lambdas=1e-3,1e-2'], _ratings,
+     '--spreadout_lambdas needs --records_dir'),
+    ('movielens_lambdas_not_numbers', _MOVIELENS,
+     ['--ratings_file={ratings}', '--records_dir={d}/records',
+      '--spreadout_lambdas=1e-3,small'], _ratings,
+     '--spreadout_lambdas must be numbers'),
+    ('movielens_lambda_and_lambdas', _MOVIELENS,
+     ['--ratings_file={ratings}', '--records_dir={d}/records',
+      '--spreadout_lambda=0.1', '--spreadout_lambdas=1e-3,1e-2'], _ratings,
+     'exclude each other'),
     # stackoverflow_wikipedia_main, convert_posts_main.
     ('lm_no_central_corpus', _LM, ['--cache_dir={d}'], _no_setup,
      'central corpus is missing'),

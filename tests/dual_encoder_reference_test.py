@@ -46,6 +46,7 @@ import math
 
 from absl.testing import absltest
 import numpy as np
+import tensorflow as tf
 
 from tff_mixed.models import dual_encoder
 
@@ -140,6 +141,54 @@ class DualEncoderReferenceTest(absltest.TestCase):
     # context pairs have cosines 0, 1/sqrt 2, 1/sqrt 2 (twice each).
     self.assertAlmostEqual(_our_spreadout(_CONTEXTS), 2.0 / 6.0, places=6)
     self.assertAlmostEqual(context_spreadout, math.sqrt(2.0), places=5)
+
+  def test_the_cited_forms_give_their_published_numbers(self):
+    # Our default forms are theirs: the squared hinge at margin 0.9 and the
+    # Frobenius spreadout reproduce `test_hinge` and `test_hinge_spreadout`
+    # directly (the cross term, which our clients do not compute, rebuilt
+    # from our scores as above).
+    scores, valid = _scores([0, 1, 2], [0, 1, 2])
+    hinge = float(dual_encoder.client_loss(scores.astype(np.float32), valid))
+    self.assertAlmostEqual(hinge, _REFERENCE_HINGE, places=5)
+    self.assertAlmostEqual(
+        float(dual_encoder.squared_hinge_loss(scores.astype(np.float32),
+                                              valid)), _REFERENCE_HINGE,
+        places=5)
+    frobenius = lambda v, lam: float(dual_encoder.table_spreadout(
+        np.asarray(v, np.float32), dual_encoder.FROBENIUS, lam, first_row=0))
+    rows, cols = np.meshgrid(range(3), range(3), indexing='ij')
+    off = rows.ravel() != cols.ravel()
+    cross, _ = _scores(rows.ravel()[off], cols.ravel()[off])
+    total = (hinge + frobenius(_CONTEXTS, 0.1) + frobenius(_LABELS, 0.2)
+             + 0.3 * math.sqrt(float(np.sum(cross ** 2))))
+    self.assertAlmostEqual(total, _REFERENCE_HINGE_SPREADOUT, places=5)
+
+  def test_frobenius_spreadout_and_its_gradient_against_numpy(self):
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=[7, 3]).astype(np.float32)
+
+    def oracle(t):
+      unit = t[1:] / np.linalg.norm(t[1:], axis=1, keepdims=True)
+      gram = unit @ unit.T
+      return 0.25 * math.sqrt(float(np.sum(gram ** 2)
+                                    - np.sum(np.diag(gram) ** 2)))
+
+    variable = tf.Variable(table)
+    with tf.GradientTape() as tape:
+      value = dual_encoder.table_spreadout(variable, dual_encoder.FROBENIUS,
+                                           0.25)
+    gradient = tape.gradient(value, variable).numpy()
+    self.assertAlmostEqual(float(value), oracle(table.astype(np.float64)),
+                           places=5)
+    # Central differences of the numpy oracle (row 0, padding, has none).
+    expected = np.zeros_like(table, np.float64)
+    for i in range(1, 7):
+      for j in range(3):
+        step = np.zeros_like(table, np.float64)
+        step[i, j] = 1e-4
+        expected[i, j] = (oracle(table + step) - oracle(table - step)) / 2e-4
+    np.testing.assert_allclose(gradient, expected, atol=2e-3)
+    np.testing.assert_array_equal(gradient[0], 0.0)
 
   def test_unnormalized_spreadout_differs_from_ours(self):
     # Their `test_update_loss_with_spreadout_loss`: base loss 0.1, context

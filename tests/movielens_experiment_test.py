@@ -28,40 +28,18 @@ import numpy as np
 from experiments.common import advising
 from experiments.common import markdown_sections
 from experiments.movielens import movielens_advice
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
 from tests import binary_runs
+from tests import movielens_testing
 from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.advisor import estimates
 from tff_mixed.algorithms import registry
 
 
-def _write_ratings(path: str, num_users=70, num_movies=40, seed=0,
-                   extra_line=None, partial=False):
-  """A u.data-style file: users rate 6-14 movies, popular ones more often.
-
-  `partial`: instead, a gzipped ratings.dat-style subset of a larger file,
-  as ML-1M's users 1-2999: the odd users of 1 to 2 `num_users`, movie ids
-  with gaps (7 apart).
-  """
-  rng = np.random.default_rng(seed)
-  popularity = 1.0 / np.arange(1, num_movies + 1)
-  popularity /= popularity.sum()
-  lines = []
-  for user in range(1, num_users + 1):
-    count = int(rng.integers(6, 15))
-    movies = rng.choice(np.arange(1, num_movies + 1), count, replace=False,
-                        p=popularity)
-    for t, movie in enumerate(movies):
-      fields = (2 * user - 1, 7 * movie - 3) if partial else (user, movie)
-      lines.append(('::' if partial else '\t').join(map(str, (
-          *fields, int(rng.integers(1, 6)), 880000000 + 1000 * t))))
-  if extra_line is not None:
-    lines.insert(3, extra_line)
-  with (gzip.open if partial else open)(path, 'wt') as f:
-    f.write('\n'.join(lines) + '\n')
-  return path
+_write_ratings = movielens_testing.write_ratings
 
 
 def _run(*args, timeout=600):
@@ -89,15 +67,15 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
     results = {}
     # 5 clients in groups of 2: uneven groups (3 + 2, `split_cohort`).
     for clients_per_group in (1, 2):
-      config = movielens_lib.Config(
+      config = movielens_config.Config(
           rounds=2, clients_per_round=5, client_steps=2, client_batch_size=4,
           embedding_dim=8, context_length=3, keys_per_client=8,
           eval_every=1, clients_per_group=clients_per_group)
       output_dir = os.path.join(directory, f'out{clients_per_group}')
       results[clients_per_group] = (movielens_lib.run_experiment(
-          ratings, config=config, scenarios=[movielens_lib.BASELINE,
-                                             movielens_lib.TWO_WAY_GT], output_dir=output_dir,
-          progress=False), output_dir)
+          ratings, config=config,
+          scenarios=[movielens_config.BASELINE, movielens_config.TWO_WAY_GT],
+          output_dir=output_dir, progress=False), output_dir)
     (per_client, per_client_dir), (grouped, grouped_dir) = (results[1],
                                                             results[2])
     for a, b in zip(per_client.results, grouped.results):
@@ -129,7 +107,7 @@ class SkipMalformedAndResumeTest(absltest.TestCase):
     ratings = _write_ratings(os.path.join(directory, 'u.data'),
                              extra_line='7\tnot-a-movie\t3\t881250949')
     output_dir = os.path.join(directory, 'out')
-    config = movielens_lib.Config(
+    config = movielens_config.Config(
         rounds=1, clients_per_round=2, client_steps=1, embedding_dim=4,
         context_length=3, keys_per_client=8, eval_every=1)
     run = lambda rounds: movielens_lib.run_experiment(
@@ -159,7 +137,7 @@ class RecordsTest(absltest.TestCase):
     directory = temp_dirs.temp_dir(self)
     ratings = _write_ratings(os.path.join(directory, 'u.data'))
     records_dir = os.path.join(directory, 'records')
-    config = movielens_lib.Config(
+    config = movielens_config.Config(
         rounds=1, clients_per_round=2, client_steps=1, embedding_dim=4,
         context_length=3, keys_per_client=8, eval_every=1)
     stale = movielens_lib.record_settings(config._replace(client_lr=0.1),
@@ -187,7 +165,7 @@ class RecordsTest(absltest.TestCase):
 _ADVICE_FLAGS = ('--clients_per_round=3', '--client_steps=2',
                  '--client_batch_size=4', '--embedding_dim=4',
                  '--context_length=3', '--keys_per_client=8',
-                 '--eval_every=1')
+                 '--eval_every=1', '--central_epochs=1')
 
 
 def _advice_paths(test: absltest.TestCase) -> tuple[str, str, str]:
@@ -201,7 +179,7 @@ class AdviceTest(absltest.TestCase):
 
   def test_run_advice_probes_parallel_training_with_diagnostics(self):
     ratings, output_dir, records_dir = _advice_paths(self)
-    config = movielens_lib.Config(
+    config = movielens_config.Config(
         rounds=50, clients_per_round=3, client_steps=2, client_batch_size=4,
         embedding_dim=4, context_length=3, keys_per_client=8, eval_every=1)
     advice, files = movielens_advice.run_advice(
@@ -299,7 +277,8 @@ class MovieLensBinaryTest(absltest.TestCase):
                   f'--records_dir={records_dir}', f'--plot={plot}',
                   f'--results_markdown={results}',
                   '--results_section=movielens_reproduction',
-                  '--drop_sections=movielens,movielens_two_way_gt')
+                  '--drop_sections=movielens,movielens_two_way_gt',
+                  '--central_epochs=1', '--spreadout_lambdas=1e-3,1e-2')
 
     # Session 1: the baseline (a shorter horizon); session 2, on a machine
     # without session 1's outputs: 2-way GT, the baseline read back, and
@@ -309,6 +288,20 @@ class MovieLensBinaryTest(absltest.TestCase):
     baseline_json, _ = movielens_records.paths(records_dir, 'baseline')
     with open(baseline_json) as f:
       recorded = f.read()
+    # The lambda search, then the reference rows at the selected lambda.
+    references = movielens_records.read_references(records_dir)
+    selected = references.lambda_search.selected
+    self.assertIn(selected, (1e-3, 1e-2))
+    self.assertEqual(references.central.settings['spreadout_lambda'],
+                     selected)
+    self.assertEqual(movielens_records.read_record(
+        records_dir, 'baseline').settings['spreadout_lambda'], selected)
+    self.assertEqual([r['epoch'] for r in references.central.rows], [0, 1])
+    self.assertIn('popularity floor: recall@10 ', first.stdout)
+    reference_files = {}
+    for name in references._fields:
+      with open(movielens_records.reference_path(records_dir, name)) as f:
+        reference_files[name] = f.read()
     with open(results) as f:
       text = f.read()
     self.assertIn('Missing (no record yet', text)
@@ -317,6 +310,9 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertEqual(second.returncode, 0, second.stderr[-3000:])
     with open(baseline_json) as f:
       self.assertEqual(f.read(), recorded)  # Read back, not retrained.
+    for name, text in reference_files.items():
+      with open(movielens_records.reference_path(records_dir, name)) as f:
+        self.assertEqual(f.read(), text, name)
     self.assertFalse(os.path.exists(os.path.join(
         directory, 'out2', 'checkpoints', 'baseline')))
     baseline = movielens_records.read_record(records_dir, 'baseline')
@@ -339,6 +335,11 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertIn('Shorter than the 2-round horizon: baseline', text)
     self.assertIn('](docs/movielens.png)', text)
     self.assertIn('(docs/records)', text)
+    self.assertIn('| popularity floor | - |', text)
+    self.assertIn('| central ceiling | 1 epochs |', text)
+    self.assertIn(f'| {selected:g} |', text)
+    self.assertIn(f'The scenarios ran at lambda {selected:g} (the selected '
+                  'one).', text)
     self.assertIn('**not reproduced**', text)
     self.assertTrue(os.path.exists(plot))
     diagnostics = movielens_records.read_record(
@@ -369,7 +370,7 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
     with open(os.path.join(output_dir, 'metrics.csv')) as f:
       rows = list(csv.DictReader(f))
-    for scenario in movielens_lib.SCENARIOS:
+    for scenario in movielens_config.SCENARIOS:
       self.assertIn(scenario, run.stdout)
       scenario_rows = [r for r in rows if r['scenario'] == scenario]
       self.assertEqual([int(r['round']) for r in scenario_rows], [0, 1, 2])
@@ -378,7 +379,7 @@ class MovieLensBinaryTest(absltest.TestCase):
     with open(os.path.join(output_dir, 'costs.txt')) as f:
       costs = {line.split()[0]: line.split() for line in f
                if line.split() and line.split()[0] in
-               movielens_lib.SCENARIOS}
+               movielens_config.SCENARIOS}
     baseline_down = float(costs['baseline'][1])
     for scenario in ('parallel_training', 'one_way_gt', 'two_way_gt'):
       # 8 rows travel instead of the whole table (one per movie, + 1).

@@ -25,16 +25,19 @@ import sys
 
 from absl.testing import absltest
 
+from experiments.movielens import movielens_claims
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records as records_lib
+from experiments.movielens import movielens_reference as reference
 from experiments.movielens import movielens_report as report
 from tests import binary_runs
 from tests import temp_dirs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SETTINGS = movielens_lib.record_settings(
-    movielens_lib.Config(eval_every=100),
-    '`u.data`: 100000 ratings, 1682 movies')
+_CONFIG = movielens_config.Config(eval_every=100)
+_DATA = '`u.data`: 100000 ratings, 1682 movies'
+_SETTINGS = movielens_lib.record_settings(_CONFIG, _DATA)
 _D = 16
 # The baseline moves the whole table (1,683 rows) both ways.
 _BASELINE_COSTS = dict(scenario='baseline', down_bytes=1683 * _D * 4,
@@ -85,11 +88,44 @@ def _paper_set(**overrides):
   """The four scenarios of the paper; `overrides` maps one to kwargs."""
   defaults = {'parallel_training': dict(slowness=0.2)}
   return [_record(s, **overrides.get(s, defaults.get(s, {})))
-          for s in report.PAPER_SCENARIOS]
+          for s in movielens_claims.PAPER_SCENARIOS]
+
+
+def _references(floor=0.05, central=(0.005, 0.07, 0.09, 0.085),
+                central_config=_CONFIG, search=True, sgd=None):
+  """Made-up reference records of `_CONFIG` (the central ceiling's of
+  `central_config`): 3 epochs, the best the second; lambdas 1e-4, 1e-3 and
+  1e-2 scored 0.05, 0.08, 0.08 (1e-3 selected); with `sgd`, the central
+  SGD row's recalls per epoch (120 s)."""
+  settings = lambda kind, config=_CONFIG, **kw: reference.settings_of(
+      kind, config, _DATA, **kw)
+  return records_lib.References(
+      records_lib.PopularityRecord(
+          floor, [50, 100, 181], 80_000, 10_000,
+          settings(records_lib.POPULARITY), 'd', 'c'),
+      records_lib.CentralRecord(
+          [dict(epoch=e, train_loss=None if e == 0 else 0.2,
+                recall_at_10=r, hinge_loss=0.5 - 0.1 * e)
+           for e, r in enumerate(central)],
+          settings(records_lib.CENTRAL, central_config, epochs=3), 360.0,
+          'm', 'd', 'c'),
+      records_lib.LambdaSearchRecord(
+          [1e-4, 1e-3, 1e-2], [0.05, 0.08, 0.08], 1e-3,
+          [[0.0, 0.05], [0.0, 0.08], [0.0, 0.08]],
+          settings(records_lib.LAMBDA_SEARCH,
+                   lambdas=[1e-4, 1e-3, 1e-2]), 900.0, 'm', 'd', 'c')
+      if search else None,
+      records_lib.CentralRecord(
+          [dict(epoch=e, train_loss=None if e == 0 else 0.3,
+                recall_at_10=r, hinge_loss=0.6 - 0.1 * e)
+           for e, r in enumerate(sgd)],
+          settings(records_lib.CENTRAL_SGD, epochs=len(sgd) - 1), 120.0,
+          'm', 'd', 'c')
+      if sgd else None)
 
 
 def _verdicts(records):
-  return {c.claim: c.reproduced for c in report.claims(records)}
+  return {c.claim: c.reproduced for c in movielens_claims.claims(records)}
 
 
 class RecordsTest(absltest.TestCase):
@@ -177,7 +213,7 @@ class ClaimsTest(absltest.TestCase):
 
   def test_each_rule_can_fail(self):
     small = {s: dict(costs=_costs(s, 6_000, 6_000))
-             for s in report.MIXED}
+             for s in movielens_claims.MIXED}
     self.assertTrue(_verdicts(_paper_set(**small))[
         'Mixed FL removes more than 93.9% of communication'])
     worse = _verdicts(_paper_set(one_way_gt=dict(recall=0.072)))
@@ -201,20 +237,20 @@ class ClaimsTest(absltest.TestCase):
     records = _paper_set(baseline=dict(rounds=500, recall=0.08))
     # At round 500 the mixed runs are at a quarter of their 2,000 rounds:
     # half their final recall, below the baseline's.
-    claim = {c.claim: c for c in report.claims(records)}[
+    claim = {c.claim: c for c in movielens_claims.claims(records)}[
         "The mixed algorithms match the baseline's recall@10"]
     self.assertFalse(claim.reproduced)
     self.assertIn('at round 500', claim.measured)
 
   def test_catch_up_before_round_1500_is_undecided(self):
-    records = [_record(s, rounds=1000) for s in report.MIXED]
-    claim = {c.claim: c for c in report.claims(records)}[
+    records = [_record(s, rounds=1000) for s in movielens_claims.MIXED]
+    claim = {c.claim: c for c in movielens_claims.claims(records)}[
         'PT reaches the same eval loss as gradient transfer']
     self.assertFalse(claim.reproduced)
     self.assertIn('undecided', claim.measured)
 
   def test_communication_claim_states_the_reason(self):
-    claim = {c.claim: c for c in report.claims(_paper_set())}[
+    claim = {c.claim: c for c in movielens_claims.claims(_paper_set())}[
         'Mixed FL removes more than 93.9% of communication']
     self.assertIn('N = 1682 movies', claim.measured)
     self.assertIn('160 rows', claim.measured)
@@ -225,8 +261,8 @@ class ClaimsTest(absltest.TestCase):
     def measured(rows):
       records = _paper_set(**{s: dict(costs=_costs(s, 22_700, 12_000,
                                                    rows=rows))
-                              for s in report.MIXED})
-      return {c.claim: c for c in report.claims(records)}[
+                              for s in movielens_claims.MIXED})
+      return {c.claim: c for c in movielens_claims.claims(records)}[
           'Mixed FL removes more than 93.9% of communication'].measured
     # 3n / 2N: 7.1% of N = 1682 at n = 80, 3.6% at n = 40.
     self.assertIn('too small for the paper', measured(80.0))
@@ -243,7 +279,8 @@ class ClaimsTest(absltest.TestCase):
     self.assertAlmostEqual(base / 1e6, 125.16, delta=0.2)
     # N read back from the records' table 11 terms, baseline's or mixed.
     records = _paper_set()
-    self.assertEqual([report.num_movies(r) for r in records], [1682] * 4)
+    self.assertEqual([movielens_claims.num_movies(r) for r in records],
+                     [1682] * 4)
     table = report.formula_table(records)
     self.assertIn(f'| N = 1682 | {2 * 1682 * _D * 4 / 1e3:.1f} |', table)
     # 2-w GT: 3nd of 2Nd, n = 40; table 2's 30 KB of 494 KB.
@@ -256,19 +293,19 @@ class ClaimsTest(absltest.TestCase):
     self.assertIn(f'| {saving:.3%} | 99.98% |', table)
 
   def test_g2_claim(self):
-    self.assertEqual(report.g2_claim([]), [])
+    self.assertEqual(movielens_claims.g2_claim([]), [])
     small = [_diagnostics_record(s, 0.01 * (i + 1), 2.0)
-             for i, s in enumerate(report.MIXED)]
-    (claim,) = report.g2_claim(small)
+             for i, s in enumerate(movielens_claims.MIXED)]
+    (claim,) = movielens_claims.g2_claim(small)
     self.assertTrue(claim.reproduced)
     self.assertIn('2-w GT 0.0300', claim.measured)
     self.assertIn('paper 1.50', claim.measured)
-    (claim,) = report.g2_claim(small[:2] + [
+    (claim,) = movielens_claims.g2_claim(small[:2] + [
         _diagnostics_record('two_way_gt', 1.5, 1.2)])
     self.assertFalse(claim.reproduced)
 
   def test_claims_without_their_scenarios_are_left_out(self):
-    names = {c.claim for c in report.claims(
+    names = {c.claim for c in movielens_claims.claims(
         [_record('parallel_training'), _record('two_way_gt')])}
     self.assertEqual(names, {
         'Every algorithm reaches recall@10 around 0.1',
@@ -280,13 +317,17 @@ class MarkdownTest(absltest.TestCase):
 
   def _markdown(self, records, diagnostics=()):
     return report.results_markdown(
-        records, diagnostics=diagnostics, horizon=2000, plot_link='docs/results/movielens.png',
-        records_link='docs/results/movielens', command='make x',
+        records,
+        diagnostics=diagnostics,
+        horizon=2000,
+        plot_link='docs/results/movielens.png',
+        records_link='docs/results/movielens',
+        command='make x',
         date='2026-01-02 00:00 UTC')
 
   def test_section_has_the_paper_beside_ours(self):
     text = self._markdown(_paper_set())
-    self.assertIn('![Recall@10 and test hinge loss over rounds]'
+    self.assertIn('![Recall@10 and test client loss over rounds]'
                   '(docs/results/movielens.png)', text)
     self.assertIn('(docs/results/movielens)', text)
     for paper in ('| 494 |', '| 125.16 |', '| 0.025 |', '| 30 |', '~0.1'):
@@ -346,6 +387,89 @@ class MarkdownTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, 'No MovieLens record'):
       self._markdown([])
 
+  def test_section_states_the_forms(self):
+    text = self._markdown(_paper_set())
+    self.assertIn(
+        '* Model: context layer: mean of the context movies, then Dense(d) '
+        'with ReLU (cited); client loss: squared hinge max(0, m - cos)^2 '
+        '(cited), m = 0.9; spreadout (f_c): lambda times the Frobenius norm '
+        'of the off-diagonal cosines of the rows (cited), lambda = 0.001.',
+        text)
+    self.assertNotIn('earlier form', text)
+    # Records of the earlier forms say so.
+    earlier = dict(_SETTINGS, **records_lib.EARLIER_FORMS)
+    text = self._markdown([_record(s, settings=earlier)
+                           for s in movielens_claims.PAPER_SCENARIOS])
+    self.assertIn('identity-initialized linear layer (earlier form); '
+                  'client loss: hinge max(0, m - cos) (earlier form), m = 1;'
+                  ' spreadout (f_c): lambda times the mean of the squared '
+                  'off-diagonal cosines of the rows (earlier form), lambda '
+                  '= 1.', text)
+
+  def test_section_has_the_reference_rows(self):
+    text = report.results_markdown(
+        _paper_set(), references=_references(), horizon=2000,
+        plot_link='p.png', records_link='r', command='make x', date='d')
+    self.assertIn('| popularity floor | - | 0.0500 | - | - | - | - | - | - |',
+                  text)
+    # The last epoch, the best one, the last loss; 360 s.
+    self.assertIn('| central ceiling | 3 epochs | 0.0850 | - | 0.0900 (epoch '
+                  '2) | 0.2000 | - | - | 0.10 h |', text)
+    self.assertIn('best test recall@10 0.0900 at epoch 2', text)
+    self.assertIn('| 0.001 | 0.0800 | selected |', text)
+    self.assertIn('| 0.01 | 0.0800 |  |', text)
+    self.assertIn('The scenarios ran at lambda 0.001 (the selected one).',
+                  text)
+    # Every scenario's tail is 0.08.
+    self.assertIn('* PT: 0.0800, above the popularity floor (0.0500) by '
+                  '+0.0300, 89% of the central ceiling (0.0900).', text)
+    self.assertIn('(the same test examples: popularity floor 0.0500, '
+                  'central ceiling 0.0900)', text)
+    text = report.results_markdown(
+        _paper_set(), references=_references(floor=0.1), horizon=2000,
+        plot_link='p.png', records_link='r', command='make x', date='d')
+    self.assertIn('* 2-w GT: 0.0800, below the popularity floor (0.1000) '
+                  'by -0.0200', text)
+
+  def test_section_has_the_central_sgd_row(self):
+    text = report.results_markdown(
+        _paper_set(), references=_references(sgd=(0.002, 0.03, 0.05)),
+        horizon=2000, plot_link='p.png', records_link='r', command='make x',
+        date='d')
+    lr = f'{_CONFIG.client_lr:g}'
+    self.assertIn(f'| central, SGD at {lr} | 2 epochs | 0.0500 | - | 0.0500 '
+                  '(epoch 2) | 0.4000 | - | - | 0.03 h |', text)
+    self.assertIn(f"SGD at the clients' eta ({lr}, batch 16), for 2 epochs "
+                  '(2.0 minutes); per epoch from 0: 0.0020, 0.0300, 0.0500.',
+                  text)
+    # 80,000 training examples are 5,000 steps of 16; the records' rounds
+    # and K give the rest.
+    rounds = max(r.rounds for r in _paper_set())
+    steps = _CONFIG.client_steps
+    self.assertIn(f'{rounds:,} rounds of K = {steps} are '
+                  f'{rounds * steps / 5000:.1f} epochs of these.', text)
+    self.assertNotIn('central, SGD', self._markdown(_paper_set()))
+
+  def test_reference_rows_of_other_settings_are_left_out(self):
+    references = _references(
+        central_config=_CONFIG._replace(spreadout_lambda=0.1), search=False)
+    self.assertEqual(
+        movielens_claims.reference_mismatches(_paper_set(), references),
+        {'central': ['spreadout_lambda']})
+    text = report.results_markdown(
+        _paper_set(), references=references, horizon=2000,
+        plot_link='p.png', records_link='r', command='make x', date='d')
+    self.assertNotIn('| central ceiling |', text)
+    self.assertNotIn('central ceiling 0.', text)
+    self.assertIn('The central ceiling record was made with other settings '
+                  '(spreadout_lambda): left out', text)
+    self.assertIn('| popularity floor |', text)
+    self.assertIn("The spreadout's lambda (0.001) was not searched", text)
+    # None at all: said so.
+    text = self._markdown(_paper_set())
+    self.assertIn('* Popularity floor: no record yet', text)
+    self.assertIn('* Central ceiling: no record yet', text)
+
   def test_plot_is_written(self):
     path = os.path.join(temp_dirs.temp_dir(self), 'docs', 'movielens.png')
     report.plot(path, _paper_set())
@@ -387,7 +511,8 @@ _TARGET_FLAGS = (
     'client_batch_size', 'client_steps', 'client_lr', 'eval_every',
     'records_dir', 'plot', 'results_section', 'drop_sections',
     'ratings_file', 'results_markdown', 'diagnostic_rounds', 'output_dir',
-    'data_name', 'data_note')
+    'data_name', 'data_note', 'spreadout_lambdas', 'central_epochs',
+    'reference_rows')
 
 
 @binary_runs.runs_binaries
@@ -403,11 +528,17 @@ class MakeTargetTest(absltest.TestCase):
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
     ml_100k, ml_1m = json.loads(run.stdout.strip().splitlines()[-1])
     for values in (ml_100k, ml_1m):
-      self.assertEqual(values['scenarios'], list(report.PAPER_SCENARIOS))
+      self.assertEqual(values['scenarios'],
+                       list(movielens_claims.PAPER_SCENARIOS))
       # Tables 9-10 and the paper's horizon.
       self.assertEqual([values[n] for n in _TARGET_FLAGS[1:8]],
                        [2000, 2000, 100, 16, 10, 0.5, 20])
       self.assertEqual(values['diagnostic_rounds'], 100)  # Table 4's window.
+      # The reference rows, and lambda searched on the validation users.
+      self.assertEqual(values['spreadout_lambdas'],
+                       ['1e-4', '1e-3', '1e-2', '1e-1'])
+      self.assertEqual(values['central_epochs'], reference.EPOCHS)
+      self.assertTrue(values['reference_rows'])
       self.assertEqual(values['results_markdown'], 'RESULTS.md')
     self.assertEqual(ml_100k['records_dir'], 'docs/results/movielens')
     self.assertEqual(ml_100k['plot'], 'docs/results/movielens.png')
@@ -428,7 +559,7 @@ class MakeTargetTest(absltest.TestCase):
     self.assertEqual(ml_1m['data_name'], 'MovieLens 1M, users 1-2999')
     self.assertIn('487,650', ml_1m['data_note'])
     # The paper's settings the targets leave to the binary's defaults.
-    config = movielens_lib.Config()
+    config = movielens_config.Config()
     self.assertEqual((config.federated_weight, config.central_weight,
                       config.embedding_dim), (0.5, 0.5, 16))
 

@@ -65,9 +65,7 @@ MAX_MODULE_LINES = 500
 MAX_EXPERIMENT_MODULE_LINES = 600
 # Modules of experiments/ allowed past the bound, at most at these lengths:
 # one that grows fails, and so does one that fits, to leave this list.
-LONG_EXPERIMENT_MODULES = {
-    os.path.join('movielens', 'movielens_lib.py'): 682,
-}
+LONG_EXPERIMENT_MODULES = {}
 # Lines from `def` to the function's end, its docstring not counted.
 MAX_FUNCTION_LINES = 80
 

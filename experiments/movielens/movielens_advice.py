@@ -22,7 +22,7 @@ eta_s = eta_m = 1, w_f, w_c), under `<output_dir>/advice/` and resumable
 like every scenario (a larger `--advise_rounds` extends it).
 
 f_c here is the spreadout, a data-free regularizer of the table: the
-process is built with |B_c| = `movielens_lib.CENTRAL_BATCH_SIZE` but never
+process is built with |B_c| = `movielens_config.CENTRAL_BATCH_SIZE` but never
 draws a central batch, so every "batch" gradient is the exact gradient of
 f_c and sigma_c^2 (eq. 6, their sample variance) is 0 up to float
 rounding, for every algorithm's |B_c| alike. The advisor reads a zero
@@ -36,12 +36,13 @@ import os
 from typing import Optional
 
 from experiments.common import advising
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from tff_mixed.advisor import advice as advice_lib
 from tff_mixed.algorithms import registry
 from tff_mixed.training import runner as runner_lib
 
-PROBE_SCENARIO = movielens_lib.PARALLEL_TRAINING
+PROBE_SCENARIO = movielens_config.PARALLEL_TRAINING
 
 
 def probe_metrics_path(output_dir: str) -> str:
@@ -52,7 +53,7 @@ def probe_metrics_path(output_dir: str) -> str:
 
 
 def run_advice(ratings_file: str, *, rounds: int,
-               config: movielens_lib.Config, output_dir: str,
+               config: movielens_config.Config, output_dir: str,
                skip_malformed: bool = False,
                progress: Optional[bool] = None,
                records_dir: Optional[str] = None,
@@ -86,7 +87,7 @@ def run_advice(ratings_file: str, *, rounds: int,
       output_dir=os.path.join(output_dir, advising.PROBE_DIR),
       skip_malformed=skip_malformed, progress=progress, command=command,
       with_diagnostics=True)
-  batch_sizes = {a: movielens_lib.CENTRAL_BATCH_SIZE for a in (
+  batch_sizes = {a: movielens_config.CENTRAL_BATCH_SIZE for a in (
       registry.PARALLEL_TRAINING, registry.ONE_WAY_GT, registry.TWO_WAY_GT)}
   advice = advice_lib.advise(
       advising.read_metrics_rows(probe_metrics_path(output_dir)),
@@ -97,6 +98,6 @@ def run_advice(ratings_file: str, *, rounds: int,
       federated_weight=config.federated_weight,
       central_weight=config.central_weight,
       central_batch_sizes=batch_sizes,
-      measured_central_batch_size=movielens_lib.CENTRAL_BATCH_SIZE,
+      measured_central_batch_size=movielens_config.CENTRAL_BATCH_SIZE,
       seed=config.seed)
   return advice, advising.write_advice(output_dir, advice, records_dir)

@@ -13,31 +13,43 @@
 # limitations under the License.
 """The MovieLens dual encoder experiment (arXiv:2205.13655, section 4.3).
 
-Clients compute only the hinge loss of their own next-movie examples; the
-spreadout regularizer of the whole embedding table is the centralized loss,
-computed at the server; each client receives and returns only the rows of the
-movies in its data (`tff.federated_select`). Scenarios:
+Clients compute only the client loss (a hinge) of their own next-movie
+examples; the spreadout regularizer of the whole embedding table is the
+centralized loss, computed at the server; each client receives and returns
+only the rows of the movies in its data (`tff.federated_select`). Scenarios:
 
 *   `baseline`: everything on the clients (TFF's FedAvg; each client's loss
-    is w_f hinge + w_c spreadout over the full, broadcast table).
+    is w_f client loss + w_c spreadout over the full, broadcast table).
 *   `parallel_training`, `one_way_gt`, `two_way_gt`: mixed FL with embedding
     slices; `one_way_gt_fedadam`: 1-way GT with server Adam (appendix B.4.4).
 
 Defaults are the paper's tables 9-10: S = 100, client batch 16, K = 10,
 eta = 0.5, eta_s = 1, eta_c = eta, eta_m = 1, w_f = w_c = 0.5, SGD; FedAdam
-uses server Adam with learning rate 0.01. Reported per evaluation: recall@10
-over all movies and the hinge loss on the test users; per scenario the
-bytes each client receives and sends (read off the compiled computation) and
-its training FLOPs per round (TF's profiler on one local step), beside the
-paper's formulas (appendix B.3, table 11).
+uses server Adam with learning rate 0.01. The model takes the forms of the
+code the paper cites (Ning et al. 2021; `dual_encoder`): a ReLU context
+layer, the squared hinge at margin 0.9 on clients, the Frobenius spreadout
+at the server, whose lambda the paper does not state (default 0.001, the
+cited README's example; `movielens_reference` selects one on the
+validation users). The earlier forms stay available by name
+(`movielens_config.Config`). Reported per evaluation: recall@10 over all
+movies and the client loss on the test users (the column `hinge_loss`:
+whichever hinge the run trains with); per scenario the bytes each client
+receives and sends (read off the compiled computation) and its training
+FLOPs per round (TF's profiler on one local step), beside the paper's
+formulas (appendix B.3, table 11).
+
+This module runs the scenarios and writes their tables; the settings live
+in `movielens_config`, each scenario's process, client data and evaluation
+in `movielens_process`.
 
 Rounds run in the fast simulation mode by default (`clients_per_group`,
 `tff_mixed.core.client_groups`): the cohort is split into groups of clients,
 each trained in one TF computation that reads its members' datasets from
-their ids (`client_dataset_fn`, the same function the per-client path
-traces), with the same model and metrics; `clients_per_group=1` is one
-client per CLIENTS member. Costs are always measured on the per-client
-process: what one client of a deployment receives and sends.
+their ids (`movielens_process.client_dataset_fn`, the same function the
+per-client path traces), with the same model and metrics;
+`clients_per_group=1` is one client per CLIENTS member. Costs are always
+measured on the per-client process: what one client of a deployment
+receives and sends.
 """
 
 import collections
@@ -51,16 +63,16 @@ from typing import Any, NamedTuple, Optional
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 import tensorflow_federated as tff
 
 from experiments.common import bgd_diagnostics
 from experiments.common import grouping
 from experiments.common import plots
 from experiments.common import results as results_lib
+from experiments.movielens import movielens_config as config_lib
+from experiments.movielens import movielens_process as process_lib
 from experiments.movielens import movielens_records as records_lib
 import tff_mixed
-from tff_mixed.algorithms import registry
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
@@ -68,249 +80,12 @@ from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib
 
 
-BASELINE = 'baseline'
-PARALLEL_TRAINING = 'parallel_training'
-ONE_WAY_GT = 'one_way_gt'
-TWO_WAY_GT = 'two_way_gt'
-ONE_WAY_GT_FEDADAM = 'one_way_gt_fedadam'
-SCENARIOS = (BASELINE, PARALLEL_TRAINING, ONE_WAY_GT, TWO_WAY_GT,
-             ONE_WAY_GT_FEDADAM)
 METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'recall.png'
 TABLE_FILE = 'results.txt'
 COST_FILE = 'costs.txt'
 CONFIG_FILE = 'config.json'
 RESULTS_SECTION = 'movielens'
-# The |B_c| the mixed processes are built with. f_c, the spreadout, is a
-# data-free regularizer of the table: no central batch is ever drawn.
-CENTRAL_BATCH_SIZE = 1
-
-
-class Config(NamedTuple):
-  """The hyperparameters of a run (see the module docstring)."""
-
-  rounds: int = 200
-  clients_per_round: int = 100
-  client_batch_size: int = 16
-  client_steps: int = 10
-  client_lr: float = 0.5
-  fedadam_lr: float = 0.01
-  federated_weight: float = 0.5
-  central_weight: float = 0.5
-  embedding_dim: int = 16
-  context_length: int = 10
-  keys_per_client: int = 160
-  margin: float = 1.0
-  eval_every: int = 10
-  max_eval_examples: Optional[int] = None
-  seed: int = 0
-  # Clients per CLIENTS member (`experiments.common.grouping`): 0 = one
-  # group per core, 1 = the per-client path; the same results either way.
-  clients_per_group: int = grouping.AUTO
-
-
-class Costs(NamedTuple):
-  """Per client and round: measured bytes and FLOPs, and the paper's terms.
-
-  Attributes:
-    scenario: The scenario.
-    down_bytes: Bytes received (measured on the compiled computation).
-    up_bytes: Bytes sent (measured; training metrics included).
-    flops: Client training FLOPs per round: K times one local step measured
-      by TF's profiler (`tff_mixed.core.flops.local_step_flops`).
-    paper_comm_bytes: The paper's communication term: 2 N d (baseline),
-      2 n d (PT), 3 n d (GT), in float32 bytes.
-    paper_flops: The paper's computation term: K N^2 d / 2 (baseline),
-      N^2 d / 2 (mixed FL, at the server).
-  """
-
-  scenario: str
-  down_bytes: int
-  up_bytes: int
-  flops: float
-  paper_comm_bytes: float
-  paper_flops: float
-
-
-def build_process(scenario: str, data: 'movielens.MovieLensData',
-                  config: Config, select: bool = True,
-                  client_groups: Optional[tff_mixed.ClientGroups] = None,
-                  with_diagnostics: bool = False):
-  """The learning process of one scenario.
-
-  `select=False` broadcasts the whole table to the mixed algorithms too (for
-  benchmarks, and for `with_diagnostics`, table 4's G~^2 and B~^2, which
-  the federated_select processes do not support); the baseline always
-  does. With `client_groups` the process
-  takes groups of client ids (`client_groups_for`); the baseline is then
-  the composed FedAvg, equal to TFF's, and the mixed algorithms' members
-  take their rows of the table inside the group.
-  """
-  num_rows = data.num_movies + 1
-  model_kwargs = dict(embedding_dim=config.embedding_dim,
-                      context_length=config.context_length,
-                      margin=config.margin, seed=config.seed)
-  if scenario == BASELINE:
-    # All on the client: w_f hinge + w_c spreadout over the broadcast table.
-    return registry.build(registry.FEDAVG,
-                          client_model(BASELINE, data, config),
-                          client_lr=config.client_lr,
-                          client_groups=client_groups)
-  if scenario not in SCENARIOS:
-    raise ValueError(f'`scenario` must be one of {SCENARIOS}, got '
-                     f'{scenario!r}.')
-  model = dual_encoder.build_dual_encoder(num_rows, **model_kwargs)
-  selection = dual_encoder.build_embedding_selection(
-      num_rows, min(config.keys_per_client, num_rows),
-      config.embedding_dim, config.context_length, margin=config.margin)
-  spreadout = tff_mixed.central_regularizer(dual_encoder.spreadout_loss_fn,
-                                            name='spreadout')
-  # FedAdam is 1-way GT with Adam as SERVEROPTIMIZER; the others take SGD.
-  server = (tff.learning.optimizers.build_adam(config.fedadam_lr)
-            if scenario == ONE_WAY_GT_FEDADAM else None)
-  return registry.build(
-      ONE_WAY_GT if scenario == ONE_WAY_GT_FEDADAM else scenario, model,
-      spreadout, client_lr=config.client_lr, server_optimizer=server,
-      client_steps=config.client_steps, central_steps=config.client_steps,
-      federated_weight=config.federated_weight,
-      central_weight=config.central_weight,
-      central_batch_size=CENTRAL_BATCH_SIZE,
-      seed=config.seed, embedding_selection=selection if select else None,
-      client_groups=client_groups, with_diagnostics=with_diagnostics)
-
-
-def client_dataset_fn(data: 'movielens.MovieLensData', config: Config,
-                      fedavg: bool, fresh_shuffle: bool = False):
-  """`fn(id) -> {B*}`: a client's round dataset, pure TF.
-
-  Clients are named `'<round>|<user>'`; the round varies the shuffle (a hash
-  of the name and seed: the same order in a rerun or a resumed run, and in
-  either simulation mode). The user's rows are sliced out of constants
-  (`movielens_examples.build_client_data`), so the function traces into a
-  TFF computation (`dataset_computation`) or a group's loop
-  (`client_groups_for`). With `fresh_shuffle` every iterator of the dataset
-  starts the shuffle over (see `client_groups_for`).
-  """
-
-  def batches(examples, seed):
-    dataset = examples.shuffle(1000, seed=seed).map(
-        dual_encoder.model_batch).batch(config.client_batch_size)
-    if fedavg:
-      # TFF's FedAvg takes one pass: give it the same K steps.
-      dataset = dataset.repeat().take(config.client_steps)
-    return dataset
-
-  def make(client_id):
-    user = tf.strings.split(client_id, '|')[1]
-    seed = tf.strings.to_hash_bucket_fast(
-        tf.strings.join([client_id, str(config.seed)], '#'), 2**31 - 1)
-    examples = data.train.serializable_dataset_fn(user)
-    if not fresh_shuffle:
-      return batches(examples, seed)
-    # The shuffle is built in `flat_map`'s function, once per iterator; the
-    # user's rows are sliced outside it, so that function stays small.
-    return tf.data.Dataset.from_tensors(seed).flat_map(
-        lambda s: batches(examples, s))
-
-  return make
-
-
-def dataset_computation(data: 'movielens.MovieLensData', config: Config,
-                        fedavg: bool) -> tff.Computation:
-  """`(string -> {B*})`: a client's round dataset, built in TFF's worker.
-
-  `client_dataset_fn` as a TFF computation, for the per-client path.
-  Building ~100 datasets in Python and serializing them every round cost
-  several seconds per round.
-  """
-  return tff.tensorflow.computation(client_dataset_fn(data, config, fedavg),
-                                    np.str_)
-
-
-def client_groups_for(scenario: str, data: 'movielens.MovieLensData',
-                      config: Config) -> Optional[tff_mixed.ClientGroups]:
-  """The scenario's `ClientGroups`, or `None` for one client per member.
-
-  A member's dataset is its first K batches (`client_dataset_fn` with
-  `fedavg=True`): what every scenario trains on, and what the mixed
-  algorithms choose their `federated_select` keys from. The per-client
-  process hands each of its computations (the keys', the training's) a
-  fresh copy of the dataset, whose shuffle starts over; a group's member
-  iterates one dataset object twice, and a second iterator of a shuffle
-  continues its seed generator (another order). `fresh_shuffle` gives every
-  iterator a new shuffle: the same K batches each time, the per-client
-  order.
-  """
-  del scenario  # Every scenario trains on the same K batches.
-  if not grouping.is_grouped(config.clients_per_group,
-                             config.clients_per_round):
-    return None
-  return tff_mixed.ClientGroups(
-      client_dataset_fn(data, config, fedavg=True, fresh_shuffle=True),
-      np.str_)
-
-
-def evaluation_arrays(data: 'movielens.MovieLensData', config: Config):
-  """`(contexts, labels)` of the test users (a seeded sample if capped)."""
-  parts = [data.examples[int(u)] for u in data.test_user_ids
-           if int(u) in data.examples]
-  contexts = np.concatenate([p[0] for p in parts])
-  labels = np.concatenate([p[1] for p in parts])
-  if config.max_eval_examples and config.max_eval_examples < len(labels):
-    keep = np.sort(np.random.default_rng(config.seed).choice(
-        len(labels), config.max_eval_examples, replace=False))
-    contexts, labels = contexts[keep], labels[keep]
-  return contexts, labels
-
-
-def evaluate(weights, contexts: np.ndarray, labels: np.ndarray,
-             config: Config) -> dict[str, float]:
-  """Recall@10 over all movies, and the hinge loss, on test examples."""
-  trainable = tuple(weights.trainable) if hasattr(
-      weights, 'trainable') else tuple(weights[0])
-  context = tf.where(contexts > 0, contexts, -1)
-  recalls, losses = [], []
-  for start in range(0, len(labels), 4096):
-    c = context[start:start + 4096]
-    y = labels[start:start + 4096]
-    recalls.append(dual_encoder.recall_at_k(trainable, c, y, k=10) * len(y))
-    scores, valid = dual_encoder.pair_scores(trainable, c, y)
-    losses.append(float(dual_encoder.hinge_loss(scores, valid, config.margin))
-                  * len(y))
-  return collections.OrderedDict(
-      recall_at_10=sum(recalls) / len(labels),
-      hinge_loss=sum(losses) / len(labels))
-
-
-def client_model(scenario: str, data: 'movielens.MovieLensData',
-                 config: Config) -> tff.learning.models.FunctionalModel:
-  """The model a client trains: the whole table for the baseline (hinge and
-  spreadout), its selected slice for the mixed algorithms (hinge only)."""
-  num_rows = data.num_movies + 1
-  kwargs = dict(embedding_dim=config.embedding_dim,
-                context_length=config.context_length, margin=config.margin,
-                seed=config.seed)
-  if scenario == BASELINE:
-    return dual_encoder.build_dual_encoder(
-        num_rows, hinge_weight=config.federated_weight,
-        spreadout_weight=config.central_weight, **kwargs)
-  return dual_encoder.build_dual_encoder(
-      min(config.keys_per_client, num_rows), **kwargs)
-
-
-def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
-                  config: Config, mean_keys: float) -> Costs:
-  """Bytes from the compiled process; FLOPs from TF's profiler."""
-  cost = tff_mixed.costs.per_client_communication(process)
-  flops = config.client_steps * tff_mixed.costs.local_step_flops(
-      client_model(scenario, data, config), config.client_batch_size)
-  n, big_n, d = mean_keys, data.num_movies, config.embedding_dim
-  paper_comm = {BASELINE: 2 * big_n * d}.get(
-      scenario, (2 if scenario == PARALLEL_TRAINING else 3) * n * d) * 4
-  paper_flops = (config.client_steps if scenario == BASELINE else 1) * (
-      big_n**2 * d / 2)
-  return Costs(scenario, cost.down_bytes, cost.up_bytes, flops, paper_comm,
-               paper_flops)
 
 
 class ScenarioResult(NamedTuple):
@@ -318,7 +93,8 @@ class ScenarioResult(NamedTuple):
 
   Attributes:
     scenario: The scenario.
-    rows: Evaluations (`round`, `recall_at_10`, `hinge_loss`), round 0 first.
+    rows: Evaluations (`round`, `recall_at_10`, `hinge_loss`: the client
+      loss, `evaluate`), round 0 first.
     costs: Its `Costs`.
     round_seconds: Seconds per round trained in this invocation (NaN if it
       trained none).
@@ -330,7 +106,7 @@ class ScenarioResult(NamedTuple):
 
   scenario: str
   rows: list[dict[str, float]]
-  costs: Costs
+  costs: config_lib.Costs
   round_seconds: float
   mean_keys: float
   seconds: float = float('nan')
@@ -338,27 +114,27 @@ class ScenarioResult(NamedTuple):
   diagnostics: Optional[bgd_diagnostics.Diagnostics] = None
 
 
-def run_scenario(scenario: str, data, config: Config, output_dir: str,
-                 progress: Optional[bool] = None,
+def run_scenario(scenario: str, data, config: config_lib.Config,
+                 output_dir: str, progress: Optional[bool] = None,
                  with_diagnostics: bool = False) -> ScenarioResult:
   """Trains one scenario with the shared resumable runner.
 
   `with_diagnostics` (a mixed scenario): report table 4's G~^2 and B~^2,
   broadcasting the whole table (see `build_process`).
   """
-  groups = client_groups_for(scenario, data, config)
-  inner = build_process(scenario, data, config, select=not with_diagnostics,
-                        client_groups=groups,
-                        with_diagnostics=with_diagnostics)
+  groups = process_lib.client_groups_for(scenario, data, config)
+  inner = process_lib.build_process(
+      scenario, data, config, select=not with_diagnostics,
+      client_groups=groups, with_diagnostics=with_diagnostics)
   process = inner if groups is not None else (
       tff.simulation.compose_dataset_computation_with_learning_process(
-          dataset_computation(data, config, fedavg=scenario == BASELINE),
-          inner))
+          process_lib.dataset_computation(
+              data, config, fedavg=scenario == config_lib.BASELINE), inner))
   train_ids = [str(u) for u in data.train_user_ids
                if int(u) in data.examples]
   sample = tff.simulation.build_uniform_sampling_fn(
       train_ids, random_seed=config.seed)
-  contexts, labels = evaluation_arrays(data, config)
+  contexts, labels = process_lib.evaluation_arrays(data, config)
   # The paper's n: the mean number of distinct movies a client trains on,
   # over the clients of the first rounds (the same in a resumed run).
   key_counts = []
@@ -377,7 +153,7 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
     return grouping.group_ids(ids, config.clients_per_group, np.str_)
 
   def evaluation_fn(weights):
-    return evaluate(weights, contexts, labels, config)
+    return process_lib.evaluate(weights, contexts, labels, config)
 
   # `rounds` is left out of the fingerprint so that a finished run can be
   # extended: rerun with more `--rounds` and it resumes.
@@ -396,8 +172,8 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
   # Seconds per round trained in this run (evaluation included).
   train_seconds = time.perf_counter() - train_start
   round_seconds = train_seconds / trained if trained else float('nan')
-  initial = evaluate(process.get_model_weights(process.initialize()),
-                     contexts, labels, config)
+  initial = process_lib.evaluate(
+      process.get_model_weights(process.initialize()), contexts, labels, config)
   rows = [dict(round=0, **initial)]
   with open(result.metrics_path) as f:
     for record in csv.DictReader(f):
@@ -408,10 +184,11 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
   mean_keys = float(np.mean(key_counts))
   # What one client moves: the per-client process's types (a group
   # uploads its members' rows scattered into the whole table).
-  per_client = inner if groups is None else build_process(
+  per_client = inner if groups is None else process_lib.build_process(
       scenario, data, config, select=not with_diagnostics,
       with_diagnostics=with_diagnostics)
-  costs = measure_costs(scenario, per_client, data, config, mean_keys)
+  costs = process_lib.measure_costs(scenario, per_client, data, config,
+                                    mean_keys)
   logging.info('%s: recall@10 %.4f after %d rounds; per client %.1f KB down, '
                '%.1f KB up, %.3f Mflop', scenario, rows[-1]['recall_at_10'],
                config.rounds, costs.down_bytes / 1e3, costs.up_bytes / 1e3,
@@ -425,18 +202,19 @@ def run_scenario(scenario: str, data, config: Config, output_dir: str,
 
 def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:
   """The results table and the cost table (like the paper's table 2)."""
-  lines = ['scenario             rounds  recall@10  hinge loss  '
+  lines = ['scenario             rounds  recall@10  client loss  '
            'best recall@10  s/round',
-           '-------------------  ------  ---------  ----------  '
+           '-------------------  ------  ---------  -----------  '
            '--------------  -------']
   for r in results:
     last = r.rows[-1]
     best = max(row['recall_at_10'] for row in r.rows)
     lines.append(f'{r.scenario:<19}  {last["round"]:>6}  '
                  f'{last["recall_at_10"]:>9.4f}  '
-                 f'{last["hinge_loss"]:>10.4f}  {best:>14.4f}  '
+                 f'{last["hinge_loss"]:>11.4f}  {best:>14.4f}  '
                  f'{r.round_seconds:>7.2f}')
-  base = next((r.costs for r in results if r.scenario == BASELINE), None)
+  base = next((r.costs for r in results if r.scenario == config_lib.BASELINE),
+              None)
   cost_lines = [
       'scenario             down KB   up KB  comm. vs baseline  '
       'client Mflop  comp. vs baseline  paper comm. KB  paper Mflop',
@@ -448,7 +226,7 @@ def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:
 
     def saving(value, reference):
       return (f'{100 * (1 - value / reference):.2f}% less'
-              if reference and c.scenario != BASELINE else '-')
+              if reference and c.scenario != config_lib.BASELINE else '-')
 
     cost_lines.append(
         f'{c.scenario:<19}  {c.down_bytes / 1e3:>7.1f}  '
@@ -464,13 +242,14 @@ def plot(path: str, results: Sequence[ScenarioResult], title: str) -> None:
   fig, (ax_recall, ax_loss) = plots.subplots(1, 2, figsize=(11, 4.2))
   for r in results:
     rounds = [row['round'] for row in r.rows]
-    style = '--' if r.scenario == BASELINE else '-'
+    style = '--' if r.scenario == config_lib.BASELINE else '-'
     ax_recall.plot(rounds, [row['recall_at_10'] for row in r.rows], style,
                    label=r.scenario)
     ax_loss.plot(rounds, [row['hinge_loss'] for row in r.rows], style,
                  label=r.scenario)
   ax_recall.set(xlabel='round', ylabel='recall@10', title='Test recall@10')
-  ax_loss.set(xlabel='round', ylabel='hinge loss', title='Test hinge loss')
+  ax_loss.set(xlabel='round', ylabel='client loss',
+              title='Test client loss')
   for ax in (ax_recall, ax_loss):
     ax.grid(alpha=0.3)
   ax_recall.legend(fontsize='small')
@@ -485,19 +264,45 @@ class ExperimentResult(NamedTuple):
   cost_table: str
   files: dict[str, str]
   description: str
-  config: Config
+  config: config_lib.Config
 
 
-def record_settings(config: Config, description: str) -> dict[str, Any]:
+def record_settings(config: config_lib.Config,
+                    description: str) -> dict[str, Any]:
   """What a scenario's record must share with a request to stand for it:
   the settings that change its numbers (`config` but its rounds and client
-  grouping, which gives the same numbers) and the data."""
+  grouping, which gives the same numbers; the model's forms and lambda
+  included) and the data. The margin is the one the loss uses (the form's
+  own where `config.margin` is None), so a record says what it trained."""
   settings = config._asdict()
   del settings['rounds'], settings['clients_per_group']
+  settings['margin'] = (dual_encoder.MARGINS[config.client_loss]
+                        if config.margin is None else config.margin)
   return dict(settings, data=description)
 
 
-def _record(result: ScenarioResult, config: Config, settings: dict[str, Any],
+def load_data(ratings_file: str, config: config_lib.Config,
+              skip_malformed: bool = False) -> 'movielens.MovieLensData':
+  """The ratings file as the experiment's data (`config`'s context length
+  and seed)."""
+  return movielens.load_movielens(
+      ratings_file, context_length=config.context_length,
+      skip_malformed=skip_malformed, seed=config.seed)
+
+
+def data_description(ratings_file: str,
+                     data: 'movielens.MovieLensData') -> str:
+  """The data as the records' settings and the sections name it."""
+  return (
+      f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
+      f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
+      f'{len(data.validation_user_ids)} validation / '
+      f'{len(data.test_user_ids)} test users after '
+      f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
+
+
+def _record(result: ScenarioResult, config: config_lib.Config,
+            settings: dict[str, Any],
             previous: Optional[records_lib.ScenarioRecord],
             command: str) -> records_lib.ScenarioRecord:
   """The record of a scenario this invocation finished."""
@@ -516,15 +321,15 @@ def _record(result: ScenarioResult, config: Config, settings: dict[str, Any],
 def result_from_record(record: records_lib.ScenarioRecord) -> ScenarioResult:
   """A finished scenario read back (no round trained in this invocation)."""
   return ScenarioResult(
-      record.scenario, record.rows, Costs(**record.costs), float('nan'),
-      record.mean_keys, 0.0, record.rounds,
-      record.diagnostics and bgd_diagnostics.Diagnostics(
-          **record.diagnostics))
+      record.scenario, record.rows, config_lib.Costs(**record.costs),
+      float('nan'), record.mean_keys, 0.0, record.rounds, record.diagnostics and
+      bgd_diagnostics.Diagnostics(**record.diagnostics))
 
 
-def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
-                   config: Config = Config(), output_dir: str,
-                   skip_malformed: bool = False,
+def run_experiment(ratings_file: str, *,
+                   scenarios: Sequence[str] = config_lib.SCENARIOS,
+                   config: config_lib.Config = config_lib.Config(),
+                   output_dir: str, skip_malformed: bool = False,
                    progress: Optional[bool] = None,
                    scenario_rounds: Optional[Mapping[str, int]] = None,
                    records_dir: Optional[str] = None,
@@ -554,19 +359,20 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     FileNotFoundError, ValueError: For a missing or malformed ratings file
       or bad settings (messages name the file, line or argument).
   """
-  unknown = [s for s in scenarios if s not in SCENARIOS]
+  unknown = [s for s in scenarios if s not in config_lib.SCENARIOS]
   if unknown or not scenarios or len(set(scenarios)) != len(scenarios):
-    raise ValueError(f'`scenarios` must be distinct names from {SCENARIOS}, '
-                     f'got {list(scenarios)}.')
-  if with_diagnostics and BASELINE in scenarios:
+    raise ValueError(
+        f'`scenarios` must be distinct names from {config_lib.SCENARIOS}, '
+        f'got {list(scenarios)}.')
+  if with_diagnostics and config_lib.BASELINE in scenarios:
     raise ValueError('The baseline has no (G, B)-BGD diagnostics: it mixes '
                      'nothing at the server.')
   scenario_rounds = dict(scenario_rounds or {})
   for scenario, rounds in scenario_rounds.items():
-    if scenario not in SCENARIOS or isinstance(rounds, bool) or not (
+    if scenario not in config_lib.SCENARIOS or isinstance(rounds, bool) or not (
         isinstance(rounds, int) and rounds >= 1):
       raise ValueError('`scenario_rounds` must map names from '
-                       f'{SCENARIOS} to positive ints, got '
+                       f'{config_lib.SCENARIOS} to positive ints, got '
                        f'{scenario!r}: {rounds!r}.')
   for name in ('rounds', 'clients_per_round', 'client_batch_size',
                'client_steps', 'embedding_dim', 'context_length',
@@ -579,25 +385,19 @@ def run_experiment(ratings_file: str, *, scenarios: Sequence[str] = SCENARIOS,
     raise ValueError(f'`client_lr` must be finite, got {config.client_lr}.')
   if config.client_lr <= 0:
     raise ValueError(f'`client_lr` must be positive, got {config.client_lr}.')
+  config_lib.check_forms(config)
   # Before the data: a bad directory should not cost the load. Held to the
   # end: a second run here, even of other scenarios, would overwrite this
   # one's tables, metrics and config.
   with run_lock.claimed_output_directory(output_dir, '`output_dir`'):
     if records_dir is not None:
       reports_lib.make_directory(records_dir, '`records_dir`')
-    data = movielens.load_movielens(
-        ratings_file, context_length=config.context_length,
-        skip_malformed=skip_malformed, seed=config.seed)
+    data = load_data(ratings_file, config, skip_malformed)
     num_train = sum(1 for u in data.train_user_ids if int(u) in data.examples)
     if config.clients_per_round > num_train:
       raise ValueError(f'`clients_per_round` ({config.clients_per_round}) must '
                        f'be at most the {num_train} training users.')
-    description = (
-        f'`{os.path.basename(ratings_file)}`: {data.num_ratings} ratings, '
-        f'{data.num_movies} movies, {len(data.train_user_ids)} train / '
-        f'{len(data.validation_user_ids)} validation / '
-        f'{len(data.test_user_ids)} test users after '
-        f'{len(data.datacenter_user_ids)} held aside (the paper\'s 20%)')
+    description = data_description(ratings_file, data)
     settings = dict(record_settings(config, description),
                     **({'with_diagnostics': True} if with_diagnostics else {}))
     if records_dir is not None:
@@ -662,6 +462,7 @@ def results_markdown(result: ExperimentResult, command: str,
       f', {c.keys_per_client} keys per client, FedAdam server lr '
       f'{c.fedadam_lr}, seed {c.seed}. The paper trains 2,000 rounds on '
       'MovieLens 1M and reports recall@10 ~0.1 for every algorithm.',
+      f'* Model: {config_lib.forms_text(c._asdict())}.',
       '',
       '```',
       result.table.rstrip('\n'),

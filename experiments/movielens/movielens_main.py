@@ -13,9 +13,12 @@
 # limitations under the License.
 r"""MovieLens dual encoder: mixed FL with federated_select vs all-on-client.
 
-Clients compute the hinge loss on their own next-movie examples; the server
-computes the spreadout regularizer; each client receives only its movies'
-embedding rows (arXiv:2205.13655, section 4.3; see `movielens_lib`).
+Clients compute the client loss (a hinge) on their own next-movie examples;
+the server computes the spreadout regularizer; each client receives only its
+movies' embedding rows (arXiv:2205.13655, section 4.3; see `movielens_lib`).
+By default the model takes the forms of the code the paper cites
+(`--context_layer`, `--client_loss`, `--spreadout_form`; the earlier ones by
+name), with the spreadout's `--spreadout_lambda`.
 
 Data: a MovieLens ratings file, `ratings.dat` of MovieLens 1M
 (`UserID::MovieID::Rating::Timestamp`) or `u.data` of MovieLens 100K
@@ -37,6 +40,15 @@ diagnostics for N rounds at the run's settings (`movielens_advice`, under
 recommendation, writes `advice.json` and `advice.md` to `--output_dir` (and
 to `<records_dir>/advice/`), then goes on, or stops with
 `--advise_then=stop`.
+
+With `--records_dir`, the section's reference rows (`movielens_reference`)
+are made before the scenarios train, unless `--noreference_rows`: the
+popularity floor and the central ceiling (`--central_epochs` of Adam at
+`--central_lr`), each kept as a record under `<records_dir>/reference/` and
+read back while the settings stay the same. `--spreadout_lambdas=a,b,...`
+first selects the spreadout's lambda on the validation users (the central
+model trained once per lambda, recorded there too) and runs everything at
+the selected one.
 """
 
 from collections.abc import Sequence
@@ -58,18 +70,22 @@ from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.common import shared_flags
 from experiments.movielens import movielens_advice
+from experiments.movielens import movielens_claims
+from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
+from experiments.movielens import movielens_reference
 from experiments.movielens import movielens_report
+from tff_mixed.models import dual_encoder
 from tff_mixed.training import reports as reports_lib
 
-_DEFAULTS = movielens_lib.Config()
+_DEFAULTS = movielens_config.Config()
 
 _RATINGS_FILE = shared_flags.define_ratings_file_flag(None)
 _SKIP_MALFORMED = flags.DEFINE_bool(
     'skip_malformed', False, 'Skip malformed rating lines (counted) instead '
     'of stopping at the first one.')
-_SCENARIOS = shared_flags.define_scenarios_flag(movielens_lib.SCENARIOS)
+_SCENARIOS = shared_flags.define_scenarios_flag(movielens_config.SCENARIOS)
 _ROUNDS = shared_flags.define_rounds_flag(_DEFAULTS.rounds)
 _CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
     _DEFAULTS.clients_per_round)
@@ -91,6 +107,47 @@ _KEYS_PER_CLIENT = flags.DEFINE_integer(
     'keys_per_client', _DEFAULTS.keys_per_client, 'Embedding rows each '
     'client receives per round (federated_select keys); a client using '
     'more movies keeps its most frequent ones.', lower_bound=1)
+_CONTEXT_LAYER = flags.DEFINE_enum(
+    'context_layer', _DEFAULTS.context_layer, dual_encoder.CONTEXT_LAYERS,
+    'The context tower\'s layer after the mean of the context movies: '
+    f'{dual_encoder.RELU_DENSE} (the cited model\'s Dense(d) with ReLU) or '
+    f'{dual_encoder.IDENTITY_LINEAR} (the earlier identity-initialized '
+    'linear layer).')
+_CLIENT_LOSS = flags.DEFINE_enum(
+    'client_loss', _DEFAULTS.client_loss, dual_encoder.CLIENT_LOSSES,
+    f'The clients\' loss: {dual_encoder.SQUARED_HINGE} (the cited model\'s,'
+    f' margin 0.9) or {dual_encoder.HINGE} (the earlier, margin 1).')
+_MARGIN = flags.DEFINE_float(
+    'margin', None, 'The client loss\'s margin; unset: the form\'s own.')
+_SPREADOUT_FORM = flags.DEFINE_enum(
+    'spreadout_form', _DEFAULTS.spreadout_form, dual_encoder.SPREADOUTS,
+    f'The server\'s spreadout: {dual_encoder.FROBENIUS} (the cited model\'s '
+    'Frobenius norm of the off-diagonal cosines) or '
+    f'{dual_encoder.MEAN_SQUARED} (the earlier mean of their squares).')
+_SPREADOUT_LAMBDA = flags.DEFINE_float(
+    'spreadout_lambda', _DEFAULTS.spreadout_lambda, 'lambda of the '
+    'spreadout (the paper states none; 0.001 is the cited README\'s '
+    'example). Not with --spreadout_lambdas, which selects it.',
+    lower_bound=0.0)
+_SPREADOUT_LAMBDAS = flags.DEFINE_list(
+    'spreadout_lambdas', [], 'With --records_dir: a grid of lambdas (e.g. '
+    '1e-4,1e-3,1e-2,1e-1); the central model trains --central_epochs once '
+    'per lambda, the best recall@10 on the validation users is selected '
+    '(ties: the smaller lambda; recorded in '
+    '<records_dir>/reference/lambda_search.json and read back) and the run '
+    'uses it. Empty: --spreadout_lambda.')
+_REFERENCE_ROWS = flags.DEFINE_bool(
+    'reference_rows', True, 'With --records_dir: before the scenarios, the '
+    'popularity floor and the central ceiling (movielens_reference) for the '
+    'section, made when their records under <records_dir>/reference/ are '
+    'missing or of other settings, read back otherwise.')
+_CENTRAL_EPOCHS = flags.DEFINE_integer(
+    'central_epochs', movielens_reference.EPOCHS, 'Epochs of the central '
+    'ceiling and of each lambda of --spreadout_lambdas.', lower_bound=1)
+_CENTRAL_LR = flags.DEFINE_float(
+    'central_lr', movielens_reference.LEARNING_RATE, 'Adam\'s learning rate '
+    'for the central ceiling and the lambda search (the cited launcher\'s '
+    '0.01).', lower_bound=0.0)
 _EVAL_EVERY = shared_flags.define_eval_every_flag(_DEFAULTS.eval_every)
 _MAX_EVAL_EXAMPLES = shared_flags.define_max_eval_examples_flag(None)
 _SEED = shared_flags.define_seed_flag(0)
@@ -141,13 +198,16 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError(
         '--ratings_file is required: a MovieLens ratings.dat (1M) or u.data '
         '(100K) from https://grouplens.org/datasets/movielens/.')
-  config = movielens_lib.Config(
+  config = movielens_config.Config(
       rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
       client_batch_size=_CLIENT_BATCH_SIZE.value,
       client_steps=_CLIENT_STEPS.value, client_lr=_CLIENT_LR.value,
       fedadam_lr=_FEDADAM_LR.value, embedding_dim=_EMBEDDING_DIM.value,
       context_length=_CONTEXT_LENGTH.value,
-      keys_per_client=_KEYS_PER_CLIENT.value, eval_every=_EVAL_EVERY.value,
+      keys_per_client=_KEYS_PER_CLIENT.value,
+      context_layer=_CONTEXT_LAYER.value, client_loss=_CLIENT_LOSS.value,
+      margin=_MARGIN.value, spreadout_form=_SPREADOUT_FORM.value,
+      spreadout_lambda=_SPREADOUT_LAMBDA.value, eval_every=_EVAL_EVERY.value,
       max_eval_examples=_MAX_EVAL_EXAMPLES.value, seed=_SEED.value,
       clients_per_group=_CLIENTS_PER_GROUP.value)
   if _DROP_SECTIONS.value and not _RESULTS.markdown.value:
@@ -161,20 +221,54 @@ def main(argv: Sequence[str]) -> None:
   if _ADVISE.then.value == advising.STOP and not _ADVISE.rounds.value:
     raise app.UsageError('--advise_then=stop needs --advise_rounds=N (N > 0):'
                          ' without a probe there is no advice to stop after.')
+  try:
+    lambdas = [float(x) for x in _SPREADOUT_LAMBDAS.value]
+  except ValueError as e:
+    raise app.UsageError(f'--spreadout_lambdas must be numbers: {e}') from e
+  if lambdas and records_dir is None:
+    raise app.UsageError('--spreadout_lambdas needs --records_dir.')
+  if lambdas and flags.FLAGS['spreadout_lambda'].present:
+    raise app.UsageError('--spreadout_lambda and --spreadout_lambdas '
+                         'exclude each other: the search selects lambda.')
   if records_dir is not None:
     reports_lib.make_directory(records_dir, '--records_dir')
     # A damaged record stops the run before hours of training, not after.
     movielens_records.read_records(records_dir)
+    movielens_records.read_references(records_dir)
   module = 'experiments.movielens.movielens_main'
+  command = results_lib.command_line(module)
+  data = None
+  if records_dir is not None and (lambdas or _REFERENCE_ROWS.value):
+    movielens_config.check_forms(config)
+    data = movielens_lib.load_data(_RATINGS_FILE.value, config,
+                                   _SKIP_MALFORMED.value)
+    description = movielens_lib.data_description(_RATINGS_FILE.value, data)
+  if lambdas:
+    search = movielens_reference.search_lambda(
+        data, config, description, records_dir, lambdas,
+        epochs=_CENTRAL_EPOCHS.value, learning_rate=_CENTRAL_LR.value,
+        command=command)
+    logging.info('Selected lambda %g of %s (validation recall@10 %s)',
+                 search.selected, search.lambdas, search.scores)
+    config = config._replace(spreadout_lambda=search.selected)
   if _ADVISE.rounds.value and not _advise(config, records_dir, module):
     return
+  if data is not None and _REFERENCE_ROWS.value:
+    # Stale scenario records stop the run here, before minutes of central
+    # training, as they would before the scenarios.
+    movielens_records.check_settings(
+        records_dir, movielens_lib.record_settings(config, description))
+    movielens_reference.reference_rows(
+        data, config, description, records_dir,
+        epochs=_CENTRAL_EPOCHS.value, learning_rate=_CENTRAL_LR.value,
+        command=command)
   scenario_rounds = ({} if _BASELINE_ROUNDS.value is None else
-                     {movielens_lib.BASELINE: _BASELINE_ROUNDS.value})
+                     {movielens_config.BASELINE: _BASELINE_ROUNDS.value})
   result = movielens_lib.run_experiment(
       _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
       output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value,
       scenario_rounds=scenario_rounds, records_dir=records_dir,
-      command=results_lib.command_line(module))
+      command=command)
   if records_dir is None:
     results_lib.publish(
         result.table + '\n' + result.cost_table, result.files, _RESULTS,
@@ -183,7 +277,7 @@ def main(argv: Sequence[str]) -> None:
         after=movielens_lib.RESULTS_SECTION)
   else:
     diagnostic_scenarios = [s for s in _SCENARIOS.value
-                            if s in movielens_report.MIXED]
+                            if s in movielens_claims.MIXED]
     if _DIAGNOSTIC_ROUNDS.value and diagnostic_scenarios:
       movielens_lib.run_experiment(
           _RATINGS_FILE.value, scenarios=diagnostic_scenarios,
@@ -200,7 +294,7 @@ def main(argv: Sequence[str]) -> None:
                    _RESULTS.markdown.value)
 
 
-def _advise(config: movielens_lib.Config, records_dir, module: str) -> bool:
+def _advise(config: movielens_config.Config, records_dir, module: str) -> bool:
   """`--advise_rounds`: the probe, its advice printed and written (also to
   <records_dir>/advice/); whether the run goes on (`--advise_then`)."""
   advice, files = movielens_advice.run_advice(
@@ -215,19 +309,23 @@ def _report(records_dir: str, horizon: int,
   """Plot and section of every record in `records_dir` (this run's and
   earlier runs'), the latter into --results_markdown."""
   records = movielens_records.read_records(records_dir,
-                                           movielens_lib.SCENARIOS)
+                                           movielens_config.SCENARIOS)
   diagnostics = movielens_records.read_records(
-      os.path.join(records_dir, 'diagnostics'), movielens_report.MIXED)
-  movielens_report.check_comparable(records)
+      os.path.join(records_dir, 'diagnostics'), movielens_claims.MIXED)
+  movielens_claims.check_comparable(records)
   plot = _PLOT.value or os.path.join(os.path.dirname(
       os.path.abspath(records_dir)), 'movielens.png')
   movielens_report.plot(plot, records)
+  references = movielens_records.read_references(records_dir)
   print(result.table + '\n' + result.cost_table, end='', flush=True)
+  for line in movielens_report.reference_summary(references):
+    print(line, flush=True)
   markdown = _RESULTS.markdown.value
   if markdown:
     base = os.path.dirname(os.path.abspath(markdown))
     section = movielens_report.results_markdown(
-        records, diagnostics=diagnostics, horizon=horizon,
+        records, diagnostics=diagnostics, references=references,
+        horizon=horizon,
         plot_link=os.path.relpath(os.path.abspath(plot), base),
         records_link=os.path.relpath(os.path.abspath(records_dir), base),
         command=results_lib.command_line(module),

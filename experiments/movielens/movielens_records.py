@@ -25,16 +25,46 @@ nothing of the ratings is in it. A later run, on this machine or another,
 adds the missing scenarios, reads the finished ones back instead of
 training them again, and `movielens_report` builds the RESULTS.md section
 from all of them.
+
+The reference rows of the section (`movielens_reference`: the popularity
+floor, the central ceiling, the search for the spreadout's lambda, the
+same central training with the paper's SGD) are small JSON records of their
+own, in `<records_dir>/reference/` (`popularity.json`, `central.json`,
+`lambda_search.json`, `central_sgd.json`), each with the
+settings it was made with: read back when a run's settings are the same,
+made again (minutes, not hours) when they are not.
+
+The settings of records written before the model's forms were settings
+lack them; those records were made with the earlier forms, and read back
+as such (`EARLIER_FORMS`), so a run of the cited forms does not take them
+for its own: `check_settings` names the forms that differ. To start over
+with the cited forms, remove the old records (they stay in git's history)
+or pass another records directory.
 """
 
+import json
 import math
 import os
 from typing import Any, NamedTuple, Optional
 
 from experiments.common import run_records
+from tff_mixed.training import reports as reports_lib
 
 METRICS_SUFFIX = '_metrics.csv'
 METRICS_COLUMNS = ('round', 'recall_at_10', 'hinge_loss')
+# The forms every record was made with before its settings named them
+# (`dual_encoder`'s IDENTITY_LINEAR, HINGE at margin 1, MEAN_SQUARED with
+# no lambda, i.e. 1). Fixed: what those records are, whatever the model's
+# defaults become.
+EARLIER_FORMS = {'context_layer': 'identity_linear', 'client_loss': 'hinge',
+                 'margin': 1.0, 'spreadout_form': 'mean_squared',
+                 'spreadout_lambda': 1.0}
+# The reference records' directory under a records directory, and names.
+REFERENCE_DIR = 'reference'
+POPULARITY = 'popularity'
+CENTRAL = 'central'
+LAMBDA_SEARCH = 'lambda_search'
+CENTRAL_SGD = 'central_sgd'
 
 
 class ScenarioRecord(NamedTuple):
@@ -48,7 +78,7 @@ class ScenarioRecord(NamedTuple):
       experiment's `Config` fields that do (not how clients are grouped,
       which gives the same numbers) and `data`, the data's description.
       Records are comparable when their settings are equal.
-    costs: Per client and round, `movielens_lib.Costs` as a dict.
+    costs: Per client and round, `movielens_config.Costs` as a dict.
     mean_keys: The paper's n, the mean distinct movies a client trains on.
     seconds: Wall-clock seconds of all `rounds` (evaluations included),
       summed over the invocations that ran them.
@@ -108,6 +138,8 @@ def read_record(records_dir: str, scenario: str) -> Optional[ScenarioRecord]:
     raise ValueError(f'The MovieLens record {json_path} (with '
                      f'{metrics_path}) cannot be read: {e}. Delete both '
                      'files to run the scenario again.') from e
+  if 'context_layer' not in record.settings:
+    record = record._replace(settings=dict(EARLIER_FORMS, **record.settings))
   if record.scenario != scenario or not record.rows or record.rows[-1][
       'round'] != record.rounds:
     raise ValueError(f'The MovieLens record {json_path} does not hold '
@@ -159,3 +191,133 @@ def accumulated_seconds(previous: Optional[ScenarioRecord],
       and math.isfinite(previous.seconds)):
     return previous.seconds + seconds, previous.seconds_complete
   return seconds, False
+
+
+class PopularityRecord(NamedTuple):
+  """The popularity floor (`movielens_reference.popularity_recall`).
+
+  Attributes:
+    recall_at_10: The share of the test labels among `top_movies`.
+    top_movies: The 10 movies most often a label among the training users'
+      examples, most frequent first (table rows, 1 = the first movie).
+    train_examples: The training examples counted.
+    test_examples: The test examples scored.
+    settings: What its number depends on (`movielens_reference`).
+    date: `results.utc_now()` of the run that made it.
+    command: Its command line.
+  """
+
+  recall_at_10: float
+  top_movies: list[int]
+  train_examples: int
+  test_examples: int
+  settings: dict[str, Any]
+  date: str
+  command: str
+
+
+class CentralRecord(NamedTuple):
+  """A central training (`movielens_reference.train_central`): the
+  ceiling (Adam) or the paper's SGD.
+
+  Attributes:
+    rows: Per epoch, epoch 0 (the initial model) first: `epoch`,
+      `train_loss` (the mean of the epoch's batch losses; None at 0), and
+      `recall_at_10`, `hinge_loss` (the client loss) on the test examples.
+    settings: What its numbers depend on, its epochs, learning rate and
+      batch size included.
+    seconds: Wall-clock seconds of the training and evaluations.
+    machine: `results.machine_description()` of the run that made it.
+    date: Its `results.utc_now()`.
+    command: Its command line.
+  """
+
+  rows: list[dict[str, Any]]
+  settings: dict[str, Any]
+  seconds: float
+  machine: str
+  date: str
+  command: str
+
+
+class LambdaSearchRecord(NamedTuple):
+  """The search for the spreadout's lambda
+  (`movielens_reference.search_lambda`).
+
+  Attributes:
+    lambdas: The grid, as given.
+    scores: Per lambda, recall@10 on the validation users' examples after
+      the last epoch of central training.
+    selected: The lambda of the best score (ties: the smallest).
+    validation_recalls: Per lambda, recall@10 on the validation examples
+      after each epoch, epoch 0 first.
+    settings: What the scores depend on (the central training's, but the
+      lambda).
+    seconds: Wall-clock seconds of the search.
+    machine: `results.machine_description()` of the run that made it.
+    date: Its `results.utc_now()`.
+    command: Its command line.
+  """
+
+  lambdas: list[float]
+  scores: list[float]
+  selected: float
+  validation_recalls: list[list[float]]
+  settings: dict[str, Any]
+  seconds: float
+  machine: str
+  date: str
+  command: str
+
+
+class References(NamedTuple):
+  """The reference records of a records directory (None: not made)."""
+
+  popularity: Optional[PopularityRecord] = None
+  central: Optional[CentralRecord] = None
+  lambda_search: Optional[LambdaSearchRecord] = None
+  central_sgd: Optional[CentralRecord] = None
+
+
+_REFERENCE_TYPES = {POPULARITY: PopularityRecord, CENTRAL: CentralRecord,
+                    LAMBDA_SEARCH: LambdaSearchRecord,
+                    CENTRAL_SGD: CentralRecord}
+
+
+def reference_path(records_dir: str, name: str) -> str:
+  """The JSON file of the reference record `name` under `records_dir`."""
+  return os.path.join(records_dir, REFERENCE_DIR,
+                      name + run_records.JSON_SUFFIX)
+
+
+def write_reference(records_dir: str, name: str, record: NamedTuple) -> None:
+  """Writes a reference record (atomically)."""
+  path = reference_path(records_dir, name)
+  reports_lib.make_directory(os.path.dirname(path), 'records directory')
+  # json writes floats as repr does: they read back the same.
+  reports_lib.atomic_write_text(
+      path, json.dumps(record._asdict(), indent=2, sort_keys=True) + '\n')
+
+
+def read_reference(records_dir: str, name: str) -> Optional[NamedTuple]:
+  """The reference record `name` (`POPULARITY`, `CENTRAL`,
+  `LAMBDA_SEARCH`, `CENTRAL_SGD`), or None if there is none.
+
+  Raises:
+    ValueError: For a record that exists but cannot be read (naming it).
+  """
+  path = reference_path(records_dir, name)
+  if not os.path.exists(path):
+    return None
+  try:
+    with open(path) as f:
+      return _REFERENCE_TYPES[name](**json.load(f))
+  except (OSError, ValueError, TypeError) as e:
+    raise ValueError(f'The MovieLens reference record {path} cannot be '
+                     f'read: {e}. Delete it to make it again.') from e
+
+
+def read_references(records_dir: str) -> References:
+  """Every reference record of `records_dir`."""
+  return References(*(read_reference(records_dir, name)
+                      for name in References._fields))
