@@ -157,8 +157,12 @@ class ReportTest(absltest.TestCase):
     # Bound +2 against fine-tuning's +20 points; the server search +0.
     self.assertIn('is the first limit: its best model, chosen on the test '
                   'images, gains 10% of what fine-tuning the same merge '
-                  'gains; the search on the server images reaches 0% of '
-                  'that bound', text)
+                  'gains; the probe searches on the server images reach 0% '
+                  'of that bound', text)
+    # The run's own search moved c by 1% of |c'|: it stayed at c'.
+    self.assertIn('the search at the selected rate almost none of it', text)
+    records[0].probes[0]['run_move'] = 0.05
+    self.assertNotIn('almost none', '\n'.join(span.reading(records, [s])))
     records[0].probes[0]['oracle']['evaluation'] = 0.35
     text = '\n'.join(span.reading(records, [s]))
     self.assertIn('the span holds a model as good as fine-tuning\'s', text)

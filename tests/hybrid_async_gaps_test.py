@@ -162,7 +162,16 @@ class GapsTest(absltest.TestCase):
     self.assertIn('one run scored on 100 validation images: a standard '
                   'error of about 4.0 points at the best score (20.0%), '
                   'within which lie 2 of the 2 points', text)
-    self.assertIn('lr 1e-05: 20.0%, lr 0.001: 17.0%', text)
+    # Points named without an optimizer were searched with Adam.
+    self.assertIn('adam lr 1e-05: 20.0%, adam lr 0.001: 17.0%', text)
+    self.assertNotIn('Selected', text)
+    with open(os.path.join(small, 'selected.json'), 'w') as f:
+      json.dump({'client': {}, 'methods': {'feddle_id': {
+          'feddle_search_optimizer': 'scaled_sgd', 'feddle_search_lr': 0.03,
+          'feddle_search_epochs': 1}}}, f)
+    self.assertIn('Selected (by the tie rule of the search\'s tuning.md): '
+                  'scaled_sgd lr 0.03, 1 epochs.',
+                  '\n'.join(gaps_lib.search_lines(small)))
     self.assertIn(f'(`{span}`, from scratch; settings Dir(0.1), N(5), '
                   'seeds [0])', text)
     # Bound +2 against fine-tuning's +10: the span is the limit.
@@ -203,17 +212,32 @@ class GapsTest(absltest.TestCase):
            _rows('fedbuff', 0.1, 5.0, 0, [0.2] * 5))
     tuned = (_rows('feddle_id', 0.1, 5.0, 0, [0.18] * 5)
              + _rows('feddle_id', 0.3, 5.0, 0, [0.5] * 5))
-    text = '\n'.join(gaps_lib.search_rate_lines(rates, tuned, 1e-5))
-    self.assertIn('| feddle_id, search lr 1e-05 (selected; the tuned table) '
-                  '| 18.0 |', text)
+    selected = dict(feddle_search_optimizer='scaled_sgd',
+                    feddle_search_lr=0.03, feddle_search_epochs=1)
+    text = '\n'.join(gaps_lib.search_rate_lines(rates, tuned, selected))
+    self.assertIn('| feddle_id, search scaled_sgd lr 0.03, 1 epochs '
+                  '(selected; the tuned table) | 18.0 |', text)
     self.assertIn('| feddle_id, search feddle_search_lr 0.01 | 30.0 |', text)
     self.assertIn('| fedbuff at Feddle\'s fallback values | 20.0 |', text)
     self.assertNotIn('50.0', text)  # Only the settings run at every rate.
-    self.assertIn('over its fallback FedBuff (points): search lr 1e-05 '
-                  '(selected; the tuned table) -2.0 to -2.0; search '
-                  'feddle_search_lr 0.01 +10.0 to +10.0.', text)
+    self.assertIn('over its fallback FedBuff (points): search scaled_sgd lr '
+                  '0.03, 1 epochs (selected; the tuned table) -2.0 to -2.0; '
+                  'search feddle_search_lr 0.01 +10.0 to +10.0.', text)
+    # A point whose runs record their search settings is named by them.
+    _write(os.path.join(rates, 'feddle_search_lr=0.001', 'a.json'),
+           _rows('feddle_id', 0.1, 5.0, 0, [0.25] * 5))
+    path = os.path.join(rates, 'feddle_search_lr=0.001', 'a.json')
+    with open(path) as f:
+      kept = json.load(f)
+    with open(path, 'w') as f:
+      json.dump(dict(kept, config=dict(feddle_search_optimizer='adam',
+                                       feddle_search_lr=0.001,
+                                       feddle_search_epochs=20)), f)
+    text = '\n'.join(gaps_lib.search_rate_lines(rates, tuned, selected))
+    self.assertIn('| feddle_id, search adam lr 0.001, 20 epochs | 25.0 |',
+                  text)
     self.assertEqual(gaps_lib.search_rate_lines(
-        os.path.join(rates, 'none'), tuned, 1e-5), [])
+        os.path.join(rates, 'none'), tuned, selected), [])
 
   def test_run_length_lines_both_lengths_beside_the_paper(self):
     def run(method, delay, accuracy, rounds):

@@ -413,7 +413,8 @@ def reading(records: Sequence[RunRecord],
       '%): ' + ('the tuned Feddle-ID stays on FedBuff\'s merge of its '
                'buffer, which is why it ends level with FedBuff.'
                if share < 0.05 else 'it leaves FedBuff\'s merge.'),
-      f'* Larger search steps lower the loss on the {images} (by up to '
+      f'* The probe searches (Adam, {SEARCH_EPOCHS} epochs, at each lr of '
+      f'the table) lower the loss on the {images} (by up to '
       f'{_f(-most_loss, False, 3)} nats) and change the held-out validation '
       f'accuracy by {_f(best_val)} points at best (lr {best_lr}) in one '
       'merge.',
@@ -434,13 +435,15 @@ def reading(records: Sequence[RunRecord],
         f'* So the span of the {_f(atlas, False, 0)} anchors is the first '
         f'limit: its best model, chosen on the test images, gains '
         f'{_f(100 * ratio, False, 0)}% of what fine-tuning the same merge '
-        f'gains; the search on the server images reaches '
-        f'{_f(100 * reach, False, 0)}% of that bound at its best rate, and '
-        'the search at the selected rate almost none of it.')
+        f'gains; the probe searches on the server images reach '
+        f'{_f(100 * reach, False, 0)}% of that bound at its best rate'
+        + (', and the search at the selected rate almost none of it (it '
+           'stays at c\').' if share < 0.05 else '.'))
   else:
     lines.append(
         '* So the span holds a model as good as fine-tuning\'s, and the '
-        f'search on the server images reaches {_f(100 * reach, False, 0)}% '
+        f'probe searches on the server images reach '
+        f'{_f(100 * reach, False, 0)}% '
         'of it at its best rate.')
   by_delay = {s.delay_std: summary(_probes(records, s)) for s in settings}
   if len(by_delay) > 1:

@@ -34,8 +34,8 @@ accounts for it, each computed from runs, never typed in:
 *   `search_lines`: Feddle's coefficient search on the validation split,
     by search learning rate (the search's grid), and what the span of its
     atlas holds (`feddle_span_lib`'s records).
-*   `search_rate_lines`: Feddle-ID run through at larger search rates
-    than the one selected, against its fallback FedBuff (test accuracy, a
+*   `search_rate_lines`: Feddle-ID run through at other search settings
+    than the selected ones, against its fallback FedBuff (test accuracy, a
     diagnostic).
 *   `client_grid_lines`: FedAvg with and without the delays over the
     client grid (test accuracy, a diagnostic: nothing is selected on it),
@@ -53,7 +53,7 @@ from collections.abc import Mapping, Sequence
 import glob
 import json
 import os
-from typing import Hashable, Optional
+from typing import Any, Hashable, Optional
 
 import numpy as np
 
@@ -232,36 +232,59 @@ def validation_size(tuning_dir: str, method: str) -> int:
   return 0
 
 
-def search_lines(small_dir: str, span_dirs: Sequence[str] = ()
+def _rate(key: str) -> tuple[str, str]:
+  """(optimizer, lr) of a Feddle search point's key (Adam where the key
+  names none: the points searched before the scaled SGD)."""
+  values = dict(part.split('=') for part in key.split(','))
+  return (values.get('feddle_search_optimizer', 'adam'),
+          values['feddle_search_lr'])
+
+
+def selected_search(tuning_dir: str) -> Optional[Mapping[str, Any]]:
+  """Feddle-ID's search values that `tune_lib` selected in `tuning_dir`
+  (its selected.json), or None."""
+  path = os.path.join(tuning_dir, tune_lib.SELECTED_FILE)
+  if not os.path.exists(path):
+    return None
+  return tune_lib.read_selected(path).methods.get(hybrid_config.FEDDLE_ID)
+
+
+def search_lines(merge_dir: str, span_dirs: Sequence[str] = ()
                  ) -> list[str]:
-  """Feddle-ID's search grid on the validation split, by search lr, and
-  what its atlas's span holds (the records in each of `span_dirs`)."""
-  scores = point_scores(small_dir, hybrid_config.FEDDLE_ID)
+  """Feddle-ID's search grid on the validation split (the merge stage's
+  points in `merge_dir`), by optimizer and lr, and what its atlas's span
+  holds (the records in each of `span_dirs`)."""
+  scores = point_scores(merge_dir, hybrid_config.FEDDLE_ID)
   if not scores:
     return []
-  by_lr = {}
+  by_rate, epochs = {}, set()
   for key, score in scores.items():
-    values = dict(part.split('=') for part in key.split(','))
-    by_lr.setdefault(values['feddle_search_lr'], []).append(score)
-  fedbuff = _best(point_scores(small_dir, hybrid_config.FEDBUFF))
-  lines = ['Feddle-ID\'s coefficient search on the validation split (mean '
-           'over its search epochs {1, 10, 20}): ' + ', '.join(
-               f'lr {lr}: {np.mean(v):.1f}%' for lr, v in sorted(
-                   by_lr.items(), key=lambda kv: float(kv[0])))]
+    by_rate.setdefault(_rate(key), []).append(score)
+    epochs.add(int(dict(part.split('=') for part in key.split(','))
+                   .get('feddle_search_epochs', 0)))
+  fedbuff = _best(point_scores(merge_dir, hybrid_config.FEDBUFF))
+  lines = [f'Feddle-ID\'s coefficient search on the validation split '
+           f'(`{merge_dir}`; mean over its search epochs '
+           f'{sorted(epochs)}): ' + ', '.join(
+               f'{optimizer} lr {lr}: {np.mean(v):.1f}%'
+               for (optimizer, lr), v in sorted(
+                   by_rate.items(), key=lambda kv: (kv[0][0],
+                                                    float(kv[0][1]))))]
   if fedbuff:
     lines[0] += (f'; FedBuff, the merge it starts from, {fedbuff[1]:.1f}% at '
                  'its best point')
-  size = validation_size(small_dir, hybrid_config.FEDDLE_ID)
+  size = validation_size(merge_dir, hybrid_config.FEDDLE_ID)
   if size:
     best = max(scores.values())
     se = 100 * np.sqrt(best / 100 * (1 - best / 100) / size)
     near = sorted(k for k, v in scores.items() if best - v <= se)
+    chosen = selected_search(merge_dir)
     lines += ['', f'* Each point is one run scored on {size} validation '
               f'images: a standard error of about {se:.1f} points at the best '
               f'score ({best:.1f}%), within which lie {len(near)} of the '
-              f'{len(scores)} points ({"; ".join(near)}): the search cannot '
-              'tell them apart, and it takes the highest score, the first '
-              'of equal ones.']
+              f'{len(scores)} points.' + (
+                  ' Selected (by the tie rule of the search\'s tuning.md): '
+                  f'{search_label(chosen)}.' if chosen else '')]
   for span_dir in span_dirs:
     span = feddle_span_lib.read_records(span_dir)
     if not span:
@@ -331,12 +354,35 @@ def _point_dirs(root: str) -> dict[str, list[hybrid_runs.RunRow]]:
   return {p: r for p, r in rows.items() if r}
 
 
+def search_label(values: Mapping[str, Any]) -> str:
+  """A Feddle search's settings in words, from a run's config or a
+  selected point: optimizer and epochs where they are named, and lr."""
+  text = f'lr {float(values["feddle_search_lr"]):g}'
+  if 'feddle_search_optimizer' in values:
+    text = f'{values["feddle_search_optimizer"]} {text}'
+  if 'feddle_search_epochs' in values:
+    text += f', {values["feddle_search_epochs"]} epochs'
+  return text
+
+
+def _point_search(point_dir: str) -> Optional[dict[str, Any]]:
+  """The search settings of a Feddle-ID run kept in `point_dir` (its
+  config), or None."""
+  for path in sorted(glob.glob(os.path.join(point_dir, '*.json'))):
+    with open(path) as f:
+      kept = json.load(f)
+    config = kept.get('config') or kept.get('fingerprint') or {}
+    if 'feddle_search_lr' in config:
+      return config
+  return None
+
+
 def search_rate_lines(rates_dir: str, tuned_rows: Sequence[hybrid_runs.RunRow],
-                      selected_lr: Optional[float]) -> list[str]:
+                      selected: Optional[Mapping[str, Any]]) -> list[str]:
   """Feddle-ID through whole runs at each search rate kept under
   `rates_dir/feddle_search_lr=<lr>/` (with FedBuff at Feddle's fallback
   values there), beside the tuned table's Feddle-ID (`tuned_rows`, at the
-  selected rate)."""
+  `selected` search settings)."""
   points = _point_dirs(rates_dir)
   if not points:
     return []
@@ -345,7 +391,7 @@ def search_rate_lines(rates_dir: str, tuned_rows: Sequence[hybrid_runs.RunRow],
   keys = [(s.alpha, s.delay_std) for s in settings]
   fedbuff = hybrid_tables.mean_finals(every, [hybrid_config.FEDBUFF],
                                       settings)[hybrid_config.FEDBUFF]
-  lines = ['### Feddle-ID through whole runs at larger search rates (from '
+  lines = ['### Feddle-ID through whole runs at other search settings (from '
            'scratch, test accuracy, seeds '
            f'{sorted({r.seed for r in every})}; a diagnostic, nothing is '
            'selected on it)', '', _columns([s.label for s in settings])]
@@ -357,14 +403,16 @@ def search_rate_lines(rates_dir: str, tuned_rows: Sequence[hybrid_runs.RunRow],
   tuned = hybrid_tables.mean_finals(tuned_rows, [hybrid_config.FEDDLE_ID],
                                     settings)[hybrid_config.FEDDLE_ID]
   named = []
-  if tuned and selected_lr is not None:
-    named.append((f'search lr {selected_lr:g} (selected; the tuned table)',
-                  tuned))
+  if tuned and selected:
+    named.append((f'search {search_label(selected)} (selected; the tuned '
+                  'table)', tuned))
   for point, rows in points.items():
     means = hybrid_tables.mean_finals(rows, [hybrid_config.FEDDLE_ID],
                                       settings)[hybrid_config.FEDDLE_ID]
+    config = _point_search(os.path.join(rates_dir, point))
     if means:
-      named.append((f'search {point.replace("=", " ")}', means))
+      named.append((f'search {search_label(config)}' if config else
+                    f'search {point.replace("=", " ")}', means))
   lines += [row(f'feddle_id, {name}', means) for name, means in named]
   if fedbuff:
     lines.append(row('fedbuff at Feddle\'s fallback values', fedbuff))
@@ -519,8 +567,13 @@ def results_markdown(*, command: str, machine: str, date: str,
                      pretrained_dir: Optional[str] = None,
                      long_rows: Sequence[hybrid_runs.RunRow] = (),
                      client_grid_dir: Optional[str] = None,
-                     search_rates_dir: Optional[str] = None) -> str:
-  """The RESULTS.md section: the measured differences, table by table."""
+                     search_rates_dir: Optional[str] = None,
+                     merge_dir: Optional[str] = None) -> str:
+  """The RESULTS.md section: the measured differences, table by table.
+
+  `merge_dir` is the merge stage's search (Feddle's coefficient search among
+  its points); without it, `small_dir`'s points stand in.
+  """
   lines = [
       '## Where the tuned hybrid tables differ from the paper, measured '
       '(guided model merging, Zhu et al., tables 2, 6 and 7)', '',
@@ -537,22 +590,20 @@ def results_markdown(*, command: str, machine: str, date: str,
       '### The level: our scale', '']
   lines += scale_lines(small_dir, full_dir, full_center_dir) or [
       'No search points at both scales yet.', '']
-  lines += search_lines(small_dir, span_dirs)
+  lines += search_lines(merge_dir or small_dir, span_dirs)
   for title, rows, table in tables:
     lines += table_lines(title, rows, table)
   by_table = {table.name: rows for _, rows, table in tables}
-  selected = os.path.join(small_dir, tune_lib.SELECTED_FILE)
-  selected = (tune_lib.read_selected(selected)
-              if os.path.exists(selected) else None)
   if search_rates_dir:
-    feddle = (selected.methods.get(hybrid_config.FEDDLE_ID, {})
-              if selected else {})
-    lr = feddle.get('feddle_search_lr') if selected else None
+    # Feddle's values were selected in the merge stage where there is one.
     lines += search_rate_lines(
         search_rates_dir,
-        by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []), lr)
+        by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []),
+        selected_search(merge_dir or small_dir))
   if client_grid_dir:
-    client = selected.client if selected else {}
+    selected = os.path.join(small_dir, tune_lib.SELECTED_FILE)
+    client = (tune_lib.read_selected(selected).client
+              if os.path.exists(selected) else {})
     # Named as the search's points: the lr axis first.
     key = tune_lib.point_key({k: client[k] for k in (
         'client_lr', 'client_epochs') if k in client}) if client else None

@@ -33,6 +33,10 @@ from experiments.hybrid_async import paper_tables
 _SMALL = flags.DEFINE_string(
     'small_tuning', 'docs/results/hybrid_tuning/cifar10_16',
     'The search at our scale (tune_main --output_dir).')
+_MERGE = flags.DEFINE_string(
+    'merge_tuning', 'docs/results/hybrid_tuning/cifar10_16_merge',
+    'The merge stage of the search at our scale (Feddle\'s coefficient '
+    'search among its points).')
 _FULL = flags.DEFINE_string(
     'full_tuning', 'docs/results/hybrid_tuning/cifar10_32_scratch',
     'The search at the paper\'s scale.')
@@ -99,7 +103,7 @@ def main(argv: Sequence[str]) -> None:
       span_dirs=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value,
       long_rows=gaps_lib.kept_rows(_LONG.value),
       client_grid_dir=_CLIENT_GRID.value,
-      search_rates_dir=_SEARCH_RATES.value)
+      search_rates_dir=_SEARCH_RATES.value, merge_dir=_MERGE.value)
   print(markdown, flush=True)
   if _RESULTS.markdown.value:
     results_lib.write_results_section(
