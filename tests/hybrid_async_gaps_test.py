@@ -20,6 +20,8 @@ import os
 from absl.testing import absltest
 
 from experiments.hybrid_async import gaps_lib
+from experiments.hybrid_async import gaps_records
+from experiments.hybrid_async import gaps_search
 from experiments.hybrid_async import hybrid_config
 from experiments.hybrid_async import hybrid_runs
 from experiments.hybrid_async import paper_tables
@@ -48,9 +50,9 @@ class GapsTest(absltest.TestCase):
            _rows('fedavg', 0.1, 0, 0, [0.9, 0.1, 0.5, 0.2, 0.2, 0.2]))
     _write(os.path.join(point, 'b.json'),
            _rows('fedavg', 0.1, 0, 1, [0.3] * 6))
-    self.assertEqual(gaps_lib.point_scores(d, 'fedavg'),
+    self.assertEqual(gaps_records.point_scores(d, 'fedavg'),
                      {'client_lr=0.001': 40.0})
-    self.assertEqual(gaps_lib.point_scores(d, 'center'), {})
+    self.assertEqual(gaps_records.point_scores(d, 'center'), {})
 
   def test_scale_lines_set_both_scales_side_by_side(self):
     small, full = temp_dirs.temp_dir(self), temp_dirs.temp_dir(self)
@@ -110,7 +112,7 @@ class GapsTest(absltest.TestCase):
             + _rows('fedbuff', 0.1, 5.0, 0, [0.2] * 5)
             + _rows('fedbuff', 0.1, 20.0, 0, [0.2] * 5)
             + _rows('center', 0.1, 0.0, 0, [0.4] * 5))
-    self.assertEqual(gaps_lib.settings_of(rows), [
+    self.assertEqual(gaps_records.settings_of(rows), [
         hybrid_config.Setting(0.1, 20.0), hybrid_config.Setting(0.1, 5.0),
         hybrid_config.Setting(0.3, 5.0)])
     d = temp_dirs.temp_dir(self)
@@ -118,7 +120,7 @@ class GapsTest(absltest.TestCase):
     text = gaps_lib.results_markdown(
         command='cmd', machine='m', date='today', small_dir=d, full_dir=d,
         full_center_dir=None,
-        tables=[('From scratch', gaps_lib.kept_rows(d),
+        tables=[('From scratch', gaps_records.kept_rows(d),
                  paper_tables.TABLE7_CIFAR10_CNN)])
     self.assertIn('### From scratch (against the paper\'s table 7; ours: '
                   'seeds [0])', text)
@@ -157,8 +159,8 @@ class GapsTest(absltest.TestCase):
       kept = json.load(f)
     with open(path, 'w') as f:
       json.dump(dict(kept, fingerprint={'validation_size': 100}), f)
-    self.assertEqual(gaps_lib.validation_size(small, 'feddle_id'), 100)
-    text = '\n'.join(gaps_lib.search_lines(small, [span, empty]))
+    self.assertEqual(gaps_records.validation_size(small, 'feddle_id'), 100)
+    text = '\n'.join(gaps_search.search_lines(small, [span, empty]))
     self.assertIn('one run scored on 100 validation images: a standard '
                   'error of about 4.0 points at the best score (20.0%), '
                   'within which lie 2 of the 2 points', text)
@@ -171,7 +173,7 @@ class GapsTest(absltest.TestCase):
           'feddle_search_epochs': 1}}}, f)
     self.assertIn('Selected (by the tie rule of the search\'s tuning.md): '
                   'scaled_sgd lr 0.03, 1 epochs.',
-                  '\n'.join(gaps_lib.search_lines(small)))
+                  '\n'.join(gaps_search.search_lines(small)))
     self.assertIn(f'(`{span}`, from scratch; settings Dir(0.1), N(5), '
                   'seeds [0])', text)
     # Bound +2 against fine-tuning's +10: the span is the limit.
@@ -214,7 +216,7 @@ class GapsTest(absltest.TestCase):
              + _rows('feddle_id', 0.3, 5.0, 0, [0.5] * 5))
     selected = dict(feddle_search_optimizer='scaled_sgd',
                     feddle_search_lr=0.03, feddle_search_epochs=1)
-    text = '\n'.join(gaps_lib.search_rate_lines(rates, tuned, selected))
+    text = '\n'.join(gaps_search.search_rate_lines(rates, tuned, selected))
     self.assertIn('| feddle_id, search scaled_sgd lr 0.03, 1 epochs '
                   '(selected; the tuned table) | 18.0 |', text)
     self.assertIn('| feddle_id, search feddle_search_lr 0.01 | 30.0 |', text)
@@ -233,10 +235,10 @@ class GapsTest(absltest.TestCase):
       json.dump(dict(kept, config=dict(feddle_search_optimizer='adam',
                                        feddle_search_lr=0.001,
                                        feddle_search_epochs=20)), f)
-    text = '\n'.join(gaps_lib.search_rate_lines(rates, tuned, selected))
+    text = '\n'.join(gaps_search.search_rate_lines(rates, tuned, selected))
     self.assertIn('| feddle_id, search adam lr 0.001, 20 epochs | 25.0 |',
                   text)
-    self.assertEqual(gaps_lib.search_rate_lines(
+    self.assertEqual(gaps_search.search_rate_lines(
         os.path.join(rates, 'none'), tuned, selected), [])
 
   def test_run_length_lines_both_lengths_beside_the_paper(self):

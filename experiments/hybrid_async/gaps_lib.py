@@ -31,12 +31,8 @@ accounts for it, each computed from runs, never typed in:
 *   `merge_gain_lines`: the server-data rows. What each method that post-
     processes FedBuff's merge (Fed+FT, FedDF, Feddle) adds to FedBuff,
     ours and the paper's, and Center's standing against that gain.
-*   `search_lines`: Feddle's coefficient search on the validation split,
-    by search learning rate (the search's grid), and what the span of its
-    atlas holds (`feddle_span_lib`'s records).
-*   `search_rate_lines`: Feddle-ID run through at other search settings
-    than the selected ones, against its fallback FedBuff (test accuracy, a
-    diagnostic).
+*   Feddle's coefficient search, its span and its runs at other search
+    settings (`gaps_search`).
 *   `client_grid_lines`: FedAvg with and without the delays over the
     client grid (test accuracy, a diagnostic: nothing is selected on it),
     against the client values selected without delays.
@@ -46,24 +42,26 @@ accounts for it, each computed from runs, never typed in:
     round-0 accuracy, with the new head), what the body adds to FedAvg,
     and the client grid searched again from the pretrained start.
 
-Pure Python over JSON records; `gaps_main` writes the RESULTS section.
+Pure Python over JSON records (`gaps_records` reads them); `gaps_main`
+writes the RESULTS section.
 """
 
 from collections.abc import Mapping, Sequence
-import glob
-import json
 import os
-from typing import Any, Hashable, Optional
+from typing import Hashable, Optional
 
 import numpy as np
 
-from experiments.hybrid_async import feddle_span_lib
+from experiments.hybrid_async import gaps_records
+from experiments.hybrid_async import gaps_search
 from experiments.hybrid_async import hybrid_config
 from experiments.hybrid_async import hybrid_runs
 from experiments.hybrid_async import hybrid_tables
 from experiments.hybrid_async import paper_comparison
 from experiments.hybrid_async import paper_tables
 from experiments.hybrid_async import tune_lib
+
+
 
 Means = Mapping[str, Mapping[Hashable, float]]
 
@@ -74,46 +72,13 @@ ASYNC_METHODS = (hybrid_config.FEDASYNC, hybrid_config.FEDBUFF,
                  hybrid_config.CA2FL)
 
 
-def kept_rows(runs_dir: str) -> list[hybrid_runs.RunRow]:
-  """Every row of the runs kept in `runs_dir` (`hybrid_async_main
-  --runs_dir`), whatever their configuration."""
-  rows = []
-  for path in sorted(glob.glob(os.path.join(runs_dir, '*.json'))):
-    with open(path) as f:
-      rows += [hybrid_runs.RunRow(**r) for r in json.load(f)['rows']]
-  return rows
-
-
-def point_scores(tuning_dir: str, method: str) -> dict[str, float]:
-  """{point key: validation accuracy in %} of a search's kept points
-  (`tune_lib`'s layout; a point's runs averaged)."""
-  scores = {}
-  for point in sorted(glob.glob(os.path.join(
-      tuning_dir, tune_lib.POINTS_DIR, method, '*'))):
-    finals = []
-    for path in sorted(glob.glob(os.path.join(point, '*.json'))):
-      with open(path) as f:
-        finals.append(hybrid_tables.final_metric(
-            [hybrid_runs.RunRow(**r) for r in json.load(f)['rows']]))
-    if finals:
-      scores[os.path.basename(point)] = 100 * float(np.mean(finals))
-  return scores
-
-
-def _best(scores: Mapping[str, float]) -> Optional[tuple[str, float]]:
-  if not scores:
-    return None
-  key = max(sorted(scores), key=lambda k: scores[k])
-  return key, scores[key]
-
-
 def scale_lines(small_dir: str, full_dir: str,
                 full_center_dir: Optional[str] = None) -> list[str]:
   """The level: FedAvg's validation accuracy at both scales, and Center's
   against FedAvg's at both (Center's search at the paper's scale is kept
   apart, `full_center_dir`: it needs no client values)."""
-  small = point_scores(small_dir, hybrid_config.FEDAVG)
-  full = point_scores(full_dir, hybrid_config.FEDAVG)
+  small = gaps_records.point_scores(small_dir, hybrid_config.FEDAVG)
+  full = gaps_records.point_scores(full_dir, hybrid_config.FEDAVG)
   both = [k for k in small if k in full]
   if not both:
     return []
@@ -136,16 +101,19 @@ def scale_lines(small_dir: str, full_dir: str,
             f'more there ({np.mean(diffs):+.1f} on average over all): the '
             'scale alone shifts the level of a federated method by this '
             'much, with the same algorithm and values.']
-  center, fedavg = (_best(point_scores(small_dir, hybrid_config.CENTER)),
-                    _best(small))
-  full_center = (_best(point_scores(full_center_dir, hybrid_config.CENTER))
-                 if full_center_dir else None)
+  center = gaps_records.best_point(
+      gaps_records.point_scores(small_dir, hybrid_config.CENTER))
+  fedavg = gaps_records.best_point(small)
+  full_center = (
+      gaps_records.best_point(
+          gaps_records.point_scores(full_center_dir, hybrid_config.CENTER))
+      if full_center_dir else None)
   if center and fedavg:
     text = (f'* Center against FedAvg (best points of each search): at our '
             f'scale {center[1]:.1f} vs {fedavg[1]:.1f} '
             f'({center[1] - fedavg[1]:+.1f} points)')
     if full_center:
-      best_full = _best(full)
+      best_full = gaps_records.best_point(full)
       text += (f', at the paper\'s {full_center[1]:.1f} vs '
                f'{best_full[1]:.1f} ({full_center[1] - best_full[1]:+.1f}; '
                f'FedAvg\'s best of the {len(full)} client points searched '
@@ -154,11 +122,6 @@ def scale_lines(small_dir: str, full_dir: str,
                  'where it leads FedAvg, the clients\' data teaches FedAvg '
                  'less than the server\'s images teach Center.')
   return lines + ['']
-
-
-def _columns(labels: Sequence[str]) -> str:
-  return ('| | ' + ' | '.join(labels) + ' |\n| --- |'
-          + ' --- |' * len(labels))
 
 
 def _diff_row(name: str, a: Mapping, b: Mapping, keys) -> Optional[str]:
@@ -197,7 +160,7 @@ def delay_lines(ours: Means, table: paper_tables.PaperTable,
   if not rows:
     return []
   return ['Delays (points; every row a difference of two rows of the same '
-          'table):', '', _columns(labels)] + rows + ['']
+          'table):', '', gaps_records.columns(labels)] + rows + ['']
 
 
 def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
@@ -218,87 +181,7 @@ def merge_gain_lines(ours: Means, table: paper_tables.PaperTable,
   return ['Server data on top of FedBuff\'s merge (points; Fed+FT, FedDF-ID '
           'and Feddle-ID all start from FedBuff\'s merge, so their gain over '
           'FedBuff is what the server\'s data adds; Center uses the server\'s '
-          'data alone):', '', _columns(labels)] + rows + ['']
-
-
-def validation_size(tuning_dir: str, method: str) -> int:
-  """The validation split's size the search's runs of `method` were scored
-  on (their fingerprint), 0 if none is kept."""
-  for path in sorted(glob.glob(os.path.join(
-      tuning_dir, tune_lib.POINTS_DIR, method, '*', '*.json'))):
-    with open(path) as f:
-      return int(json.load(f).get('fingerprint', {}).get('validation_size',
-                                                         0))
-  return 0
-
-
-def _rate(key: str) -> tuple[str, str]:
-  """(optimizer, lr) of a Feddle search point's key (Adam where the key
-  names none: the points searched before the scaled SGD)."""
-  values = dict(part.split('=') for part in key.split(','))
-  return (values.get('feddle_search_optimizer', 'adam'),
-          values['feddle_search_lr'])
-
-
-def selected_search(tuning_dir: str) -> Optional[Mapping[str, Any]]:
-  """Feddle-ID's search values that `tune_lib` selected in `tuning_dir`
-  (its selected.json), or None."""
-  path = os.path.join(tuning_dir, tune_lib.SELECTED_FILE)
-  if not os.path.exists(path):
-    return None
-  return tune_lib.read_selected(path).methods.get(hybrid_config.FEDDLE_ID)
-
-
-def search_lines(merge_dir: str, span_dirs: Sequence[str] = ()
-                 ) -> list[str]:
-  """Feddle-ID's search grid on the validation split (the merge stage's
-  points in `merge_dir`), by optimizer and lr, and what its atlas's span
-  holds (the records in each of `span_dirs`)."""
-  scores = point_scores(merge_dir, hybrid_config.FEDDLE_ID)
-  if not scores:
-    return []
-  by_rate, epochs = {}, set()
-  for key, score in scores.items():
-    by_rate.setdefault(_rate(key), []).append(score)
-    epochs.add(int(dict(part.split('=') for part in key.split(','))
-                   .get('feddle_search_epochs', 0)))
-  fedbuff = _best(point_scores(merge_dir, hybrid_config.FEDBUFF))
-  lines = [f'Feddle-ID\'s coefficient search on the validation split '
-           f'(`{merge_dir}`; mean over its search epochs '
-           f'{sorted(epochs)}): ' + ', '.join(
-               f'{optimizer} lr {lr}: {np.mean(v):.1f}%'
-               for (optimizer, lr), v in sorted(
-                   by_rate.items(), key=lambda kv: (kv[0][0],
-                                                    float(kv[0][1]))))]
-  if fedbuff:
-    lines[0] += (f'; FedBuff, the merge it starts from, {fedbuff[1]:.1f}% at '
-                 'its best point')
-  size = validation_size(merge_dir, hybrid_config.FEDDLE_ID)
-  if size:
-    best = max(scores.values())
-    se = 100 * np.sqrt(best / 100 * (1 - best / 100) / size)
-    near = sorted(k for k, v in scores.items() if best - v <= se)
-    chosen = selected_search(merge_dir)
-    lines += ['', f'* Each point is one run scored on {size} validation '
-              f'images: a standard error of about {se:.1f} points at the best '
-              f'score ({best:.1f}%), within which lie {len(near)} of the '
-              f'{len(scores)} points.' + (
-                  ' Selected (by the tie rule of the search\'s tuning.md): '
-                  f'{search_label(chosen)}.' if chosen else '')]
-  for span_dir in span_dirs:
-    span = feddle_span_lib.read_records(span_dir)
-    if not span:
-      continue
-    settings = sorted(
-        {hybrid_config.Setting(r.alpha, r.delay_std) for r in span},
-        key=lambda s: (s.alpha, s.delay_std))
-    kind = feddle_span_lib.variant(span).lstrip('; ') or 'from scratch'
-    lines += ['', f'What the span of Feddle\'s atlas holds (`{span_dir}`, '
-              f'{kind}; settings '
-              f'{", ".join(s.label for s in settings)}, seeds '
-              f'{sorted({r.seed for r in span})}):', '']
-    lines += feddle_span_lib.reading(span, settings)
-  return lines + ['']
+          'data alone):', '', gaps_records.columns(labels)] + rows + ['']
 
 
 RUN_LENGTH_METHODS = (hybrid_config.FEDAVG, hybrid_config.FEDAVG_DELAYED,
@@ -310,7 +193,7 @@ def run_length_lines(short_rows: Sequence[hybrid_runs.RunRow],
                      table: paper_tables.PaperTable) -> list[str]:
   """FedAvg with and without the delays and FedBuff at two run lengths
   (the tuned table's and 200 rounds, `long_rows`), beside the paper's."""
-  settings = settings_of(long_rows)
+  settings = gaps_records.settings_of(long_rows)
   if not settings:
     return []
   keys = [(s.alpha, s.delay_std) for s in settings]
@@ -321,7 +204,7 @@ def run_length_lines(short_rows: Sequence[hybrid_runs.RunRow],
   paper = paper_comparison.paper_means(table)
   lines = [f'### Run length: {rounds[0]} and {rounds[1]} rounds at our scale '
            f'(from scratch; the paper\'s {table.name} runs 200 rounds)', '',
-           _columns([s.label for s in settings])]
+           gaps_records.columns([s.label for s in settings])]
   for m in RUN_LENGTH_METHODS:
     for who, source in ((f'ours, {rounds[0]} rounds', means[0]),
                         (f'ours, {rounds[1]} rounds', means[1]),
@@ -345,100 +228,18 @@ def run_length_lines(short_rows: Sequence[hybrid_runs.RunRow],
   return lines
 
 
-def _point_dirs(root: str) -> dict[str, list[hybrid_runs.RunRow]]:
-  """{subdirectory name: its kept rows} of the non-empty subdirectories."""
-  if not os.path.isdir(root):
-    return {}
-  rows = {p: kept_rows(os.path.join(root, p)) for p in sorted(os.listdir(
-      root)) if os.path.isdir(os.path.join(root, p))}
-  return {p: r for p, r in rows.items() if r}
-
-
-def search_label(values: Mapping[str, Any]) -> str:
-  """A Feddle search's settings in words, from a run's config or a
-  selected point: optimizer and epochs where they are named, and lr."""
-  text = f'lr {float(values["feddle_search_lr"]):g}'
-  if 'feddle_search_optimizer' in values:
-    text = f'{values["feddle_search_optimizer"]} {text}'
-  if 'feddle_search_epochs' in values:
-    text += f', {values["feddle_search_epochs"]} epochs'
-  return text
-
-
-def _point_search(point_dir: str) -> Optional[dict[str, Any]]:
-  """The search settings of a Feddle-ID run kept in `point_dir` (its
-  config), or None."""
-  for path in sorted(glob.glob(os.path.join(point_dir, '*.json'))):
-    with open(path) as f:
-      kept = json.load(f)
-    config = kept.get('config') or kept.get('fingerprint') or {}
-    if 'feddle_search_lr' in config:
-      return config
-  return None
-
-
-def search_rate_lines(rates_dir: str, tuned_rows: Sequence[hybrid_runs.RunRow],
-                      selected: Optional[Mapping[str, Any]]) -> list[str]:
-  """Feddle-ID through whole runs at each search rate kept under
-  `rates_dir/feddle_search_lr=<lr>/` (with FedBuff at Feddle's fallback
-  values there), beside the tuned table's Feddle-ID (`tuned_rows`, at the
-  `selected` search settings)."""
-  points = _point_dirs(rates_dir)
-  if not points:
-    return []
-  every = [r for rows in points.values() for r in rows]
-  settings = settings_of(every)
-  keys = [(s.alpha, s.delay_std) for s in settings]
-  fedbuff = hybrid_tables.mean_finals(every, [hybrid_config.FEDBUFF],
-                                      settings)[hybrid_config.FEDBUFF]
-  lines = ['### Feddle-ID through whole runs at other search settings (from '
-           'scratch, test accuracy, seeds '
-           f'{sorted({r.seed for r in every})}; a diagnostic, nothing is '
-           'selected on it)', '', _columns([s.label for s in settings])]
-
-  def row(name, means):
-    return (f'| {name} | ' + ' | '.join(
-        f'{means[k]:.1f}' if k in means else 'n/a' for k in keys) + ' |')
-
-  tuned = hybrid_tables.mean_finals(tuned_rows, [hybrid_config.FEDDLE_ID],
-                                    settings)[hybrid_config.FEDDLE_ID]
-  named = []
-  if tuned and selected:
-    named.append((f'search {search_label(selected)} (selected; the tuned '
-                  'table)', tuned))
-  for point, rows in points.items():
-    means = hybrid_tables.mean_finals(rows, [hybrid_config.FEDDLE_ID],
-                                      settings)[hybrid_config.FEDDLE_ID]
-    config = _point_search(os.path.join(rates_dir, point))
-    if means:
-      named.append((f'search {search_label(config)}' if config else
-                    f'search {point.replace("=", " ")}', means))
-  lines += [row(f'feddle_id, {name}', means) for name, means in named]
-  if fedbuff:
-    lines.append(row('fedbuff at Feddle\'s fallback values', fedbuff))
-  gains = []
-  for name, means in named:
-    diffs = [means[k] - fedbuff[k] for k in keys if k in means
-             and k in fedbuff]
-    if diffs:
-      gains.append(f'{name} {min(diffs):+.1f} to {max(diffs):+.1f}')
-  if gains:
-    lines += ['', '* Feddle-ID over its fallback FedBuff (points): '
-              + '; '.join(gains) + '.']
-  return lines + ['']
-
-
 def client_grid_lines(grid_dir: str, selected_key: Optional[str],
                       table: paper_tables.PaperTable) -> list[str]:
   """FedAvg with and without the delays at each client point kept under
   `grid_dir/<point>/` (`hybrid_async_main --runs_dir` per point), beside
   the paper's FedAvg; `selected_key` is the point selected without delays.
   """
-  rows = _point_dirs(grid_dir)
+  rows = gaps_records.point_dirs(grid_dir)
   if not rows:
     return []
-  settings = sorted({s for r in rows.values() for s in settings_of(r)},
-                    key=lambda s: (s.alpha, s.delay_std))
+  settings = sorted(
+      {s for r in rows.values() for s in gaps_records.settings_of(r)},
+      key=lambda s: (s.alpha, s.delay_std))
   keys = [(s.alpha, s.delay_std) for s in settings]
   methods = (hybrid_config.FEDAVG, hybrid_config.FEDAVG_DELAYED)
   means = {p: hybrid_tables.mean_finals(r, methods, settings)
@@ -495,7 +296,7 @@ def pretrained_lines(scratch_rows: Sequence[hybrid_runs.RunRow],
            'pretrained on another task is used, so the pretrained model\'s '
            'own accuracy with its own head (the section\'s data line) is '
            'never where a run starts.']
-  settings = settings_of(pretrained_rows)
+  settings = gaps_records.settings_of(pretrained_rows)
   both = {}
   for name, rows in (('scratch', scratch_rows),
                      ('pretrained', pretrained_rows)):
@@ -509,12 +310,13 @@ def pretrained_lines(scratch_rows: Sequence[hybrid_runs.RunRow],
         'scratch (mean over the columns): the body adds '
         f'{np.mean(both["pretrained"]) - np.mean(both["scratch"]):+.1f} '
         'points.')
-  scratch, pretrained = (point_scores(small_dir, hybrid_config.FEDAVG),
-                         point_scores(pretrained_dir, hybrid_config.FEDAVG))
+  scratch = gaps_records.point_scores(small_dir, hybrid_config.FEDAVG)
+  pretrained = gaps_records.point_scores(pretrained_dir,
+                                         hybrid_config.FEDAVG)
   common = [k for k in scratch if k in pretrained]
   if common:
-    best_s, best_p = _best({k: scratch[k] for k in common}), _best(
-        {k: pretrained[k] for k in common})
+    best_s = gaps_records.best_point({k: scratch[k] for k in common})
+    best_p = gaps_records.best_point({k: pretrained[k] for k in common})
     lines += [
         f'* The client grid searched again from the pretrained start '
         f'(`{pretrained_dir}`, FedAvg, validation): it selects '
@@ -527,21 +329,10 @@ def pretrained_lines(scratch_rows: Sequence[hybrid_runs.RunRow],
   return lines + ['']
 
 
-def settings_of(rows: Sequence[hybrid_runs.RunRow]
-                ) -> list[hybrid_config.Setting]:
-  """The settings (columns) the runs cover, in the paper's column order
-  (alpha ascending, then delay descending, as its tables 6 and 7), from
-  the methods that run under the delays."""
-  keys = {(r.alpha, r.delay_std) for r in rows if r.method not in
-          hybrid_config.DELAY_FREE}
-  return [hybrid_config.Setting(a, d) for a, d in sorted(
-      keys, key=lambda k: (-1 if k[0] is None else k[0], -k[1]))]
-
-
 def table_lines(title: str, rows: Sequence[hybrid_runs.RunRow],
                 table: paper_tables.PaperTable) -> list[str]:
   """One tuned table's measured differences (delays, server data)."""
-  settings = settings_of(rows)
+  settings = gaps_records.settings_of(rows)
   if not settings:
     return []
   methods = [m for m in hybrid_config.METHODS
@@ -590,16 +381,16 @@ def results_markdown(*, command: str, machine: str, date: str,
       '### The level: our scale', '']
   lines += scale_lines(small_dir, full_dir, full_center_dir) or [
       'No search points at both scales yet.', '']
-  lines += search_lines(merge_dir or small_dir, span_dirs)
+  lines += gaps_search.search_lines(merge_dir or small_dir, span_dirs)
   for title, rows, table in tables:
     lines += table_lines(title, rows, table)
   by_table = {table.name: rows for _, rows, table in tables}
   if search_rates_dir:
     # Feddle's values were selected in the merge stage where there is one.
-    lines += search_rate_lines(
+    lines += gaps_search.search_rate_lines(
         search_rates_dir,
         by_table.get(paper_tables.TABLE7_CIFAR10_CNN.name, []),
-        selected_search(merge_dir or small_dir))
+        gaps_search.selected_search(merge_dir or small_dir))
   if client_grid_dir:
     selected = os.path.join(small_dir, tune_lib.SELECTED_FILE)
     client = (tune_lib.read_selected(selected).client

@@ -28,6 +28,7 @@ from absl import flags
 
 from experiments.common import results as results_lib
 from experiments.hybrid_async import gaps_lib
+from experiments.hybrid_async import gaps_records
 from experiments.hybrid_async import paper_tables
 
 _SMALL = flags.DEFINE_string(
@@ -89,7 +90,7 @@ def main(argv: Sequence[str]) -> None:
       ('CIFAR-10 pretrained', _PRETRAINED.value,
        paper_tables.TABLE6_CIFAR10_RESNET18),
       ('CelebA by identity', _CELEBA.value, paper_tables.TABLE2_CELEBA)):
-    rows = gaps_lib.kept_rows(runs_dir)
+    rows = gaps_records.kept_rows(runs_dir)
     if rows:
       tables.append((title, rows, table))
   if not tables:
@@ -101,7 +102,7 @@ def main(argv: Sequence[str]) -> None:
       small_dir=_SMALL.value, full_dir=_FULL.value,
       full_center_dir=_FULL_CENTER.value, tables=tables,
       span_dirs=_SPAN.value, pretrained_dir=_PRETRAINED_TUNING.value,
-      long_rows=gaps_lib.kept_rows(_LONG.value),
+      long_rows=gaps_records.kept_rows(_LONG.value),
       client_grid_dir=_CLIENT_GRID.value,
       search_rates_dir=_SEARCH_RATES.value, merge_dir=_MERGE.value)
   print(markdown, flush=True)
