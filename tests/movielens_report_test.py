@@ -431,6 +431,23 @@ class MarkdownTest(absltest.TestCase):
     self.assertIn('* 2-w GT: 0.0800, below the popularity floor (0.1000) '
                   'by -0.0200', text)
 
+  def test_a_collapsed_table_is_named(self):
+    # 1-way GT ranks below popularity with a client loss (0.03, the mean
+    # of its last 5 evaluations) below the central model's last one (0.2):
+    # its rows have aligned. PT ranks below popularity too, but with a
+    # higher loss: no such sentence.
+    records = _paper_set(one_way_gt=dict(recall=0.001, loss=0.01),
+                         parallel_training=dict(recall=0.01, loss=0.3))
+    text = report.results_markdown(
+        records, references=_references(), horizon=2000, plot_link='p.png',
+        records_link='r', command='make x', date='d')
+    collapse = [line for line in text.splitlines() if 'collapsed' in line]
+    self.assertLen(collapse, 1)
+    self.assertIn('* 1-w GT: 0.0010, below the popularity floor', collapse[0])
+    self.assertIn('Its test client loss (0.0300) is below the central '
+                  'model\'s (0.2000) with a ranking below popularity: the '
+                  'table collapsed', collapse[0])
+
   def test_section_has_the_central_sgd_row(self):
     text = report.results_markdown(
         _paper_set(), references=_references(sgd=(0.002, 0.03, 0.05)),

@@ -279,8 +279,36 @@ def reference_lines(records: Sequence[Record],
       parts.append(f'{_percent(tail, ceiling_value)} of the central '
                    f'ceiling ({ceiling_value:.4f})')
     lines.append(f'* {ml_claims.label(r.scenario)}: {tail:.4f}, '
-                 + ', '.join(parts) + '.')
+                 + ', '.join(parts) + '.' + _collapse_text(r, tail,
+                                                           floor_value,
+                                                           references))
   return lines
+
+
+def _collapse_text(record: Record, tail_recall: float,
+                   floor_value: Optional[float],
+                   references: References) -> str:
+  """A sentence if the scenario's table collapsed, else ''.
+
+  The rule: its test client loss (mean of the last evaluations) is below
+  the central model's last one while its recall@10 is below popularity. A
+  lower loss with a worse ranking than the model that ranks best means the
+  loss was lowered without learning: the client loss only pulls each
+  positive pair together (it has no negatives), so the rows can align
+  until every cosine is near 1, which only the spreadout opposes.
+  """
+  central = references.central
+  if floor_value is None or central is None or tail_recall >= floor_value:
+    return ''
+  loss = ml_claims.tail_mean(record, 'hinge_loss')
+  central_loss = central.rows[-1]['hinge_loss']
+  if loss >= central_loss:
+    return ''
+  return (f' Its test client loss ({loss:.4f}) is below the central '
+          f'model\'s ({central_loss:.4f}) with a ranking below popularity: '
+          'the table collapsed (the client loss pulls positive pairs '
+          'together and has no negatives; only the spreadout keeps the '
+          'rows apart).')
 
 
 def _lambda_lines(settings: Mapping[str, object],
