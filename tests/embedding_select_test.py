@@ -341,13 +341,14 @@ def _bag_gradient(table, v, ids, y):
 class SelectedRowsRecoveryTest(absltest.TestCase):
   """Gradient transfer with clients that hold different rows, against numpy.
 
-  The oracle: a client trains only the rows it holds (its local table), so
-  it applies `w_c g~_c` only to them; the table's update is the cohort's
-  weighted mean of the client deltas (a client adds nothing to a row it
-  does not hold); 2-way GT's g~_f is the gradient of the cohort's federated
-  loss, the weighted mean over clients of their mean step gradient, zero on
-  rows no client holds (arXiv:2205.13655, appendix A.2, eq. 10 with the
-  clients' gradients zero on rows their loss does not touch).
+  The oracle is the broadcast round of Algorithm 1: every client takes its K
+  steps on the whole table, applying `w_c g~_c` to every row, those it
+  holds and those it does not (the server adds the latter); the table's
+  update is the cohort's weighted mean of the client deltas; 2-way GT's g~_f
+  is the gradient of the cohort's federated loss, the weighted mean over
+  clients of their mean step gradient, zero on rows no client holds
+  (arXiv:2205.13655, appendix A.2, eq. 10 with the clients' gradients zero
+  on rows their loss does not touch).
   """
 
   @classmethod
@@ -388,8 +389,6 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
     """
     updates, gradients, weights = [], [], []
     for ids, y, batch_size in zip(_BAG_IDS, self.labels, _BAG_BATCH_SIZES):
-      held = np.zeros([_BAG_ROWS, 1], np.float32)
-      held[ids[ids > 0]] = 1.0
       batches = [(ids[i:i + batch_size], y[i:i + batch_size])
                  for i in range(0, len(y), batch_size)]
       current = [p.copy() for p in x]
@@ -399,10 +398,8 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
         bx, by = batches[step % len(batches)]
         g = _bag_gradient(*current, bx, by)
         gradient_sum = [s + gi for s, gi in zip(gradient_sum, g)]
-        # The local table holds only the client's rows.
-        a = [augmenting[0] * held, augmenting[1]]
         current = [c - self.lr * (self.w_f * gi + self.w_c * ai)
-                   for c, gi, ai in zip(current, g, a)]
+                   for c, gi, ai in zip(current, g, augmenting)]
         examples += len(by)
       updates.append([p - c for p, c in zip(x, current)])
       gradients.append([s / _BAG_K for s in gradient_sum])
@@ -467,9 +464,10 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
           np.testing.assert_allclose(
               a, b, atol=1e-5,
               err_msg=f'g~_c, weight {i}, after round {round_num}')
-    # Rows no client holds: no federated gradient.
-    np.testing.assert_array_equal(
-        np.asarray(state.federated_gradient[0])[[0, 5, 7]], 0.0)
+    # Rows no client holds: no federated gradient (up to the rounding of
+    # adding the others' w_c g~_c steps and taking them out again).
+    np.testing.assert_allclose(
+        np.asarray(state.federated_gradient[0])[[0, 5, 7]], 0.0, atol=1e-6)
 
   def test_two_way_with_algorithm_1_augmenting_gradients(self):
     self._check_two_way(None)  # The default: 'previous_round_mean'.
@@ -483,20 +481,53 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
     # treated the non-table weights as applied by the whole cohort.
     self._check_two_way(None, uniform=True, with_empty=True)
 
-  def test_padding_slots_add_nothing_to_row_zero(self):
-    # 1-way GT: g~_c = grad f_c(x^(0)) is nonzero on every row, row 0
-    # included, but no client holds rows 0, 5 or 7: the round must leave
-    # them exactly as they were, whatever the clients' padding slots held.
-    process = tff_mixed.build_one_way_gradient_transfer(
+  def _build_one_way(self, **kwargs):
+    return tff_mixed.build_one_way_gradient_transfer(
         self.model, self.regularizer, _sgd(self.lr), central_batch_size=1,
         client_steps=_BAG_K, federated_weight=self.w_f,
-        central_weight=self.w_c, embedding_selection=self.selection)
-    state = process.next(process.initialize(), self.data).state
-    table = _weights(process, state)[0]
-    np.testing.assert_array_equal(table[[0, 5, 7]], self.x0[0][[0, 5, 7]])
-    mean_update, _ = self._clients(self.x0, self._central_gradient(self.x0))
-    for got, x, u in zip(_weights(process, state), self.x0, mean_update):
-      np.testing.assert_allclose(got, x - u, atol=1e-5)
+        central_weight=self.w_c, **kwargs)
+
+  def test_one_way_round_equals_the_broadcast_round(self):
+    # g~_c = grad f_c(x^(0)) is nonzero on every row. No client holds rows
+    # 0, 5 or 7, and every client has padding slots: those rows must move
+    # exactly as in the broadcast round (by the clients' w_c g~_c steps),
+    # whatever the padding slots held.
+    selected = self._build_one_way(embedding_selection=self.selection)
+    broadcast = self._build_one_way()
+    s1, s2 = selected.initialize(), broadcast.initialize()
+    x = [p.copy() for p in self.x0]
+    for round_num in range(2):
+      s1 = selected.next(s1, self.data).state
+      s2 = broadcast.next(s2, self.data).state
+      mean_update, _ = self._clients(x, self._central_gradient(x))
+      x = [xi - u for xi, u in zip(x, mean_update)]
+      for i, (a, b, want) in enumerate(zip(_weights(selected, s1),
+                                           _weights(broadcast, s2), x)):
+        np.testing.assert_allclose(
+            a, want, atol=1e-5,
+            err_msg=f'weight {i} after round {round_num}')
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    self.assertFalse(np.allclose(_weights(selected, s1)[0][[0, 5, 7]],
+                                 self.x0[0][[0, 5, 7]]))
+
+  def test_a_round_without_a_client_of_weight_leaves_the_table(self):
+    process = self._build_one_way(embedding_selection=self.selection)
+    empty = self.data[0].unbatch().take(0).batch(2)
+    state = process.next(process.initialize(), [empty]).state
+    for got, want in zip(_weights(process, state), self.x0):
+      np.testing.assert_array_equal(got, want)
+
+  def test_one_way_selection_needs_k_steps_of_plain_sgd(self):
+    with self.assertRaisesRegex(ValueError, 'client_steps'):
+      tff_mixed.build_one_way_gradient_transfer(
+          self.model, self.regularizer, _sgd(self.lr), central_batch_size=1,
+          embedding_selection=self.selection)
+    with self.assertRaisesRegex(ValueError, 'plain SGD.*did not receive'):
+      tff_mixed.build_one_way_gradient_transfer(
+          self.model, self.regularizer,
+          tff.learning.optimizers.build_sgdm(self.lr, momentum=0.9),
+          central_batch_size=1, client_steps=_BAG_K,
+          embedding_selection=self.selection)
 
 
 class DualEncoderLossTest(absltest.TestCase):

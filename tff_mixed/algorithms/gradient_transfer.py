@@ -114,12 +114,13 @@ def build_one_way_gradient_transfer(
       client only its rows of the embedding table (and of g~_c) with
       `tff.federated_select`, and scatter its row updates back, instead of
       broadcasting the table (the movie task, arXiv:2205.13655 section 4.3).
-      A client applies `w_c g~_c` only to the rows it holds, and the table's
-      update is the cohort's weighted mean of the client deltas, so a round
-      equals the dense one only when every client holds every row. This
-      argument only chooses the process's distributor
-      (`core/distributors.py`, `build_select_distributor`) and its
-      scatter-back aggregator.
+      A client applies `w_c g~_c` only to the rows it holds; the server adds
+      the `eta K w_c g~_c` that each client would have applied to the other
+      rows (`finalizer.RowCompletion`), so the round equals the broadcast
+      one. That needs `client_steps` and a plain SGD `client_optimizer`.
+      This argument chooses the process's distributor
+      (`core/distributors.py`, `build_select_distributor`), its
+      scatter-back aggregator and that completion.
     client_groups: Optional `tff_mixed.ClientGroups`, the fast simulation
       mode (each CLIENTS member of `next` a group of client ids), as in
       `build_parallel_training`.
@@ -129,7 +130,9 @@ def build_one_way_gradient_transfer(
 
   Raises:
     TypeError: If an argument has the wrong type.
-    ValueError: If a value is out of range or f_c does not fit the model.
+    ValueError: If a value is out of range or f_c does not fit the model,
+      or `embedding_selection` comes without `client_steps` or with a
+      client optimizer other than plain SGD.
   """
   model = inputs.functional_model(model)
   args = _common.check_mixed_args(
@@ -142,13 +145,28 @@ def build_one_way_gradient_transfer(
       central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
       embedding_selection=embedding_selection, client_groups=client_groups)
+  row_completion = None
+  if embedding_selection is not None:
+    why = ('for 1-way gradient transfer with `embedding_selection`: the '
+           'server adds the eta * K * w_c * g~_c that each client would have '
+           'applied to the rows it did not receive')
+    if client_steps is None:
+      raise ValueError(f'`client_steps` (K) is required {why}.')
+    row_completion = finalizer.RowCompletion(
+        embedding_selection.table_index, embedding_selection.num_rows,
+        validation.plain_sgd_learning_rate('client_optimizer',
+                                           client_optimizer, model, why),
+        client_steps)
   # Server: g~_c(x^(t)) before the broadcast, no central steps.
   central = central_work.build_central_work(
       model, central_objective, None,
       args.central_config(central_steps=0,
                           augmenting_gradient=central_work.GradientAtModel()))
-  return _common.compose_mixed(args, send_central_gradient=True,
-                               central=central)
+  return _common.compose_mixed(
+      args, send_central_gradient=True, central=central,
+      finalizer_config=finalizer.FinalizerConfig(
+          args.federated_weight, args.central_weight,
+          row_completion=row_completion))
 
 
 def build_two_way_gradient_transfer(
@@ -226,12 +244,10 @@ def build_two_way_gradient_transfer(
   it is exact only without clipping and noise.
 
   With `embedding_selection`, a client applies `w_c g~_c` only to the table
-  rows it holds, so a row's mean update holds `w_c g~_c` times the share of
-  the cohort's weight that held it; the recovery removes exactly that, and
-  g~_f is the gradient of the cohort's federated loss (zero on rows nobody
-  held). The table's update is the cohort's weighted mean of the client
-  deltas (a client adds nothing to rows it did not hold), so a round equals
-  the dense round only when every client holds every row.
+  rows it holds; the server adds the `eta K w_c g~_c` each client would
+  have applied to the other rows (`finalizer.RowCompletion`), so the round
+  equals the broadcast one, and g~_f is the gradient of the cohort's
+  federated loss (zero on rows nobody held).
 
   Args:
     model: A `tff.learning.models.FunctionalModel` or a `model_fn`, as in
@@ -309,12 +325,13 @@ def build_two_way_gradient_transfer(
                                                    args.federated_weight),
           augmenting_gradient=(central_work.PreviousRoundMean() if carry
                                else central_work.GradientAtModel())))
-  row_coverage = None
+  row_completion = None
   if embedding_selection is not None:
-    row_coverage = (embedding_selection.table_index,
-                    embedding_selection.num_rows)
+    row_completion = finalizer.RowCompletion(
+        embedding_selection.table_index, embedding_selection.num_rows,
+        *recovery)
   return _common.compose_mixed(
       args, send_central_gradient=True, central=central,
       finalizer_config=finalizer.FinalizerConfig(
           args.federated_weight, args.central_weight, recovery=recovery,
-          row_coverage=row_coverage))
+          row_completion=row_completion))

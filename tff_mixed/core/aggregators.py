@@ -27,9 +27,10 @@ aggregators, both Python functions of federated values (intrinsics only):
     uploads `<keys, row updates, other updates, weight>` and one
     `federated_aggregate` scatter-adds them
     (`embedding_select.build_sparse_mean`); it also returns each table row's
-    share of the cohort's weight, which 2-way GT's recovery of g~_f needs.
+    share of the cohort's weight that did not hold the row, with which the
+    finalizer adds the augmenting steps those clients would have taken.
     Its state and measurements are `()`.
-*   `build_group_scatter_back_aggregator`: the same mean and row weight
+*   `build_group_scatter_back_aggregator`: the same mean and unheld
     shares from groups of clients (`client_groups.py`), each of which has
     already scattered its members' rows into the table's shape.
 
@@ -54,14 +55,15 @@ class AggregatorOutput(NamedTuple):
     state: The aggregator's new state.
     result: The mean update, like the trainable weights.
     measurements: The aggregator's measurements (metrics['aggregator']).
-    row_weight_fraction: float32[num_rows]@SERVER, per table row the share
-      of the cohort's weight that trained it (scatter-back only), or `None`.
+    unheld_fraction: float32[num_rows]@SERVER, per table row the share of
+      the cohort's weight that did not hold it (scatter-back only), or
+      `None`.
   """
 
   state: Any
   result: Any
   measurements: Any
-  row_weight_fraction: Any = None
+  unheld_fraction: Any = None
 
 
 class MemberRecords(NamedTuple):
@@ -128,11 +130,11 @@ def build_scatter_back_aggregator(selection: select_lib.EmbeddingSelection,
     return tff.federated_value((), tff.SERVER)
 
   def aggregate(state, client_outputs, keys):
-    mean_update, row_weight_fraction = sparse_mean(
+    mean_update, unheld_fraction = sparse_mean(
         keys, client_outputs.update, client_outputs.update_weight)
     return AggregatorOutput(state, mean_update,
                             tff.federated_value((), tff.SERVER),
-                            row_weight_fraction)
+                            unheld_fraction)
 
   return Aggregator(initialize, aggregate)
 
@@ -155,12 +157,12 @@ def build_group_scatter_back_aggregator(
 
   def aggregate(state, client_outputs, keys):
     del keys  # Each group scattered its members' rows.
-    mean_update, row_weight_fraction = group_sparse_mean(
+    mean_update, unheld_fraction = group_sparse_mean(
         client_outputs.update, client_outputs.row_weights,
         client_outputs.update_weight)
     return AggregatorOutput(state, mean_update,
                             tff.federated_value((), tff.SERVER),
-                            row_weight_fraction)
+                            unheld_fraction)
 
   return Aggregator(initialize, aggregate)
 

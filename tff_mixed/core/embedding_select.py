@@ -43,16 +43,17 @@ what the clients did, a client adding zero to a row it did not receive:
 `sum_{i holds r} p_i Delta_i[r] / sum_i p_i`. Without gradient transfer a
 client leaves the rows it does not hold unchanged in dense FedAvg too (its
 loss does not touch them), so with enough keys the round equals dense
-FedAvg's (`tests/embedding_select_test.py`). With gradient
-transfer a client applies `w_c g~_c` only to the rows it holds (its local
-table), while a dense client would move every row by it: the round equals
-the dense round only when every client holds every row. Averaging over a
-row's holders only (`/ sum_{i holds r} p_i`) would give rarely held rows
-larger steps than FedAvg, and adding at the server the augmenting steps the
-non-holders did not take would credit clients with work they did not do;
-neither is done. The row weight fractions `sum_{i holds r} p_i / sum_i p_i`
-come back with the mean, so that 2-way GT can remove from each row exactly
-the `w_c g~_c` its clients applied (`finalizer.py`).
+FedAvg's (`tests/embedding_select_test.py`). With gradient transfer a
+client that received the whole table would also move every row it does not
+hold, by `eta K w_c g~_c` (K plain SGD steps on `w_f g_i + w_c g~_c`, where
+`g_i` is zero on those rows): steps that do not depend on its data. The
+scatter-back therefore also returns, per row, the share of the cohort's
+weight that did not hold it, `1 - sum_{i holds r} p_i / sum_i p_i`, and the
+finalizer adds those clients' steps (`finalizer.py`): the round is the
+broadcast round of Algorithm 1 while each client still receives and sends
+only its rows. Averaging over a row's holders only (`/ sum_{i holds r}
+p_i`) would instead give rarely held rows larger steps than FedAvg; it is
+not done.
 
 The key selection and remapping are pure TF; the TFF computations here are
 the select function and the aggregation's four computations. The
@@ -217,7 +218,7 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
   """The scatter-back aggregation (step 4).
 
   Returns `aggregate(keys@CLIENTS, update@CLIENTS, weight@CLIENTS) ->
-  <mean_update, row_weight_fraction>@SERVER`, a Python function of federated
+  <mean_update, unheld_fraction>@SERVER`, a Python function of federated
   values (call it inside a `tff.federated_computation`). The client values
   are the local update (a tuple like the trainable weights whose table has
   `keys_per_client` rows), its keys and its weight p_i. The results:
@@ -225,10 +226,11 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
   *   `mean_update` (the full trainable type): `sum_i p_i Delta_i / sum_i
       p_i`, where a client's Delta_i is zero on the table rows it did not
       select;
-  *   `row_weight_fraction` (float32 `[num_rows]`): for each table row,
-      `sum_{i selected r} p_i / sum_i p_i`, the share of the cohort's weight
-      that trained the row (0 for a row nobody selected, 1 for a row
-      everybody did).
+  *   `unheld_fraction` (float32 `[num_rows]`): for each table row,
+      `1 - sum_{i selected r} p_i / sum_i p_i`, the share of the cohort's
+      weight that did not hold the row (1 for a row nobody selected, 0 for a
+      row everybody did, and 0 for every row when no client has weight:
+      then nobody trained).
 
   Padding slots (key 0) add nothing to either. Built on
   `tff.federated_aggregate`, whose accumulator is the dense table-shaped
@@ -265,7 +267,7 @@ def build_group_sparse_mean(trainable_type, table_index: int):
   """`build_sparse_mean`'s results from groups of clients.
 
   Returns `aggregate(mean@CLIENTS, row_weights@CLIENTS, weight@CLIENTS) ->
-  <mean_update, row_weight_fraction>@SERVER`, where each group has already
+  <mean_update, unheld_fraction>@SERVER`, where each group has already
   scattered its members' rows (`scatter_weighted`): `mean` is its members'
   table-shaped weighted mean, `row_weights` their per-row weight totals and
   `weight` theirs. The accumulator and its division are
@@ -293,7 +295,8 @@ def _sparse_mean_computations(trainable_type, table_index: int):
   """`(zero, merge, report)` over the scatter-back's accumulator.
 
   The accumulator is `<table-shaped weighted sums, float32[num_rows] row
-  weight totals, float32 total weight>`; `report` divides both by the total.
+  weight totals, float32 total weight>`; `report` divides the sums by the
+  total and gives each row's unheld share.
   """
   full_specs = [tf.TensorSpec(t.shape, t.dtype) for t in trainable_type]
   num_rows = full_specs[table_index].shape[0]
@@ -313,25 +316,9 @@ def _sparse_mean_computations(trainable_type, table_index: int):
   @tff.tensorflow.computation(accumulator_type)
   def report(accumulator):
     sums, row_weights, total = accumulator
-    return (tuple(tf.math.divide_no_nan(s, total) for s in sums),
-            tf.math.divide_no_nan(row_weights, total))
+    held = tf.math.divide_no_nan(row_weights, total)
+    # Without a client of weight nobody trained: no row is left to complete.
+    unheld = tf.where(total > 0, 1.0 - held, tf.zeros_like(held))
+    return (tuple(tf.math.divide_no_nan(s, total) for s in sums), unheld)
 
   return zero, merge, report
-
-
-def augmenting_coverage(row_weight_fraction: tf.Tensor, trainable,
-                        table_index: int):
-  """Per weight, the share of the cohort's weight that applied `w_c g~_c`.
-
-  A tuple like `trainable` whose entries broadcast against the weights: the
-  table's is `row_weight_fraction` as `[num_rows, 1, ...]`, every other
-  weight's is 1 (every client trains it).
-  """
-  coverage = []
-  for i, w in enumerate(trainable):
-    if i == table_index:
-      coverage.append(tf.reshape(row_weight_fraction,
-                                 [-1] + [1] * (w.shape.rank - 1)))
-    else:
-      coverage.append(tf.ones([], w.dtype))
-  return tuple(coverage)

@@ -18,6 +18,9 @@ one server computation
 `next: (FinalizerInput -> FinalizerOutput)` after aggregation and central
 work:
 
+*   with `federated_select` and gradient transfer, the augmenting steps of
+    the clients that did not hold a table row, added to the aggregated
+    update (`RowCompletion`): the round is the broadcast one;
 *   SERVEROPTIMIZER on the aggregated client update, giving x_f;
 *   with central steps (Parallel Training, 2-way GT), the merge
     `Delta = w_f (x_f - x^(t)) + w_c (x_c - x^(t))` applied with
@@ -48,7 +51,6 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import central_work as central_lib
-from tff_mixed.core import embedding_select as select_lib
 from tff_mixed.core import model_types
 from tff_mixed.core.model_types import add, scale
 
@@ -60,6 +62,30 @@ class Recovery(NamedTuple):
   client_steps: int
 
 
+class RowCompletion(NamedTuple):
+  """How the server completes the table rows a client did not hold.
+
+  With `federated_select` a client receives only its rows of x^(t) and g~_c.
+  Given the whole table, it would have moved each other row by
+  `eta K w_c g~_c`: K plain SGD steps on `w_f g_i + w_c g~_c`, `g_i` being
+  zero on rows its data does not use. Those steps do not depend on its data,
+  so the server adds them, weighted by the share of the cohort's weight that
+  did not hold the row (the scatter-back's `unheld_fraction`), and the round
+  equals the broadcast round of Algorithm 1 (arXiv:2205.13655).
+
+  Attributes:
+    table_index: The embedding table's position in the trainable weights.
+    num_rows: Its rows.
+    client_learning_rate: CLIENTOPTIMIZER's SGD rate eta.
+    client_steps: K.
+  """
+
+  table_index: int
+  num_rows: int
+  client_learning_rate: float
+  client_steps: int
+
+
 class FinalizerConfig(NamedTuple):
   """Static configuration of the finalizer.
 
@@ -67,15 +93,14 @@ class FinalizerConfig(NamedTuple):
     federated_weight: w_f.
     central_weight: w_c.
     recovery: 2-way GT: recover g~_f for the next round's central steps.
-    row_coverage: `(table_index, num_rows)` when the clients held only their
-      embedding rows (`federated_select`) and g~_f is recovered: the
-      scatter-back's row weight fractions say where `w_c g~_c` was applied.
+    row_completion: Gradient transfer with `federated_select`: complete the
+      rows each client did not hold (`RowCompletion`).
   """
 
   federated_weight: float
   central_weight: float
   recovery: Optional[Recovery] = None
-  row_coverage: Optional[tuple[int, int]] = None
+  row_completion: Optional[RowCompletion] = None
 
 
 class FinalizerOutput(NamedTuple):
@@ -100,7 +125,7 @@ class Finalizer(NamedTuple):
 
   `next`'s parameter is `OrderedDict(weights, round_num, server_state,
   merge_state, federated_gradient, augmenting_gradient, aggregated_update,
-  row_weight_fraction, central_state, central_model, new_central_state,
+  unheld_fraction, central_state, central_model, new_central_state,
   new_central_gradient)`, members absent in this configuration being `()`;
   `augmenting_gradient` is the g~_c this round's clients used.
   """
@@ -110,7 +135,7 @@ class Finalizer(NamedTuple):
   server_optimizer: tff.learning.optimizers.Optimizer
   merge_optimizer: Optional[tff.learning.optimizers.Optimizer]
   needs_augmenting_gradient: bool
-  needs_row_weight_fraction: bool
+  needs_unheld_fraction: bool
 
 
 def _merge(config, optimizer, state, x, x_f, x_c):
@@ -124,22 +149,36 @@ def _merge(config, optimizer, state, x, x_f, x_c):
   return state, tuple(new_x)
 
 
-def _recover_federated_gradient(config, aggregated_update, central_gradient,
-                                coverage):
+def _complete_rows(config, aggregated_update, augmenting_gradient,
+                   unheld_fraction):
+  """The mean update as if every client had held every table row.
+
+  Adds, as gradient (TFF's update convention, x^(t) minus the client's
+  model), `eta K w_c g~_c` times each row's unheld share (`RowCompletion`).
+  """
+  completion = config.row_completion
+  i = completion.table_index
+  table_update = aggregated_update[i]
+  unheld = tf.reshape(unheld_fraction,
+                      [-1] + [1] * (table_update.shape.rank - 1))
+  steps = (completion.client_learning_rate * completion.client_steps *
+           config.central_weight)
+  completed = list(aggregated_update)
+  completed[i] = table_update + steps * unheld * augmenting_gradient[i]
+  return tuple(completed)
+
+
+def _recover_federated_gradient(config, aggregated_update, central_gradient):
   """g~_f from the mean update (appendix A.2, eq. 10).
 
   With SGD on clients and K steps each, the mean per-step total gradient is
   aggregated_update / (eta K); removing the augmenting term w_c g~_c (the one
-  the clients used, where they used it) and the weight w_f leaves the mean
-  client gradient, used as g~_f in the next round's central steps. With
-  federated_select a client applied g~_c only to its rows, so a row's mean
-  holds w_c g~_c times the share of the cohort that held it; what remains is
-  the gradient of the cohort's federated loss, zero on rows nobody held.
+  the clients used) and the weight w_f leaves the mean client gradient, used
+  as g~_f in the next round's central steps. With federated_select the
+  update is first completed (`_complete_rows`), so every row holds
+  `w_c g~_c` in full; what remains is the gradient of the cohort's
+  federated loss, zero on rows nobody held.
   """
-  used_central_gradient = tuple(central_gradient)
-  if coverage:
-    used_central_gradient = tuple(
-        c * g for c, g in zip(coverage, used_central_gradient))
   recovery = config.recovery
   mean_total_gradient = scale(
       1.0 / (recovery.client_learning_rate * recovery.client_steps),
@@ -147,7 +186,7 @@ def _recover_federated_gradient(config, aggregated_update, central_gradient,
   return scale(
       1.0 / config.federated_weight,
       tuple(t - config.central_weight * c
-            for t, c in zip(mean_total_gradient, used_central_gradient)))
+            for t, c in zip(mean_total_gradient, central_gradient)))
 
 
 def _guard_metrics(aggregate_finite, accept):
@@ -178,9 +217,9 @@ def _input_type(weights_type, initialize, central, config, needs_augmenting):
       federated_gradient=parts['federated_gradient'],
       augmenting_gradient=trainable if needs_augmenting else empty,
       aggregated_update=trainable,
-      row_weight_fraction=(
-          tff.TensorType(np.float32, [config.row_coverage[1]])
-          if config.row_coverage else empty),
+      unheld_fraction=(
+          tff.TensorType(np.float32, [config.row_completion.num_rows])
+          if config.row_completion else empty),
       central_state=central_state,
       central_model=trainable if has_steps else empty,
       new_central_state=central_state,
@@ -200,7 +239,8 @@ def build_finalizer(
   specs = model_types.trainable_specs(model)
   has_steps = central.config.central_steps > 0
   carry = central.config.carried
-  needs_augmenting = config.recovery is not None or carry
+  needs_augmenting = (config.recovery is not None or carry
+                      or config.row_completion is not None)
 
   def zeros_if(present):
     return tuple(tf.zeros(s.shape, s.dtype) for s in specs) if present else ()
@@ -221,6 +261,12 @@ def build_finalizer(
     x = tuple(inputs['weights'].trainable)
     non_trainable = tuple(inputs['weights'].non_trainable)
     aggregated_update = tuple(inputs['aggregated_update'])
+    # Judged before completion: a non-finite g~_c is the server's doing.
+    aggregate_finite = model_types.all_finite(aggregated_update)
+    if config.row_completion is not None:
+      aggregated_update = _complete_rows(
+          config, aggregated_update, tuple(inputs['augmenting_gradient']),
+          inputs['unheld_fraction'])
     server_state, x_f = server_optimizer.next(inputs['server_state'], x,
                                               aggregated_update)
     new_x, merge_state = tuple(x_f), inputs['merge_state']
@@ -229,14 +275,8 @@ def build_finalizer(
                                   new_x, tuple(inputs['central_model']))
     federated_gradient = inputs['federated_gradient']
     if config.recovery is not None:
-      coverage = ()
-      if config.row_coverage:
-        coverage = select_lib.augmenting_coverage(
-            inputs['row_weight_fraction'], inputs['weights'].trainable,
-            config.row_coverage[0])
       federated_gradient = _recover_federated_gradient(
-          config, aggregated_update, inputs['augmenting_gradient'], coverage)
-    aggregate_finite = model_types.all_finite(aggregated_update)
+          config, aggregated_update, tuple(inputs['augmenting_gradient']))
     accept = aggregate_finite & model_types.all_finite(new_x)
 
     def keep(new, old):
@@ -262,4 +302,4 @@ def build_finalizer(
 
   return Finalizer(initialize, next_computation, server_optimizer,
                    merge_optimizer if has_steps else None, needs_augmenting,
-                   config.row_coverage is not None)
+                   config.row_completion is not None)

@@ -168,9 +168,9 @@ def _finalize(components, state, augmenting, aggregated, central):
           federated_gradient=state.federated_gradient,
           augmenting_gradient=augmenting if needs_augmenting else empty,
           aggregated_update=aggregated.result,
-          row_weight_fraction=(
-              aggregated.row_weight_fraction
-              if components.finalizer.needs_row_weight_fraction else empty),
+          unheld_fraction=(
+              aggregated.unheld_fraction
+              if components.finalizer.needs_unheld_fraction else empty),
           central_state=state.central_optimizer,
           central_model=central.model if has_steps else empty,
           new_central_state=central.state,

@@ -71,18 +71,22 @@ def _check_learning_rate_value(name: str, lr: float) -> None:
     raise ValueError(f'`{name}` must have a positive learning rate, got {lr}.')
 
 
-def plain_sgd_learning_rate(name: str, optimizer, model) -> float:
+def plain_sgd_learning_rate(name: str, optimizer, model,
+                            needed_for: Optional[str] = None) -> float:
   """Returns the learning rate of a momentum-free SGD optimizer, else raises.
 
   2-way gradient transfer recovers the mean client gradient from the model
   deltas clients already upload (arXiv:2205.13655, appendix A.2), which holds
-  only when each local step is `x <- x - eta * g`.
+  only when each local step is `x <- x - eta * g`; `needed_for` says why
+  another caller needs it.
   """
-  message = (
-      f'`{name}` must be plain SGD (`tff.learning.optimizers.build_sgdm` with '
-      'no momentum) for 2-way gradient transfer: the federated gradient is '
-      'recovered from client model deltas as -delta / (eta * K), which holds '
-      'only for SGD (arXiv:2205.13655, appendix A.2)')
+  if needed_for is None:
+    needed_for = (
+        'for 2-way gradient transfer: the federated gradient is recovered '
+        'from client model deltas as -delta / (eta * K), which holds only '
+        'for SGD (arXiv:2205.13655, appendix A.2)')
+  message = (f'`{name}` must be plain SGD (`tff.learning.optimizers.'
+             f'build_sgdm` with no momentum) {needed_for}')
   sgd_type = type(tff.learning.optimizers.build_sgdm(learning_rate=1.0))
   if type(optimizer) is not sgd_type:  # pylint: disable=unidiomatic-typecheck
     raise ValueError(f'{message}; got {type(optimizer).__name__}.')
