@@ -161,6 +161,53 @@ class RecordsTest(absltest.TestCase):
                                                     'two_way_gt'))
 
 
+def _record(scenario, settings):
+  return movielens_records.ScenarioRecord(
+      scenario=scenario, rounds=1,
+      rows=[dict(round=0, recall_at_10=0.0, hinge_loss=1.0),
+            dict(round=1, recall_at_10=0.1, hinge_loss=0.9)],
+      settings=settings, costs={}, mean_keys=1.0, seconds=1.0,
+      seconds_complete=True, seconds_per_round=1.0, machine='m', date='d',
+      command='c')
+
+
+class ParallelTrainingLrTest(absltest.TestCase):
+
+  def test_parallel_training_alone_takes_its_eta(self):
+    config = movielens_config.Config(client_lr=0.5, parallel_training_lr=0.2)
+    for scenario in movielens_config.SCENARIOS:
+      want = 0.2 if scenario == 'parallel_training' else 0.5
+      self.assertEqual(movielens_config.client_lr_of(config, scenario), want,
+                       scenario)
+
+  def test_its_eta_decides_only_its_own_record(self):
+    records_dir = temp_dirs.temp_dir(self)
+    settings = movielens_lib.record_settings(movielens_config.Config(),
+                                             'data')
+    before = dict(settings, parallel_training_lr=settings['client_lr'])
+    movielens_records.write_record(records_dir, _record('baseline', before))
+    # The baseline does not depend on PT's eta: its record still counts.
+    movielens_records.check_settings(records_dir, settings)
+    self.assertTrue(movielens_records.same_settings(
+        movielens_records.read_record(records_dir, 'baseline'), settings))
+    movielens_records.write_record(records_dir,
+                                   _record('parallel_training', before))
+    with self.assertRaisesRegex(ValueError,
+                                'parallel_training.json.*parallel_training_lr'):
+      movielens_records.check_settings(records_dir, settings)
+
+  def test_records_from_before_take_the_clients_eta_for_pt(self):
+    records_dir = temp_dirs.temp_dir(self)
+    settings = movielens_lib.record_settings(movielens_config.Config(),
+                                             'data')
+    del settings['parallel_training_lr']
+    movielens_records.write_record(records_dir,
+                                   _record('parallel_training', settings))
+    record = movielens_records.read_record(records_dir, 'parallel_training')
+    self.assertEqual(record.settings['parallel_training_lr'],
+                     settings['client_lr'])
+
+
 # Tiny settings of the advice tests: a few seconds of training.
 _ADVICE_FLAGS = ('--clients_per_round=3', '--client_steps=2',
                  '--client_batch_size=4', '--embedding_dim=4',

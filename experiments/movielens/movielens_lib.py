@@ -381,10 +381,12 @@ def run_experiment(ratings_file: str, *,
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
   grouping.check(config.clients_per_group)
-  if not math.isfinite(config.client_lr):
-    raise ValueError(f'`client_lr` must be finite, got {config.client_lr}.')
-  if config.client_lr <= 0:
-    raise ValueError(f'`client_lr` must be positive, got {config.client_lr}.')
+  for name in ('client_lr', 'parallel_training_lr'):
+    value = getattr(config, name)
+    if not math.isfinite(value):
+      raise ValueError(f'`{name}` must be finite, got {value}.')
+    if value <= 0:
+      raise ValueError(f'`{name}` must be positive, got {value}.')
   config_lib.check_forms(config)
   # Before the data: a bad directory should not cost the load. Held to the
   # end: a second run here, even of other scenarios, would overwrite this
@@ -408,7 +410,8 @@ def run_experiment(ratings_file: str, *,
           rounds=scenario_rounds.get(scenario, config.rounds))
       previous = (records_lib.read_record(records_dir, scenario)
                   if records_dir is not None else None)
-      if (previous is not None and previous.settings == settings
+      if (previous is not None
+          and records_lib.same_settings(previous, settings)
           and previous.rounds == scenario_config.rounds):
         logging.info('%s: finished earlier (%d rounds), read from %s',
                      scenario, previous.rounds, records_dir)
@@ -456,7 +459,8 @@ def results_markdown(result: ExperimentResult, command: str,
       f'* Machine: {machine}.',
       f'* Data: {result.description}.',
       f'* Training: {c.rounds} rounds, S = {c.clients_per_round}, batch '
-      f'{c.client_batch_size}, K = {c.client_steps}, eta = {c.client_lr}, '
+      f'{c.client_batch_size}, K = {c.client_steps}, eta = {c.client_lr} '
+      f'(Parallel Training: {c.parallel_training_lr}), '
       f'eta_s = eta_m = 1, w_f = {c.federated_weight}, w_c = '
       f'{c.central_weight}, d = {c.embedding_dim}, context {c.context_length}'
       f', {c.keys_per_client} keys per client, FedAdam server lr '

@@ -95,6 +95,13 @@ _CLIENT_STEPS = shared_flags.define_client_steps_flag(
     _DEFAULTS.client_steps, 'Also the central steps.')
 _CLIENT_LR = shared_flags.define_client_lr_flag(
     _DEFAULTS.client_lr, 'Also the central one (eta_c).')
+_PARALLEL_TRAINING_LR = flags.DEFINE_float(
+    'parallel_training_lr', _DEFAULTS.parallel_training_lr,
+    'eta = eta_c of Parallel Training. Its clients step on the client loss '
+    'alone and its server on the spreadout alone, where the baseline\'s '
+    'clients step on w_f times one plus w_c times the other: the default, '
+    'w_f times --client_lr\'s default, gives both parts the baseline\'s '
+    'step (at the paper\'s 0.5 they were twice it).')
 _FEDADAM_LR = flags.DEFINE_float(
     'fedadam_lr', _DEFAULTS.fedadam_lr, 'Server Adam learning rate of '
     'one_way_gt_fedadam.')
@@ -202,6 +209,7 @@ def main(argv: Sequence[str]) -> None:
       rounds=_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
       client_batch_size=_CLIENT_BATCH_SIZE.value,
       client_steps=_CLIENT_STEPS.value, client_lr=_CLIENT_LR.value,
+      parallel_training_lr=_PARALLEL_TRAINING_LR.value,
       fedadam_lr=_FEDADAM_LR.value, embedding_dim=_EMBEDDING_DIM.value,
       context_length=_CONTEXT_LENGTH.value,
       keys_per_client=_KEYS_PER_CLIENT.value,

@@ -77,7 +77,8 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
   return registry.build(
       config_lib.ONE_WAY_GT
       if scenario == config_lib.ONE_WAY_GT_FEDADAM else scenario,
-      model, spreadout, client_lr=config.client_lr, server_optimizer=server,
+      model, spreadout, client_lr=config_lib.client_lr_of(config, scenario),
+      server_optimizer=server,
       client_steps=config.client_steps, central_steps=config.client_steps,
       federated_weight=config.federated_weight,
       central_weight=config.central_weight,

@@ -59,6 +59,10 @@ METRICS_COLUMNS = ('round', 'recall_at_10', 'hinge_loss')
 EARLIER_FORMS = {'context_layer': 'identity_linear', 'client_loss': 'hinge',
                  'margin': 1.0, 'spreadout_form': 'mean_squared',
                  'spreadout_lambda': 1.0}
+# Settings that only one scenario's numbers depend on: compared only for
+# that scenario's record, so that the others' records stay valid when it
+# changes.
+SCENARIO_SETTINGS = {'parallel_training_lr': 'parallel_training'}
 # The reference records' directory under a records directory, and names.
 REFERENCE_DIR = 'reference'
 POPULARITY = 'popularity'
@@ -140,6 +144,11 @@ def read_record(records_dir: str, scenario: str) -> Optional[ScenarioRecord]:
                      'files to run the scenario again.') from e
   if 'context_layer' not in record.settings:
     record = record._replace(settings=dict(EARLIER_FORMS, **record.settings))
+  if 'parallel_training_lr' not in record.settings:
+    # Made before PT had an eta of its own: PT's was the clients'.
+    record = record._replace(settings=dict(
+        record.settings,
+        parallel_training_lr=record.settings.get('client_lr')))
   if record.scenario != scenario or not record.rows or record.rows[-1][
       'round'] != record.rounds:
     raise ValueError(f'The MovieLens record {json_path} does not hold '
@@ -158,12 +167,27 @@ def read_records(records_dir: str,
   return [r for r in found if r is not None]
 
 
+def _for_scenario(scenario: str, settings: dict[str, Any]) -> dict[str, Any]:
+  """`settings` without those only other scenarios depend on."""
+  return {k: v for k, v in settings.items()
+          if SCENARIO_SETTINGS.get(k, scenario) == scenario}
+
+
+def same_settings(record: 'ScenarioRecord', settings: dict[str, Any]) -> bool:
+  """Whether `record` was made with `settings`, as far as its scenario's
+  numbers depend on them."""
+  return (_for_scenario(record.scenario, record.settings)
+          == _for_scenario(record.scenario, settings))
+
+
 def check_settings(records_dir: str, settings: dict[str, Any]) -> None:
   """Raises `ValueError` if a record in `records_dir` was made with other
   settings: one report cannot compare it with runs made with `settings`, so
   it has to go (the message names it) before hours of training."""
   for record in read_records(records_dir):
-    keys = run_records.differing_settings(record.settings, settings)
+    keys = run_records.differing_settings(
+        _for_scenario(record.scenario, record.settings),
+        _for_scenario(record.scenario, settings))
     if keys:
       json_path, metrics_path = paths(records_dir, record.scenario)
       changes = ', '.join(f'{k}: {record.settings.get(k)!r} there, '
@@ -186,7 +210,7 @@ def accumulated_seconds(previous: Optional[ScenarioRecord],
   """
   if resumed_from == 0:
     return seconds, True
-  if (previous is not None and previous.settings == settings
+  if (previous is not None and same_settings(previous, settings)
       and previous.rounds == resumed_from
       and math.isfinite(previous.seconds)):
     return previous.seconds + seconds, previous.seconds_complete

@@ -35,6 +35,7 @@ section says so), and puts the paper's numbers beside ours:
     `movielens_claims.claims` states, with the numbers that decided it.
 """
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
@@ -205,6 +206,25 @@ def _federated_epochs(records: Sequence[Record],
 
 def _percent(value: float, reference: float) -> str:
   return f'{value / reference:.0%}' if reference else '-'
+
+
+def _parallel_training_lr_text(records: Sequence[Record]) -> str:
+  """Parallel Training's eta where it is not the clients' (the settings
+  line's words), from its own record."""
+  pt = next((r for r in records
+             if r.scenario == movielens_config.PARALLEL_TRAINING), None)
+  if pt is None:
+    return ''
+  lr, s = pt.settings['parallel_training_lr'], pt.settings
+  if lr == s['client_lr']:
+    return ''
+  why = ''
+  if math.isclose(lr, s['federated_weight'] * s['client_lr']):
+    why = (', w_f eta: its clients step on the client loss alone and its '
+           'server on the spreadout alone, where the baseline\'s clients '
+           'step on w_f times one plus w_c times the other; this gives both '
+           'the baseline\'s step')
+  return f' (Parallel Training: {lr:g}{why})'
 
 
 def reference_lines(records: Sequence[Record],
@@ -496,7 +516,8 @@ def results_markdown(records: Sequence[Record], *,
        if s.get('max_eval_examples') else '') + f', seed {s["seed"]}.',
       f'* Settings (tables 9-10): S = {s["clients_per_round"]}, |B_i| = '
       f'{s["client_batch_size"]}, K = {s["client_steps"]}, eta = eta_c = '
-      f'{s["client_lr"]}, eta_s = eta_m = 1, w_f = {s["federated_weight"]}, '
+      f'{s["client_lr"]}{_parallel_training_lr_text(records)}, eta_s = '
+      f'eta_m = 1, w_f = {s["federated_weight"]}, '
       f'w_c = {s["central_weight"]}, SGD, d = {s["embedding_dim"]}, context '
       f'{s["context_length"]} movies, {s["keys_per_client"]} embedding rows '
       'per client through federated_select (the baseline: the whole table, '
