@@ -543,7 +543,7 @@ def _config() -> dict[str, Any]:
   return round_time.flags_config((
       'models', 'cohort_sizes', 'clients_per_group', 'warmup_rounds',
       'timed_rounds', 'input_dim', 'hidden_units', 'client_steps',
-      'client_batch_size', 'client_learning_rate', 'seed', 'output_json'))
+      'client_batch_size', 'client_lr', 'seed', 'output_json'))
 
 
 def main(argv: list[str]) -> None:

@@ -562,7 +562,7 @@ def main(argv: list[str]) -> None:
   config = round_time.flags_config((
       'cohort_sizes', 'warmup_rounds', 'timed_rounds', 'input_dim',
       'hidden_units', 'client_steps', 'client_batch_size',
-      'client_learning_rate', 'seed', 'concurrency', 'stream_structs',
+      'client_lr', 'seed', 'concurrency', 'stream_structs',
       'output_json'))
   report = collections.OrderedDict(
       command=results_lib.command_line('benchmarks.round_profile'),

@@ -101,6 +101,7 @@ from typing import Any, NamedTuple, Optional
 # TensorFlow loads; see experiments/tf_log_level.py.
 from experiments import tf_log_level  # pylint: disable=unused-import
 from experiments.common import cli
+from experiments.common import shared_flags
 from absl import app
 from absl import flags
 import numpy as np
@@ -225,8 +226,8 @@ _CENTRAL_BATCH_SIZE = shared_flags.define_central_batch_size_flag(500)
 _TRANSFER_EXAMPLES = flags.DEFINE_integer(
     'transfer_examples', 5,
     'Example Transfer: central examples sent to each client per round.')
-_CLIENT_LEARNING_RATE = flags.DEFINE_float(
-    'client_learning_rate', 0.05, 'Client (and central) SGD learning rate.')
+_CLIENT_LR = shared_flags.define_client_lr_flag(
+    0.05, 'SGD, also the central one.')
 _SEED = shared_flags.define_seed_flag(0)
 _GOAL_RATIO = flags.DEFINE_float(
     'goal_ratio', 1.15,
@@ -274,7 +275,7 @@ _WORKLOAD_FLAGS = (_INPUT_DIM, _HIDDEN_UNITS, _CLIENT_STEPS,
                    _ROUNDS_PER_CALL,
                    _CLIENT_BATCH_SIZE,
                    _CENTRAL_EXAMPLES, _CENTRAL_BATCH_SIZE,
-                   _TRANSFER_EXAMPLES, _CLIENT_LEARNING_RATE, _SEED,
+                   _TRANSFER_EXAMPLES, _CLIENT_LR, _SEED,
                    _MEMORY_ROUNDS)
 
 flags.register_validator(
@@ -297,9 +298,8 @@ for _flag in (_WARMUP_ROUNDS, _TIMED_ROUNDS, _INPUT_DIM, _CENTRAL_EXAMPLES,
   flags.register_validator(_flag.name, lambda v: v is not None and v > 0,
                            f'--{_flag.name} must be positive.')
 del _flag
-flags.register_validator(
-    'client_learning_rate', lambda v: v > 0,
-    '--client_learning_rate must be positive.')
+flags.register_validator('client_lr', lambda v: v > 0,
+                         '--client_lr must be positive.')
 
 # Kept here for benchmarks that share this one's workload.
 build_floor_round = compute_floor.build_floor_round
@@ -424,7 +424,7 @@ def make_workload(model_name: str = 'small') -> Workload:
       client_batch_size=_CLIENT_BATCH_SIZE.value,
       central_batch_size=_CENTRAL_BATCH_SIZE.value,
       transfer_examples=_TRANSFER_EXAMPLES.value,
-      learning_rate=_CLIENT_LEARNING_RATE.value,
+      learning_rate=_CLIENT_LR.value,
       clients_per_group=_CLIENTS_PER_GROUP.value,
       members_at_once=members_at_once(model_name),
       rounds_per_call=_ROUNDS_PER_CALL.value,
@@ -1220,7 +1220,7 @@ def _config() -> dict[str, Any]:
       central_examples=_CENTRAL_EXAMPLES.value,
       central_batch_size=_CENTRAL_BATCH_SIZE.value,
       transfer_examples=_TRANSFER_EXAMPLES.value,
-      learning_rate=_CLIENT_LEARNING_RATE.value,
+      learning_rate=_CLIENT_LR.value,
       seed=_SEED.value,
       goal_ratio=_GOAL_RATIO.value,
       floor_goal=_FLOOR_GOAL.value,
@@ -1239,7 +1239,9 @@ def _config() -> dict[str, Any]:
 # The key of a flag in the reports' config where it differs from the flag's
 # name: the cohort sizes are `clients_per_round`, as in every report since
 # the first.
-_CONFIG_KEYS = {'cohort_sizes': 'clients_per_round'}
+# The reports' JSON keeps the keys it has always had.
+_CONFIG_KEYS = {'cohort_sizes': 'clients_per_round',
+                'client_lr': 'client_learning_rate'}
 
 
 def flags_config(names: Sequence[str]) -> dict[str, Any]:
