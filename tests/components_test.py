@@ -21,6 +21,8 @@ finalizer with SERVEROPTIMIZER alone, a process is FedAvg, checked against
 TFF's `build_weighted_fed_avg`.
 """
 
+import collections
+
 import numpy as np
 import tensorflow_federated as tff
 from absl.testing import absltest
@@ -120,6 +122,61 @@ class ComponentsTest(absltest.TestCase):
                      ['weights', 'augmenting_gradient'])
     self.assertEqual(message.augmenting_gradient,
                      model_types.weights_type(self.model).trainable)
+
+  def _row_completion_finalizer(self, lr, steps, w_f, w_c):
+    central = central_work.build_central_work(
+        self.model, None, None, central_work.CentralConfig(
+            central_steps=0, batch_size=1, seed=0, clip_norm=None,
+            federated_weight=w_f, central_weight=w_c))
+    # The linear model's kernel, [2, 1], stands for a two-row table.
+    return central, finalizer.build_finalizer(
+        self.model, finalizer.FinalizerConfig(
+            w_f, w_c, row_completion=finalizer.RowCompletion(
+                table_index=0, num_rows=2, client_learning_rate=lr,
+                client_steps=steps)),
+        central, tu.sgd(1.0), None)
+
+  def test_finalizer_completes_the_rows_clients_did_not_hold(self):
+    # federated_select: a client applied w_c g~_c only to the rows it held;
+    # the finalizer adds eta K w_c g~_c times each row's unheld share
+    # before SERVEROPTIMIZER (SGD at 1: the model moves by the update).
+    lr, steps, w_f, w_c = 0.1, 3, 0.6, 0.4
+    central, final = self._row_completion_finalizer(lr, steps, w_f, w_c)
+    self.assertTrue(final.needs_augmenting_gradient)
+    self.assertTrue(final.needs_unheld_fraction)
+    x = tuple(np.asarray(w) for w in self.model.initial_weights[0])
+    update = (np.array([[0.5], [0.0]], np.float32),
+              np.array([0.2], np.float32))
+    g_c = (np.array([[1.0], [-2.0]], np.float32),
+           np.array([3.0], np.float32))
+    parts = final.initialize()
+
+    def finalize(unheld):
+      return final.next(collections.OrderedDict(
+          weights=tff.learning.models.ModelWeights(trainable=x,
+                                                   non_trainable=()),
+          round_num=np.int32(0), server_state=parts['server_optimizer'],
+          merge_state=parts['merge_optimizer'],
+          federated_gradient=parts['federated_gradient'],
+          augmenting_gradient=g_c, aggregated_update=update,
+          unheld_fraction=np.asarray(unheld, np.float32),
+          central_state=central.initialize(), central_model=(),
+          new_central_state=central.initialize(),
+          new_central_gradient=parts['central_gradient']))
+
+    unheld = np.array([0.25, 1.0], np.float32)
+    output = finalize(unheld)
+    table, bias = (np.asarray(w) for w in output.model_weights.trainable)
+    np.testing.assert_allclose(
+        table, x[0] - (update[0] + lr * steps * w_c * unheld[:, None] *
+                       g_c[0]), rtol=1e-6)
+    # Only the table's rows: every client trained the other weights.
+    np.testing.assert_allclose(bias, x[1] - update[1], rtol=1e-6)
+    # Every row held (or no client of weight: the scatter-back's 0): the
+    # update alone.
+    output = finalize([0.0, 0.0])
+    for got, want, u in zip(output.model_weights.trainable, x, update):
+      np.testing.assert_allclose(got, want - u, rtol=1e-6)
 
 
 if __name__ == '__main__':
