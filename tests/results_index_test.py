@@ -1,0 +1,240 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""docs/results/README.md is current, and every entry there has a maker.
+
+scripts/results_index.py builds the index of docs/results from the
+Makefile's targets as `make -n` prints them (nothing runs). Its check, run
+here on the repository, fails when the committed index differs from what
+the script writes or when docs/results holds an entry that no make target
+writes and that the script's UNMADE list does not name. The other tests
+parse fabricated `make -n` output and check a small repository made in a
+temporary directory.
+"""
+
+import importlib.util
+import os
+
+from absl.testing import absltest
+
+from tests import temp_dirs
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _results_index():
+  spec = importlib.util.spec_from_file_location(
+      'results_index', os.path.join(_REPO, 'scripts', 'results_index.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+results_index = _results_index()
+
+# As `make -n results-study` prints it: the virtualenv's line first, a
+# recipe line with continuations, a shell loop over a templated path.
+_MAKE_N = r"""bash scripts/setup_venv.sh
+.venv/bin/python -m experiments.study.study_main \
+  --records_dir=docs/results/study --plot=docs/results/study.png \
+  --selected_json=docs/results/tuning/selected.json \
+  --data_note="a note --plot=outputs/not_a_flag.png" \
+  --results_markdown=RESULTS.md --results_section=study_section
+for lr in 0.1 1; do \
+  .venv/bin/python -m experiments.study.sweep_main \
+    --runs_dir=docs/results/sweep/lr=$lr,epochs=${e} \
+    --output_dir=outputs/sweep || exit 1; done
+"""
+
+# A Makefile of two studies: one writes its plot and, by its module's
+# default, its records; the other a directory per learning rate.
+_MAKEFILE = """\
+.PHONY: venv results-study results-sweep
+
+venv:
+\t@bash scripts/setup_venv.sh
+
+results-study: venv
+\t@.venv/bin/python -m experiments.study_main --plot=docs/results/study.png \\
+\t  --results_markdown=RESULTS.md
+
+results-sweep: venv
+\t@for lr in 0.1 1; do \\
+\t  .venv/bin/python -m experiments.study_main \\
+\t    --records_dir=docs/results/sweep/lr=$$lr || exit 1; done
+"""
+_STUDY_MAIN = """\
+from absl import flags
+
+SECTION = 'study'
+flags.DEFINE_string('records_dir', 'docs/results/study', 'Records.')
+flags.DEFINE_string('results_markdown', None, 'Markdown.')
+flags.DEFINE_string('results_section', SECTION, 'Section.')
+"""
+_RESULTS_MD = """\
+# Results
+
+<!-- BEGIN study -->
+## A study
+<!-- END study -->
+"""
+
+
+def _write(root, path, text=''):
+  path = os.path.join(root, path)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'w') as f:
+    f.write(text)
+
+
+class ParseTest(absltest.TestCase):
+
+  def test_commands_and_their_flags(self):
+    study, sweep = results_index.parse_commands(_MAKE_N, 'results-study')
+    self.assertEqual(study.target, 'results-study')
+    self.assertEqual(study.module, 'experiments.study.study_main')
+    self.assertEqual(study.flags['records_dir'], 'docs/results/study')
+    self.assertEqual(study.flags['plot'], 'docs/results/study.png')
+    self.assertEqual(study.flags['results_section'], 'study_section')
+    self.assertEqual(study.flags['data_note'],
+                     'a note --plot=outputs/not_a_flag.png')
+    self.assertEqual(sweep.module, 'experiments.study.sweep_main')
+    self.assertEqual(sweep.flags['runs_dir'],
+                     'docs/results/sweep/lr=$lr,epochs=${e}')
+
+  def test_what_a_command_writes_and_reads(self):
+    study, sweep = results_index.parse_commands(_MAKE_N)
+    no_facts = results_index.ModuleFacts({}, ())
+    self.assertEqual(
+        results_index.command_paths(study, no_facts),
+        (('study', 'study.png'), ('tuning/selected.json',)))
+    # A shell variable stands for any name: the loop's directories.
+    self.assertEqual(results_index.command_paths(sweep, no_facts),
+                     (('sweep/lr=*,epochs=*',), ()))
+    # A default the command does not override is written too.
+    facts = results_index.ModuleFacts(
+        {'span_records_dir': 'docs/results/span'}, ('docs/results/old',))
+    self.assertEqual(results_index.command_paths(sweep, facts),
+                     (('span', 'sweep/lr=*,epochs=*'), ('old',)))
+
+  def test_the_section_a_command_writes(self):
+    markdowns = {'RESULTS.md': {
+        'study_section': '',
+        'by_module': 'Generated by `python -m experiments.study.other --x`.',
+        'claimed': 'Generated by `python -m experiments.study.other`.'}}
+    no_facts = results_index.ModuleFacts({}, ())
+    study, _ = results_index.parse_commands(_MAKE_N)
+    self.assertEqual(
+        results_index.command_sections(study, no_facts, markdowns, set()),
+        [('RESULTS.md', 'study_section')])
+    other = results_index.Command('t', 'experiments.study.other',
+                                  {'results_markdown': 'RESULTS.md'})
+    # The module's default where the file has it; else the unclaimed
+    # section that names the module's command.
+    self.assertEqual(
+        results_index.command_sections(
+            other, results_index.ModuleFacts(
+                {'results_section': 'study_section'}, ()),
+            markdowns, set()),
+        [('RESULTS.md', 'study_section')])
+    self.assertEqual(
+        results_index.command_sections(other, no_facts, markdowns,
+                                       {'claimed'}),
+        [('RESULTS.md', 'by_module')])
+    # No markdown, no section.
+    self.assertEqual(results_index.command_sections(
+        other._replace(flags={}), no_facts, markdowns, set()), [])
+
+  def test_shell_arrays_are_expanded(self):
+    script = ('# -m comment.module --records_dir=docs/results/x\n'
+              'RUN=("$PY" -m experiments.advice_main)\n'
+              '"${RUN[@]}" --results_markdown=RESULTS.md\n')
+    commands = results_index.parse_commands(
+        results_index.expand_arrays(script))
+    self.assertEqual(
+        [(c.module, c.flags) for c in commands],
+        [('experiments.advice_main', {}),
+         ('experiments.advice_main', {'results_markdown': 'RESULTS.md'})])
+
+
+class CheckTest(absltest.TestCase):
+
+  def _repository(self):
+    root = temp_dirs.temp_dir(self)
+    _write(root, 'Makefile', _MAKEFILE)
+    _write(root, 'experiments/study_main.py', _STUDY_MAIN)
+    _write(root, 'RESULTS.md', _RESULTS_MD)
+    for path in ('study/run.json', 'study.png', 'sweep/lr=0.1/run.json',
+                 'sweep/lr=1/run.json', 'kept/run.json'):
+      _write(root, f'docs/results/{path}')
+    return root
+
+  def test_an_index_from_the_makefile(self):
+    root = self._repository()
+    unmade = {'kept': ('', 'kept by hand')}
+    self.assertEqual(results_index.write(root, unmade), [])
+    with open(os.path.join(root, 'docs/results/README.md')) as f:
+      text = f.read()
+    self.assertEqual(text.split('\n\n| path')[1].splitlines()[2:], [
+        '| `kept` | records directory | no make target: kept by hand | - |',
+        '| `study` | records directory | `make results-study` '
+        '(`experiments.study_main`) | RESULTS.md `study` |',
+        '| `study.png` | plot | `make results-study` '
+        '(`experiments.study_main`) | RESULTS.md `study` |',
+        '| `sweep/lr=*` | records directory | `make results-sweep` '
+        '(`experiments.study_main`) | - |'])
+    # Written through a temporary file that the rename leaves no trace of.
+    self.assertEqual(sorted(os.listdir(os.path.join(root, 'docs/results'))),
+                     ['README.md', 'kept', 'study', 'study.png', 'sweep'])
+    self.assertEqual(results_index.problems(root, unmade), [])
+    for line in text.split('\n\n| path')[0].splitlines():
+      self.assertLessEqual(len(line), 80)
+
+  def test_the_check_fails_on_a_stale_index_or_an_unmade_entry(self):
+    root = self._repository()
+    unmade = {'kept': ('', 'kept by hand')}
+    self.assertEqual(results_index.problems(root, unmade), [
+        'docs/results/README.md is out of date; run python '
+        'scripts/results_index.py'])
+    results_index.write(root, unmade)
+    _write(root, 'docs/results/sweep/other/run.json')
+    _write(root, 'docs/results/stray.csv')
+    self.assertEqual(results_index.problems(root, unmade), [
+        'docs/results/stray.csv is made by no make target',
+        'docs/results/sweep/other is made by no make target',
+        'docs/results/README.md is out of date; run python '
+        'scripts/results_index.py'])
+    self.assertIn('docs/results/kept is made by no make target',
+                  results_index.problems(root, {}))
+    self.assertIn(
+        'docs/results/gone is in UNMADE (scripts/results_index.py) but not '
+        'there', results_index.problems(root, {**unmade, 'gone': ('', '')}))
+
+  def test_a_makefile_that_make_n_would_run_is_refused(self):
+    root = self._repository()
+    _write(root, 'Makefile', _MAKEFILE + 'all:\n\t$(MAKE) results-study\n')
+    with self.assertRaisesRegex(ValueError, 'make -n'):
+      results_index.problems(root, {})
+
+
+class CommittedIndexTest(absltest.TestCase):
+
+  def test_the_index_is_current_and_every_entry_has_a_maker(self):
+    self.assertEqual(
+        results_index.problems(_REPO), [],
+        'run python scripts/results_index.py, and give a new docs/results '
+        'entry a make target (or an UNMADE line saying why it has none)')
+
+
+if __name__ == '__main__':
+  absltest.main()
