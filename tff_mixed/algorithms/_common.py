@@ -21,7 +21,8 @@ This module holds the checks of the arguments they have in common, each
 naming the argument it refuses, the choice of distributor and aggregator
 (broadcast and the model aggregator, or `federated_select` and its
 scatter-back), and `compose`, which builds the client work and the finalizer
-and hands everything to `mixed_process.build_mixed_process`.
+and hands everything to the one composer users call too,
+`components.compose_mixed_process` (its checks included).
 """
 
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from typing import Any, NamedTuple, Optional
 
 import tensorflow_federated as tff
 
+from tff_mixed.algorithms import components as components_lib
 from tff_mixed.core import aggregators
 from tff_mixed.core import central_work
 from tff_mixed.core import client_groups as client_groups_lib
@@ -37,7 +39,6 @@ from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
 from tff_mixed.core import group_aggregation
-from tff_mixed.core import mixed_process
 from tff_mixed.core import model_types
 from tff_mixed.core import validation
 
@@ -219,7 +220,7 @@ def compose(
     work = client_groups_lib.build_group_work(
         model, distributor, client_config, client_optimizer, client_groups,
         aggregator.member_records)
-  components = mixed_process.Components(
+  components = components_lib.Components(
       distributor=distributor,
       client_work=work,
       aggregator=aggregator,
@@ -228,7 +229,7 @@ def compose(
           model, finalizer_config, central, server_optimizer,
           merge_optimizer),
   )
-  return mixed_process.build_mixed_process(
+  return components_lib.compose_mixed_process(
       model, components, metrics_aggregator=metrics_aggregator,
       initial_trainable_fn=initial_trainable_fn)
 

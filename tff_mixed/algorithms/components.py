@@ -342,6 +342,7 @@ def compose_mixed_process(
     components: Components,
     *,
     metrics_aggregator: Optional[Callable[..., tff.Computation]] = None,
+    initial_trainable_fn: Optional[Callable[..., Any]] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Composes a mixed FL `LearningProcess` from its five components.
 
@@ -351,7 +352,12 @@ def compose_mixed_process(
   the central work at SERVER, the finalizer. Refuses components that do not
   fit: a distributor sending g~_c that no central work makes (or none made
   for it), central steps reading a g~_f that no finalizer recovers, or
-  diagnostics in only one of the client and the central work.
+  diagnostics in only one of the client and the central work. Every built-in
+  algorithm is composed here too.
+
+  `initial_trainable_fn`, optional, is a `tf.function`
+  `(trainable, non_trainable) -> trainable` applied to the model's initial
+  weights in `initialize` (e.g. Example Transfer's warm-up steps).
   """
   validation.check_model(model)
   if not isinstance(components, Components):
@@ -384,4 +390,5 @@ def compose_mixed_process(
         'The central step rule reads g~_f, which only a finalizer with '
         '`recovery=components.Recovery(...)` keeps in the state.')
   return mixed_process.build_mixed_process(
-      model, components, metrics_aggregator=metrics_aggregator)
+      model, components, metrics_aggregator=metrics_aggregator,
+      initial_trainable_fn=initial_trainable_fn)
