@@ -144,7 +144,8 @@ def read_record(records_dir: str, scenario: str) -> Optional[ScenarioRecord]:
                      'files to run the scenario again.') from e
   if 'context_layer' not in record.settings:
     record = record._replace(settings=dict(EARLIER_FORMS, **record.settings))
-  if 'parallel_training_lr' not in record.settings:
+  if ('parallel_training_lr' not in record.settings
+      and 'client_lr' in record.settings):
     # Made before PT had an eta of its own: PT's was the clients'.
     record = record._replace(settings=dict(
         record.settings,
