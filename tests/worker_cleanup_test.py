@@ -82,10 +82,14 @@ class WorkerCleanupTest(absltest.TestCase):
         f'"{self.worker}" < /dev/null > /dev/null 2>&1 & '
         f'echo $! > {mine_pid_file}; sleep 0.5')
     with open(os.path.join(self.dir, 'stderr'), 'w+') as err:
+      # In a session of its own, as `make` runs it: the wrapper counts the
+      # workers of its session, and pytest-xdist's workers share one
+      # session, where other tests start TFF workers meanwhile (the wrapper
+      # would count them as its command's, and end them).
       run = subprocess.run(['bash', _WRAPPER, 'bash', '-c', command],
                            stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=err,
-                           timeout=600, check=False)
+                           timeout=600, check=False, start_new_session=True)
       err.seek(0)
       stderr = err.read()
     mine = self._read_pid(mine_pid_file)
@@ -104,7 +108,8 @@ class WorkerCleanupTest(absltest.TestCase):
   def test_passes_the_commands_exit_status(self):
     run = subprocess.run(['bash', _WRAPPER, 'bash', '-c', 'exit 7'],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, timeout=600, check=False)
+                         stderr=subprocess.DEVNULL, timeout=600, check=False,
+                         start_new_session=True)
     self.assertEqual(run.returncode, 7)
 
 
