@@ -19,7 +19,6 @@ does a BUILD entry naming a file that does not exist.
 """
 
 import ast
-import importlib.util
 import os
 import re
 import tempfile
@@ -27,6 +26,7 @@ import textwrap
 
 from absl.testing import absltest
 
+from tests import script_modules
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PYTHON_DIRS = ('tff_mixed', 'experiments', 'benchmarks', 'examples',
                 'tests')
@@ -62,12 +62,7 @@ def missing_targets(root: str) -> tuple[list[str], list[str]]:
 
 def _check_bazel_deps():
   """scripts/check_bazel_deps.py, which CI runs on Bazel's own graph."""
-  spec = importlib.util.spec_from_file_location(
-      'check_bazel_deps', os.path.join(_ROOT, 'scripts',
-                                       'check_bazel_deps.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return script_modules.load('check_bazel_deps')
 
 
 # `bazel query --output=xml`'s shape: a test on a library that imports

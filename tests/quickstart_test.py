@@ -22,7 +22,6 @@ virtualenv first, where no other package of the repository is importable,
 is scripts/check_wheel_install.sh (`make wheel-check`).
 """
 
-import importlib.util
 import math
 import os
 
@@ -30,16 +29,13 @@ from absl.testing import absltest
 
 from tests import binary_runs
 from tests import outside_repo
+from tests import script_modules
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _readme_blocks():
-  spec = importlib.util.spec_from_file_location(
-      'readme_blocks', os.path.join(_REPO, 'scripts', 'readme_blocks.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return script_modules.load('readme_blocks')
 
 
 class QuickstartTest(absltest.TestCase):

@@ -22,22 +22,18 @@ parse fabricated `make -n` output and check a small repository made in a
 temporary directory.
 """
 
-import importlib.util
 import os
 
 from absl.testing import absltest
 
+from tests import script_modules
 from tests import temp_dirs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _results_index():
-  spec = importlib.util.spec_from_file_location(
-      'results_index', os.path.join(_REPO, 'scripts', 'results_index.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return script_modules.load('results_index')
 
 
 results_index = _results_index()

@@ -21,7 +21,6 @@ run must be killed for real (forked from an interpreter that has TF loaded,
 """
 
 import csv
-import importlib.util
 import os
 import shutil
 import signal
@@ -39,6 +38,7 @@ import tensorflow_federated as tff
 from experiments.label_imbalance import train_lib
 from tests import binary_runs
 from tests import preloaded_python
+from tests import script_modules
 from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed import remote as remote_lib
@@ -232,9 +232,7 @@ class ResumeTest(absltest.TestCase):
     self.assert_resumes_as_reference(second, 2)
 
   def test_carry_script_knows_the_runners_layout(self):
-    spec = importlib.util.spec_from_file_location('carry_run', _CARRY_SCRIPT)
-    carry = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(carry)
+    carry = script_modules.load('carry_run')
     dirs = runner_lib.output_dirs('root', 'name')
     self.assertEqual(dirs['checkpoints'],
                      os.path.join('root', carry.CHECKPOINTS, 'name'))
