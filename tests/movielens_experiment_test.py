@@ -182,8 +182,8 @@ class ParallelTrainingLrTest(absltest.TestCase):
 
   def test_its_eta_decides_only_its_own_record(self):
     records_dir = temp_dirs.temp_dir(self)
-    settings = movielens_lib.record_settings(movielens_config.Config(),
-                                             'data')
+    settings = movielens_lib.record_settings(
+        movielens_config.Config(parallel_training_lr=0.25), 'data')
     before = dict(settings, parallel_training_lr=settings['client_lr'])
     movielens_records.write_record(records_dir, _record('baseline', before))
     # The baseline does not depend on PT's eta: its record still counts.

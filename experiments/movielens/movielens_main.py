@@ -97,11 +97,11 @@ _CLIENT_LR = shared_flags.define_client_lr_flag(
     _DEFAULTS.client_lr, 'Also the central one (eta_c).')
 _PARALLEL_TRAINING_LR = flags.DEFINE_float(
     'parallel_training_lr', _DEFAULTS.parallel_training_lr,
-    'eta = eta_c of Parallel Training. Its clients step on the client loss '
-    'alone and its server on the spreadout alone, where the baseline\'s '
-    'clients step on w_f times one plus w_c times the other: the default, '
-    'w_f times --client_lr\'s default, gives both parts the baseline\'s '
-    'step (at the paper\'s 0.5 they were twice it).')
+    'eta = eta_c of Parallel Training (tables 9-10: the clients\' 0.5). Its '
+    'clients step on the client loss alone and its server on the spreadout '
+    'alone, where the baseline\'s clients step on w_f times one plus w_c '
+    'times the other: w_f times --client_lr gives both parts the '
+    'baseline\'s step.')
 _FEDADAM_LR = flags.DEFINE_float(
     'fedadam_lr', _DEFAULTS.fedadam_lr, 'Server Adam learning rate of '
     'one_way_gt_fedadam.')
