@@ -28,6 +28,7 @@ import numpy as np
 from experiments.common import advising
 from experiments.common import markdown_sections
 from experiments.movielens import movielens_advice
+from experiments.movielens import movielens_claims
 from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_records
@@ -195,6 +196,18 @@ class ParallelTrainingLrTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError,
                                 'parallel_training.json.*parallel_training_lr'):
       movielens_records.check_settings(records_dir, settings)
+
+  def test_one_section_compares_records_of_other_pt_etas(self):
+    settings = movielens_lib.record_settings(
+        movielens_config.Config(parallel_training_lr=0.25), 'data')
+    baseline = _record('baseline', dict(settings, parallel_training_lr=0.5))
+    gt = _record('one_way_gt', settings)
+    # Gradient transfer's numbers do not depend on PT's eta.
+    movielens_claims.check_comparable([baseline, gt])
+    other = _record('one_way_gt', dict(settings, client_lr=0.25))
+    with self.assertRaisesRegex(ValueError, 'baseline and one_way_gt.*'
+                                r'\(client_lr\)'):
+      movielens_claims.check_comparable([baseline, other])
 
   def test_records_from_before_take_the_clients_eta_for_pt(self):
     records_dir = temp_dirs.temp_dir(self)

@@ -120,12 +120,15 @@ def tail_mean(record: Record, key: str, up_to: Optional[int] = None) -> float:
 
 def check_comparable(records: Sequence[Record]) -> None:
   """Raises `ValueError` unless all records share their settings (they may
-  differ in rounds), naming the settings that differ."""
+  differ in rounds, and in the settings of one scenario alone, such as PT's
+  eta), naming the settings that differ."""
   if not records:
     return
   first = records[0]
   for record in records[1:]:
-    keys = run_records.differing_settings(first.settings, record.settings)
+    keys = run_records.differing_settings(
+        records_lib.shared_settings(first.settings),
+        records_lib.shared_settings(record.settings))
     if keys:
       raise ValueError(
           f'The records of {first.scenario} and {record.scenario} were made '

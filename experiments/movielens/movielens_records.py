@@ -174,6 +174,12 @@ def _for_scenario(scenario: str, settings: dict[str, Any]) -> dict[str, Any]:
           if SCENARIO_SETTINGS.get(k, scenario) == scenario}
 
 
+def shared_settings(settings: dict[str, Any]) -> dict[str, Any]:
+  """`settings` without those one scenario alone depends on: what records of
+  different scenarios must share to be compared in one section."""
+  return {k: v for k, v in settings.items() if k not in SCENARIO_SETTINGS}
+
+
 def same_settings(record: 'ScenarioRecord', settings: dict[str, Any]) -> bool:
   """Whether `record` was made with `settings`, as far as its scenario's
   numbers depend on them."""
