@@ -443,6 +443,19 @@ class MarkdownTest(absltest.TestCase):
     self.assertIn('| 0.01 | 0.0800 |  |', text)
     self.assertIn('The scenarios ran at lambda 0.001 (the selected one).',
                   text)
+    # Another lambda of the grid: its score beside the selected one's.
+    settings = dict(_SETTINGS, spreadout_lambda=0.01)
+    other = report.results_markdown(
+        [_record(s, settings=settings)
+         for s in movielens_claims.PAPER_SCENARIOS],
+        references=_references(), horizon=2000, plot_link='p.png',
+        records_link='r', command='make x', date='d')
+    self.assertIn('## MovieLens dual encoder at the paper\'s horizon '
+                  '(spreadout lambda 0.01; arXiv', other)
+    self.assertNotIn('spreadout lambda 0.001', text)
+    self.assertIn('The scenarios ran at lambda 0.01, not the selected 0.001 '
+                  '(validation recall@10 0.0800 against the selected one\'s '
+                  '0.0800).', other)
     # Every scenario's tail is 0.08.
     self.assertIn('* PT: 0.0800, above the popularity floor (0.0500) by '
                   '+0.0300, 89% of the central ceiling (0.0900).', text)

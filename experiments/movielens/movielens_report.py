@@ -358,9 +358,17 @@ def _lambda_lines(settings: Mapping[str, object],
       ('lambda', 'validation recall@10', ''),
       [(f'{x:g}', f'{score:.4f}', 'selected' if x == search.selected
         else '') for x, score in zip(search.lambdas, search.scores)])
-  lines += ['', f'The scenarios ran at lambda {used:g}'
-            + (' (the selected one).' if used == search.selected else
-               f', not the selected {search.selected:g}.')]
+  if used == search.selected:
+    ran = ' (the selected one).'
+  else:
+    ran = f', not the selected {search.selected:g}'
+    score = dict(zip(search.lambdas, search.scores)).get(float(used))
+    if score is not None:
+      best = dict(zip(search.lambdas, search.scores))[search.selected]
+      ran += (f' (validation recall@10 {score:.4f} against the selected '
+              f'one\'s {best:.4f})')
+    ran += '.'
+  lines += ['', f'The scenarios ran at lambda {used:g}{ran}']
   return lines
 
 
@@ -498,6 +506,11 @@ def results_markdown(records: Sequence[Record], *,
   s = records[0].settings
   total = sum(r.seconds for r in records) / 3600
   at_least = '' if all(r.seconds_complete for r in records) else 'at least '
+  search = references.lambda_search
+  if search is not None and s['spreadout_lambda'] != search.selected:
+    # A section beside the selected lambda's: its heading says which.
+    data_name = ', '.join(x for x in (
+        data_name, f'spreadout lambda {s["spreadout_lambda"]:g}') if x)
   lines = [
       '## MovieLens dual encoder at the paper\'s horizon (' +
       (f'{data_name}; ' if data_name else '') +
