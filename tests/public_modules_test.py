@@ -14,7 +14,7 @@
 """The public modules say what they export.
 
 `tff_mixed` and the modules it re-exports as namespaces (`components`,
-`costs`, `simulation`) list their public names in `__all__`: `from
+`costs`, `simulation`, `registry`, `async_registry`) list their public names in `__all__`: `from
 tff_mixed.components import *` and API documentation tools then see exactly
 those, each name exists, and none of the module's own public functions or
 classes is left out.
@@ -27,7 +27,8 @@ from absl.testing import absltest
 import tff_mixed
 
 # The namespaces `tff_mixed` re-exports as modules.
-PUBLIC_MODULES = ('components', 'costs', 'simulation')
+PUBLIC_MODULES = ('components', 'costs', 'simulation', 'registry',
+                  'async_registry')
 
 
 def _missing(module):

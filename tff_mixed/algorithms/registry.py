@@ -52,6 +52,21 @@ from tff_mixed.algorithms import parallel_training
 from tff_mixed.core import inputs
 from tff_mixed.core import validation
 
+# The registry's public names.
+__all__ = [
+    'ALGORITHMS',
+    'Algorithm',
+    'EXAMPLE_TRANSFER',
+    'FEDAVG',
+    'HYPERPARAMETERS',
+    'NAMES',
+    'ONE_WAY_GT',
+    'PARALLEL_TRAINING',
+    'TWO_WAY_GT',
+    'build',
+    'get',
+]
+
 FEDAVG = 'fedavg'
 PARALLEL_TRAINING = 'parallel_training'
 ONE_WAY_GT = 'one_way_gt'

@@ -65,6 +65,25 @@ from tff_mixed.asynchronous import builders
 from tff_mixed.asynchronous import strategy
 from tff_mixed.core import validation
 
+# The registry's public names.
+__all__ = [
+    'ALGORITHMS',
+    'Algorithm',
+    'CA2FL',
+    'CENTER',
+    'DEADLINE_FEDAVG',
+    'FEDASYNC',
+    'FEDBUFF',
+    'FEDDF',
+    'FEDDLE',
+    'FED_FT',
+    'HFCL',
+    'HYPERPARAMETERS',
+    'NAMES',
+    'build',
+    'get',
+]
+
 FEDASYNC = 'fedasync'
 FEDBUFF = 'fedbuff'
 CA2FL = 'ca2fl'
