@@ -34,12 +34,14 @@ _SRCS = re.compile(r'\bsrcs\s*=\s*(\[[^\]]*\])', re.S)
 
 
 def declared_sources(build_file: str) -> set[str]:
-  """The files listed in `srcs` of the rules of one BUILD file."""
+  """The files listed in `srcs` of the rules of one BUILD file: its own
+  files, not the labels of targets (a filegroup's `//pkg:sources`)."""
   with open(build_file) as f:
     text = f.read()
   sources = set()
   for match in _SRCS.finditer(text):
-    sources.update(ast.literal_eval(match.group(1)))
+    sources.update(entry for entry in ast.literal_eval(match.group(1))
+                   if not entry.startswith((':', '//', '@')))
   return sources
 
 
@@ -162,7 +164,8 @@ class BazelTargetsTest(absltest.TestCase):
           f.write('')
       with open(os.path.join(package, 'BUILD'), 'w') as f:
         f.write('py_library(\n    name = "listed",\n    srcs = ["listed.py",'
-                ' "gone.py"],\n)\n')
+                ' "gone.py"],\n)\nfilegroup(\n    name = "all",\n    srcs = '
+                '[":listed", "//other:sources"],\n)\n')
       untargeted, dangling = missing_targets(root)
     self.assertEqual(untargeted, ['tff_mixed/forgotten.py'])
     self.assertEqual(dangling, ['tff_mixed/gone.py'])
