@@ -209,6 +209,24 @@ class ParallelTrainingLrTest(absltest.TestCase):
                                 r'\(client_lr\)'):
       movielens_claims.check_comparable([baseline, other])
 
+  def test_the_key_budget_decides_only_the_mixed_records(self):
+    settings = movielens_lib.record_settings(movielens_config.Config(),
+                                             'data')
+    baseline = _record('baseline', dict(settings, keys_per_client=160))
+    pt = _record('parallel_training', dict(settings, keys_per_client=1760))
+    gt = _record('one_way_gt', dict(settings, keys_per_client=1760))
+    # The baseline broadcasts the table: its record counts at any budget.
+    movielens_claims.check_comparable([baseline, pt, gt])
+    records_dir = temp_dirs.temp_dir(self)
+    movielens_records.write_record(records_dir, baseline)
+    movielens_records.check_settings(records_dir, pt.settings)
+    # Two mixed records of different budgets do not share a section, also
+    # when the baseline comes first.
+    other = _record('two_way_gt', dict(settings, keys_per_client=160))
+    with self.assertRaisesRegex(ValueError, 'parallel_training and '
+                                r'two_way_gt.*\(keys_per_client\)'):
+      movielens_claims.check_comparable([baseline, pt, gt, other])
+
   def test_records_from_before_take_the_clients_eta_for_pt(self):
     records_dir = temp_dirs.temp_dir(self)
     settings = movielens_lib.record_settings(movielens_config.Config(),

@@ -120,21 +120,18 @@ def tail_mean(record: Record, key: str, up_to: Optional[int] = None) -> float:
 
 def check_comparable(records: Sequence[Record]) -> None:
   """Raises `ValueError` unless all records share their settings (they may
-  differ in rounds, and in the settings of one scenario alone, such as PT's
-  eta), naming the settings that differ."""
-  if not records:
-    return
-  first = records[0]
-  for record in records[1:]:
-    keys = run_records.differing_settings(
-        records_lib.shared_settings(first.settings),
-        records_lib.shared_settings(record.settings))
-    if keys:
-      raise ValueError(
-          f'The records of {first.scenario} and {record.scenario} were made '
-          f'with different settings ({", ".join(keys)}): one section cannot '
-          'compare them. Delete the stale record (its .json and '
-          '_metrics.csv) and run that scenario again.')
+  differ in rounds, and in settings one of the two does not depend on,
+  such as PT's eta or the mixed algorithms' key budget), naming the
+  settings that differ."""
+  for i, first in enumerate(records):
+    for record in records[i + 1:]:
+      keys = records_lib.differing_between(first, record)
+      if keys:
+        raise ValueError(
+            f'The records of {first.scenario} and {record.scenario} were '
+            f'made with different settings ({", ".join(keys)}): one section '
+            'cannot compare them. Delete the stale record (its .json and '
+            '_metrics.csv) and run that scenario again.')
 
 
 def saving(value: float, reference: float) -> float:

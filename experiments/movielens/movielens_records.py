@@ -48,6 +48,7 @@ import os
 from typing import Any, NamedTuple, Optional
 
 from experiments.common import run_records
+from experiments.movielens import movielens_config as config_lib
 from tff_mixed.training import reports as reports_lib
 
 METRICS_SUFFIX = '_metrics.csv'
@@ -59,10 +60,14 @@ METRICS_COLUMNS = ('round', 'recall_at_10', 'hinge_loss')
 EARLIER_FORMS = {'context_layer': 'identity_linear', 'client_loss': 'hinge',
                  'margin': 1.0, 'spreadout_form': 'mean_squared',
                  'spreadout_lambda': 1.0}
-# Settings that only one scenario's numbers depend on: compared only for
-# that scenario's record, so that the others' records stay valid when it
-# changes.
-SCENARIO_SETTINGS = {'parallel_training_lr': 'parallel_training'}
+# Settings that only some scenarios' numbers depend on, and those scenarios:
+# compared only for their records, so that the others' records stay valid
+# when one changes (the baseline broadcasts the table: no key budget).
+SCENARIO_SETTINGS = {
+    'parallel_training_lr': (config_lib.PARALLEL_TRAINING,),
+    'keys_per_client': tuple(s for s in config_lib.SCENARIOS
+                             if s != config_lib.BASELINE),
+}
 # The reference records' directory under a records directory, and names.
 REFERENCE_DIR = 'reference'
 POPULARITY = 'popularity'
@@ -168,16 +173,24 @@ def read_records(records_dir: str,
   return [r for r in found if r is not None]
 
 
+def _for_scenarios(settings: dict[str, Any], *scenarios: str
+                   ) -> dict[str, Any]:
+  """`settings` without those that some of `scenarios` do not depend on."""
+  return {k: v for k, v in settings.items()
+          if all(s in SCENARIO_SETTINGS.get(k, (s,)) for s in scenarios)}
+
+
 def _for_scenario(scenario: str, settings: dict[str, Any]) -> dict[str, Any]:
   """`settings` without those only other scenarios depend on."""
-  return {k: v for k, v in settings.items()
-          if SCENARIO_SETTINGS.get(k, scenario) == scenario}
+  return _for_scenarios(settings, scenario)
 
 
-def shared_settings(settings: dict[str, Any]) -> dict[str, Any]:
-  """`settings` without those one scenario alone depends on: what records of
-  different scenarios must share to be compared in one section."""
-  return {k: v for k, v in settings.items() if k not in SCENARIO_SETTINGS}
+def differing_between(a: 'ScenarioRecord', b: 'ScenarioRecord') -> list[str]:
+  """The settings in which records `a` and `b` differ, of those both their
+  scenarios depend on: what keeps them out of one section."""
+  return run_records.differing_settings(
+      _for_scenarios(a.settings, a.scenario, b.scenario),
+      _for_scenarios(b.settings, a.scenario, b.scenario))
 
 
 def same_settings(record: 'ScenarioRecord', settings: dict[str, Any]) -> bool:
