@@ -63,6 +63,14 @@ class MarkdownSectionTest(absltest.TestCase):
     self.assertIn('## a, third', text)
     self.assertNotIn('## a again', text)
 
+  def test_section_names_in_the_files_order(self):
+    self.assertEqual(markdown_sections.section_names(self.path), [])
+    for name in ('b', 'a', 'c'):
+      markdown_sections.write_section(self.path, name, f'## {name}\n'
+                                      '<!-- BEGIN quoted --> in a line')
+    self.assertEqual(markdown_sections.section_names(self.path),
+                     ['b', 'a', 'c'])
+
   def test_after_the_last_section(self):
     markdown_sections.write_section(self.path, 'a', '## A')
     markdown_sections.write_section(self.path, 'b', '## B', after='a')

@@ -19,6 +19,7 @@ owns the text between `<!-- BEGIN name -->` and `<!-- END name -->`, and
 rewriting one section keeps the others; every write is atomic.
 """
 
+import re
 from typing import Optional
 
 from tff_mixed.training import reports
@@ -59,6 +60,17 @@ def write_section(path: str, section: str, markdown: str,
               'edit by hand: rerun it. -->\n')
     text = text.rstrip('\n') + '\n\n' + block
   reports.atomic_write_text(path, text)
+
+
+def section_names(path: str) -> list[str]:
+  """The names of the generated sections of a Markdown file, in its order
+  (none if it does not exist)."""
+  try:
+    with open(path) as f:
+      text = f.read()
+  except FileNotFoundError:
+    return []
+  return re.findall(r'^<!-- BEGIN (\S+) -->$', text, re.M)
 
 
 def remove_section(path: str, section: str) -> bool:

@@ -339,10 +339,11 @@ def _report(records_dir: str, horizon: int,
         command=results_lib.command_line(module),
         date=results_lib.utc_now(), data_name=_DATA_NAME.value,
         data_note=_DATA_NOTE.value)
-    # A new section of other data goes after the paper-horizon one.
-    after = (movielens_lib.RESULTS_SECTION
-             if _RESULTS.section.value == movielens_report.RESULTS_SECTION
-             else movielens_report.RESULTS_SECTION)
+    # A new section goes after the MovieLens sections already there.
+    present = [name for name in markdown_sections.section_names(markdown)
+               if name.startswith(movielens_lib.RESULTS_SECTION)
+               and name != _RESULTS.section.value]
+    after = present[-1] if present else None
     results_lib.write_results_section(
         markdown, _RESULTS.section.value, section,
         note=_RESULTS.note.value, after=after)
