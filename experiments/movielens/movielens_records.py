@@ -180,11 +180,6 @@ def _for_scenarios(settings: dict[str, Any], *scenarios: str
           if all(s in SCENARIO_SETTINGS.get(k, (s,)) for s in scenarios)}
 
 
-def _for_scenario(scenario: str, settings: dict[str, Any]) -> dict[str, Any]:
-  """`settings` without those only other scenarios depend on."""
-  return _for_scenarios(settings, scenario)
-
-
 def differing_between(a: 'ScenarioRecord', b: 'ScenarioRecord') -> list[str]:
   """The settings in which records `a` and `b` differ, of those both their
   scenarios depend on: what keeps them out of one section."""
@@ -196,8 +191,8 @@ def differing_between(a: 'ScenarioRecord', b: 'ScenarioRecord') -> list[str]:
 def same_settings(record: 'ScenarioRecord', settings: dict[str, Any]) -> bool:
   """Whether `record` was made with `settings`, as far as its scenario's
   numbers depend on them."""
-  return (_for_scenario(record.scenario, record.settings)
-          == _for_scenario(record.scenario, settings))
+  return (_for_scenarios(record.settings, record.scenario)
+          == _for_scenarios(settings, record.scenario))
 
 
 def check_settings(records_dir: str, settings: dict[str, Any]) -> None:
@@ -206,8 +201,8 @@ def check_settings(records_dir: str, settings: dict[str, Any]) -> None:
   it has to go (the message names it) before hours of training."""
   for record in read_records(records_dir):
     keys = run_records.differing_settings(
-        _for_scenario(record.scenario, record.settings),
-        _for_scenario(record.scenario, settings))
+        _for_scenarios(record.settings, record.scenario),
+        _for_scenarios(settings, record.scenario))
     if keys:
       json_path, metrics_path = paths(records_dir, record.scenario)
       changes = ', '.join(f'{k}: {record.settings.get(k)!r} there, '

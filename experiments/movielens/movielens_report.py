@@ -362,11 +362,10 @@ def _lambda_lines(settings: Mapping[str, object],
     ran = ' (the selected one).'
   else:
     ran = f', not the selected {search.selected:g}'
-    score = dict(zip(search.lambdas, search.scores)).get(float(used))
-    if score is not None:
-      best = dict(zip(search.lambdas, search.scores))[search.selected]
-      ran += (f' (validation recall@10 {score:.4f} against the selected '
-              f'one\'s {best:.4f})')
+    scores = dict(zip(search.lambdas, search.scores))
+    if float(used) in scores:
+      ran += (f' (validation recall@10 {scores[float(used)]:.4f} against the '
+              f'selected one\'s {scores[search.selected]:.4f})')
     ran += '.'
   lines += ['', f'The scenarios ran at lambda {used:g}{ran}']
   return lines
