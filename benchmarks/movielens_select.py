@@ -121,7 +121,10 @@ def main(argv: Sequence[str]) -> None:
   if not os.path.exists(ratings):
     ratings = _generated_ratings(os.path.join(tempfile.mkdtemp(), 'u.data'))
     source = 'a generated u.data (943 users, 1,682 movies)'
-  config = movielens_config.Config(clients_per_round=_CLIENTS_PER_ROUND.value)
+  # 160 rows, the paper's n: the budget at which selecting saves the most
+  # against the broadcast table.
+  config = movielens_config.Config(clients_per_round=_CLIENTS_PER_ROUND.value,
+                                   keys_per_client=160)
   data = movielens.load_movielens(
       ratings, context_length=config.context_length)
   users = [str(u) for u in data.train_user_ids if int(u) in data.examples]

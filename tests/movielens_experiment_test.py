@@ -31,6 +31,7 @@ from experiments.movielens import movielens_advice
 from experiments.movielens import movielens_claims
 from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
+from experiments.movielens import movielens_process
 from experiments.movielens import movielens_records
 from tests import binary_runs
 from tests import movielens_testing
@@ -488,3 +489,82 @@ class MovieLensBinaryTest(absltest.TestCase):
 
 if __name__ == '__main__':
   absltest.main()
+
+
+class KeyBudgetTest(absltest.TestCase):
+
+  def test_the_default_budget_holds_every_movie_of_a_round(self):
+    config = movielens_config.Config(client_batch_size=16, client_steps=10,
+                                     context_length=10)
+    self.assertIsNone(config.keys_per_client)
+    self.assertEqual(movielens_config.key_budget(config), 16 * 10 * 11)
+    self.assertEqual(movielens_config.key_budget(
+        config._replace(keys_per_client=160)), 160)
+    # Records name the budget the clients got, however it was asked for.
+    self.assertEqual(movielens_lib.record_settings(config, 'data')[
+        'keys_per_client'], 1760)
+
+  def test_diagnostics_records_hold_at_any_budget(self):
+    # They broadcast the whole table: the budget changes none of their
+    # numbers, unlike a selecting run's.
+    settings = dict(movielens_lib.record_settings(
+        movielens_config.Config(), 'data'), with_diagnostics=True)
+    record = _record('one_way_gt', dict(settings, keys_per_client=160))
+    self.assertTrue(movielens_records.same_settings(record, settings))
+    del settings['with_diagnostics']
+    selecting = _record('one_way_gt', dict(settings, keys_per_client=160))
+    self.assertFalse(movielens_records.same_settings(selecting, settings))
+
+  def test_n_counts_the_movies_clients_train_on(self):
+    directory = temp_dirs.temp_dir(self)
+    ratings = _write_ratings(os.path.join(directory, 'u.data'))
+    # K B = 16 examples cover every user's (at most 13): each client's round
+    # holds all its movies, and with S = every training user each round
+    # samples them all. The oracle counts them in the user's arrays.
+    config = movielens_config.Config(client_batch_size=4, client_steps=4,
+                                     context_length=3)
+    data = movielens_lib.load_data(ratings, config)
+    users = [u for u in data.train_user_ids if int(u) in data.examples]
+    want = np.mean([np.sum(np.unique(np.concatenate(
+        [data.examples[int(u)][0].ravel(), data.examples[int(u)][1]])) > 0)
+                    for u in users])
+    n = movielens_process.mean_distinct_keys(
+        data, config._replace(clients_per_round=len(users)))
+    self.assertAlmostEqual(n, want)
+    # One batch of one example: its context movies and its label at most.
+    small = movielens_process.mean_distinct_keys(
+        data, config._replace(client_batch_size=1, client_steps=1,
+                              clients_per_round=len(users)))
+    self.assertLessEqual(small, 4)
+    self.assertLess(small, want)
+
+  def test_records_read_back_take_the_counted_n(self):
+    directory = temp_dirs.temp_dir(self)
+    ratings = _write_ratings(os.path.join(directory, 'u.data'))
+    records_dir = os.path.join(directory, 'records')
+    config = movielens_config.Config(
+        rounds=1, clients_per_round=2, client_steps=1, embedding_dim=4,
+        context_length=3, eval_every=1)
+    data = movielens_lib.load_data(ratings, config)
+    settings = movielens_lib.record_settings(
+        config, movielens_lib.data_description(ratings, data))
+    costs = movielens_config.Costs('one_way_gt', 10, 20, 30.0, 3 * 1.0 * 4 *
+                                   4, 50.0)._asdict()
+    for scenario in ('baseline', 'one_way_gt'):
+      movielens_records.write_record(records_dir, _record(scenario, settings)
+                                     ._replace(costs=dict(costs)))
+    result = movielens_lib.run_experiment(
+        ratings, scenarios=['one_way_gt'], config=config,
+        output_dir=os.path.join(directory, 'out'), records_dir=records_dir,
+        progress=False)
+    n = movielens_process.mean_distinct_keys(data, config)
+    self.assertNotEqual(n, 1.0)
+    self.assertEqual(result.results[0].mean_keys, n)
+    for scenario, want in (('one_way_gt', 3 * n * 4 * 4),
+                           ('baseline', 2 * data.num_movies * 4 * 4)):
+      record = movielens_records.read_record(records_dir, scenario)
+      self.assertEqual(record.mean_keys, n)
+      self.assertAlmostEqual(record.costs['paper_comm_bytes'], want)
+      # What was measured stays.
+      self.assertEqual(record.costs['down_bytes'], 10)
+      self.assertEqual(record.rows, _record(scenario, settings).rows)

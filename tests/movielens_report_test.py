@@ -35,7 +35,7 @@ from tests import binary_runs
 from tests import temp_dirs
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_CONFIG = movielens_config.Config(eval_every=100)
+_CONFIG = movielens_config.Config(eval_every=100, keys_per_client=160)
 _DATA = '`u.data`: 100000 ratings, 1682 movies'
 _SETTINGS = movielens_lib.record_settings(_CONFIG, _DATA)
 _D = 16
@@ -374,6 +374,21 @@ class MarkdownTest(absltest.TestCase):
     self.assertStartsWith(text, "## MovieLens dual encoder at the paper's "
                           'horizon (MovieLens 1M, users 1-2999; arXiv:')
     self.assertIn('3,865 train users); its first half.', text)
+
+  def test_section_names_the_rows_the_mixed_clients_received(self):
+    # The baseline's record does not depend on the budget; the mixed ones
+    # say what their clients got: the budget, or the whole table (N = 1682
+    # movies and the padding row) where that is smaller.
+    every_row = dict(_SETTINGS, keys_per_client=1760)
+    records = [_record('baseline')] + [
+        _record(s, settings=every_row) for s in movielens_claims.MIXED]
+    text = self._markdown(records)
+    self.assertIn('1683 embedding rows per client through federated_select',
+                  text)
+    self.assertIn('a fixed budget of 1683 rows', text)
+    self.assertNotIn('160 embedding rows', text)
+    self.assertIn('160 embedding rows per client',
+                  self._markdown(_paper_set()))
 
   def test_section_has_table_4_when_measured(self):
     self.assertIn('not measured (no diagnostics record',

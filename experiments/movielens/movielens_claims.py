@@ -153,6 +153,12 @@ def num_movies(record: Record) -> int:
                          / (s['embedding_dim'] * steps)))
 
 
+def rows_per_client(record: Record) -> int:
+  """The rows a mixed record's clients received: its key budget, or the
+  whole table (N movies and the padding row) where that is smaller."""
+  return min(record.settings['keys_per_client'], num_movies(record) + 1)
+
+
 def _verdict(passes: Mapping[str, bool],
              required: Sequence[str]) -> Optional[bool]:
   """The verdict of a claim on every scenario of `required`, from whether
@@ -220,7 +226,6 @@ def _cost_claims(by_name: Mapping[str, Record]) -> list[Claim]:
   }
   formula = {r.scenario: saving(r.costs['paper_comm_bytes'],
                                  base['paper_comm_bytes']) for r in mixed}
-  settings = mixed[0].settings
   movies = num_movies(by_name[BASELINE])
   short = any(v < PAPER_COMMUNICATION_SAVING for v in formula.values())
   computation = _verdict(
@@ -248,7 +253,7 @@ def _cost_claims(by_name: Mapping[str, Record]) -> list[Claim]:
             + (' (the table is too small for the paper\'s saving)'
                if short else '')
             + '; the measured bytes differ from them because each client '
-            f'receives a fixed budget of {settings["keys_per_client"]} rows, '
+            f'receives a fixed budget of {rows_per_client(mixed[0])} rows, '
             'not its n (federated_select takes one static key count; unused '
             'keys are padding), and sends its training metrics')]
   return [c for c in found if c.reproduced is not None]

@@ -116,9 +116,12 @@ class ScenarioResult(NamedTuple):
 
 def run_scenario(scenario: str, data, config: config_lib.Config,
                  output_dir: str, progress: Optional[bool] = None,
-                 with_diagnostics: bool = False) -> ScenarioResult:
+                 with_diagnostics: bool = False,
+                 mean_keys: Optional[float] = None) -> ScenarioResult:
   """Trains one scenario with the shared resumable runner.
 
+  `mean_keys`: the paper's n if already counted
+  (`process_lib.mean_distinct_keys`; counted here if None).
   `with_diagnostics` (a mixed scenario): report table 4's G~^2 and B~^2,
   broadcasting the whole table (see `build_process`).
   """
@@ -130,20 +133,9 @@ def run_scenario(scenario: str, data, config: config_lib.Config,
       tff.simulation.compose_dataset_computation_with_learning_process(
           process_lib.dataset_computation(
               data, config, fedavg=scenario == config_lib.BASELINE), inner))
-  train_ids = [str(u) for u in data.train_user_ids
-               if int(u) in data.examples]
   sample = tff.simulation.build_uniform_sampling_fn(
-      train_ids, random_seed=config.seed)
+      process_lib.train_user_names(data), random_seed=config.seed)
   contexts, labels = process_lib.evaluation_arrays(data, config)
-  # The paper's n: the mean number of distinct movies a client trains on,
-  # over the clients of the first rounds (the same in a resumed run).
-  key_counts = []
-  for round_index in range(3):
-    for u in sample(round_index, config.clients_per_round)[:20]:
-      c, y = data.examples[int(u)]
-      steps = config.client_steps * config.client_batch_size
-      ids = np.unique(np.concatenate([c[:steps].ravel(), y[:steps]]))
-      key_counts.append(int(np.sum(ids > 0)))
 
   def client_data_fn(round_num):
     users = sample(round_num - 1, config.clients_per_round)
@@ -181,7 +173,8 @@ def run_scenario(scenario: str, data, config: config_lib.Config,
         rows.append(dict(round=int(record[runner_lib.ROUND_KEY]),
                          recall_at_10=float(record['eval/recall_at_10']),
                          hinge_loss=float(record['eval/hinge_loss'])))
-  mean_keys = float(np.mean(key_counts))
+  if mean_keys is None:
+    mean_keys = process_lib.mean_distinct_keys(data, config)
   # What one client moves: the per-client process's types (a group
   # uploads its members' rows scattered into the whole table).
   per_client = inner if groups is None else process_lib.build_process(
@@ -276,6 +269,8 @@ def record_settings(config: config_lib.Config,
   own where `config.margin` is None), so a record says what it trained."""
   settings = config._asdict()
   del settings['rounds'], settings['clients_per_group']
+  # The budget the clients get, however it was asked for.
+  settings['keys_per_client'] = config_lib.key_budget(config)
   settings['margin'] = (dual_encoder.MARGINS[config.client_loss]
                         if config.margin is None else config.margin)
   return dict(settings, data=description)
@@ -316,6 +311,16 @@ def _record(result: ScenarioResult, config: config_lib.Config,
       machine=results_lib.machine_description(), date=results_lib.utc_now(),
       command=command, diagnostics=result.diagnostics and
       result.diagnostics._asdict())
+
+
+def remeasured(record: records_lib.ScenarioRecord, mean_keys: float,
+               num_movies: int) -> records_lib.ScenarioRecord:
+  """`record` with n = `mean_keys` and the paper's communication term
+  recomputed from it; its measured bytes, FLOPs and rows unchanged."""
+  costs = dict(record.costs, paper_comm_bytes=config_lib.paper_comm_bytes(
+      record.scenario, mean_keys, num_movies,
+      record.settings['embedding_dim']))
+  return record._replace(mean_keys=mean_keys, costs=costs)
 
 
 def result_from_record(record: records_lib.ScenarioRecord) -> ScenarioResult:
@@ -378,6 +383,8 @@ def run_experiment(ratings_file: str, *,
                'client_steps', 'embedding_dim', 'context_length',
                'keys_per_client', 'eval_every'):
     value = getattr(config, name)
+    if name == 'keys_per_client' and value is None:
+      continue  # `config_lib.key_budget`'s default.
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'`{name}` must be a positive int, got {value!r}.')
   grouping.check(config.clients_per_group)
@@ -402,8 +409,17 @@ def run_experiment(ratings_file: str, *,
     description = data_description(ratings_file, data)
     settings = dict(record_settings(config, description),
                     **({'with_diagnostics': True} if with_diagnostics else {}))
+    # n depends on the data and the settings, not on training (every
+    # scenario and horizon has the same).
+    mean_keys = process_lib.mean_distinct_keys(data, config)
     if records_dir is not None:
       records_lib.check_settings(records_dir, settings)
+      # Records that counted n otherwise take this count, so that one
+      # section compares every row on the same n.
+      for record in records_lib.read_records(records_dir):
+        if record.mean_keys != mean_keys:
+          records_lib.write_record(records_dir, remeasured(
+              record, mean_keys, data.num_movies))
     results = []
     for scenario in scenarios:
       scenario_config = config._replace(
@@ -418,7 +434,7 @@ def run_experiment(ratings_file: str, *,
         results.append(result_from_record(previous))
         continue
       result = run_scenario(scenario, data, scenario_config, output_dir,
-                            progress, with_diagnostics)
+                            progress, with_diagnostics, mean_keys)
       if records_dir is not None:
         records_lib.write_record(records_dir, _record(
             result, scenario_config, settings, previous, command))
@@ -463,7 +479,7 @@ def results_markdown(result: ExperimentResult, command: str,
       f'(Parallel Training: {c.parallel_training_lr}), '
       f'eta_s = eta_m = 1, w_f = {c.federated_weight}, w_c = '
       f'{c.central_weight}, d = {c.embedding_dim}, context {c.context_length}'
-      f', {c.keys_per_client} keys per client, FedAdam server lr '
+      f', {config_lib.key_budget(c)} keys per client, FedAdam server lr '
       f'{c.fedadam_lr}, seed {c.seed}. The paper trains 2,000 rounds on '
       'MovieLens 1M and reports recall@10 ~0.1 for every algorithm.',
       f'* Model: {config_lib.forms_text(c._asdict())}.',

@@ -112,8 +112,10 @@ _CONTEXT_LENGTH = flags.DEFINE_integer(
     lower_bound=1)
 _KEYS_PER_CLIENT = flags.DEFINE_integer(
     'keys_per_client', _DEFAULTS.keys_per_client, 'Embedding rows each '
-    'client receives per round (federated_select keys); a client using '
-    'more movies keeps its most frequent ones.', lower_bound=1)
+    'mixed client receives per round (federated_select keys); a client '
+    'using more movies keeps its most frequent ones and the others carry '
+    'no loss. Default: batch size x steps x (context length + 1), every '
+    'movie a round can hold, so nothing is cut.', lower_bound=1)
 _CONTEXT_LAYER = flags.DEFINE_enum(
     'context_layer', _DEFAULTS.context_layer, dual_encoder.CONTEXT_LAYERS,
     'The context tower\'s layer after the mean of the context movies: '

@@ -65,7 +65,8 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
   model = dual_encoder.build_dual_encoder(num_rows,
                                           **config_lib.model_kwargs(config))
   selection = dual_encoder.build_embedding_selection(
-      num_rows, min(config.keys_per_client, num_rows), config.embedding_dim,
+      num_rows, min(config_lib.key_budget(config), num_rows),
+      config.embedding_dim,
       config.context_length, **config_lib.model_forms(config))
   spreadout = tff_mixed.central_regularizer(
       dual_encoder.build_spreadout_loss_fn(config.spreadout_form,
@@ -122,6 +123,36 @@ def client_dataset_fn(data: 'movielens.MovieLensData',
         lambda s: batches(examples, s))
 
   return make
+
+
+def mean_distinct_keys(data: 'movielens.MovieLensData',
+                       config: config_lib.Config, rounds: int = 3) -> float:
+  """The paper's n: the mean number of distinct movies (context and label
+  ids, padding left out) in the K batches a client trains on in a round.
+
+  Counted on what the clients of the first `rounds` rounds train on: each
+  sampled client's shuffled dataset (`client_dataset_fn`), so the number
+  is that of the run, and the same in a resumed one.
+  """
+  sample = tff.simulation.build_uniform_sampling_fn(
+      train_user_names(data), random_seed=config.seed)
+  dataset_fn = client_dataset_fn(data, config, fedavg=True)
+  counts = []
+  for round_num in range(1, rounds + 1):
+    for user in sample(round_num - 1, config.clients_per_round):
+      ids = set()
+      for (context, label), _ in dataset_fn(
+          tf.constant(f'{round_num}|{user}')):
+        ids.update(context.numpy().ravel().tolist())
+        ids.update(label.numpy().ravel().tolist())
+      # Padding is -1 in a context and row 0 is never a movie.
+      counts.append(sum(1 for i in ids if i > 0))
+  return float(np.mean(counts))
+
+
+def train_user_names(data: 'movielens.MovieLensData') -> list[str]:
+  """The training users with examples, as client names are built from."""
+  return [str(u) for u in data.train_user_ids if int(u) in data.examples]
 
 
 def dataset_computation(data: 'movielens.MovieLensData',
@@ -227,7 +258,8 @@ def client_model(
         spreadout_weight=config.central_weight,
         **config_lib.model_kwargs(config))
   return dual_encoder.build_dual_encoder(
-      min(config.keys_per_client, num_rows), **config_lib.model_kwargs(config))
+      min(config_lib.key_budget(config), num_rows),
+      **config_lib.model_kwargs(config))
 
 
 def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
@@ -237,11 +269,8 @@ def measure_costs(scenario: str, process, data: 'movielens.MovieLensData',
   cost = tff_mixed.costs.per_client_communication(process)
   flops = config.client_steps * tff_mixed.costs.local_step_flops(
       client_model(scenario, data, config), config.client_batch_size)
-  n, big_n, d = mean_keys, data.num_movies, config.embedding_dim
-  paper_comm = {
-      config_lib.BASELINE: 2 * big_n * d
-  }.get(scenario,
-        (2 if scenario == config_lib.PARALLEL_TRAINING else 3) * n * d) * 4
+  big_n, d = data.num_movies, config.embedding_dim
+  paper_comm = config_lib.paper_comm_bytes(scenario, mean_keys, big_n, d)
   paper_flops = (config.client_steps
                  if scenario == config_lib.BASELINE else 1) * (
                      big_n**2 * d / 2)

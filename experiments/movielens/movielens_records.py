@@ -175,9 +175,14 @@ def read_records(records_dir: str,
 
 def _for_scenarios(settings: dict[str, Any], *scenarios: str
                    ) -> dict[str, Any]:
-  """`settings` without those that some of `scenarios` do not depend on."""
+  """`settings` without those that some of `scenarios` do not depend on.
+
+  A diagnostics run (`with_diagnostics`) broadcasts the whole table: the
+  key budget changes none of its numbers.
+  """
   return {k: v for k, v in settings.items()
-          if all(s in SCENARIO_SETTINGS.get(k, (s,)) for s in scenarios)}
+          if all(s in SCENARIO_SETTINGS.get(k, (s,)) for s in scenarios)
+          and not (k == 'keys_per_client' and settings.get('with_diagnostics'))}
 
 
 def differing_between(a: 'ScenarioRecord', b: 'ScenarioRecord') -> list[str]:

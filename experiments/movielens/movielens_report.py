@@ -445,6 +445,18 @@ def missing_text(records: Sequence[Record], horizon: int) -> str:
                              'horizon.')
 
 
+def _rows_text(records: Sequence[Record]) -> str:
+  """What the clients receive: the mixed records' rows through
+  federated_select (they share them, `check_comparable`), and the
+  baseline's whole table."""
+  mixed = [r for r in records if r.scenario != ml_claims.BASELINE]
+  table = 'the whole table, broadcast'
+  if not mixed:
+    return f'the baseline: {table}'
+  return (f'{ml_claims.rows_per_client(mixed[0])} embedding rows per client '
+          f'through federated_select (the baseline: {table})')
+
+
 def _runs_lines(records: Sequence[Record]) -> list[str]:
   machines = sorted({r.machine for r in records})
   lines = []
@@ -531,9 +543,7 @@ def results_markdown(records: Sequence[Record], *,
       f'{s["client_lr"]}{_parallel_training_lr_text(records)}, eta_s = '
       f'eta_m = 1, w_f = {s["federated_weight"]}, '
       f'w_c = {s["central_weight"]}, SGD, d = {s["embedding_dim"]}, context '
-      f'{s["context_length"]} movies, {s["keys_per_client"]} embedding rows '
-      'per client through federated_select (the baseline: the whole table, '
-      'broadcast).',
+      f'{s["context_length"]} movies, ' + _rows_text(records) + '.',
       f'* Model: {movielens_config.forms_text(s)}. "Cited": the forms of the '
       'code the paper cites (Ning et al. 2021, google-research/federated '
       '`dual_encoder/`).', *_runs_lines(records), '',
