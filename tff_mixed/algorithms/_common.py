@@ -85,7 +85,7 @@ def check_process_args(
   validation.check_client_weighting(client_weighting)
   client_groups_lib.check_client_groups(client_groups)
   if client_groups is not None:
-    validation.check_group_aggregation(model_aggregator, metrics_aggregator)
+    group_aggregation.check_aggregators(model_aggregator, metrics_aggregator)
   if model_aggregator is None:
     model_aggregator = tff.aggregators.MeanFactory()
   if client_groups is None or group_aggregation.is_plain_mean(

@@ -47,7 +47,7 @@ zeroing of `tff.learning.robust_aggregator`): the server sends the group the
 norm it would send each client, and the group uploads the sum of its
 members' records (`GroupOutput.records`). Noise added or secure sums on
 each client cannot be reproduced by a group, and the builders refuse them
-(`validation.check_group_aggregation`).
+(`group_aggregation.check_aggregators`).
 """
 
 from collections.abc import Callable, Sequence

@@ -25,7 +25,6 @@ from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
 from tff_mixed.core import embedding_select
 from tff_mixed.core import example_store as example_store_lib
-from tff_mixed.core import group_aggregation
 
 
 def check_model(model: Any) -> None:
@@ -259,37 +258,6 @@ def check_no_selection_aggregator(model_aggregator: Any) -> None:
       'which `federated_select` exists to avoid. To aggregate with this '
       'aggregator, set `embedding_selection=None` (the table is then '
       f'broadcast and uploaded whole); got {type(model_aggregator).__name__}.')
-
-
-def check_group_aggregation(model_aggregator: Any,
-                            metrics_aggregator: Any) -> None:
-  """Refuses aggregation a group of clients cannot reproduce.
-
-  A group (`client_groups.py`) uploads sums over its members: their weighted
-  mean update, the sum of their metrics, and the sum of their records for an
-  aggregator that acts on each client's update. So only summed metrics
-  (`tff.learning.metrics.sum_then_finalize`) give the per-client result, and
-  only the model aggregators `group_aggregation.check_groupable` recognizes
-  (a plain weighted mean, DP, TFF's adaptive clipping and zeroing); secure
-  sums and noise added on each client are refused.
-
-  Args:
-    model_aggregator: The requested model aggregation factory (`None`: the
-      default weighted mean).
-    metrics_aggregator: The requested metrics aggregator (`None`: the
-      default `sum_then_finalize`).
-
-  Raises:
-    ValueError: For any other aggregator, naming it.
-  """
-  if model_aggregator is not None:
-    group_aggregation.check_groupable(model_aggregator)
-  if metrics_aggregator not in (None, tff.learning.metrics.sum_then_finalize):
-    raise ValueError(
-        'Client groups (`client_groups`) sum their members\' metrics, which '
-        'only `tff.learning.metrics.sum_then_finalize` (the default) '
-        'finalizes exactly; use `client_groups=None` with metrics aggregator '
-        f'{getattr(metrics_aggregator, "__name__", metrics_aggregator)!r}.')
 
 
 def check_client_weighting(client_weighting: Any) -> None:
