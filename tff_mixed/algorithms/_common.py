@@ -39,6 +39,7 @@ from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
 from tff_mixed.core import group_aggregation
+from tff_mixed.core import group_distribution
 from tff_mixed.core import model_types
 from tff_mixed.core import validation
 
@@ -182,9 +183,9 @@ def model_distribution(
     return (distributors.build_broadcast_distributor(model, with_gradient),
             aggregator)
   if client_groups is not None:
-    return (distributors.build_group_select_distributor(
+    return (group_distribution.build_group_select_distributor(
         model, selection, with_gradient, client_steps),
-            aggregators.build_group_scatter_back_aggregator(
+            group_distribution.build_group_scatter_back_aggregator(
                 selection, trainable_type))
   return (distributors.build_select_distributor(model, selection,
                                                 with_gradient, client_steps),

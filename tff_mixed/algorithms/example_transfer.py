@@ -42,6 +42,7 @@ from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import distributors
+from tff_mixed.core import group_distribution
 from tff_mixed.core import inputs
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select
@@ -57,9 +58,9 @@ def _build_transfer_process(
 
   Components: the broadcast of x^(t) plus `federated_select` of each
   client's examples (`distributors.build_transfer_distributor`; for groups
-  of clients `build_group_transfer_distributor`), client work on the merged
-  data, the model aggregator's mean, no central work and SERVEROPTIMIZER
-  alone in the finalizer (w_f = 1, w_c = 0).
+  of clients `group_distribution.build_group_transfer_distributor`),
+  client work on the merged data, the model aggregator's mean, no central
+  work and SERVEROPTIMIZER alone in the finalizer (w_f = 1, w_c = 0).
   """
   server_optimizer, aggregator_factory = _common.check_process_args(
       model=model, client_optimizer=client_optimizer,
@@ -79,7 +80,7 @@ def _build_transfer_process(
       redraw_each_round=redraw_each_round)
   build_distributor = (distributors.build_transfer_distributor
                        if client_groups is None else
-                       distributors.build_group_transfer_distributor)
+                       group_distribution.build_group_transfer_distributor)
   return _common.compose_federated_only(
       model, build_distributor(broadcast, transfer), aggregator,
       client_steps=client_steps, client_weighting=client_weighting,

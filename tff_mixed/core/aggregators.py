@@ -30,12 +30,11 @@ aggregators, both Python functions of federated values (intrinsics only):
     share of the cohort's weight that did not hold the row, with which the
     finalizer adds the augmenting steps those clients would have taken.
     Its state and measurements are `()`.
-*   `build_group_scatter_back_aggregator`: the same mean and unheld
-    shares from groups of clients (`client_groups.py`), each of which has
-    already scattered its members' rows into the table's shape.
 
-Aggregators that act on each client's update (DP, clipping, zeroing) run in
-groups of clients through `MemberRecords`
+For groups of clients (`client_groups.py`), the scatter-back has a group
+variant (`group_distribution.build_group_scatter_back_aggregator`), and
+aggregators that act on each client's update (DP, clipping, zeroing) run
+in the groups through `MemberRecords`
 (`group_aggregation.build_group_aggregator`).
 """
 
@@ -137,32 +136,3 @@ def build_scatter_back_aggregator(selection: select_lib.EmbeddingSelection,
                             unheld_fraction)
 
   return Aggregator(initialize, aggregate)
-
-
-def build_group_scatter_back_aggregator(
-    selection: select_lib.EmbeddingSelection,
-    trainable_type: tff.Type) -> Aggregator:
-  """The scatter-back's results from `client_groups.GroupOutput`s.
-
-  A group uploads its members' weighted mean update (table-shaped), their
-  weight total and their per-row weight totals;
-  `embedding_select.build_group_sparse_mean` adds them up as the per-client
-  scatter-back does. State and measurements are `()`.
-  """
-  group_sparse_mean = select_lib.build_group_sparse_mean(
-      trainable_type, selection.table_index)
-
-  def initialize():
-    return tff.federated_value((), tff.SERVER)
-
-  def aggregate(state, client_outputs, keys):
-    del keys  # Each group scattered its members' rows.
-    mean_update, unheld_fraction = group_sparse_mean(
-        client_outputs.update, client_outputs.row_weights,
-        client_outputs.update_weight)
-    return AggregatorOutput(state, mean_update,
-                            tff.federated_value((), tff.SERVER),
-                            unheld_fraction)
-
-  return Aggregator(initialize, aggregate)
-

@@ -25,8 +25,8 @@ halves:
     TF, run inside the client work's computation): turns what arrived into
     the model weights, the augmenting gradient, the dataset and the
     transferred examples the client trains with. The group distributors
-    choose keys or draw examples from `key_dataset`, a second copy of the
-    client's dataset when given: a dataset that reshuffles on every pass
+    (`group_distribution.py`) choose keys or draw examples from
+    `key_dataset`, a second copy of the client's dataset when given: a dataset that reshuffles on every pass
     gives its first order to each copy, as the per-client process's
     computations each get a fresh copy.
 
@@ -50,11 +50,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
-import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import embedding_select as select_lib
-from tff_mixed.core import merged_batches as merged_lib
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select as transfer_lib
 
@@ -188,48 +186,8 @@ def build_transfer_distributor(
                      distribute, receive, base.client_model)
 
 
-def build_group_transfer_distributor(
-    base: Distributor, transfer: transfer_lib.TransferComputations
-) -> Distributor:
-  """`build_transfer_distributor` for groups of clients (`client_groups.py`).
-
-  The round number is broadcast with `base`'s values, and each member draws
-  its keys and reads its central examples inside the group's computation
-  (`transfer.draw_fn`, `transfer.read_fn`: what `federated_select` with
-  `select_fn` delivers to a client), so that a group's members need no key
-  of their own in the federated computation. Members held as tensors draw
-  and read theirs all at once (`receive_members`, `transfer.draw_rows_fn`).
-  """
-
-  def distribute(message, round_num, client_data):
-    distribution = base.distribute(message, round_num, client_data)
-    return distribution._replace(values=(
-        *distribution.values, tff.federated_broadcast(round_num)))
-
-  def receive(received, dataset, key_dataset=None):
-    *received, round_num = received
-    draw = transfer.draw_fn(
-        dataset if key_dataset is None else key_dataset, round_num)
-    examples = tf.data.Dataset.from_tensor_slices(transfer.read_fn(draw.keys))
-    return base.receive(received, dataset, key_dataset)._replace(
-        examples=examples, shuffle_seed=draw.shuffle_seed)
-
-  def receive_members(received, batches):
-    *received, round_num = received
-    draw = transfer.draw_rows_fn(merged_lib.rows_of(batches), round_num)
-    examples = tf.nest.map_structure(
-        lambda t: tf.reshape(t, tf.concat(
-            [tf.shape(draw.keys), tf.shape(t)[1:]], 0)),
-        transfer.read_fn(tf.reshape(draw.keys, [-1])))
-    return base.receive(received, None)._replace(
-        examples=examples, shuffle_seed=draw.shuffle_seed)
-
-  return Distributor((*base.client_types, tff.TensorType(np.int32)),
-                     distribute, receive, base.client_model,
-                     receive_members=receive_members)
-
-
-def _without(values: Sequence[Any], index: int) -> tuple[Any, ...]:
+def without(values: Sequence[Any], index: int) -> tuple[Any, ...]:
+  """`values` without the one at `index` (the table's, split off)."""
   return tuple(w for i, w in enumerate(values) if i != index)
 
 
@@ -262,12 +220,12 @@ def build_select_distributor(
   @tff.tensorflow.computation(weights_type)
   def split_weights(weights):
     return (weights.trainable[index], tff.learning.models.ModelWeights(
-        trainable=_without(weights.trainable, index),
+        trainable=without(weights.trainable, index),
         non_trainable=tuple(weights.non_trainable)))
 
   @tff.tensorflow.computation(weights_type.trainable)
   def split_gradient(gradient):
-    return gradient[index], _without(gradient, index)
+    return gradient[index], without(gradient, index)
 
   select_fn = select_lib.build_select_fn(table_type)
   dense_message = collections.OrderedDict(
@@ -300,14 +258,15 @@ def build_select_distributor(
     message, keys, rows, *gradient_rows = received
     rows = [select_lib.rows_from_sequence(r, num_keys, row_shape)
             for r in (rows, *gradient_rows)]
-    return _local_inputs(message, keys, rows, dataset, selection)
+    return local_inputs(message, keys, rows, dataset, selection)
 
   return Distributor(client_types, distribute, receive,
                      selection.local_model, selection)
 
 
-def _local_inputs(message, keys, rows, dataset, selection):
-  """A `federated_select` client's inputs from its keys and rows.
+def local_inputs(message, keys, rows, dataset, selection):
+  """A `federated_select` client's inputs from its keys and rows (also a
+  group member's, `group_distribution.build_group_select_distributor`).
 
   `message` holds every weight (and gradient) but the table's; `rows` are
   the table's rows at `keys` (and, with gradient transfer, g~_c's).
@@ -325,42 +284,3 @@ def _local_inputs(message, keys, rows, dataset, selection):
       augmenting_gradient=augmenting,
       dataset=select_lib.local_dataset(dataset, keys, selection),
       keys=keys)
-
-
-def build_group_select_distributor(
-    model: tff.learning.models.FunctionalModel,
-    selection: select_lib.EmbeddingSelection,
-    with_gradient: bool,
-    client_steps: Optional[int],
-) -> Distributor:
-  """`build_select_distributor` for groups of clients (`client_groups.py`).
-
-  The message is broadcast whole to each group (one value per group, not per
-  client), and each member computes its keys from its data and takes its
-  rows of the table (and of g~_c) inside the group's computation: the rows
-  `federated_select` would deliver, so the member trains the same local
-  model on the same remapped batches. This is a simulation of the
-  per-client process, whose bytes per client it leaves unchanged; TFF's
-  runtime would otherwise call `select_fn` once per key and client.
-  """
-  broadcast = build_broadcast_distributor(model, with_gradient)
-  index = selection.table_index
-
-  def receive(received, dataset, key_dataset=None):
-    (message,) = received
-    keys = select_lib.select_keys(
-        dataset if key_dataset is None else key_dataset, selection,
-        client_steps)
-    rows = [tf.gather(message['weights'].trainable[index], keys)]
-    if with_gradient:
-      rows.append(tf.gather(message['augmenting_gradient'][index], keys))
-    message = collections.OrderedDict(
-        weights=message['weights']._replace(
-            trainable=_without(message['weights'].trainable, index)),
-        augmenting_gradient=(
-            _without(message['augmenting_gradient'], index)
-            if with_gradient else ()))
-    return _local_inputs(message, keys, rows, dataset, selection)
-
-  return Distributor(broadcast.client_types, broadcast.distribute, receive,
-                     selection.local_model, selection)
