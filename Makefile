@@ -122,7 +122,7 @@ results-movielens-1m: venv
 	  --data_name="$(ML1M_NAME)" --data_note="$(ML1M_NOTE)" \
 	  $(ARGS)
 
-# The same at the grid's largest lambda, 0.1, where PT's server steps hold the table apart; 160 rows per mixed client.
+# The same at the grid's largest lambda, 0.1, where PT's server steps hold the table apart.
 ML1M_LAMBDA ?= 0.1
 results-movielens-1m-lambda: venv
 	@test -f "$(ML1M_RATINGS)" || { echo "error: no MovieLens ratings at ML1M_RATINGS=$(ML1M_RATINGS); pass make results-movielens-1m-lambda ML1M_RATINGS=path/to/ratings.dat.gz" >&2; exit 1; }
@@ -134,7 +134,6 @@ results-movielens-1m-lambda: venv
 	  --diagnostic_rounds=100 --records_dir=docs/results/movielens_1m_lambda \
 	  --plot=docs/results/movielens_1m_lambda.png \
 	  --results_markdown=RESULTS.md --results_section=movielens_1m_lambda \
-	  --keys_per_client=160 \
 	  --spreadout_lambda=$(ML1M_LAMBDA) \
 	  --data_name="$(ML1M_NAME)" --data_note="$(ML1M_NOTE)" \
 	  $(ARGS)
