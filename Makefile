@@ -106,7 +106,7 @@ ML1M_RATINGS ?= ../shared/data/movielens_1m_partial/ratings_users1-2999.dat.gz
 ML1M_NAME ?= MovieLens 1M, users 1-2999
 ML1M_NOTE ?= this is its users 1-2999 (their 487,650 of its 1,000,209 ratings), the only part of it available here
 
-# The same reproduction on MovieLens 1M's users 1-2999; 160 rows per mixed client.
+# The same reproduction on MovieLens 1M's users 1-2999.
 results-movielens-1m: venv
 	@test -f "$(ML1M_RATINGS)" || { echo "error: no MovieLens ratings at ML1M_RATINGS=$(ML1M_RATINGS); pass make results-movielens-1m ML1M_RATINGS=path/to/ratings.dat.gz" >&2; exit 1; }
 	@$(RUN) $(PY) -m experiments.movielens.movielens_main \
@@ -117,7 +117,6 @@ results-movielens-1m: venv
 	  --diagnostic_rounds=100 --records_dir=docs/results/movielens_1m \
 	  --plot=docs/results/movielens_1m.png \
 	  --results_markdown=RESULTS.md --results_section=movielens_1m_reproduction \
-	  --keys_per_client=160 \
 	  --spreadout_lambdas=$(ML_LAMBDAS) \
 	  --data_name="$(ML1M_NAME)" --data_note="$(ML1M_NOTE)" \
 	  $(ARGS)
