@@ -49,6 +49,7 @@ from tests import binary_runs
 from tests import celeba_testing
 from tests import cifar10_testing
 from tests import preloaded_python
+from tests import refused_ports
 from tests import temp_dirs
 from tff_mixed import remote
 from tff_mixed.tasks import celeba_smile
@@ -227,9 +228,15 @@ def _advice(d: str) -> dict[str, str]:
                            '{"recommendation": "one_way_gt"}\n')}
 
 
-def _free_port(d: str) -> dict[str, str]:
+# What holds the refused ports of the setups below, for the process's life.
+_HOLDERS = []
+
+
+def _refused_port(d: str) -> dict[str, str]:
   del d
-  return {'port': str(portpicker.pick_unused_port())}
+  port, holder = refused_ports.refused_port()
+  _HOLDERS.append(holder)
+  return {'port': str(port)}
 
 
 # (name, binary, args, setup, expected text of the error line). Every row
@@ -273,7 +280,7 @@ _BAD_INPUTS = (
     ('train_unreadable_checkpoints', _TRAIN, _TRAIN_ARGS,
      _unreadable_checkpoints, 'can be read'),
     ('train_worker_down', _TRAIN,
-     [*_TRAIN_ARGS, '--worker_addresses=127.0.0.1:{port}'], _free_port,
+     [*_TRAIN_ARGS, '--worker_addresses=127.0.0.1:{port}'], _refused_port,
      'No TFF worker answered'),
     ('label_seed_out_of_range', _LABEL, ['--seed=4294967296'], _no_setup,
      '--seed'),

@@ -27,7 +27,6 @@ import time
 
 from absl.testing import absltest
 import numpy as np
-import portpicker
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -36,6 +35,7 @@ import tff_mixed
 from tff_mixed import remote
 from tff_mixed import runtime
 from tests import celeba_testing
+from tests import refused_ports
 from tests import temp_dirs
 from tests import testing_utils as tu
 
@@ -225,7 +225,9 @@ class RemoteExecutionTest(absltest.TestCase):
 
   def test_unreachable_worker_fails_fast_and_keeps_the_context(self):
     before = tff.framework.get_context_stack().current
-    dead = f'127.0.0.1:{portpicker.pick_unused_port()}'
+    port, holder = refused_ports.refused_port()
+    self.addCleanup(holder.close)
+    dead = f'127.0.0.1:{port}'
     start = time.monotonic()
     # The live worker must answer within the timeout even on a loaded
     # machine; the dead one is given up on after it.
