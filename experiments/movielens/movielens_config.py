@@ -108,14 +108,16 @@ class Costs(NamedTuple):
   paper_flops: float
 
 
-def key_budget(config: Config) -> int:
+def key_budget(config: Config, num_rows: Optional[int] = None) -> int:
   """The rows each mixed client receives per round: `keys_per_client`, or
   where that is None, B K (N + 1), the most distinct movies K batches of B
-  examples with N context movies and a label can hold."""
-  if config.keys_per_client is not None:
-    return config.keys_per_client
-  return (config.client_batch_size * config.client_steps
-          * (config.context_length + 1))
+  examples with N context movies and a label can hold; at most `num_rows`
+  (the table's) where given."""
+  budget = config.keys_per_client
+  if budget is None:
+    budget = (config.client_batch_size * config.client_steps
+              * (config.context_length + 1))
+  return budget if num_rows is None else min(budget, num_rows)
 
 
 def paper_comm_bytes(scenario: str, mean_keys: float, num_movies: int,

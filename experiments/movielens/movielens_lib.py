@@ -115,13 +115,11 @@ class ScenarioResult(NamedTuple):
 
 
 def run_scenario(scenario: str, data, config: config_lib.Config,
-                 output_dir: str, progress: Optional[bool] = None,
-                 with_diagnostics: bool = False,
-                 mean_keys: Optional[float] = None) -> ScenarioResult:
+                 output_dir: str, progress: Optional[bool],
+                 with_diagnostics: bool, mean_keys: float) -> ScenarioResult:
   """Trains one scenario with the shared resumable runner.
 
-  `mean_keys`: the paper's n if already counted
-  (`process_lib.mean_distinct_keys`; counted here if None).
+  `mean_keys`: the paper's n (`process_lib.mean_distinct_keys`).
   `with_diagnostics` (a mixed scenario): report table 4's G~^2 and B~^2,
   broadcasting the whole table (see `build_process`).
   """
@@ -173,8 +171,6 @@ def run_scenario(scenario: str, data, config: config_lib.Config,
         rows.append(dict(round=int(record[runner_lib.ROUND_KEY]),
                          recall_at_10=float(record['eval/recall_at_10']),
                          hinge_loss=float(record['eval/hinge_loss'])))
-  if mean_keys is None:
-    mean_keys = process_lib.mean_distinct_keys(data, config)
   # What one client moves: the per-client process's types (a group
   # uploads its members' rows scattered into the whole table).
   per_client = inner if groups is None else process_lib.build_process(

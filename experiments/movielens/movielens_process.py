@@ -65,8 +65,7 @@ def build_process(scenario: str, data: 'movielens.MovieLensData',
   model = dual_encoder.build_dual_encoder(num_rows,
                                           **config_lib.model_kwargs(config))
   selection = dual_encoder.build_embedding_selection(
-      num_rows, min(config_lib.key_budget(config), num_rows),
-      config.embedding_dim,
+      num_rows, config_lib.key_budget(config, num_rows), config.embedding_dim,
       config.context_length, **config_lib.model_forms(config))
   spreadout = tff_mixed.central_regularizer(
       dual_encoder.build_spreadout_loss_fn(config.spreadout_form,
@@ -258,7 +257,7 @@ def client_model(
         spreadout_weight=config.central_weight,
         **config_lib.model_kwargs(config))
   return dual_encoder.build_dual_encoder(
-      min(config_lib.key_budget(config), num_rows),
+      config_lib.key_budget(config, num_rows),
       **config_lib.model_kwargs(config))
 
 
