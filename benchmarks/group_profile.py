@@ -22,7 +22,7 @@ CelebA-size one, whose groups read an `ExampleStore`), at each
 `--cohort_sizes`, timing:
 
 * the grouped round through TFF, as round_time runs it;
-* the group's computation alone (`client_groups.build_group_work`, what the
+* the group's computation alone (`group_work.build_group_work`, what the
   round maps over its groups) called directly, once per group, the groups
   in parallel threads and one after another: the round without federated
   dispatch, aggregation and server update; and called with no members
@@ -81,10 +81,11 @@ from benchmarks import compute_floor
 from benchmarks import round_profile
 from benchmarks import round_time
 from experiments.common import results as results_lib
-from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import client_work
 from tff_mixed.core import distributors
 from tff_mixed.core import model_types
+from tff_mixed.simulation import client_groups as client_groups_lib
+from tff_mixed.simulation import group_work as group_work_lib
 # pylint: enable=g-bad-import-order
 
 _Probe = round_profile._Probe  # pylint: disable=protected-access
@@ -274,13 +275,13 @@ def _tensor_group_work(workload, cohort, config, optimizer):
         state = step(state, (x[k], y[k]))
       output = client_work._client_output(model, config, trainable, state[0],
                                           state[2], state[3], state[5])
-      return i + 1, client_groups_lib._add_member(sums, output, None, None,
+      return i + 1, group_work_lib._add_member(sums, output, None, None,
                                                   None)
 
     _, sums = tf.while_loop(
         lambda i, _: i < tf.size(ids), member,
         (tf.constant(0),
-         client_groups_lib._zero_sums(model, config, None, None)))
+         group_work_lib._zero_sums(model, config, None, None)))
     return sums
 
   # pylint: enable=protected-access
@@ -293,7 +294,7 @@ def _group_probes(workload, cohort, groups: list[np.ndarray]) -> list[_Probe]:
   # pylint: disable=protected-access
   dataset_fn = round_time._group_dataset_fn(workload, cohort)
   # pylint: enable=protected-access
-  group_work = client_groups_lib.build_group_work(
+  group_work = group_work_lib.build_group_work(
       workload.model, distributor, config, optimizer,
       client_groups_lib.ClientGroups(dataset_fn, np.int32))
   trainable = tuple(np.asarray(w) for w in workload.model.initial_weights[0])
@@ -508,7 +509,7 @@ def render_markdown(report: dict[str, Any]) -> str:
       '(`client_groups.array_dataset_fn`), the CelebA-size model\'s read an '
       '`ExampleStore`.',
       '* Rows: the round through TFF; the group computation '
-      '(`client_groups.build_group_work`) called directly; per member, its '
+      '(`group_work.build_group_work`) called directly; per member, its '
       'dataset as the client work builds it (`dataset_fn` and the training '
       'pipeline), iterated as the client loop does '
       '(`model_types.reduce_dataset`) or drawn at once, and its rows as '

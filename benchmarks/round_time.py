@@ -114,15 +114,15 @@ from benchmarks import compute_floor
 from benchmarks import round_reports
 from tff_mixed.algorithms import registry
 from tff_mixed.core import example_store
-from tff_mixed.core import fused_round
-from tff_mixed.core import lockstep
-from tff_mixed.core import multi_round
+from tff_mixed.simulation import fused_round
+from tff_mixed.simulation import lockstep
+from tff_mixed.simulation import multi_round
 from experiments.common import grouping
 from experiments.common import markdown_sections
 from experiments.common import shared_flags
-from tff_mixed.models import dense
 from tff_mixed import remote
 from tff_mixed import runtime
+from tff_mixed.models import dense
 from tff_mixed.training import reports as reports_lib
 # pylint: enable=g-bad-import-order
 

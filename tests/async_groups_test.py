@@ -26,8 +26,8 @@ from tff_mixed.asynchronous import loadaboost
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import simulation
-from tff_mixed.core import client_groups
 from tff_mixed.models import dense
+from tff_mixed.simulation import client_groups
 
 from tests import testing_utils as tu
 

@@ -38,12 +38,12 @@ import tensorflow_privacy as tfp
 import tff_mixed
 from tff_mixed.algorithms import fedavg
 from tff_mixed.algorithms import registry
-from tff_mixed.core import client_groups
 from tff_mixed.core import example_store
-from tff_mixed.core import lockstep
 from tff_mixed.core import model_types
 from tff_mixed.models import char_lm
 from tff_mixed.models import dual_encoder
+from tff_mixed.simulation import client_groups
+from tff_mixed.simulation import lockstep
 from tff_mixed.training import round_loop
 from tff_mixed.training import runner
 

@@ -96,7 +96,9 @@ class ComponentsTest(absltest.TestCase):
     self.assertEqual(
         list(signature.result.python_container._fields),
         ['update', 'update_weight', 'metrics', 'probe_gradient',
-         'probe_norm_squared', 'clients'])
+         'probe_norm_squared', 'clients', 'probe_weight'])
+    # Without diagnostics, no probe values and no weight for them.
+    self.assertEmpty(signature.result.probe_weight)
     self.assertEqual(
         str(signature.result.clients),
         '<count=int32,non_finite=int32,without_data=int32>')

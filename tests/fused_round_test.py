@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""A fused round (`core/fused_round.py`) is the process's round, exactly."""
+"""A fused round (`simulation/fused_round.py`) is the process's round."""
 
 import shutil
 import tempfile
@@ -23,9 +23,9 @@ import tensorflow_federated as tff
 
 import tff_mixed
 from tff_mixed.algorithms import registry
-from tff_mixed.core import client_groups
-from tff_mixed.core import fused_round
 from tff_mixed.models import dual_encoder
+from tff_mixed.simulation import client_groups
+from tff_mixed.simulation import fused_round
 from tff_mixed.training import round_loop
 from tff_mixed.training import runner
 

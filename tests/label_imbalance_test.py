@@ -306,7 +306,7 @@ class RunComparisonTest(parameterized.TestCase):
   def test_adaptive_and_fixed_dp_train_in_groups(self):
     # tff.learning.dp_aggregator (adaptive clipping, zeroing of large
     # updates) and a fixed clip both run in groups: each group clips and
-    # zeroes its members' updates (tff_mixed.core.group_aggregation).
+    # zeroes its members' updates (tff_mixed.simulation.group_aggregation).
     common = dict(scenario=scenarios_lib.TWO_WAY_GT, total_rounds=1,
                   clients_per_round=4, client_steps=1, num_clients=6,
                   dp_noise_multiplier=0.1, clients_per_group=2,

@@ -28,8 +28,8 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 from tff_mixed.core import client_work
-from tff_mixed.core import merged_batches
 from tff_mixed.core import transfer_select
+from tff_mixed.simulation import merged_batches
 
 # Seeds as `transfer_select.shuffle_seed` makes them (below 2**52), 0, and
 # one above 2**31 - 1 (tf.data takes it modulo that).

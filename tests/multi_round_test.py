@@ -20,8 +20,8 @@ import tensorflow_federated as tff
 
 import tff_mixed
 from tff_mixed.algorithms import registry
-from tff_mixed.core import client_groups
-from tff_mixed.core import multi_round
+from tff_mixed.simulation import client_groups
+from tff_mixed.simulation import multi_round
 from tff_mixed.training import round_loop
 
 from tests import testing_utils as tu

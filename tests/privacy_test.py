@@ -257,9 +257,9 @@ class PrivacyByTypeTest(absltest.TestCase):
         assert_only_aggregations(uploads)
 
   def test_diagnostics_add_exactly_the_declared_aggregates(self):
-    # The probe gradient's mean (eq. 7), the mean of its squared norm and
-    # the cohort size (the advisor's sigma^2): three aggregates, nothing
-    # per client.
+    # The probe gradient's mean (eq. 7), the mean of its squared norm, each
+    # weighted by the clients an output stands for (1 here), and the cohort
+    # size (the advisor's sigma^2): three aggregates, nothing per client.
     process = tff_mixed.build_one_way_gradient_transfer(
         tu.linear_model(),
         tff_mixed.central_data_objective(tu.central_arrays()), tu.sgd(0.1),
@@ -271,8 +271,10 @@ class PrivacyByTypeTest(absltest.TestCase):
     extra = collections.Counter(with_diagnostics) - collections.Counter(base)
     self.assertEqual(
         extra,
-        {('federated_mean', '{<float32[2,1],float32[1]>}@CLIENTS'): 1,
-         ('federated_mean', '{float32}@CLIENTS'): 1,
+        {('federated_weighted_mean',
+          '<{<float32[2,1],float32[1]>}@CLIENTS,{float32}@CLIENTS>'): 1,
+         ('federated_weighted_mean',
+          '<{float32}@CLIENTS,{float32}@CLIENTS>'): 1,
          ('federated_sum', '{float32}@CLIENTS'): 1})
 
   def test_checker_finds_uploads_and_rejects_non_aggregations(self):

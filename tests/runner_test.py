@@ -40,9 +40,9 @@ from tests import binary_runs
 from tests import preloaded_python
 from tests import script_modules
 from tests import testing_utils as tu
-import tff_mixed
 from tff_mixed import remote as remote_lib
-from tff_mixed.core import multi_round
+import tff_mixed
+from tff_mixed.simulation import multi_round
 from tff_mixed.training import checkpoints as checkpoints_lib
 from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib

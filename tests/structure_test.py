@@ -40,20 +40,20 @@ LAYERS = {
     # The components of the processes, and the models.
     'tff_mixed.core': 1,
     'tff_mixed.models': 2,
-    # Public faces of parts of core: the fast simulation of a cohort, and
-    # what a client of a round costs.
+    # The fast simulation of a cohort, a layer over core's components (core
+    # imports none of it), and what a client of a round costs.
     'tff_mixed.simulation': 2,
     'tff_mixed.costs': 2,
     # Running processes: the loop, checkpoints, reports.
-    'tff_mixed.training': 2,
+    'tff_mixed.training': 3,
     # What users build and run. Synchronous and asynchronous algorithms sit
     # side by side, each with its own registry: neither imports the other.
-    'tff_mixed.tasks': 3,
-    'tff_mixed.asynchronous': 3,
-    'tff_mixed.algorithms': 3,
+    'tff_mixed.tasks': 4,
+    'tff_mixed.asynchronous': 4,
+    'tff_mixed.algorithms': 4,
     # Reading runs: the algorithm advisor (imports the registry's names).
-    'tff_mixed.advisor': 4,
-    'tff_mixed': 5,  # The facade, tff_mixed/__init__.py.
+    'tff_mixed.advisor': 5,
+    'tff_mixed': 6,  # The facade, tff_mixed/__init__.py.
 }
 # The trees on top of the library, which it never imports: the binaries and
 # what they share (experiments/), benchmarks/, examples/ and tests/.
@@ -131,6 +131,29 @@ def _imported_units(tree):
   return units
 
 
+# Core's process and the per-client components it composes.
+_GROUP_FREE_MODULES = tuple(
+    f'tff_mixed.core.{name}' for name in (
+        'mixed_process', 'distributors', 'aggregators', 'client_work',
+        'central_work', 'finalizer'))
+
+
+def _group_names(tree):
+  """The names and attributes in a module's code that speak of groups."""
+  names = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Name):
+      names.add(node.id)
+    elif isinstance(node, ast.Attribute):
+      names.add(node.attr)
+    elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.arg)):
+      names.add(getattr(node, 'name', None) or node.arg)
+  # Not "member" alone: TFF's types have members too.
+  return {n for n in names if any(
+      w in n.lower()
+      for w in ('group', 'lockstep', 'member_records', 'receive_members'))}
+
+
 def _imported_outside(tree):
   """The modules of OUTSIDE_LIBRARY that a module's imports name."""
   names = set()
@@ -185,6 +208,23 @@ class StructureTest(absltest.TestCase):
                         _imported_units(ast.parse(text)) & others)
     self.assertEqual(read, {'tff_mixed.algorithms', 'tff_mixed.asynchronous'})
     self.assertEmpty(crossing)
+
+  def test_core_components_hold_no_group_simulation(self):
+    # The fast simulation is a layer over the components (`simulation/`):
+    # core's process and the per-client components it composes name no
+    # group, lockstep or group member's records in their code (docstrings aside), so a
+    # round's federated wiring is the same in both modes.
+    self.assertLess(LAYERS['tff_mixed.core'], LAYERS['tff_mixed.simulation'])
+    found = []
+    for module, path, text in _sources():
+      if module in _GROUP_FREE_MODULES:
+        found.extend(f'{path}: {name}'
+                     for name in sorted(_group_names(ast.parse(text))))
+    self.assertEmpty(found)
+    self.assertEqual(
+        _group_names(ast.parse('def f(a):\n  """A group."""\n'
+                               '  return a.member_records, is_group(a)\n')),
+        {'member_records', 'is_group'})
 
   def test_library_imports_nothing_on_top_of_it(self):
     outside = [f'{path} imports {name}' for _, path, text in _sources()
@@ -288,7 +328,7 @@ class ExperimentsImportTest(absltest.TestCase):
             hits.append(os.path.relpath(path, experiments))
     self.assertEmpty(hits)
     self.assertEqual(_imported_units(ast.parse(
-        'from tff_mixed.core import lockstep\nfrom tff_mixed import simulation'
+        'from tff_mixed.core import client_work\nfrom tff_mixed import simulation'
         '\n')), {'tff_mixed.core', 'tff_mixed.simulation'})
 
 

@@ -82,7 +82,7 @@ from tff_mixed.algorithms.components import compose_mixed_process
 from tff_mixed.core.central_objective import central_data_objective
 from tff_mixed.core.central_objective import central_regularizer
 from tff_mixed.core.central_objective import CentralObjective
-from tff_mixed.core.client_groups import ClientGroups
+from tff_mixed.simulation.client_groups import ClientGroups
 from tff_mixed.core.embedding_select import EmbeddingSelection
 # The fast simulation of a cohort (groups of clients) and its helpers.
 from tff_mixed import simulation

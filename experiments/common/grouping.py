@@ -45,8 +45,9 @@ def define_members_at_once_flag() -> flags.FlagHolder:
   return flags.DEFINE_integer(
       'members_at_once', 0,
       'With groups of clients, how many of a group\'s members train at once '
-      'in lockstep (one batched computation, `tff_mixed.core.lockstep`): 0 '
-      '(default) the whole group; fewer take less memory. Same results.',
+      'in lockstep (one batched computation, '
+      '`tff_mixed.simulation.lockstep`): 0 (default) the whole group; fewer '
+      'take less memory. Same results.',
       lower_bound=0)
 
 

@@ -140,7 +140,7 @@ def build_process(
     central_clip_norm: Clip each central gradient to this L2 norm (`None`:
       no clipping).
     client_groups: Optional `tff_mixed.ClientGroups`: the fast simulation
-      mode (`tff_mixed.core.client_groups`), same results.
+      mode (`tff_mixed.simulation.client_groups`), same results.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.

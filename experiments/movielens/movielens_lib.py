@@ -43,8 +43,8 @@ in `movielens_config`, each scenario's process, client data and evaluation
 in `movielens_process`.
 
 Rounds run in the fast simulation mode by default (`clients_per_group`,
-`tff_mixed.core.client_groups`): the cohort is split into groups of clients,
-each trained in one TF computation that reads its members' datasets from
+`tff_mixed.simulation`): the cohort is split into groups of clients, each
+trained in one TF computation that reads its members' datasets from
 their ids (`movielens_process.client_dataset_fn`, the same function the
 per-client path traces), with the same model and metrics;
 `clients_per_group=1` is one client per CLIENTS member. Costs are always

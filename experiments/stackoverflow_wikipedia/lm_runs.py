@@ -26,17 +26,17 @@ no-noise quantile estimate of the update norms, Andrew et al. 2021) and
 central gradients to a fixed norm, as in the paper.
 
 Rounds can run in the fast simulation mode (`clients_per_group`,
-`tff_mixed.core.client_groups`): groups of clients, each trained in one TF
+`tff_mixed.simulation.client_groups`): groups of clients, each trained in one TF
 computation that reads its members' posts from their ids
 (`stackoverflow_wikipedia.client_dataset_fn`, the function the per-client
 path traces), with the same results; adaptive clipping too: each group
 clips its members' updates with the norm the server broadcasts and returns
 what the norm's quantile estimate needs
-(`tff_mixed.core.group_aggregation`). A group reads each member's K batches
-from its dataset, pads them to the batch size with rows of padding (which
-carry no loss) and trains `members_at_once` members at once in lockstep
-(`tff_mixed.core.lockstep.padded_batches_fn`): one batched recurrence for
-many clients instead of one per client.
+(`tff_mixed.simulation.group_aggregation`). A group reads each member's K
+batches from its dataset, pads them to the batch size with rows of padding
+(which carry no loss) and trains `members_at_once` members at once in
+lockstep (`tff_mixed.simulation.lockstep.padded_batches_fn`): one batched
+recurrence for many clients instead of one per client.
 """
 
 import csv

@@ -33,15 +33,16 @@ import tensorflow_federated as tff
 from tff_mixed.algorithms import components as components_lib
 from tff_mixed.core import aggregators
 from tff_mixed.core import central_work
-from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import client_work
 from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
-from tff_mixed.core import group_aggregation
-from tff_mixed.core import group_distribution
 from tff_mixed.core import model_types
 from tff_mixed.core import validation
+from tff_mixed.simulation import client_groups as client_groups_lib
+from tff_mixed.simulation import group_aggregation
+from tff_mixed.simulation import group_distribution
+from tff_mixed.simulation import group_work
 
 DEFAULT_SERVER_LEARNING_RATE = 1.0
 DEFAULT_MERGE_LEARNING_RATE = 1.0
@@ -161,14 +162,14 @@ def model_distribution(
     client_steps: Optional[int],
     with_gradient: bool,
     client_groups: Optional[client_groups_lib.ClientGroups],
-) -> tuple[distributors.Distributor, aggregators.Aggregator]:
+) -> tuple[Any, Any]:
   """The distributor of x^(t) (and g~_c) and the matching aggregator.
 
   `embedding_selection=None`: broadcast, and `model_aggregator`'s weighted
   mean. Otherwise the table (and g~_c's table part) by `federated_select`,
-  and the scatter-back; with `client_groups`, their versions for groups of
-  clients (`client_groups.py`). `client_groups` has no default: with groups,
-  an aggregator that acts on each client's update must run in the groups
+  and the scatter-back; with `client_groups`, their adapters for groups of
+  clients (`group_work.build_group_components` composes them).
+  `client_groups` has no default: with groups, an aggregator that acts on each client's update must run in the groups
   (`group_aggregation.build_group_aggregator`), not on their means.
   """
   trainable_type = model_types.weights_type(model).trainable
@@ -210,7 +211,7 @@ def compose(
   """Builds the client work and finalizer, and composes the process.
 
   With `client_groups`, the client work is a group's
-  (`client_groups.build_group_work`) and the process's `next` takes each
+  (`group_work.build_group_work`) and the process's `next` takes each
   group's client ids.
   """
   distributor, aggregator = distribution
@@ -218,9 +219,9 @@ def compose(
     work = client_work.build_client_work(model, distributor, client_config,
                                          client_optimizer)
   else:
-    work = client_groups_lib.build_group_work(
-        model, distributor, client_config, client_optimizer, client_groups,
-        aggregator.member_records)
+    distributor, work, aggregator = group_work.build_group_components(
+        model, distributor, aggregator, client_config, client_optimizer,
+        client_groups)
   components = components_lib.Components(
       distributor=distributor,
       client_work=work,

@@ -40,13 +40,13 @@ import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
-from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import distributors
-from tff_mixed.core import group_distribution
 from tff_mixed.core import inputs
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select
 from tff_mixed.core import validation
+from tff_mixed.simulation import client_groups as client_groups_lib
+from tff_mixed.simulation import group_distribution
 
 
 def _build_transfer_process(
@@ -147,7 +147,7 @@ def build_example_transfer(
     client_groups: Optional `tff_mixed.ClientGroups`: each CLIENTS member
       of `next` is a group of client ids trained in one computation, each
       member drawing and reading its own central examples there
-      (`core/client_groups.py`); `None`: one client per member.
+      (`simulation/client_groups.py`); `None`: one client per member.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -229,7 +229,7 @@ def build_fedavg_with_shared_data(
     client_groups: Optional `tff_mixed.ClientGroups`: each CLIENTS member
       of `next` is a group of client ids trained in one computation, each
       member drawing and reading its own central examples there
-      (`core/client_groups.py`); `None`: one client per member.
+      (`simulation/client_groups.py`); `None`: one client per member.
 
   Returns:
     A `tff.learning.templates.LearningProcess`.

@@ -18,8 +18,8 @@ The FL-only and oracle baselines of arXiv:2205.13655 (section 4) are FedAvg
 build_weighted_fed_avg` is the reference; this builder composes the same
 algorithm from the mixed FL components (broadcast, the clients' local SGD,
 the weighted mean, SERVEROPTIMIZER) so that it also runs in the fast
-simulation mode of groups of clients (`core/client_groups.py`), which TFF's
-FedAvg has no notion of. `tests/client_groups_test.py` checks that both give
+simulation mode of groups of clients (`tff_mixed.simulation`), which
+TFF's FedAvg has no notion of. `tests/client_groups_test.py` checks that both give
 the same model and metrics.
 """
 
@@ -29,8 +29,8 @@ from typing import Any, Optional
 import tensorflow_federated as tff
 
 from tff_mixed.algorithms import _common
-from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import inputs
+from tff_mixed.simulation import client_groups as client_groups_lib
 
 
 def build_fedavg(

@@ -40,11 +40,11 @@ import tensorflow_federated as tff
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
-from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
 from tff_mixed.core import inputs
 from tff_mixed.core import validation
+from tff_mixed.simulation import client_groups as client_groups_lib
 
 # 2-way GT's augmenting central gradient g~_c (`augmenting_central_gradient`).
 PREVIOUS_ROUND_MEAN = 'previous_round_mean'

@@ -30,10 +30,10 @@ import tensorflow_federated as tff
 from tff_mixed.algorithms import _common
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
-from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import embedding_select
 from tff_mixed.core import inputs
 from tff_mixed.core import validation
+from tff_mixed.simulation import client_groups as client_groups_lib
 
 
 def build_parallel_training(
@@ -123,12 +123,12 @@ def build_parallel_training(
     client_groups: Optional `tff_mixed.ClientGroups`: the fast simulation
       mode, in which each CLIENTS member of `next` is a group of client ids
       whose members train one after another in one computation
-      (`core/client_groups.py`); results equal the per-client process's to
+      (`simulation/client_groups.py`); results equal the per-client process's to
       float32 rounding. `None`: one client per member. With DP
       (`tff.aggregators.DifferentiallyPrivateFactory`,
       `tff.learning.dp_aggregator`) or adaptive clipping and zeroing
       (`tff.learning.robust_aggregator`) the groups clip each member's
-      update (`core/group_aggregation.py`); aggregators that add noise or
+      update (`simulation/group_aggregation.py`); aggregators that add noise or
       secure sums on each client are refused.
 
   Returns:

@@ -35,7 +35,7 @@ from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import server_strategies
 from tff_mixed.asynchronous import strategy as strategy_lib
-from tff_mixed.core import client_groups
+from tff_mixed.simulation import client_groups
 
 Weights = Sequence[np.ndarray]
 

@@ -33,7 +33,7 @@ Type signature:
 strategies add updates).
 
 Client groups (`build_group_client_training`, the fast simulation mode of
-`tff_mixed.core.client_groups` for asynchronous runs): every client sampled
+`tff_mixed.simulation.client_groups` for asynchronous runs): every client sampled
 in a round trains from the same model, the round's global weights, even
 though their updates arrive in different rounds. So one TF computation can
 train a group of them in a `tf.while_loop`, reading each member's data from

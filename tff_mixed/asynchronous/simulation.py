@@ -69,7 +69,7 @@ from tff_mixed import runtime
 from tff_mixed.asynchronous import async_round
 from tff_mixed.asynchronous import schedule as schedule_lib
 from tff_mixed.asynchronous import strategy as strategy_lib
-from tff_mixed.core import client_groups
+from tff_mixed.simulation import client_groups
 from tff_mixed.training import checkpoints
 from tff_mixed.training import reports
 from tff_mixed.training import round_loop

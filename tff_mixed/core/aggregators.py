@@ -31,11 +31,11 @@ aggregators, both Python functions of federated values (intrinsics only):
     finalizer adds the augmenting steps those clients would have taken.
     Its state and measurements are `()`.
 
-For groups of clients (`client_groups.py`), the scatter-back has a group
-variant (`group_distribution.build_group_scatter_back_aggregator`), and
-aggregators that act on each client's update (DP, clipping, zeroing) run
-in the groups through `MemberRecords`
-(`group_aggregation.build_group_aggregator`).
+An aggregator whose per-client step needs values from the server on the
+clients (a clipping norm, a DP query's sample parameters) names them
+(`Aggregator.client_parameters`); the process broadcasts them beside the
+distribution. The fast simulation's group aggregators
+(`tff_mixed.simulation`) are built that way.
 """
 
 from collections.abc import Callable
@@ -65,27 +65,6 @@ class AggregatorOutput(NamedTuple):
   unheld_fraction: Any = None
 
 
-class MemberRecords(NamedTuple):
-  """What a group of clients computes per member for the aggregator.
-
-  For aggregators that act on each client's update
-  (`group_aggregation.build_group_aggregator`).
-
-  Attributes:
-    parameters: `(state@SERVER -> P@SERVER)`, a Python function of federated
-      values: the parameters the process broadcasts to the groups (e.g. the
-      clipping norm, the DP query's sample parameters).
-    parameters_type: The TFF type `P`.
-    preprocess: `preprocess(parameters, update, weight) -> record`, pure TF,
-      run on each member's update and weight (clipping, weighting); the
-      group uploads the sum of its members' records.
-  """
-
-  parameters: Callable[[Any], Any]
-  parameters_type: tff.Type
-  preprocess: Callable[[Any, Any, Any], Any]
-
-
 class Aggregator(NamedTuple):
   """An aggregator (see the module docstring).
 
@@ -94,14 +73,16 @@ class Aggregator(NamedTuple):
       call inside the process's federated `initialize`.
     aggregate: `(state@SERVER, ClientOutput@CLIENTS, keys@CLIENTS or None)
       -> AggregatorOutput`.
-    member_records: For groups of clients with an aggregator that acts on
-      each client's update (`group_aggregation.build_group_aggregator`),
-      what each member computes; else `None`.
+    client_parameters: `(state@SERVER -> P@SERVER)`, a Python function of
+      federated values, or `None`: what the aggregator's per-client step
+      needs from the server (e.g. a clipping norm). The process broadcasts
+      it, and the client work takes it as its parameter after the
+      distribution's values.
   """
 
   initialize: Callable[[], Any]
   aggregate: Callable[[Any, Any, Optional[Any]], AggregatorOutput]
-  member_records: Optional[MemberRecords] = None
+  client_parameters: Optional[Callable[[Any], Any]] = None
 
 
 def build_mean_aggregator(

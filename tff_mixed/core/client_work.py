@@ -48,7 +48,6 @@ import tensorflow_federated as tff
 
 from tff_mixed.core import central_objective
 from tff_mixed.core import distributors
-from tff_mixed.core import lockstep
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select
 
@@ -76,6 +75,9 @@ class ClientOutput(NamedTuple):
       whether its update was dropped as non-finite or it trained on no
       examples (int32 each; their sums over the cohort are
       metrics['client_work']['clients']).
+    probe_weight: With `probe_gradient`, 1 (float32): the weight of this
+      output's probe values in their mean over the cohort (an output that
+      stands for several clients weighs their count), else `()`.
   """
 
   update: Any
@@ -84,6 +86,7 @@ class ClientOutput(NamedTuple):
   probe_gradient: Any
   probe_norm_squared: Any = ()
   clients: Any = ()
+  probe_weight: Any = ()
 
 
 # The counts each client reports (`client_counts`), in order.
@@ -220,7 +223,7 @@ def _guarded_update(update, check_finite):
   `check_finite` is `None` (always check: a client's own update before
   aggregation) or a scalar bool tensor: a client group's first pass over
   its members skips the check, a pass over the model's size per member,
-  and checks their sum instead (`client_groups.build_group_work`).
+  and checks their sum instead (`tff_mixed.simulation`).
   """
   if check_finite is None:
     return _zero_all_if_any_non_finite(update)
@@ -279,7 +282,7 @@ def _build_step(model, config: ClientWorkConfig, optimizer, non_trainable,
     gradients = config.step_gradient(gradients, augmenting_gradient)
     optimizer_state, trainable = optimizer.next(optimizer_state, trainable,
                                                 gradients)
-    # Padded batches (`lockstep.PaddedBatches`) say their real rows.
+    # Padded batches say their real rows (`num_rows`).
     batch_num_examples = (tf.shape(tf.nest.flatten(output)[0])[0]
                           if num_rows is None else num_rows)
     num_examples += tf.cast(batch_num_examples, tf.int64)
@@ -342,7 +345,9 @@ def _client_output(model, config: ClientWorkConfig, initial_trainable,
                         if config.with_probe_gradient else ())
   return ClientOutput(update, weight, metrics_state, probe_gradient,
                       probe_norm_squared,
-                      client_counts(has_non_finite, num_examples))
+                      client_counts(has_non_finite, num_examples),
+                      (tf.constant(1.0, tf.float32)
+                       if config.with_probe_gradient else ()))
 
 
 def build_client_update_fn(model: tff.learning.models.FunctionalModel,
@@ -398,18 +403,19 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
   client's `n` batches of `B` examples arrive stacked (every leaf
   `[n, B, ...]`), and step `k` trains on batch `k mod n` (with `num_steps`
   set, the cycling of `repeat().take(num_steps)`; without it, one pass of
-  `n` steps). Batches may come as a `lockstep.PaddedBatches`: each batch's
+  `n` steps). Batches padded to one shape come with `num_rows`: each batch's
   example count is then its `num_rows`, and a client without a real row
   takes no step. Written for `tf.vectorized_map` over many clients of equal
-  shape (`client_groups.py`): nothing in it depends on a member's values
+  shape (`tff_mixed.simulation`): nothing in it depends on a member's values
   but its arithmetic, so a cohort's clients train at once, in lockstep.
   Only the client's own data (`OwnData`): Example Transfer's batches come
   already merged (`merged_batches.py`).
 
   Returns:
     `(optimizer, initial_weights, batches, augmenting_gradient,
-    check_finite=None) -> ClientOutput`, pure TF (`check_finite` as in
-    `build_client_update_fn`).
+    check_finite=None, num_rows=None) -> ClientOutput`, pure TF
+    (`check_finite` as in `build_client_update_fn`; `num_rows`, int32
+    `[n]`, each padded batch's real rows).
 
   Raises:
     ValueError: If `config.local_data` is not `OwnData`.
@@ -420,12 +426,9 @@ def build_batches_update_fn(model: tff.learning.models.FunctionalModel,
                      f'{type(config.local_data).__name__}.')
 
   def batches_update(optimizer, initial_weights, batches,
-                     augmenting_gradient, check_finite=None):
+                     augmenting_gradient, check_finite=None, num_rows=None):
     initial_trainable, non_trainable = initial_weights
     initial_trainable = tuple(initial_trainable)
-    num_rows = None
-    if isinstance(batches, lockstep.PaddedBatches):
-      batches, num_rows = batches
     num_batches = tf.shape(tf.nest.flatten(batches)[0])[0]
     num_steps = (num_batches if config.num_steps is None else
                  tf.constant(config.num_steps, tf.int32))

@@ -106,13 +106,6 @@ class Distributor(NamedTuple):
       has `keys_per_client` rows with `federated_select`).
     selection: The `EmbeddingSelection` whose table travels by rows, or
       `None`.
-    receive_members: For a group whose members train from tensors
-      (`client_groups.py`), `(received: sequence, batches) -> ClientInputs`,
-      pure TF: what `receive` gives each member, for all of them at once,
-      from their batches (every leaf `[members, n, B, ...]`, each member's
-      whole data): `examples` stacked `[members, e, ...]` and
-      `shuffle_seed` `[members]`. `None`: every member receives
-      `receive(received, None)`.
   """
 
   client_types: tuple[tff.Type, ...]
@@ -120,7 +113,6 @@ class Distributor(NamedTuple):
   receive: Callable[..., ClientInputs]
   client_model: tff.learning.models.FunctionalModel
   selection: Optional[select_lib.EmbeddingSelection] = None
-  receive_members: Optional[Callable[..., ClientInputs]] = None
 
 
 def message_type(weights_type: tff.Type, with_gradient: bool) -> tff.Type:

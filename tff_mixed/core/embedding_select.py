@@ -236,8 +236,8 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
   `tff.federated_aggregate`, whose accumulator is the dense table-shaped
   weighted sum, the per-row weight totals and the total weight.
   """
-  zero, merge, report = _sparse_mean_computations(trainable_type,
-                                                  table_index)
+  zero, merge, report = sparse_mean_computations(trainable_type,
+                                                 table_index)
   accumulator_type = zero.type_signature.result
   local_type = tff.StructWithPythonType(
       [tff.TensorType(t.dtype, [keys_per_client, *t.shape[1:]])
@@ -263,35 +263,7 @@ def build_sparse_mean(trainable_type, table_index: int, keys_per_client: int):
   return aggregate
 
 
-def build_group_sparse_mean(trainable_type, table_index: int):
-  """`build_sparse_mean`'s results from groups of clients.
-
-  Returns `aggregate(mean@CLIENTS, row_weights@CLIENTS, weight@CLIENTS) ->
-  <mean_update, unheld_fraction>@SERVER`, where each group has already
-  scattered its members' rows (`scatter_weighted`): `mean` is its members'
-  table-shaped weighted mean, `row_weights` their per-row weight totals and
-  `weight` theirs. The accumulator and its division are
-  `build_sparse_mean`'s, so the result is the per-client scatter-back's.
-  """
-  zero, merge, report = _sparse_mean_computations(trainable_type,
-                                                  table_index)
-  accumulator_type = zero.type_signature.result
-
-  @tff.tensorflow.computation(accumulator_type, accumulator_type)
-  def accumulate(accumulator, group):
-    mean, row_weights, weight = group
-    return merge(accumulator,
-                 (tuple(weight * m for m in mean), row_weights, weight))
-
-  def aggregate(mean, row_weights, weight):
-    return tff.federated_aggregate(
-        tff.federated_zip((mean, row_weights, weight)), zero(), accumulate,
-        merge, report)
-
-  return aggregate
-
-
-def _sparse_mean_computations(trainable_type, table_index: int):
+def sparse_mean_computations(trainable_type, table_index: int):
   """`(zero, merge, report)` over the scatter-back's accumulator.
 
   The accumulator is `<table-shaped weighted sums, float32[num_rows] row

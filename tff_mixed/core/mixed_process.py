@@ -47,13 +47,11 @@ import collections
 from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import aggregators as aggregators_lib
 from tff_mixed.core import central_work as central_lib
-from tff_mixed.core import client_groups
 from tff_mixed.core import client_work as client_work_lib
 from tff_mixed.core import distributors as distributors_lib
 from tff_mixed.core import finalizer as finalizer_lib
@@ -194,17 +192,10 @@ def _build_next(model, components, metrics_aggregation_fn,
   """`(<MixedFLState@SERVER, {B*}@CLIENTS> -> <state, metrics>@SERVER)`."""
   central = components.central_work
 
-  # `{B*}` per client, or a group's client ids (`client_groups.py`): the
-  # client work's last parameter, as traced.
+  # The client work's last parameter, as traced: `{B*}` per client, or
+  # whatever a client work of the fast simulation takes (a group's ids).
   parameter = components.client_work.type_signature.parameter
   data_type = parameter[len(parameter) - 1]
-  grouped = client_groups.is_group_work(components.client_work)
-
-  @tff.tensorflow.computation(np.float32)
-  def one(unused):
-    """1 per client: their sum is the cohort size S."""
-    del unused
-    return np.float32(1.0)
 
   @tff.federated_computation(state_type, tff.FederatedType(data_type,
                                                            tff.CLIENTS))
@@ -215,14 +206,13 @@ def _build_next(model, components, metrics_aggregation_fn,
       message['augmenting_gradient'] = augmenting
     distribution = components.distributor.distribute(
         message, state.round_num, client_data)
-    records = components.aggregator.member_records
-    if records is not None:
-      # Groups of clients run the aggregator's per-client step (clipping,
-      # weighting) on their members themselves, with what the server sends
-      # (group_aggregation.build_group_aggregator).
+    client_parameters = components.aggregator.client_parameters
+    if client_parameters is not None:
+      # The aggregator's per-client step (clipping, weighting) runs in the
+      # client work, with what the server sends for it.
       distribution = distribution._replace(values=(
           *distribution.values,
-          tff.federated_broadcast(records.parameters(state.aggregator))))
+          tff.federated_broadcast(client_parameters(state.aggregator))))
     client_outputs = tff.federated_map(
         components.client_work, (*distribution.values, client_data))
     aggregated = components.aggregator.aggregate(
@@ -231,16 +221,14 @@ def _build_next(model, components, metrics_aggregation_fn,
     mean_probe_gradient = mean_probe_norm_squared = num_probe_clients = empty
     if central.config.with_diagnostics:
       # Opt-in diagnostics: extra client uploads beyond FedAvg's, each an
-      # aggregate. A group's probe values are its members' means: weight
-      # them by their count, which also sums to the cohort's S.
-      weight = client_outputs.num_clients if grouped else None
+      # aggregate. Each output's probe values weigh the clients it stands
+      # for (1 per client), whose sum is the cohort's S.
+      weight = client_outputs.probe_weight
       mean_probe_gradient = tff.federated_mean(
           client_outputs.probe_gradient, weight)
       mean_probe_norm_squared = tff.federated_mean(
           client_outputs.probe_norm_squared, weight)
-      num_probe_clients = tff.federated_sum(
-          weight if grouped else tff.federated_map(
-              one, client_outputs.probe_norm_squared))
+      num_probe_clients = tff.federated_sum(weight)
     central_output = tff.federated_map(central.next, tff.federated_zip(
         collections.OrderedDict(
             weights=state.global_model_weights, round_num=state.round_num,
@@ -315,9 +303,9 @@ def build_mixed_process(
 
   *   `initialize: ( -> MixedFLState@SERVER)`
   *   `next: (<MixedFLState@SERVER, {B*}@CLIENTS> ->
-      <state=MixedFLState@SERVER, metrics=M@SERVER>)`, or with a group's
-      client work (`client_groups.build_group_work`) `(<MixedFLState@SERVER,
-      id[?]@CLIENTS> -> ...)`, each CLIENTS member a group's client ids
+      <state=MixedFLState@SERVER, metrics=M@SERVER>)`, where `{B*}` is the
+      client work's last parameter (with the fast simulation's group work,
+      `tff_mixed.simulation`, each CLIENTS member is a group's client ids)
   *   `get_model_weights: (MixedFLState -> ModelWeights)`
   *   `set_model_weights: (<MixedFLState, ModelWeights> -> MixedFLState)`
   *   `get_hparams: (MixedFLState -> H)`, `set_hparams: (<MixedFLState, H> ->

@@ -49,7 +49,7 @@ the same examples). Consequences, documented for users:
 The same per-client seed also seeds the shuffle of the merged local data, so
 clients of one round do not share one permutation.
 
-A group of clients whose examples are held as tensors (`client_groups.py`)
+A group of clients whose examples are held as tensors (`tff_mixed.simulation`)
 draws for all its members at once (`draw_rows`; `rows_fingerprint` gives
 each member's `data_fingerprint` from one `tf.fingerprint` of each leaf of
 their rows, which reads the tensors' bytes in place: for 50 CelebA-size

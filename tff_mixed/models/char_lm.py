@@ -99,7 +99,7 @@ def gru_states(x, recurrent_kernel, recurrent_bias):
   2 cores with GRU 64 (2026-11-27): autodiff of `tf.scan` keeps its
   activations in TensorList accumulators that `tf.vectorized_map` cannot
   convert, so many clients could not train in lockstep
-  (`tff_mixed.core.lockstep`); and the written-out pass is faster even for
+  (`tff_mixed.simulation.lockstep`); and the written-out pass is faster even for
   one client (16 local steps: 0.22 s against 0.33 s). The kernel's and the
   bias' gradients are summed over steps after the scan, in one product.
   tests/char_lm_test.py checks it against autodiff of the same recurrence.

@@ -39,23 +39,32 @@ deployment runs the per-client process.
     as round-by-round calls of `next` (tests/multi_round_test.py,
     tests/fused_round_test.py).
 
+The package is a layer over the processes' components (`tff_mixed.core`),
+which hold no group code: the group client work (`group_work.py`) trains
+the members with the per-client client work's own steps, and the group
+adapters of the per-client distributors and aggregators
+(`group_distribution.py`, `group_aggregation.py`) give it what its members
+need; the process composes their per-client parts
+(`group_work.build_group_components`), so a round's federated wiring is the
+same in both modes.
+
 The asynchronous simulation (arrivals on a schedule) is
 `tff_mixed.run_async`.
 """
 
-from tff_mixed.core.client_groups import array_dataset_fn
-from tff_mixed.core.client_groups import AUTO
-from tff_mixed.core.client_groups import check_clients_per_group
-from tff_mixed.core.client_groups import ClientGroups
-from tff_mixed.core.client_groups import clients_per_group_for
-from tff_mixed.core.client_groups import split_cohort
-from tff_mixed.core.fused_round import build_fused_next
-from tff_mixed.core.fused_round import build_fused_process
-from tff_mixed.core.lockstep import array_batches_fn
-from tff_mixed.core.lockstep import padded_batches_fn
-from tff_mixed.core.lockstep import PaddedBatches
-from tff_mixed.core.lockstep import store_batches_fn
-from tff_mixed.core.multi_round import build_multi_round_next
+from tff_mixed.simulation.client_groups import array_dataset_fn
+from tff_mixed.simulation.client_groups import AUTO
+from tff_mixed.simulation.client_groups import check_clients_per_group
+from tff_mixed.simulation.client_groups import ClientGroups
+from tff_mixed.simulation.client_groups import clients_per_group_for
+from tff_mixed.simulation.client_groups import split_cohort
+from tff_mixed.simulation.fused_round import build_fused_next
+from tff_mixed.simulation.fused_round import build_fused_process
+from tff_mixed.simulation.lockstep import array_batches_fn
+from tff_mixed.simulation.lockstep import padded_batches_fn
+from tff_mixed.simulation.lockstep import PaddedBatches
+from tff_mixed.simulation.lockstep import store_batches_fn
+from tff_mixed.simulation.multi_round import build_multi_round_next
 
 __all__ = [
     'AUTO',

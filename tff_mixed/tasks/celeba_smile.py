@@ -58,8 +58,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_mixed.core import client_groups as client_groups_lib
 from tff_mixed.core import example_store as example_store_lib
+from tff_mixed.simulation import client_groups as client_groups_lib
 from tff_mixed.tasks import binary_metrics
 from tff_mixed.tasks import celeba_database
 from tff_mixed.training import reports

@@ -53,7 +53,7 @@ from sklearn import datasets as sk_datasets
 from sklearn import model_selection
 import tensorflow as tf
 
-from tff_mixed.core import client_groups as client_groups_lib
+from tff_mixed.simulation import client_groups as client_groups_lib
 from tff_mixed.tasks import binary_metrics
 
 # The task's evaluation (kept here too so `task.evaluate` reads naturally).

@@ -37,8 +37,8 @@ import numpy as np
 import tensorflow_federated as tff
 import tqdm
 
-from tff_mixed.core import client_groups
-from tff_mixed.core import multi_round
+from tff_mixed.simulation import client_groups
+from tff_mixed.simulation import multi_round
 from tff_mixed.training import drop_report
 
 # The key of a round's row in a run's metrics and history.

@@ -57,8 +57,8 @@ import numpy as np
 import tensorflow_federated as tff
 
 from tff_mixed import runtime
-from tff_mixed.core import client_groups
-from tff_mixed.core import multi_round
+from tff_mixed.simulation import client_groups
+from tff_mixed.simulation import multi_round
 from tff_mixed.training import checkpoints as checkpoints_lib
 from tff_mixed.training import reports
 from tff_mixed.training import round_loop

@@ -41,7 +41,7 @@ message, e.g. `federated_select` (the movie task's embedding slices).
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_mixed.core import multi_round
+from tff_mixed.simulation import multi_round
 
 
 def _grappler_config() -> tf.compat.v1.ConfigProto:

@@ -16,11 +16,11 @@
 A group of clients (`client_groups.py`) uploads sums over its members, so an
 aggregator that transforms each client's update before the sum runs in
 groups only if the transformation is moved into the group: the server sends
-the groups what it would send each client (`aggregators.MemberRecords.
-parameters`), each member's update becomes a *record* in its group
-(`MemberRecords.preprocess`), the groups upload the sum of their members'
-records, and the server finishes on the total what TFF's per-client process
-finishes on the sum over clients. The factories that work this way are
+the groups what it would send each client (`MemberRecords.parameters`,
+the aggregator's `client_parameters`), each member's update becomes a
+*record* in its group (`MemberRecords.preprocess`), the groups upload the
+sum of their members' records, and the server finishes on the total what
+TFF's per-client process finishes on the sum over clients. The factories that work this way are
 nested *stages*, each one's record holding its inner stage's:
 
 *   a weighted `tff.aggregators.MeanFactory` with plain sums: the record is
@@ -395,8 +395,39 @@ def _stage(factory: Any, value_type: tff.Type) -> _Stage:
   return _mean_stage(_plain_mean_division(factory), value_type)
 
 
+class MemberRecords(NamedTuple):
+  """What a group of clients computes per member for the aggregator.
+
+  Attributes:
+    parameters: `(state@SERVER -> P@SERVER)`, a Python function of federated
+      values: the parameters the process broadcasts to the groups (e.g. the
+      clipping norm, the DP query's sample parameters).
+    parameters_type: The TFF type `P`.
+    preprocess: `preprocess(parameters, update, weight) -> record`, pure TF,
+      run on each member's update and weight (clipping, weighting); the
+      group uploads the sum of its members' records.
+  """
+
+  parameters: Callable[[Any], Any]
+  parameters_type: tff.Type
+  preprocess: Callable[[Any, Any, Any], Any]
+
+
+class GroupAggregator(NamedTuple):
+  """An aggregator and what each group member computes for it.
+
+  Attributes:
+    aggregator: The `aggregators.Aggregator` the process composes; its
+      `client_parameters` are `member_records.parameters`.
+    member_records: The `MemberRecords` the group work runs.
+  """
+
+  aggregator: aggregators.Aggregator
+  member_records: MemberRecords
+
+
 def build_group_aggregator(factory: tff.aggregators.AggregationFactory,
-                           trainable_type: tff.Type) -> aggregators.Aggregator:
+                           trainable_type: tff.Type) -> GroupAggregator:
   """`factory`'s aggregation for groups of clients (module docstring).
 
   Args:
@@ -406,9 +437,9 @@ def build_group_aggregator(factory: tff.aggregators.AggregationFactory,
     trainable_type: The TFF type of an update.
 
   Returns:
-    An `aggregators.Aggregator` whose `member_records` the group work runs
-    (`client_groups.build_group_work`): its `aggregate` takes
-    `GroupOutput@CLIENTS`, its state is the per-client process's.
+    A `GroupAggregator`: its aggregator's `aggregate` takes
+    `GroupOutput@CLIENTS` and its state is the per-client process's; the
+    group work (`group_work.build_group_work`) runs its member records.
   """
   if isinstance(factory, tff.aggregators.WeightedAggregationFactory):
     process = factory.create(trainable_type, tff.TensorType(np.float32))
@@ -422,10 +453,11 @@ def build_group_aggregator(factory: tff.aggregators.AggregationFactory,
         state, tff.federated_sum(group_outputs.records))
     return aggregators.AggregatorOutput(new_state, result, measurements)
 
-  return aggregators.Aggregator(process.initialize, aggregate,
-                                aggregators.MemberRecords(
-                                    stage.parameters, stage.parameters_type,
-                                    stage.preprocess))
+  return GroupAggregator(
+      aggregators.Aggregator(process.initialize, aggregate,
+                             client_parameters=stage.parameters),
+      MemberRecords(stage.parameters, stage.parameters_type,
+                    stage.preprocess))
 
 
 def check_aggregators(model_aggregator: Any,

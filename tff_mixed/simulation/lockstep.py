@@ -13,7 +13,7 @@
 # limitations under the License.
 """A client group's members trained in lockstep, from tensors.
 
-`client_groups.py` trains a group's members one after another, each from a
+`group_work.py` trains a group's members one after another, each from a
 dataset. For clients of equal shape, whose batches a `ClientGroups.batches_fn`
 gives as tensors (`array_batches_fn` for in-memory arrays,
 `store_batches_fn` for an `ExampleStore`), this module
@@ -255,7 +255,7 @@ def _add_members(sums, outputs, records, count):
       metrics=tf.nest.map_structure(lambda s, m: total(m, s), sums.metrics,
                                     outputs.metrics),
       probe_gradient=probe,
-      num_clients=sums.num_clients + tf.cast(count, tf.float32),
+      probe_weight=sums.probe_weight + tf.cast(count, tf.float32),
       records=(() if records is None else tf.nest.map_structure(
           lambda s, r: total(r, s), sums.records, records)),
       probe_norm_squared=probe_norm_squared,
@@ -293,8 +293,12 @@ def train_members(batches_update: Callable[..., Any], optimizer: Any,
            tf.constant(members_at_once, tf.int32))
 
   def train(member_batches):
+    num_rows = None
+    if isinstance(member_batches, PaddedBatches):
+      member_batches, num_rows = member_batches
     return batches_update(optimizer, received.weights, member_batches,
-                          received.augmenting_gradient, check_finite)
+                          received.augmenting_gradient, check_finite,
+                          num_rows)
 
   def records_of(outputs, count):
     if record is None:

@@ -24,13 +24,15 @@ them); the bytes per client are those of the per-client process.
 *   `build_group_select_distributor`: the table broadcast whole to each
     group; each member takes its rows (and g~_c's) by its own keys.
 *   `build_group_transfer_distributor`: the round number broadcast; each
-    member draws and reads its central examples (Example Transfer).
+    member draws and reads its central examples (Example Transfer); members
+    held as tensors draw theirs all at once (a `GroupDistributor`).
 *   `build_group_scatter_back_aggregator`: the scatter-back's mean and
     unheld shares from groups that scattered their members' rows.
 """
 
 import collections
-from typing import Optional
+from collections.abc import Callable
+from typing import NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -39,8 +41,25 @@ import tensorflow_federated as tff
 from tff_mixed.core import aggregators
 from tff_mixed.core import distributors
 from tff_mixed.core import embedding_select as select_lib
-from tff_mixed.core import merged_batches as merged_lib
 from tff_mixed.core import transfer_select as transfer_lib
+from tff_mixed.simulation import merged_batches as merged_lib
+
+
+class GroupDistributor(NamedTuple):
+  """A distributor whose group members may also receive all at once.
+
+  Attributes:
+    distributor: The `distributors.Distributor` the process composes.
+    receive_members: `(received: sequence, batches) -> ClientInputs`, pure
+      TF: what `distributor.receive` gives each member, for all of them at
+      once, from their batches (every leaf `[members, n, B, ...]`, each
+      member's whole data): `examples` stacked `[members, e, ...]` and
+      `shuffle_seed` `[members]`, for members that train from tensors
+      (`group_work.trains_from_batches`).
+  """
+
+  distributor: distributors.Distributor
+  receive_members: Callable[..., distributors.ClientInputs]
 
 
 def build_group_select_distributor(
@@ -86,7 +105,7 @@ def build_group_select_distributor(
 
 def build_group_transfer_distributor(
     base: distributors.Distributor,
-    transfer: transfer_lib.TransferComputations) -> distributors.Distributor:
+    transfer: transfer_lib.TransferComputations) -> GroupDistributor:
   """`distributors.build_transfer_distributor` for groups of clients.
 
   The round number is broadcast with `base`'s values, and each member draws
@@ -120,24 +139,53 @@ def build_group_transfer_distributor(
     return base.receive(received, None)._replace(
         examples=examples, shuffle_seed=draw.shuffle_seed)
 
-  return distributors.Distributor(
-      (*base.client_types, tff.TensorType(np.int32)), distribute, receive,
-      base.client_model, receive_members=receive_members)
+  return GroupDistributor(
+      distributors.Distributor(
+          (*base.client_types, tff.TensorType(np.int32)), distribute, receive,
+          base.client_model), receive_members)
+
+
+def _group_sparse_mean(trainable_type, table_index: int):
+  """`embedding_select.build_sparse_mean`'s results from groups of clients.
+
+  Returns `aggregate(mean@CLIENTS, row_weights@CLIENTS, weight@CLIENTS) ->
+  <mean_update, unheld_fraction>@SERVER`, where each group has already
+  scattered its members' rows (`embedding_select.scatter_weighted`): `mean`
+  is its members' table-shaped weighted mean, `row_weights` their per-row
+  weight totals and `weight` theirs. The accumulator and its division are
+  `build_sparse_mean`'s, so the result is the per-client scatter-back's.
+  """
+  zero, merge, report = select_lib.sparse_mean_computations(
+      trainable_type, table_index)
+  accumulator_type = zero.type_signature.result
+
+  @tff.tensorflow.computation(accumulator_type, accumulator_type)
+  def accumulate(accumulator, group):
+    mean, row_weights, weight = group
+    return merge(accumulator,
+                 (tuple(weight * m for m in mean), row_weights, weight))
+
+  def aggregate(mean, row_weights, weight):
+    return tff.federated_aggregate(
+        tff.federated_zip((mean, row_weights, weight)), zero(), accumulate,
+        merge, report)
+
+  return aggregate
 
 
 def build_group_scatter_back_aggregator(
     selection: select_lib.EmbeddingSelection,
     trainable_type: tff.Type) -> aggregators.Aggregator:
   """`aggregators.build_scatter_back_aggregator` for groups of clients:
-  its results from `client_groups.GroupOutput`s.
+  its results from `group_work.GroupOutput`s.
 
   A group uploads its members' weighted mean update (table-shaped), their
   weight total and their per-row weight totals;
-  `embedding_select.build_group_sparse_mean` adds them up as the per-client
-  scatter-back does. State and measurements are `()`.
+  `_group_sparse_mean` adds them up as the per-client scatter-back does.
+  State and measurements are `()`.
   """
-  group_sparse_mean = select_lib.build_group_sparse_mean(
-      trainable_type, selection.table_index)
+  group_sparse_mean = _group_sparse_mean(trainable_type,
+                                         selection.table_index)
 
   def initialize():
     return tff.federated_value((), tff.SERVER)
