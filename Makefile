@@ -121,8 +121,7 @@ results-movielens-1m: venv
 	  --data_name="$(ML1M_NAME)" --data_note="$(ML1M_NOTE)" \
 	  $(ARGS)
 
-# Half of MovieLens 1M at a fixed lambda: $(1) the lambda, $(2) the name of
-# its records directory, plot and RESULTS.md section, $(3) its make target.
+# Half of MovieLens 1M at lambda $(1), named $(2) (records, plot, section), for target $(3).
 define ML1M_AT_LAMBDA
 	@test -f "$(ML1M_RATINGS)" || { echo "error: no MovieLens ratings at ML1M_RATINGS=$(ML1M_RATINGS); pass make $(3) ML1M_RATINGS=path/to/ratings.dat.gz" >&2; exit 1; }
 	@$(RUN) $(PY) -m experiments.movielens.movielens_main \
@@ -143,8 +142,7 @@ ML1M_LAMBDA ?= 0.1
 results-movielens-1m-lambda: venv
 	$(call ML1M_AT_LAMBDA,$(ML1M_LAMBDA),movielens_1m_lambda,results-movielens-1m-lambda)
 
-# The same at lambda 0.03, between the selected 0.001 (PT's table collapses)
-# and 0.1 (1-way GT stays near the popularity floor for 800 rounds).
+# The same at lambda 0.03, between 0.001 and 0.1 (experiments/README.md says why).
 results-movielens-1m-lambda-003: venv
 	$(call ML1M_AT_LAMBDA,0.03,movielens_1m_lambda_003,results-movielens-1m-lambda-003)
 

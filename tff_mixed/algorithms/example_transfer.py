@@ -38,15 +38,15 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_mixed.algorithms import _common
+from tff_mixed.algorithms import arguments
+from tff_mixed.algorithms import choices
+from tff_mixed.algorithms import components
 from tff_mixed.core import central_objective as central_lib
-from tff_mixed.core import distributors
 from tff_mixed.core import inputs
 from tff_mixed.core import model_types
 from tff_mixed.core import transfer_select
 from tff_mixed.core import validation
 from tff_mixed.simulation import client_groups as client_groups_lib
-from tff_mixed.simulation import group_distribution
 
 
 def _build_transfer_process(
@@ -62,32 +62,23 @@ def _build_transfer_process(
   client work on the merged data, the model aggregator's mean, no central
   work and SERVEROPTIMIZER alone in the finalizer (w_f = 1, w_c = 0).
   """
-  server_optimizer, aggregator_factory = _common.check_process_args(
+  args = arguments.check_builder_args(
       model=model, client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer, federated_weight=1.0,
-      central_weight=0.0, client_steps=client_steps,
+      server_optimizer=server_optimizer, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
       metrics_aggregator=metrics_aggregator, seed=seed,
       client_groups=client_groups)
   validation.check_objective(central_objective, model, require_data=True,
                              seed=seed)
-  broadcast, aggregator = _common.model_distribution(
-      model, None, aggregator_factory, client_steps=client_steps,
-      with_gradient=False, client_groups=client_groups)
   transfer = transfer_select.build_transfer_computations(
       central_objective, model_types.data_type(model),
       examples_per_client=examples_per_client, seed=seed,
       redraw_each_round=redraw_each_round)
-  build_distributor = (distributors.build_transfer_distributor
-                       if client_groups is None else
-                       group_distribution.build_group_transfer_distributor)
-  return _common.compose_federated_only(
-      model, build_distributor(broadcast, transfer), aggregator,
-      client_steps=client_steps, client_weighting=client_weighting,
-      transfer_batch_size=client_batch_size,
-      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
-      metrics_aggregator=metrics_aggregator, seed=seed,
-      initial_trainable_fn=initial_trainable_fn, client_groups=client_groups)
+  return components.compose_mixed_process(
+      model, choices.federated_only_components(
+          args, transfer=transfer, transfer_batch_size=client_batch_size),
+      metrics_aggregator=args.metrics_aggregator,
+      initial_trainable_fn=initial_trainable_fn)
 
 
 def build_example_transfer(

@@ -28,7 +28,9 @@ from typing import Any, Optional
 
 import tensorflow_federated as tff
 
-from tff_mixed.algorithms import _common
+from tff_mixed.algorithms import arguments
+from tff_mixed.algorithms import choices
+from tff_mixed.algorithms import components
 from tff_mixed.core import inputs
 from tff_mixed.simulation import client_groups as client_groups_lib
 
@@ -82,19 +84,11 @@ def build_fedavg(
       groups.
   """
   model = inputs.functional_model(model)
-  server_optimizer, aggregator_factory = _common.check_process_args(
+  args = arguments.check_builder_args(
       model=model, client_optimizer=client_optimizer,
-      server_optimizer=server_optimizer, federated_weight=1.0,
-      central_weight=0.0, client_steps=client_steps,
+      server_optimizer=server_optimizer, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
-      metrics_aggregator=metrics_aggregator, seed=0,
-      client_groups=client_groups)
-  distributor, aggregator = _common.model_distribution(
-      model, None, aggregator_factory, client_steps=client_steps,
-      with_gradient=False, client_groups=client_groups)
-  return _common.compose_federated_only(
-      model, distributor, aggregator, client_steps=client_steps,
-      client_weighting=client_weighting, transfer_batch_size=None,
-      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
-      metrics_aggregator=metrics_aggregator, seed=0,
-      client_groups=client_groups)
+      metrics_aggregator=metrics_aggregator, client_groups=client_groups)
+  return components.compose_mixed_process(
+      model, choices.federated_only_components(args),
+      metrics_aggregator=args.metrics_aggregator)

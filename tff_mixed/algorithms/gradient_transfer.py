@@ -37,13 +37,14 @@ from typing import Any, Optional
 
 import tensorflow_federated as tff
 
-from tff_mixed.algorithms import _common
+from tff_mixed.algorithms import arguments
+from tff_mixed.algorithms import choices
+from tff_mixed.algorithms import components
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
 from tff_mixed.core import embedding_select
 from tff_mixed.core import finalizer
 from tff_mixed.core import inputs
-from tff_mixed.core import validation
 from tff_mixed.simulation import client_groups as client_groups_lib
 
 # 2-way GT's augmenting central gradient g~_c (`augmenting_central_gradient`).
@@ -135,38 +136,41 @@ def build_one_way_gradient_transfer(
       client optimizer other than plain SGD.
   """
   model = inputs.functional_model(model)
-  args = _common.check_mixed_args(
-      model=model, central_objective=central_objective,
-      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+  why = None
+  if embedding_selection is not None:
+    why = ('for 1-way gradient transfer with `embedding_selection`: the '
+           'server adds the eta * K * w_c * g~_c that each client would have '
+           'applied to the rows it did not receive')
+  args = arguments.check_builder_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, central_objective=central_objective,
       central_batch_size=central_batch_size, federated_weight=federated_weight,
       central_weight=central_weight, client_steps=client_steps,
       client_weighting=client_weighting, model_aggregator=model_aggregator,
       metrics_aggregator=metrics_aggregator,
       central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
-      embedding_selection=embedding_selection, client_groups=client_groups)
+      embedding_selection=embedding_selection, client_groups=client_groups,
+      client_sgd_needed_for=why)
   row_completion = None
   if embedding_selection is not None:
-    why = ('for 1-way gradient transfer with `embedding_selection`: the '
-           'server adds the eta * K * w_c * g~_c that each client would have '
-           'applied to the rows it did not receive')
     if client_steps is None:
       raise ValueError(f'`client_steps` (K) is required {why}.')
     row_completion = finalizer.RowCompletion(
         embedding_selection.table_index, embedding_selection.num_rows,
-        validation.plain_sgd_learning_rate('client_optimizer',
-                                           client_optimizer, model, why),
-        client_steps)
+        args.client_learning_rate, client_steps)
   # Server: g~_c(x^(t)) before the broadcast, no central steps.
   central = central_work.build_central_work(
       model, central_objective, None,
-      args.central_config(central_steps=0,
-                          augmenting_gradient=central_work.GradientAtModel()))
-  return _common.compose_mixed(
-      args, send_central_gradient=True, central=central,
-      finalizer_config=finalizer.FinalizerConfig(
-          args.federated_weight, args.central_weight,
-          row_completion=row_completion))
+      args.central._replace(
+          augmenting_gradient=central_work.GradientAtModel()))
+  return components.compose_mixed_process(
+      model, choices.mixed_components(
+          args, central=central, send_central_gradient=True,
+          finalizer_config=finalizer.FinalizerConfig(
+              args.federated_weight, args.central_weight,
+              row_completion=row_completion)),
+      metrics_aggregator=args.metrics_aggregator)
 
 
 def build_two_way_gradient_transfer(
@@ -293,13 +297,9 @@ def build_two_way_gradient_transfer(
       not one of the two options.
   """
   model = inputs.functional_model(model)
-  validation.check_positive_int('client_steps', client_steps)
-  if central_steps is None:
-    central_steps = client_steps
-  validation.check_positive_int('central_steps', central_steps)
-  args = _common.check_mixed_args(
-      model=model, central_objective=central_objective,
-      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+  args = arguments.check_builder_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, central_objective=central_objective,
       central_optimizer=central_optimizer, merge_optimizer=merge_optimizer,
       central_batch_size=central_batch_size, federated_weight=federated_weight,
       central_weight=central_weight, client_steps=client_steps,
@@ -308,19 +308,17 @@ def build_two_way_gradient_transfer(
       central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
       embedding_selection=embedding_selection, client_groups=client_groups,
-      two_way=True)
+      central_steps=central_steps, with_central_steps=True,
+      require_client_steps=True, two_way=True)
   if augmenting_central_gradient not in AUGMENTING_CENTRAL_GRADIENTS:
     raise ValueError('`augmenting_central_gradient` must be one of '
                      f'{AUGMENTING_CENTRAL_GRADIENTS}, got '
                      f'{augmenting_central_gradient!r}.')
   carry = augmenting_central_gradient == PREVIOUS_ROUND_MEAN
   # g~_f is recovered as -delta / (eta K): plain SGD with a known eta.
-  recovery = finalizer.Recovery(
-      validation.plain_sgd_learning_rate('client_optimizer', client_optimizer,
-                                         model), client_steps)
+  recovery = finalizer.Recovery(args.client_learning_rate, client_steps)
   central = central_work.build_central_work(
-      model, central_objective, central_optimizer, args.central_config(
-          central_steps=central_steps,
+      model, central_objective, central_optimizer, args.central._replace(
           step_rule=central_work.MixedCentralSteps(args.central_weight,
                                                    args.federated_weight),
           augmenting_gradient=(central_work.PreviousRoundMean() if carry
@@ -330,8 +328,10 @@ def build_two_way_gradient_transfer(
     row_completion = finalizer.RowCompletion(
         embedding_selection.table_index, embedding_selection.num_rows,
         *recovery)
-  return _common.compose_mixed(
-      args, send_central_gradient=True, central=central,
-      finalizer_config=finalizer.FinalizerConfig(
-          args.federated_weight, args.central_weight, recovery=recovery,
-          row_completion=row_completion))
+  return components.compose_mixed_process(
+      model, choices.mixed_components(
+          args, central=central, send_central_gradient=True,
+          finalizer_config=finalizer.FinalizerConfig(
+              args.federated_weight, args.central_weight, recovery=recovery,
+              row_completion=row_completion)),
+      metrics_aggregator=args.metrics_aggregator)

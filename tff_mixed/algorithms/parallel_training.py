@@ -27,12 +27,13 @@ from typing import Any, Optional
 
 import tensorflow_federated as tff
 
-from tff_mixed.algorithms import _common
+from tff_mixed.algorithms import arguments
+from tff_mixed.algorithms import choices
+from tff_mixed.algorithms import components
 from tff_mixed.core import central_objective as central_lib
 from tff_mixed.core import central_work
 from tff_mixed.core import embedding_select
 from tff_mixed.core import inputs
-from tff_mixed.core import validation
 from tff_mixed.simulation import client_groups as client_groups_lib
 
 
@@ -139,16 +140,9 @@ def build_parallel_training(
     ValueError: If a value is out of range or f_c does not fit the model.
   """
   model = inputs.functional_model(model)
-  validation.check_positive_int('client_steps', client_steps, allow_none=True)
-  if central_steps is None:
-    if client_steps is None:
-      raise ValueError('`central_steps` must be given when `client_steps` is '
-                       'None (it defaults to `client_steps`).')
-    central_steps = client_steps
-  validation.check_positive_int('central_steps', central_steps)
-  args = _common.check_mixed_args(
-      model=model, central_objective=central_objective,
-      client_optimizer=client_optimizer, server_optimizer=server_optimizer,
+  args = arguments.check_builder_args(
+      model=model, client_optimizer=client_optimizer,
+      server_optimizer=server_optimizer, central_objective=central_objective,
       central_optimizer=central_optimizer, merge_optimizer=merge_optimizer,
       central_batch_size=central_batch_size, federated_weight=federated_weight,
       central_weight=central_weight, client_steps=client_steps,
@@ -156,11 +150,13 @@ def build_parallel_training(
       metrics_aggregator=metrics_aggregator,
       central_clip_norm=central_clip_norm, seed=seed,
       with_diagnostics=with_diagnostics,
+      central_steps=central_steps, with_central_steps=True,
       embedding_selection=embedding_selection, client_groups=client_groups)
   # Server: K_c central steps from x^(t), merged with the FedAvg result.
-  central = central_work.build_central_work(
-      model, central_objective, central_optimizer,
-      args.central_config(central_steps=central_steps))
+  central = central_work.build_central_work(model, central_objective,
+                                            central_optimizer, args.central)
   # Clients: plain FedAvg local training.
-  return _common.compose_mixed(args, send_central_gradient=False,
-                               central=central)
+  return components.compose_mixed_process(
+      model, choices.mixed_components(args, central=central,
+                                      send_central_gradient=False),
+      metrics_aggregator=args.metrics_aggregator)

@@ -97,6 +97,37 @@ def plain_sgd_learning_rate(name: str, optimizer, model,
   return lr
 
 
+def optimizer_or_sgd(name: str, optimizer: Any, model,
+                     default_learning_rate: float):
+  """`optimizer`, or SGD at `default_learning_rate` for `None`, checked."""
+  if optimizer is None:
+    optimizer = tff.learning.optimizers.build_sgdm(
+        learning_rate=default_learning_rate)
+  check_optimizer(name, optimizer)
+  check_learning_rate(name, optimizer, model)
+  return optimizer
+
+
+def check_central_steps(model, central_optimizer: Any, merge_optimizer: Any,
+                        central_steps: Any, client_steps: Optional[int],
+                        default_merge_learning_rate: float):
+  """`(merge_optimizer, K_c)` of a process with central steps, checked.
+
+  CENTRALOPTIMIZER must be given; MERGEOPTIMIZER defaults to SGD at
+  `default_merge_learning_rate`, K_c = `central_steps` to K = `client_steps`.
+  """
+  check_optimizer('central_optimizer', central_optimizer)
+  check_learning_rate('central_optimizer', central_optimizer, model)
+  merge_optimizer = optimizer_or_sgd('merge_optimizer', merge_optimizer,
+                                     model, default_merge_learning_rate)
+  if central_steps is None and client_steps is None:
+    raise ValueError('`central_steps` must be given when `client_steps` is '
+                     'None (it defaults to `client_steps`).')
+  central_steps = client_steps if central_steps is None else central_steps
+  check_positive_int('central_steps', central_steps)
+  return merge_optimizer, central_steps
+
+
 def check_positive_int(name: str, value: Any, allow_none: bool = False,
                        allow_zero: bool = False) -> None:
   if value is None and allow_none:
@@ -258,6 +289,16 @@ def check_no_selection_aggregator(model_aggregator: Any) -> None:
       'which `federated_select` exists to avoid. To aggregate with this '
       'aggregator, set `embedding_selection=None` (the table is then '
       f'broadcast and uploaded whole); got {type(model_aggregator).__name__}.')
+
+
+def check_selection(selection: Any, model, model_aggregator: Any,
+                    with_diagnostics: bool) -> None:
+  """`embedding_selection` fits the model and excludes what it cannot do."""
+  check_embedding_selection(selection, model)
+  if with_diagnostics:
+    raise ValueError('`embedding_selection` does not support '
+                     '`with_diagnostics` or transferred examples.')
+  check_no_selection_aggregator(model_aggregator)
 
 
 def check_client_weighting(client_weighting: Any) -> None:
