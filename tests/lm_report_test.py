@@ -227,6 +227,12 @@ class RecordsTest(absltest.TestCase):
     self.assertIsNone(lm_records.recorded(
         self.dir, 'oracle', dict(_SETTINGS), 'other posts'))
     self.assertIsNone(lm_records.recorded(self.dir, 'missing', {}, ''))
+    # A record kept before `members_at_once` existed was made at 0.
+    self.assertNotIn('members_at_once', _SETTINGS)
+    self.assertIsNotNone(lm_records.recorded(
+        self.dir, 'oracle', dict(_SETTINGS, members_at_once=0), 'test posts'))
+    self.assertIsNone(lm_records.recorded(
+        self.dir, 'oracle', dict(_SETTINGS, members_at_once=4), 'test posts'))
     self.assertEqual(lm_records.read_records(os.path.join(self.dir, 'no')),
                      {})
 

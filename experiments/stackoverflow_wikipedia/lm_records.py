@@ -107,11 +107,21 @@ def read_records(records_dir: str) -> dict[str, ScenarioRecord]:
       for name in run_records.names(records_dir))}
 
 
+# Settings added after records were kept, each with the value the runs made
+# before it had: a record without one was made at that value. Each sets how
+# a run trains, not what it computes (members in lockstep give the numbers
+# of the member loop), so older records stay those of their settings.
+ADDED_SETTINGS = {'members_at_once': 0}
+
+
 def recorded(records_dir: str, name: str, settings: dict[str, Any],
              data: str) -> Optional[ScenarioRecord]:
-  """The record `name` if it was made with these settings and data."""
+  """The record `name` if it was made with these settings and data (a
+  setting of `ADDED_SETTINGS` it lacks counting as its value there)."""
   record = read_records(records_dir).get(name)
   if record is None:
     return None
-  same = json.loads(json.dumps(settings)) == record.settings
+  kept = {**{k: v for k, v in ADDED_SETTINGS.items() if k in settings},
+          **record.settings}
+  same = json.loads(json.dumps(settings)) == kept
   return record if same and record.data == data else None
