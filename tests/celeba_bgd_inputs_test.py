@@ -186,6 +186,24 @@ class SectionTest(absltest.TestCase):
     self.assertIn("1 of 1 runs have a median B~^2 within twice the paper's "
                   '1.26', text)
 
+  def test_a_kept_record_counts_only_with_its_settings(self):
+    records_dir = temp_dirs.temp_dir(self)
+    record = _record('default', 'two_way_gt', dict(
+        first_round=10, last_round=100, num_rounds=91, max_g2=1.0,
+        median_g2=1.0, max_b2=3.0, median_b2=3.0, negative_fraction=1.0))
+    path = bgd_inputs_lib.record_path(records_dir, 'default', 'two_way_gt',
+                                      record['seed'])
+    settings = record['settings']
+    self.assertFalse(bgd_inputs_lib.kept_record(path, settings, 100))
+    bgd_inputs_lib.write_record(records_dir, record)
+    self.assertTrue(bgd_inputs_lib.kept_record(path, dict(settings),
+                                               record['rounds']))
+    with self.assertRaisesRegex(ValueError, r'other settings \(client_lr'):
+      bgd_inputs_lib.kept_record(path, dict(settings, client_lr=0.1),
+                                 record['rounds'])
+    with self.assertRaisesRegex(ValueError, r'other settings \(rounds'):
+      bgd_inputs_lib.kept_record(path, settings, record['rounds'] + 1)
+
   def test_bad_records_are_refused(self):
     d = temp_dirs.temp_dir(self)
     with self.assertRaisesRegex(ValueError, 'lacks'):

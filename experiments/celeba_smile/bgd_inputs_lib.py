@@ -134,6 +134,34 @@ def record_path(records_dir: str, inputs: str, scenario: str,
   return os.path.join(records_dir, f'{inputs}_{scenario}_seed{seed}.json')
 
 
+def kept_record(path: str, settings: Mapping[str, Any], rounds: int) -> bool:
+  """Whether the run of `path` is kept: `False` if there is no record, `True`
+  if its record was made with `settings` and `rounds`.
+
+  Raises:
+    ValueError: If the record there was made otherwise (naming what
+      differs), rather than passing it off as this run's.
+  """
+  if not os.path.exists(path):
+    return False
+  try:
+    with open(path) as f:
+      record = json.load(f)
+  except ValueError as e:
+    raise ValueError(f'{path} is not JSON: {e}') from None
+  kept = dict(record.get('settings', {}), rounds=record.get('rounds'))
+  wanted = json.loads(json.dumps(dict(settings, rounds=rounds)))
+  differ = sorted(k for k in set(kept) | set(wanted)
+                  if kept.get(k) != wanted.get(k))
+  if differ:
+    raise ValueError(
+        f'{path} was made with other settings ({", ".join(differ)}: '
+        f'{[kept.get(k) for k in differ]} there, '
+        f'{[wanted.get(k) for k in differ]} now); remove it or pass another '
+        '--records_dir.')
+  return True
+
+
 def write_record(records_dir: str, record: Mapping[str, Any]) -> str:
   """Writes one record (`_FIELDS` and provenance); returns its path."""
   check_record(record, 'record')

@@ -81,7 +81,7 @@ def _run(inputs: str, scenario: str, seed: int, kwargs: dict,
   """One diagnostics run and its record."""
   path = bgd_inputs_lib.record_path(_RECORDS_DIR.value, inputs, scenario,
                                     seed)
-  if os.path.exists(path):
+  if bgd_inputs_lib.kept_record(path, settings, kwargs['rounds']):
     logging.info('%s: kept, not rerun.', path)
     return
   start = time.perf_counter()
