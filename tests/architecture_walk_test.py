@@ -133,11 +133,11 @@ def problems(walk: list[Step]) -> list[str]:
     if None in functions:
       continue
     first = step.functions[0]
-    if earlier and not (any(_calls(f, first) for f in earlier)
-                        or (step.path != _REGISTRY
-                            and earlier[0] is _function(_REGISTRY, 'build')
-                            and len(earlier) == 1
-                            and _registered(first, step.path))):
+    called = any(_calls(f, first) for f in earlier)
+    # The registry reaches a builder through `ALGORITHMS`, not by name.
+    dispatched = (step.number == 2 and walk[0].path == _REGISTRY
+                  and _registered(first, step.path))
+    if earlier and not (called or dispatched):
       found.append(f'step {step.number}: no earlier step calls {first}')
     for caller, callee, name in zip(functions, functions[1:],
                                     step.functions[1:]):

@@ -39,6 +39,7 @@ import statistics
 from typing import Any
 
 from experiments.common import bgd_diagnostics
+from experiments.common import run_records
 from tff_mixed.training import reports as reports_lib
 
 DEFAULT = 'default'
@@ -134,6 +135,15 @@ def record_path(records_dir: str, inputs: str, scenario: str,
   return os.path.join(records_dir, f'{inputs}_{scenario}_seed{seed}.json')
 
 
+def _load(path: str) -> dict[str, Any]:
+  """The record at `path`; a ValueError naming it if it is not JSON."""
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except ValueError as e:
+    raise ValueError(f'{path} is not JSON: {e}') from None
+
+
 def kept_record(path: str, settings: Mapping[str, Any], rounds: int) -> bool:
   """Whether the run of `path` is kept: `False` if there is no record, `True`
   if its record was made with `settings` and `rounds`.
@@ -144,15 +154,10 @@ def kept_record(path: str, settings: Mapping[str, Any], rounds: int) -> bool:
   """
   if not os.path.exists(path):
     return False
-  try:
-    with open(path) as f:
-      record = json.load(f)
-  except ValueError as e:
-    raise ValueError(f'{path} is not JSON: {e}') from None
+  record = _load(path)
   kept = dict(record.get('settings', {}), rounds=record.get('rounds'))
   wanted = json.loads(json.dumps(dict(settings, rounds=rounds)))
-  differ = sorted(k for k in set(kept) | set(wanted)
-                  if kept.get(k) != wanted.get(k))
+  differ = run_records.differing_settings(kept, wanted)
   if differ:
     raise ValueError(
         f'{path} was made with other settings ({", ".join(differ)}: '
@@ -197,11 +202,7 @@ def read_records(records_dir: str) -> list[dict[str, Any]]:
     if not name.endswith('.json'):
       continue
     path = os.path.join(records_dir, name)
-    try:
-      with open(path) as f:
-        record = json.load(f)
-    except ValueError as e:
-      raise ValueError(f'{path} is not JSON: {e}') from None
+    record = _load(path)
     check_record(record, path)
     records.append(record)
   order = {s: i for i, s in enumerate(_LABELS)}
