@@ -20,8 +20,8 @@ W - T = |a - c|^2 / 4 at every x (eq. 7), so G^2 = |a - c|^2 / 4 with
 B = 1 by construction, and the sampled G~_t^2 has mean
 G^2 + (sigma^2 / S + sigma_c^2) / 4 (the noise of g_f - g_c). The rounds
 are simulated with the advisor's own per-round estimators
-(`round_estimates`, `central_work.bgd_estimates`) on these gradients, no
-TFF process (the wiring is tests/advisor_round_estimates_test.py's).
+(`round_estimates`) on these gradients, no TFF process (the wiring is
+tests/advisor_round_estimates_test.py's).
 """
 
 import json
@@ -33,7 +33,6 @@ from absl.testing import absltest
 import tff_mixed
 from tff_mixed.advisor import estimates as estimates_lib
 from tff_mixed.algorithms import registry
-from tff_mixed.core import central_work
 from tff_mixed.core import round_estimates
 
 DIM = 10
@@ -64,7 +63,7 @@ def _simulate(a, c, sigma2, sigma_c2, seed=0, lr=0.05):
     central = (x - c) + noise
     mean_probe = (tf.constant(probes.mean(axis=0), tf.float32),)
     g_c = (tf.constant(central[0], tf.float32),)
-    g2, b2 = central_work.bgd_estimates(mean_probe, g_c, 0.5, 0.5)
+    g2, b2 = round_estimates.bgd_estimates(mean_probe, g_c, 0.5, 0.5)
     sigma2_t = round_estimates.client_variance(
         tf.constant(np.mean(np.sum(probes**2, axis=1)), tf.float32),
         mean_probe, tf.constant(float(COHORT)))

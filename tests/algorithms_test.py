@@ -19,6 +19,8 @@ another algorithm that the paper says must make the same progress
 (arXiv:2205.13655, appendix A.3: with K = 1 the algorithms coincide).
 """
 
+from unittest import mock
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
@@ -27,6 +29,7 @@ from absl.testing import absltest
 import tff_mixed
 from tests import testing_utils as tu
 from tff_mixed.core import central_objective as central_lib
+from tff_mixed.core import central_work
 
 ATOL = 1e-5
 
@@ -133,9 +136,11 @@ class HandComputedRoundTest(absltest.TestCase):
                           for i in range(2)]
     for got, want in zip(tu.trainable(process, state), x):
       np.testing.assert_allclose(got, want, atol=ATOL)
-    for got, want in zip(state.federated_gradient, federated_gradient):
+    for got, want in zip(state.finalizer['federated_gradient'],
+                         federated_gradient):
       np.testing.assert_allclose(got, want, atol=1e-4)
-    for got, want in zip(state.central_gradient, central_gradient):
+    for got, want in zip(state.central_work['central_gradient'],
+                         central_gradient):
       np.testing.assert_allclose(got, want, atol=1e-5)
 
   def test_two_way_gradient_transfer_with_fresh_central_gradient(self):
@@ -163,9 +168,10 @@ class HandComputedRoundTest(absltest.TestCase):
           for u, c in zip(mean_update, g_c)]
     for got, want in zip(tu.trainable(process, state), x):
       np.testing.assert_allclose(got, want, atol=ATOL)
-    for got, want in zip(state.federated_gradient, federated_gradient):
+    for got, want in zip(state.finalizer['federated_gradient'],
+                         federated_gradient):
       np.testing.assert_allclose(got, want, atol=1e-4)
-    self.assertEqual(state.central_gradient, ())
+    self.assertEqual(state.central_work['central_gradient'], ())
 
   def test_example_transfer(self):
     # One local batch holding all merged examples: the shuffle order cannot
@@ -322,12 +328,13 @@ class TwoWayAugmentingGradientsTest(absltest.TestCase):
       output = process.next(state, self.datasets)
       state = output.state
       checks = [('model', lambda: tu.trainable(process, state), x),
-                ('g~_f', lambda: state.federated_gradient, g_f),
+                ('g~_f', lambda: state.finalizer['federated_gradient'], g_f),
                 ('central momentum',
-                 lambda: state.central_optimizer['accumulator'],
+                 lambda: state.central_work['central_optimizer']['accumulator'],
                  accumulator)]
       if option != 'fresh':
-        checks.append(('g~_c', lambda: state.central_gradient, g_c))
+        checks.append(
+            ('g~_c', lambda: state.central_work['central_gradient'], g_c))
       for name, got, want in checks:
         for i, (a, b) in enumerate(zip(got(), want)):
           np.testing.assert_allclose(a, b, atol=1e-6, rtol=1e-5,
@@ -342,28 +349,32 @@ class TwoWayAugmentingGradientsTest(absltest.TestCase):
   def test_fresh_central_gradient(self):
     self._check('fresh')
 
-  def test_default_computes_no_central_gradient_before_the_broadcast(self):
-    # Algorithm 1 broadcasts g~_c from the state: no server computation
-    # returns a (loss, gradient) pair before the clients start, which saves
-    # one f_c evaluation per round; 'fresh' has exactly one.
-    def loss_and_gradient_computations(process):
-      trainable = process.initialize.type_signature.result.member[
-          'global_model_weights'].trainable
-      wanted = tff.StructType([tff.TensorType(np.float32), trainable])
-      return [i for i in tu.intrinsics(process.next)
-              if i.uri == 'federated_apply'
-              and i.type_signature.parameter[0].result.is_equivalent_to(
-                  wanted)]
+  def test_both_options_take_k_c_central_gradients_a_round(self):
+    # Algorithm 1 sends g~_c from the state; 'fresh' sends f_c's gradient at
+    # x^(t) on the round's first central batch, which is also the first
+    # central step's: neither evaluates f_c beyond the K_c steps.
+    build_gradient_fn = central_work.build_central_gradient_fn
+    for option in ('previous_round_mean', 'fresh'):
+      calls = []
 
-    process = tff_mixed.build_two_way_gradient_transfer(
-        self.model, self.objective, tu.sgd(self.lr), tu.sgd(self.lr_c),
-        central_batch_size=self.batch_size, client_steps=self.k)
-    fresh = tff_mixed.build_two_way_gradient_transfer(
-        self.model, self.objective, tu.sgd(self.lr), tu.sgd(self.lr_c),
-        central_batch_size=self.batch_size, client_steps=self.k,
-        augmenting_central_gradient='fresh')
-    self.assertEmpty(loss_and_gradient_computations(process))
-    self.assertLen(loss_and_gradient_computations(fresh), 1)
+      def counting_build(*args, **kwargs):
+        gradient_fn = build_gradient_fn(*args, **kwargs)
+
+        def counted(*inputs):
+          step = inputs[-1]  # The central batch's number in the round.
+          if isinstance(step, int):  # Traced in the process, not checks.
+            calls.append(step)
+          return gradient_fn(*inputs)
+
+        return counted
+
+      with self.subTest(option), mock.patch.object(
+          central_work, 'build_central_gradient_fn', counting_build):
+        tff_mixed.build_two_way_gradient_transfer(
+            self.model, self.objective, tu.sgd(self.lr), tu.sgd(self.lr_c),
+            central_batch_size=self.batch_size, client_steps=self.k,
+            central_steps=self.k_c, augmenting_central_gradient=option)
+        self.assertEqual(calls, list(range(self.k_c)))
 
   def test_bad_option_is_refused(self):
     with self.assertRaisesRegex(ValueError, 'augmenting_central_gradient'):
@@ -400,7 +411,7 @@ class TwoWayRecoveredGradientTest(absltest.TestCase):
     if option == 'fresh':
       g_c = tu.mse_gradient(x1, *central)
     else:
-      g_c = [np.asarray(g) for g in state.central_gradient]
+      g_c = [np.asarray(g) for g in state.central_work['central_gradient']]
       self.assertGreater(max(np.abs(g).max() for g in g_c), 0.1)
     state = process.next(state, datasets).state
     # The true K_i-weighted mean of client gradients (eq. 10), computed
@@ -412,7 +423,7 @@ class TwoWayRecoveredGradientTest(absltest.TestCase):
       all_step_grads.extend(grads)
     expected = [np.mean([g[i] for g in all_step_grads], axis=0)
                 for i in range(2)]
-    for got, want in zip(state.federated_gradient, expected):
+    for got, want in zip(state.finalizer['federated_gradient'], expected):
       np.testing.assert_allclose(got, want, atol=1e-4)
 
   def test_uniform_weighting_unequal_clients(self):
@@ -467,7 +478,7 @@ class TwoWayClippedUpdatesTest(absltest.TestCase):
     mean_update = tu.weighted_mean(clipped, weights)
     recovered = [(u / (lr * k) - w_c * c) / w_f
                  for u, c in zip(mean_update, g_c)]
-    for got, want in zip(state.federated_gradient, recovered):
+    for got, want in zip(state.finalizer['federated_gradient'], recovered):
       np.testing.assert_allclose(got, want, atol=1e-5)
     x_f = [xi - lr_s * u for xi, u in zip(x, mean_update)]
     x_c = [p.copy() for p in x]

@@ -23,13 +23,13 @@ from experiments.celeba_smile import bgd_inputs_lib
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.common import bgd_diagnostics
 from tests import temp_dirs
-from tff_mixed.core import central_work
+from tff_mixed.core import round_estimates
 from tff_mixed.models import dense
 from tff_mixed.training import runner
 
 
 def _estimates(g_f, g_c):
-  g2, b2 = central_work.bgd_estimates(
+  g2, b2 = round_estimates.bgd_estimates(
       (tf.constant(g_f, tf.float32),), (tf.constant(g_c, tf.float32),),
       0.5, 0.5)
   return float(g2), float(b2)

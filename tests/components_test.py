@@ -29,6 +29,7 @@ from absl.testing import absltest
 
 from tests import testing_utils as tu
 from tff_mixed.core import aggregators
+from tff_mixed.core import central_objective
 from tff_mixed.core import central_work
 from tff_mixed.core import client_work
 from tff_mixed.core import distributors
@@ -103,19 +104,90 @@ class ComponentsTest(absltest.TestCase):
         str(signature.result.clients),
         '<count=int32,non_finite=int32,without_data=int32>')
 
-  def test_server_computations_return_their_state_parts(self):
-    parts = self.components.finalizer.initialize.type_signature.result
+  def test_server_components_own_one_state_slot_each(self):
+    central = self.components.central_work
+    final = self.components.finalizer
     self.assertEqual(
-        tff.structure.name_list(parts),
-        ['round_num', 'server_optimizer', 'merge_optimizer',
-         'federated_gradient', 'central_gradient'])
-    central_result = self.components.central_work.next.type_signature.result
-    self.assertEqual(tff.structure.name_list(central_result),
-                     list(central_work.CentralOutput._fields))
-    final_result = self.components.finalizer.next.type_signature.result
-    self.assertEqual(tff.structure.name_list(final_result),
-                     list(finalizer.FinalizerOutput._fields))
-    self.assertIsNone(self.components.central_work.gradient_at_x)
+        tff.structure.name_list(final.process.initialize.type_signature.result),
+        ['server_optimizer', 'merge_optimizer', 'federated_gradient'])
+    self.assertEqual(
+        tff.structure.name_list(
+            central.process.initialize.type_signature.result),
+        ['central_optimizer', 'central_gradient'])
+    # Each is a measured process: it takes its own slot and returns its new
+    # one, a result and measurements.
+    for component, result in ((central, central_work.CentralResult),
+                              (final, finalizer.FinalizerResult)):
+      self.assertIsInstance(component.process, tff.templates.MeasuredProcess)
+      signature = component.process.next.type_signature
+      self.assertEqual(signature.parameter[0],
+                       component.process.initialize.type_signature.result)
+      self.assertEqual(signature.result.state,
+                       component.process.initialize.type_signature.result)
+      self.assertEqual(tff.structure.name_list(signature.result),
+                       ['state', 'result', 'measurements'])
+      self.assertEqual(tff.structure.name_list(signature.result.result),
+                       list(result._fields))
+    process = mixed_process.build_mixed_process(self.model, self.components)
+    state_type = process.initialize.type_signature.result.member
+    self.assertEqual(tff.structure.name_list(state_type),
+                     list(mixed_process.MixedFLState._fields))
+    self.assertEqual(state_type.central_work,
+                     central.process.initialize.type_signature.result)
+    self.assertEqual(state_type.finalizer,
+                     final.process.initialize.type_signature.result)
+
+  def _central_work(self, augmenting_gradient, step_rule, steps):
+    central = tu.central_arrays()
+    work = central_work.build_central_work(
+        self.model, central_objective.central_data_objective(central),
+        tu.sgd(0.1),
+        central_work.CentralConfig(
+            central_steps=steps, batch_size=tu.CENTRAL_EXAMPLES, seed=0,
+            clip_norm=None, federated_weight=0.6, central_weight=0.4,
+            step_rule=step_rule, augmenting_gradient=augmenting_gradient))
+    return work, central
+
+  def test_central_work_alone_against_numpy(self):
+    # Alone, from x^(t) and its own state: two full-batch SGD steps on
+    # `w_c g_c + w_f g~_f` (2-way GT's purple steps), g~_c as each rule
+    # gives it, and the carried mean for the next round.
+    x = [w.copy() for w in tu.initial_weights()]
+    g_f = [np.full_like(w, 0.5) for w in x]
+    carried = [np.full_like(w, -3.0) for w in x]
+    rule = central_work.MixedCentralSteps(0.4, 0.6)
+    for source in (central_work.GradientAtModel(),
+                   central_work.PreviousRoundMean()):
+      with self.subTest(type(source).__name__):
+        work, (cx, cy) = self._central_work(source, rule, steps=2)
+        state = work.process.initialize()
+        if source.carried_in_state:
+          state['central_gradient'] = tuple(carried)
+        output = work.process.next(state, collections.OrderedDict(
+            weights=tff.learning.models.ModelWeights(tuple(x), ()),
+            round_num=np.int32(3), federated_gradient=tuple(g_f)))
+        want_x, gradients = x, []
+        for _ in range(2):
+          g_c = tu.mse_gradient(want_x, cx, cy)
+          gradients.append(g_c)
+          want_x = [p - 0.1 * (0.4 * g + 0.6 * f)
+                    for p, g, f in zip(want_x, g_c, g_f)]
+        want_augmenting = (gradients[0] if source.evaluated_at_model
+                           else carried)
+        for got, want in ((output.result.model, want_x),
+                          (output.result.augmenting_gradient,
+                           want_augmenting)):
+          for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        want_carried = ([(a + b) / 2 for a, b in zip(*gradients)]
+                        if source.carried_in_state else [])
+        got_carried = output.state['central_gradient']
+        self.assertLen(got_carried, len(want_carried))
+        for a, b in zip(got_carried, want_carried):
+          np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        self.assertAlmostEqual(
+            float(output.measurements['loss']),
+            tu.mse_loss(x, [(cx, cy)])['loss'], places=5)
 
   def test_gradient_transfer_broadcasts_g_c_with_the_model(self):
     with_gradient = distributors.build_broadcast_distributor(self.model, True)
@@ -131,7 +203,7 @@ class ComponentsTest(absltest.TestCase):
             central_steps=0, batch_size=1, seed=0, clip_norm=None,
             federated_weight=w_f, central_weight=w_c))
     # The linear model's kernel, [2, 1], stands for a two-row table.
-    return central, finalizer.build_finalizer(
+    return finalizer.build_finalizer(
         self.model, finalizer.FinalizerConfig(
             w_f, w_c, row_completion=finalizer.RowCompletion(
                 table_index=0, num_rows=2, client_learning_rate=lr,
@@ -143,7 +215,7 @@ class ComponentsTest(absltest.TestCase):
     # the finalizer adds eta K w_c g~_c times each row's unheld share
     # before SERVEROPTIMIZER (SGD at 1: the model moves by the update).
     lr, steps, w_f, w_c = 0.1, 3, 0.6, 0.4
-    central, final = self._row_completion_finalizer(lr, steps, w_f, w_c)
+    final = self._row_completion_finalizer(lr, steps, w_f, w_c)
     self.assertTrue(final.needs_augmenting_gradient)
     self.assertTrue(final.needs_unheld_fraction)
     x = tuple(np.asarray(w) for w in self.model.initial_weights[0])
@@ -151,24 +223,20 @@ class ComponentsTest(absltest.TestCase):
               np.array([0.2], np.float32))
     g_c = (np.array([[1.0], [-2.0]], np.float32),
            np.array([3.0], np.float32))
-    parts = final.initialize()
+    parts = final.process.initialize()
 
     def finalize(unheld):
-      return final.next(collections.OrderedDict(
+      return final.process.next(parts, collections.OrderedDict(
           weights=tff.learning.models.ModelWeights(trainable=x,
                                                    non_trainable=()),
-          round_num=np.int32(0), server_state=parts['server_optimizer'],
-          merge_state=parts['merge_optimizer'],
-          federated_gradient=parts['federated_gradient'],
-          augmenting_gradient=g_c, aggregated_update=update,
+          aggregated_update=update, augmenting_gradient=g_c,
           unheld_fraction=np.asarray(unheld, np.float32),
-          central_state=central.initialize(), central_model=(),
-          new_central_state=central.initialize(),
-          new_central_gradient=parts['central_gradient']))
+          central_model=()))
 
     unheld = np.array([0.25, 1.0], np.float32)
     output = finalize(unheld)
-    table, bias = (np.asarray(w) for w in output.model_weights.trainable)
+    table, bias = (np.asarray(w)
+                   for w in output.result.model_weights.trainable)
     np.testing.assert_allclose(
         table, x[0] - (update[0] + lr * steps * w_c * unheld[:, None] *
                        g_c[0]), rtol=1e-6)
@@ -177,7 +245,8 @@ class ComponentsTest(absltest.TestCase):
     # Every row held (or no client of weight: the scatter-back's 0): the
     # update alone.
     output = finalize([0.0, 0.0])
-    for got, want, u in zip(output.model_weights.trainable, x, update):
+    for got, want, u in zip(output.result.model_weights.trainable, x,
+                            update):
       np.testing.assert_allclose(got, want - u, rtol=1e-6)
 
 

@@ -186,8 +186,12 @@ class ComposeChecksTest(absltest.TestCase):
 
     class AtModelWithoutFlags:
 
-      def before_distribution(self, central, state):
+      def __call__(self, gradient_at_model, previous_round_mean):
         raise AssertionError('never called: refused at build time')
+
+    class FlagsWithoutCall:
+      evaluated_at_model = True
+      carried_in_state = False
 
     cases = {
         'no uses_augmenting_gradient': (
@@ -209,11 +213,11 @@ class ComposeChecksTest(absltest.TestCase):
                 self.model, self.objective,
                 augmenting_gradient=AtModelWithoutFlags()),
             r'`evaluated_at_model`; .* `carried_in_state`'),
-        'no method': (
+        'augmenting gradient not callable': (
             lambda: components.build_central_work(
                 self.model, self.objective,
-                augmenting_gradient=components.PlainGradient()),
-            r'no method `before_distribution`'),
+                augmenting_gradient=FlagsWithoutCall()),
+            r'`augmenting_gradient` .* not callable'),
     }
     for name, (build, message) in cases.items():
       with self.subTest(name):

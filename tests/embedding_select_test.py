@@ -454,20 +454,22 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
              for i in range(2)]
       for name, got, want in (
           ('model', _weights(process, state), x),
-          ('g~_f', state.federated_gradient, g_f)):
+          ('g~_f', state.finalizer['federated_gradient'], g_f)):
         for i, (a, b) in enumerate(zip(got, want)):
           np.testing.assert_allclose(
               a, b, atol=1e-5,
               err_msg=f'{name}, weight {i}, after round {round_num}')
       if not fresh:
-        for i, (a, b) in enumerate(zip(state.central_gradient, g_c)):
+        carried = state.central_work['central_gradient']
+        for i, (a, b) in enumerate(zip(carried, g_c)):
           np.testing.assert_allclose(
               a, b, atol=1e-5,
               err_msg=f'g~_c, weight {i}, after round {round_num}')
     # Rows no client holds: no federated gradient (up to the rounding of
     # adding the others' w_c g~_c steps and taking them out again).
     np.testing.assert_allclose(
-        np.asarray(state.federated_gradient[0])[[0, 5, 7]], 0.0, atol=1e-6)
+        np.asarray(state.finalizer['federated_gradient'][0])[[0, 5, 7]], 0.0,
+        atol=1e-6)
 
   def test_two_way_with_algorithm_1_augmenting_gradients(self):
     self._check_two_way(None)  # The default: 'previous_round_mean'.

@@ -15,7 +15,7 @@
 
 With w_f = w_c = 1/2 and the weights subsumed into the losses as eq. 7 of
 arXiv:2205.13655 does (a = grad f_f = g_f / 2, b = grad f_c = g_c / 2), the
-estimator `tff_mixed.core.central_work.bgd_estimates` is
+estimator `tff_mixed.core.round_estimates.bgd_estimates` is
 
   G~^2 = |a - b|^2,    B~^2 = 1 + |a - b|^2 / |a + b|^2,
 

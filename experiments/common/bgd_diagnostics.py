@@ -14,7 +14,7 @@
 """Table 4 of arXiv:2205.13655: the (G, B)-BGD estimates of a run.
 
 A mixed process built `with_diagnostics` reports, per round, the sampled
-estimates G~_t^2 and B~_t^2 of eq. 7 (`tff_mixed.core.central_work.
+estimates G~_t^2 and B~_t^2 of eq. 7 (`tff_mixed.core.round_estimates.
 bgd_estimates`); the runner writes them to its per-round metrics CSV. Table
 4 states their maxima over rounds 10 to 100 of runs with one local step
 (appendix B.1). Every experiment reads them back the same way here.

@@ -14,7 +14,7 @@
 """The advisor's estimates over a window of rounds.
 
 Each round of a mixed FL process with diagnostics reports, in
-metrics['central'] (`tff_mixed/core/central_work.py`), sampled values of the
+metrics['central'] (`tff_mixed/core/round_estimates.py`), sampled values of the
 constants in arXiv:2205.13655's section 5: sigma^2 (eq. 4), sigma_c^2
 (eq. 6), G~_t^2 and B~_t^2 (eq. 7), a secant lower bound on beta (Def. D.1)
 and |grad f(x^(t))|^2. This module reads them from a run's per-round

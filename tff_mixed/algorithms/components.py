@@ -383,7 +383,7 @@ def compose_mixed_process(
         'central work and `with_probe_gradient=True` in the client work.')
   uses = getattr(components.central_work.config.step_rule,
                  'uses_federated_gradient', False)
-  parts = components.finalizer.initialize.type_signature.result
+  parts = components.finalizer.process.initialize.type_signature.result
   keeps = len(parts.federated_gradient) > 0
   if uses and not keeps:
     raise ValueError(

@@ -14,22 +14,31 @@
 """Central work: what the server computes from the central objective f_c.
 
 Everything the server does with f_c in a round (arXiv:2205.13655,
-Algorithms 1-2 and appendix A.2; eq. 7 for diagnostics):
+Algorithms 1-2 and appendix A.2), in one server computation that runs before
+the distribution, from x^(t) and its own state:
 
-*   `gradient_at_x: (<ModelWeights, int32> -> <float32, trainable>)`, the
-    augmenting central gradient g~_c(x^(t)) and f_c(x^(t)) on the round's
-    first central batch, computed before the broadcast (1-way GT, Algorithm
-    2, and 2-way GT's 'fresh' option);
-*   `next: (CentralInput -> CentralOutput)`, after aggregation: K_c steps of
-    CENTRALOPTIMIZER on f_c from x^(t), giving x_c (Parallel Training; 2-way
-    GT, whose steps use `w_c g_c + w_f g~_f`, Algorithm 1's purple steps),
-    the mean of their gradients (2-way GT's next g~_c, Algorithm 1 as
-    written) and the `central` metrics: f_c(x^(t)) and, with diagnostics,
-    the sampled (G, B)-BGD estimates G~_t^2, B~_t^2 of eq. 7 and the
-    advisor's per-round sigma^2, sigma_c^2, beta (section 5, appendix C);
-*   `initialize: ( -> central optimizer state)`.
+*   `next: (<C, <weights, round_num, federated_gradient>> -> <state=C,
+    result=CentralResult, measurements>)`: the augmenting central gradient
+    g~_c the clients use (f_c's gradient at x^(t) on the round's first
+    central batch, 1-way GT's Algorithm 2 and 2-way GT's 'fresh' option; or
+    the previous round's mean, 2-way GT's Algorithm 1, kept in the state);
+    K_c steps of CENTRALOPTIMIZER on f_c from x^(t), giving x_c (Parallel
+    Training; 2-way GT, whose steps use `w_c g_c + w_f g~_f`, Algorithm 1's
+    purple steps), whose mean gradient is 2-way GT's next g~_c; and its
+    metrics: f_c(x^(t)) and, with diagnostics, the advisor's sigma_c^2 and
+    beta (section 5, appendix C) and the g_c(x^(t)) that
+    `round_estimates.build_cohort_diagnostics` sets against the cohort's
+    probe gradients after aggregation (eq. 7);
+*   `initialize: ( -> C)`, `C = OrderedDict(central_optimizer,
+    central_gradient)`, the state it owns: CENTRALOPTIMIZER's, and 2-way
+    GT's carried g~_c.
 
-The math is pure TF (`build_central_gradient_fn`, `bgd_estimates` and the
+The two form a `tff.templates.MeasuredProcess`, the shape of every TFF
+learning component.
+
+Nothing in it depends on the clients' updates of the round: the central
+steps start from x^(t), and 2-way GT's g~_f is last round's, recovered by
+the finalizer. The math is pure TF (`build_central_gradient_fn` and the
 step loop); the computations' types come from the model and the optimizer's
 traced state.
 """
@@ -79,36 +88,36 @@ class GradientAtModel(NamedTuple):
   """g~_c sent to the clients is f_c's gradient at x^(t), before they train.
 
   On the round's first central batch (1-way GT, Algorithm 2; 2-way GT's
-  'fresh' option); its loss is then the reported f_c(x^(t)). An augmenting
-  gradient source: `before_distribution(central, state)` runs inside the
-  process's federated `next` and returns `(g~_c@SERVER, extra@SERVER)`,
-  `extra` being what the central work's `next` gets as `gradient_at_x`.
+  'fresh' option); its loss is then the reported f_c(x^(t)).
+
+  An augmenting gradient rule: `evaluated_at_model` and `carried_in_state`
+  say which of its two inputs the central work computes, and
+  `rule(gradient_at_model, previous_round_mean)` (each `None` when not
+  computed) gives the g~_c the clients use.
   """
 
   evaluated_at_model = True
   carried_in_state = False
 
-  def before_distribution(self, central, state):
-    at_x = tff.federated_map(central.gradient_at_x,
-                             (state.global_model_weights, state.round_num))
-    return at_x[1], at_x
+  def __call__(self, gradient_at_model, previous_round_mean):
+    del previous_round_mean  # Not kept.
+    return gradient_at_model
 
 
 class PreviousRoundMean(NamedTuple):
   """g~_c is the mean gradient of the previous round's K_c central steps.
 
-  2-way GT as Algorithm 1 writes it (zero at t=0): the central work returns
-  this round's mean, the finalizer keeps it in the state's
-  `central_gradient` for the next round (clipped when `clip_norm` is set;
-  without the `w_f g~_f` term).
+  2-way GT as Algorithm 1 writes it (zero at t=0): the central work keeps
+  this round's mean in its state's `central_gradient` for the next round
+  (clipped when `clip_norm` is set; without the `w_f g~_f` term).
   """
 
   evaluated_at_model = False
   carried_in_state = True
 
-  def before_distribution(self, central, state):
-    del central  # Nothing to compute: it is in the state.
-    return state.central_gradient, tff.federated_value((), tff.SERVER)
+  def __call__(self, gradient_at_model, previous_round_mean):
+    del gradient_at_model  # Not computed.
+    return previous_round_mean
 
 
 class CentralConfig(NamedTuple):
@@ -150,7 +159,7 @@ class CentralConfig(NamedTuple):
 
   @property
   def at_model(self) -> bool:
-    """Whether g~_c(x^(t)) is computed before the distribution."""
+    """Whether g~_c is f_c's gradient at x^(t), computed this round."""
     return getattr(self.augmenting_gradient, 'evaluated_at_model', False)
 
   @property
@@ -159,37 +168,35 @@ class CentralConfig(NamedTuple):
     return getattr(self.augmenting_gradient, 'carried_in_state', False)
 
 
-class CentralOutput(NamedTuple):
-  """The result of `CentralWork.next`.
+class CentralResult(NamedTuple):
+  """The `result` of the central work's `next`.
 
   Attributes:
+    augmenting_gradient: The g~_c this round's clients use, or `()`.
     model: x_c, the trainable weights after the K_c steps, or `()`.
-    state: The new CENTRALOPTIMIZER state (`()` without steps).
-    gradient: g~_c^(t+1), the mean central gradient of the round, with
-      `PreviousRoundMean()`; else `()`.
-    metrics: `OrderedDict([bgd_G2, bgd_B2, sigma2, sigma_c2, beta,
-      mixed_grad_norm2,] [loss])`, metrics['central'] (see
-      `_central_metrics`).
+    gradient_at_model: With diagnostics, g_c(x^(t)) on the round's first
+      central batch (eq. 7's g_c); else `()`.
   """
 
+  augmenting_gradient: Any
   model: Any
-  state: Any
-  gradient: Any
-  metrics: Any
+  gradient_at_model: Any
 
 
 class CentralWork(NamedTuple):
-  """The central work computations (see the module docstring).
+  """The central work: a `tff.templates.MeasuredProcess` and its choices.
 
-  `next`'s parameter is `OrderedDict(weights, round_num, state,
-  federated_gradient, gradient_at_x, mean_probe_gradient,
-  mean_probe_norm_squared, num_probe_clients)`, members absent in this
-  configuration being `()`.
+  `process.next: (<C, <weights, round_num, federated_gradient>> ->
+  <state=C, result=CentralResult, measurements>)`, where `C` is
+  `OrderedDict(central_optimizer, central_gradient)`: CENTRALOPTIMIZER's
+  state (`()` without steps) and, with `PreviousRoundMean()`, this round's
+  mean central gradient, the next round's g~_c (else `()`);
+  `federated_gradient` (g~_f, kept by the finalizer) is `()` unless the step
+  rule reads it, and `measurements` is `OrderedDict([sigma_c2, beta,]
+  [loss])` (`_central_metrics`).
   """
 
-  initialize: tff.Computation
-  gradient_at_x: Optional[tff.Computation]
-  next: tff.Computation
+  process: tff.templates.MeasuredProcess
   optimizer: Optional[tff.learning.optimizers.Optimizer]
   config: CentralConfig
 
@@ -221,36 +228,6 @@ def build_central_gradient_fn(
   return central_gradient
 
 
-def bgd_estimates(federated_gradient, central_gradient, federated_weight,
-                  central_weight):
-  """Sampled (G, B)-BGD estimates of arXiv:2205.13655, eq. 7.
-
-  With f_f = w_f * f~_f and f_c = w_c * f~_c (the paper subsumes the mixing
-  weights into the losses), grad f_f = w_f * g_f and grad f_c = w_c * g_c, so
-
-    G~^2 = w_f |g_f|^2 + w_c |g_c|^2 - |w_f g_f + w_c g_c|^2
-    B~^2 = (w_f |g_f|^2 + w_c |g_c|^2) / |w_f g_f + w_c g_c|^2.
-
-  Args:
-    federated_gradient: g_f, the cohort's mean client gradient at x^(t).
-    central_gradient: g_c, the central gradient at x^(t).
-    federated_weight: w_f.
-    central_weight: w_c.
-
-  Returns:
-    `(G~^2, B~^2)` as float32 scalars.
-  """
-  weighted_sum = (
-      federated_weight * model_types.global_norm_squared(federated_gradient)
-      + central_weight * model_types.global_norm_squared(central_gradient))
-  total = add(
-      scale(federated_weight, federated_gradient),
-      scale(central_weight, central_gradient))
-  total_norm_squared = model_types.global_norm_squared(total)
-  return (weighted_sum - total_norm_squared,
-          tf.math.divide_no_nan(weighted_sum, total_norm_squared))
-
-
 def _gradient_point(weights):
   """`weights`, passed through an op Grappler does not recompute.
 
@@ -267,18 +244,23 @@ def _gradient_point(weights):
 
 
 def _central_steps(config, gradient_fn, optimizer, trainable, non_trainable,
-                   round_num, state, federated_gradient):
+                   round_num, state, federated_gradient, first):
   """K_c steps of CENTRALOPTIMIZER from x^(t).
 
+  `first` is `(f_c(x^(t)), g_c(x^(t)))` on the round's first central batch
+  when already computed (g~_c of `GradientAtModel()`), which is step 0's
+  loss and gradient; `None` computes it.
+
   Returns `(x_c, state, (f_c(x^(t)), g_c(x^(t))), mean g_c)`: the loss and
-  gradient of the first step (at x^(t) on the round's first central batch)
-  and the mean of the K_c central gradients.
+  gradient of the first step and the mean of the K_c central gradients.
   """
   x_c = trainable
   gradient_sum = tuple(tf.zeros_like(w) for w in trainable)
-  first = None
   for step in range(config.central_steps):
-    loss, gradient = gradient_fn(x_c, non_trainable, round_num, step)
+    if step == 0 and first is not None:
+      loss, gradient = first
+    else:
+      loss, gradient = gradient_fn(x_c, non_trainable, round_num, step)
     if step == 0:
       first = (loss, gradient)
     gradient_sum = add(gradient_sum, gradient)
@@ -325,55 +307,27 @@ def _advisor_estimates(config, gradient_fn, trainable, non_trainable,
 
 
 def _central_metrics(config, gradient_fn, trainable, non_trainable, round_num,
-                     first, at_x, probes):
-  """metrics['central']: the diagnostics, then f_c(x^(t)).
+                     first):
+  """`(g_c(x^(t)) or (), metrics)`: what the central work measures.
 
-  With diagnostics: G~_t^2 and B~_t^2 of eq. 7 (`bgd_G2`, `bgd_B2`), the
-  advisor's sigma^2 (`sigma2`, eq. 4, across the cohort's probe gradients),
-  sigma_c^2 (`sigma_c2`, eq. 6, at the run's |B_c|), the secant lower bound
-  on beta of f~_c (`beta`) and |w_f g_f + w_c g_c|^2 (`mixed_grad_norm2`,
-  the sampled |grad f(x^(t))|^2 the nonconvex bounds' epsilon is set
-  against).
-
-  `probes` is `(mean_i g_i, mean_i |g_i|^2, S)` with diagnostics.
+  `first` is `(f_c(x^(t)), g_c(x^(t)))` on the round's first central batch,
+  or `None` when the round computed neither. The metrics are, with
+  diagnostics, sigma_c^2 (`sigma_c2`, eq. 6, at the run's |B_c|) and the
+  secant lower bound on beta of f~_c (`beta`), then f_c(x^(t)) (`loss`)
+  when computed. With diagnostics g_c(x^(t)) is returned for
+  `round_estimates.build_cohort_diagnostics`.
   """
   metrics = collections.OrderedDict()
+  gradient_at_model = ()
   if config.with_diagnostics:
-    if config.at_model:
-      g_c = at_x[1]
-    elif first is not None:
-      g_c = first[1]  # At x^(t), on the first batch.
-    else:
-      _, g_c = gradient_fn(trainable, non_trainable, round_num, 0)
-    mean_probe_gradient, mean_norm_squared, num_clients = probes
-    mean_probe_gradient = tuple(mean_probe_gradient)
-    g_squared, b_squared = bgd_estimates(
-        mean_probe_gradient, g_c, config.federated_weight,
-        config.central_weight)
-    metrics['bgd_G2'] = g_squared
-    metrics['bgd_B2'] = b_squared
-    metrics['sigma2'] = round_estimates.client_variance(
-        mean_norm_squared, mean_probe_gradient, num_clients)
+    if first is None:
+      first = gradient_fn(trainable, non_trainable, round_num, 0)
+    gradient_at_model = first[1]
     metrics['sigma_c2'], metrics['beta'] = _advisor_estimates(
         config, gradient_fn, trainable, non_trainable, round_num)
-    metrics['mixed_grad_norm2'] = model_types.global_norm_squared(add(
-        scale(config.federated_weight, mean_probe_gradient),
-        scale(config.central_weight, g_c)))
-  if config.at_model:
-    metrics['loss'] = at_x[0]
-  elif first is not None:
+  if config.at_model or config.central_steps > 0:
     metrics['loss'] = first[0]
-  return metrics
-
-
-def _build_gradient_at_x(gradient_fn, weights_type):
-  @tff.tensorflow.computation(weights_type, tff.TensorType(np.int32))
-  def gradient_at_x(weights, round_num):
-    loss, gradient = gradient_fn(weights.trainable, weights.non_trainable,
-                                 round_num, 0)
-    return loss, gradient
-
-  return gradient_at_x
+  return gradient_at_model, metrics
 
 
 def build_central_work(
@@ -409,50 +363,50 @@ def build_central_work(
 
   @tff.tensorflow.computation
   def initialize():
-    return optimizer.initialize(specs) if has_steps else ()
-
-  gradient_at_x = None
-  if config.at_model:
-    gradient_at_x = _build_gradient_at_x(gradient_fn, weights_type)
-
-  def trainable_or_empty(present):
-    return weights_type.trainable if present else tff.to_type(())
-
-  def scalar_or_empty(present):
-    return tff.TensorType(np.float32) if present else tff.to_type(())
+    return collections.OrderedDict(
+        central_optimizer=optimizer.initialize(specs) if has_steps else (),
+        central_gradient=(tuple(tf.zeros(s.shape, s.dtype) for s in specs)
+                          if config.carried else ()))
 
   input_type = tff.to_type(collections.OrderedDict(
       weights=weights_type,
       round_num=tff.TensorType(np.int32),
-      state=initialize.type_signature.result,
-      federated_gradient=trainable_or_empty(
-          config.step_rule.uses_federated_gradient),
-      gradient_at_x=(gradient_at_x.type_signature.result
-                     if gradient_at_x is not None else tff.to_type(())),
-      mean_probe_gradient=trainable_or_empty(config.with_diagnostics),
-      mean_probe_norm_squared=scalar_or_empty(config.with_diagnostics),
-      num_probe_clients=scalar_or_empty(config.with_diagnostics)))
+      federated_gradient=(weights_type.trainable
+                          if config.step_rule.uses_federated_gradient
+                          else tff.to_type(()))))
 
-  @tff.tensorflow.computation(input_type)
-  def next_computation(inputs):
+  @tff.tensorflow.computation(initialize.type_signature.result, input_type)
+  def next_computation(state, inputs):
     x = tuple(inputs['weights'].trainable)
     non_trainable = tuple(inputs['weights'].non_trainable)
-    x_c, state, first, gradient = (), inputs['state'], None, ()
+    round_num = inputs['round_num']
+    first = None
+    if config.at_model:
+      first = gradient_fn(x, non_trainable, round_num, 0)
+    augmenting = ()
+    if config.augmenting_gradient is not None:
+      augmenting = config.augmenting_gradient(
+          first[1] if config.at_model else None,
+          tuple(state['central_gradient']) if config.carried else None)
+    x_c, optimizer_state, carried = (), state['central_optimizer'], ()
     if has_steps:
-      x_c, state, first, mean_gradient = _central_steps(
-          config, gradient_fn, optimizer, x, non_trainable,
-          inputs['round_num'], state, inputs['federated_gradient'])
+      x_c, optimizer_state, first, mean_gradient = _central_steps(
+          config, gradient_fn, optimizer, x, non_trainable, round_num,
+          optimizer_state, inputs['federated_gradient'], first)
       if config.carried:
         # Algorithm 1: this round's central gradients become the next
         # round's g~_c, as its client deltas become g~_f (eq. 10): the
         # central side of the 'meta-SCAFFOLD' view (appendix C.3).
-        gradient = mean_gradient
-    metrics = _central_metrics(
-        config, gradient_fn, x, non_trainable, inputs['round_num'], first,
-        inputs['gradient_at_x'],
-        (inputs['mean_probe_gradient'], inputs['mean_probe_norm_squared'],
-         inputs['num_probe_clients']))
-    return CentralOutput(x_c, state, gradient, metrics)
+        carried = mean_gradient
+    gradient_at_model, metrics = _central_metrics(
+        config, gradient_fn, x, non_trainable, round_num, first)
+    new_state = collections.OrderedDict(central_optimizer=optimizer_state,
+                                        central_gradient=carried)
+    return tff.templates.MeasuredProcessOutput(
+        state=new_state,
+        result=CentralResult(augmenting, x_c, gradient_at_model),
+        measurements=metrics)
 
-  return CentralWork(initialize, gradient_at_x, next_computation,
-                     optimizer if has_steps else None, config)
+  return CentralWork(
+      tff.templates.MeasuredProcess(initialize, next_computation),
+      optimizer if has_steps else None, config)

@@ -14,9 +14,8 @@
 """Finalizer: the new global model and the augmenting-gradient state.
 
 The last component of a mixed FL round (arXiv:2205.13655, Algorithms 1-2),
-one server computation
-`next: (FinalizerInput -> FinalizerOutput)` after aggregation and central
-work:
+a `tff.templates.MeasuredProcess` at the server after aggregation, `next:
+(<F, inputs> -> <state=F, result=FinalizerResult, measurements>)`:
 
 *   with `federated_select` and gradient transfer, the augmenting steps of
     the clients that did not hold a table row, added to the aggregated
@@ -26,11 +25,12 @@ work:
     `Delta = w_f (x_f - x^(t)) + w_c (x_c - x^(t))` applied with
     MERGEOPTIMIZER (Algorithm 1, green steps);
 *   2-way GT's federated gradient g~_f^(t+1), recovered from the update
-    clients already upload (appendix A.2, eq. 10), and its g~_c^(t+1) (the
-    central work's mean gradient): the augmenting-gradient state;
+    clients already upload (appendix A.2, eq. 10), kept in its state for
+    the next round's central steps;
 *   the non-finite guard: a non-finite aggregated update or model is
-    rejected as TFF's FedAvg finalizer does, leaving model, optimizer states
-    and augmenting gradients as they were (metrics['finalizer']
+    rejected as TFF's FedAvg finalizer does, leaving the model and its
+    state as they were and returning `accepted=False`, on which the
+    composer keeps the central work's state too (metrics['finalizer']
     `update_non_finite`, where TFF's FedAvg puts it), and metrics say why:
     `aggregate_non_finite` if the clients' aggregated update was
     non-finite (e.g. a mean over no client with weight: an empty cohort, or
@@ -39,8 +39,8 @@ work:
     non-finite central data, the merge, or SERVEROPTIMIZER). Both are int32,
     and exactly one is 1 in a skipped round.
 
-`initialize: ( -> OrderedDict(round_num, server_optimizer, merge_optimizer,
-federated_gradient, central_gradient))` gives the state parts it owns.
+`initialize: ( -> OrderedDict(server_optimizer, merge_optimizer,
+federated_gradient))` gives the state it owns.
 """
 
 import collections
@@ -103,35 +103,34 @@ class FinalizerConfig(NamedTuple):
   row_completion: Optional[RowCompletion] = None
 
 
-class FinalizerOutput(NamedTuple):
-  """The state parts the finalizer returns, and metrics['finalizer'].
+class FinalizerResult(NamedTuple):
+  """The `result` of the finalizer's `next`.
 
-  `metrics` is `OrderedDict(update_non_finite, aggregate_non_finite,
-  central_non_finite)`, int32 each (see the module docstring).
+  Attributes:
+    model_weights: x^(t+1), x^(t) when the round is not accepted.
+    accepted: A bool scalar: whether the round's update was finite and
+      applied. The composer keeps every other server state when it is not.
   """
 
   model_weights: Any
-  round_num: Any
-  server_optimizer: Any
-  central_optimizer: Any
-  merge_optimizer: Any
-  federated_gradient: Any
-  central_gradient: Any
-  metrics: Any
+  accepted: Any
 
 
 class Finalizer(NamedTuple):
-  """The finalizer computations (see the module docstring).
+  """The finalizer: a `tff.templates.MeasuredProcess` and its optimizers.
 
-  `next`'s parameter is `OrderedDict(weights, round_num, server_state,
-  merge_state, federated_gradient, augmenting_gradient, aggregated_update,
-  unheld_fraction, central_state, central_model, new_central_state,
-  new_central_gradient)`, members absent in this configuration being `()`;
-  `augmenting_gradient` is the g~_c this round's clients used.
+  `process.next: (<F, <weights, aggregated_update, augmenting_gradient,
+  unheld_fraction, central_model>> -> <state=F, result=FinalizerResult,
+  measurements=OrderedDict(update_non_finite, aggregate_non_finite,
+  central_non_finite)>)`, where `F` is `OrderedDict(server_optimizer,
+  merge_optimizer, federated_gradient)` (the old one when the round is not
+  accepted), inputs absent in this configuration are `()`,
+  `augmenting_gradient` is the g~_c this round's clients used and
+  `central_model` the central work's x_c; the measurements are int32 each
+  (see the module docstring).
   """
 
-  initialize: tff.Computation
-  next: tff.Computation
+  process: tff.templates.MeasuredProcess
   server_optimizer: tff.learning.optimizers.Optimizer
   merge_optimizer: Optional[tff.learning.optimizers.Optimizer]
   needs_augmenting_gradient: bool
@@ -202,28 +201,19 @@ def _guard_metrics(aggregate_finite, accept):
       central_non_finite=tf.cast(aggregate_finite & skipped, tf.int32))
 
 
-def _input_type(weights_type, initialize, central, config, needs_augmenting):
-  """The `OrderedDict` type of `Finalizer.next`'s parameter."""
-  parts = initialize.type_signature.result
+def _input_type(weights_type, central, config, needs_augmenting):
+  """The `OrderedDict` type of `Finalizer.next`'s second parameter."""
   empty = tff.to_type(())
   trainable = weights_type.trainable
-  has_steps = central.config.central_steps > 0
-  central_state = central.initialize.type_signature.result
   return tff.to_type(collections.OrderedDict(
       weights=weights_type,
-      round_num=tff.TensorType(np.int32),
-      server_state=parts['server_optimizer'],
-      merge_state=parts['merge_optimizer'],
-      federated_gradient=parts['federated_gradient'],
-      augmenting_gradient=trainable if needs_augmenting else empty,
       aggregated_update=trainable,
+      augmenting_gradient=trainable if needs_augmenting else empty,
       unheld_fraction=(
           tff.TensorType(np.float32, [config.row_completion.num_rows])
           if config.row_completion else empty),
-      central_state=central_state,
-      central_model=trainable if has_steps else empty,
-      new_central_state=central_state,
-      new_central_gradient=parts['central_gradient'],
+      # x_c as the central work returns it (`()` without central steps).
+      central_model=central.process.next.type_signature.result.result.model,
   ))
 
 
@@ -238,26 +228,22 @@ def build_finalizer(
   weights_type = model_types.weights_type(model)
   specs = model_types.trainable_specs(model)
   has_steps = central.config.central_steps > 0
-  carry = central.config.carried
-  needs_augmenting = (config.recovery is not None or carry
+  needs_augmenting = (config.recovery is not None
                       or config.row_completion is not None)
-
-  def zeros_if(present):
-    return tuple(tf.zeros(s.shape, s.dtype) for s in specs) if present else ()
 
   @tff.tensorflow.computation
   def initialize():
     return collections.OrderedDict(
-        round_num=tf.constant(0, tf.int32),
         server_optimizer=server_optimizer.initialize(specs),
         merge_optimizer=(merge_optimizer.initialize(specs) if has_steps
                          else ()),
-        federated_gradient=zeros_if(config.recovery is not None),
-        central_gradient=zeros_if(carry))
+        federated_gradient=(tuple(tf.zeros(s.shape, s.dtype) for s in specs)
+                            if config.recovery is not None else ()))
 
-  @tff.tensorflow.computation(_input_type(
-      weights_type, initialize, central, config, needs_augmenting))
-  def next_computation(inputs):
+  @tff.tensorflow.computation(
+      initialize.type_signature.result,
+      _input_type(weights_type, central, config, needs_augmenting))
+  def next_computation(state, inputs):
     x = tuple(inputs['weights'].trainable)
     non_trainable = tuple(inputs['weights'].non_trainable)
     aggregated_update = tuple(inputs['aggregated_update'])
@@ -267,39 +253,29 @@ def build_finalizer(
       aggregated_update = _complete_rows(
           config, aggregated_update, tuple(inputs['augmenting_gradient']),
           inputs['unheld_fraction'])
-    server_state, x_f = server_optimizer.next(inputs['server_state'], x,
+    server_state, x_f = server_optimizer.next(state['server_optimizer'], x,
                                               aggregated_update)
-    new_x, merge_state = tuple(x_f), inputs['merge_state']
+    new_x, merge_state = tuple(x_f), state['merge_optimizer']
     if has_steps:
       merge_state, new_x = _merge(config, merge_optimizer, merge_state, x,
                                   new_x, tuple(inputs['central_model']))
-    federated_gradient = inputs['federated_gradient']
+    federated_gradient = state['federated_gradient']
     if config.recovery is not None:
       federated_gradient = _recover_federated_gradient(
           config, aggregated_update, tuple(inputs['augmenting_gradient']))
-    accept = aggregate_finite & model_types.all_finite(new_x)
+    accepted = aggregate_finite & model_types.all_finite(new_x)
+    new_state = collections.OrderedDict(
+        server_optimizer=server_state, merge_optimizer=merge_state,
+        federated_gradient=federated_gradient)
+    model_weights = tff.learning.models.ModelWeights(
+        trainable=model_types.keep_if(accepted, new_x, x),
+        non_trainable=non_trainable)
+    return tff.templates.MeasuredProcessOutput(
+        state=model_types.keep_if(accepted, new_state, state),
+        result=FinalizerResult(model_weights, accepted),
+        measurements=_guard_metrics(aggregate_finite, accepted))
 
-    def keep(new, old):
-      return tf.nest.map_structure(
-          lambda n, o: tf.where(accept, n, o), new, old)
-
-    central_gradient = ()
-    if carry:
-      central_gradient = keep(inputs['new_central_gradient'],
-                              tuple(inputs['augmenting_gradient']))
-    return FinalizerOutput(
-        model_weights=tff.learning.models.ModelWeights(
-            trainable=keep(new_x, x), non_trainable=non_trainable),
-        round_num=inputs['round_num'] + 1,
-        server_optimizer=keep(server_state, inputs['server_state']),
-        central_optimizer=keep(inputs['new_central_state'],
-                               inputs['central_state']),
-        merge_optimizer=keep(merge_state, inputs['merge_state']),
-        federated_gradient=keep(federated_gradient,
-                                inputs['federated_gradient']),
-        central_gradient=central_gradient,
-        metrics=_guard_metrics(aggregate_finite, accept))
-
-  return Finalizer(initialize, next_computation, server_optimizer,
-                   merge_optimizer if has_steps else None, needs_augmenting,
-                   config.row_completion is not None)
+  return Finalizer(
+      tff.templates.MeasuredProcess(initialize, next_computation),
+      server_optimizer, merge_optimizer if has_steps else None,
+      needs_augmenting, config.row_completion is not None)

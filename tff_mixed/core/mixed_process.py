@@ -15,38 +15,47 @@
 
 A round of every mixed FL algorithm (arXiv:2205.13655, Algorithms 1-2;
 arXiv:2111.12150, Algorithms 2-4) is the same sequence of components, each
-in its own module; an algorithm (`tff_mixed/algorithms/`) only chooses them:
+in its own module and each visited once; an algorithm
+(`tff_mixed/algorithms/`) only chooses them:
 
 ```
-  x^(t)@SERVER --[central_work.gradient_at_x: g~_c(x^(t)), 1-way GT]------+
-      |          (2-way GT, Algorithm 1: g~_c^(t) from the state instead)  |
-  distributor.distribute: broadcast / federated_select of <x^(t), [g~_c]>  |
-      |          [+ each client's central examples, Example Transfer]      |
-  federated_map(client_work) over {B*}@CLIENTS                             |
-      |                                                                    |
-  aggregator.aggregate(update, update_weight); metrics: sum_then_finalize  |
-      |                                                                    |
-  federated_map(central_work.next): K_c central steps, metrics['central'] <+
+  x^(t)@SERVER, state.central_work [, state.finalizer's g~_f]
       |
-  federated_map(finalizer.next): SERVEROPT, merge, g~_f, g~_c, guard
+  federated_map(central_work.process.next): g~_c for the clients, K_c
+      |          central steps from x^(t) (x_c), f_c(x^(t)); its new state
+      |
+  distributor.distribute: broadcast / federated_select of <x^(t), [g~_c]>
+      |          [+ each client's central examples, Example Transfer]
+  federated_map(client_work) over {B*}@CLIENTS
+      |
+  aggregator.aggregate(update, update_weight); metrics: sum_then_finalize
+      |          [diagnostics: the probes' federated_means, federated_sum]
+  federated_map(finalizer.process.next): SERVEROPT, merge with x_c, g~_f,
+      |          the guard
+      |
+  [federated_map(round_estimates.build_cohort_diagnostics)]
+  federated_map(advance): round t+1; the central work's new state kept
+                          only if the finalizer accepted the round
 ```
 
-`next` holds only intrinsics; all math is in the components' TF
-computations. Client-placed values reach the server only through the
-aggregator, the metrics aggregator (the model's metrics and the clients'
-counts, `client_work.client_counts`: the cohort size and how many clients
-carried no update) and (opt-in diagnostics) two `federated_mean`s and a
-`federated_sum` of the cohort size; with diagnostics off the clients upload
-what FedAvg uploads and those three counts. DESIGN.md says why the
-composition is written out here rather than
-through TFF's `compose_learning_process` (g~_c is used by the distributor,
-the central work and the finalizer of one round).
+The state has one slot per component (`MixedFLState`); each component
+reads and returns its own slot. `next` holds only intrinsics; all math is
+in the components' TF computations. Client-placed values reach the server
+only through the aggregator, the metrics aggregator (the model's metrics
+and the clients' counts, `client_work.client_counts`: the cohort size and
+how many clients carried no update) and (opt-in diagnostics) two
+`federated_mean`s and a `federated_sum` of the cohort size; with
+diagnostics off the clients upload what FedAvg uploads and those three
+counts. DESIGN.md says why the composition is written out here rather than
+through TFF's `compose_learning_process` (the central work's g~_c and x_c
+go to the distributor and the finalizer of one round).
 """
 
 import collections
 from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -56,38 +65,42 @@ from tff_mixed.core import client_work as client_work_lib
 from tff_mixed.core import distributors as distributors_lib
 from tff_mixed.core import finalizer as finalizer_lib
 from tff_mixed.core import model_types
+from tff_mixed.core import round_estimates
 
 
 class MixedFLState(NamedTuple):
-  """Server state of every mixed FL process.
+  """Server state of every mixed FL process: one slot per component.
 
-  Fields an algorithm does not use hold `()`.
+  As `tff.learning.templates.LearningAlgorithmState`, with the round number
+  (it seeds the round's central batches and client draws) and a slot for
+  the central work. A component without state holds `()`.
 
   Attributes:
     global_model_weights: The global model x^(t), a
       `tff.learning.models.ModelWeights`.
-    round_num: The round t (int32); seeds the round's central sampling.
+    round_num: The round t (int32).
+    distributor: The distributor's state, `()`.
+    client_work: The client work's state, `()`.
     aggregator: State of the model update aggregator.
-    server_optimizer: State of SERVEROPTIMIZER.
-    central_optimizer: State of CENTRALOPTIMIZER (Parallel Training, 2-way GT).
-    merge_optimizer: State of MERGEOPTIMIZER (Parallel Training, 2-way GT).
-    federated_gradient: 2-way GT's augmenting federated gradient g~_f,
-      recovered from the previous round's aggregated update (zero at t=0).
-    central_gradient: 2-way GT's augmenting central gradient g~_c as in
-      Algorithm 1: the mean gradient of the previous round's K_c central
-      steps (zero at t=0), which this round's clients use. `()` for the
-      other algorithms and 2-way GT's 'fresh' option, where g~_c is
-      computed at x^(t) each round.
+    central_work: `OrderedDict(central_optimizer, central_gradient)`:
+      CENTRALOPTIMIZER's state (Parallel Training, 2-way GT) and 2-way GT's
+      augmenting central gradient g~_c as in Algorithm 1, the mean gradient
+      of the previous round's K_c central steps (zero at t=0); `()` where
+      unused (`central_work.py`).
+    finalizer: `OrderedDict(server_optimizer, merge_optimizer,
+      federated_gradient)`: SERVEROPTIMIZER's and MERGEOPTIMIZER's states,
+      and 2-way GT's augmenting federated gradient g~_f recovered from the
+      previous round's aggregated update (zero at t=0); `()` where unused
+      (`finalizer.py`).
   """
 
   global_model_weights: Any
   round_num: Any
+  distributor: Any
+  client_work: Any
   aggregator: Any
-  server_optimizer: Any
-  central_optimizer: Any
-  merge_optimizer: Any
-  federated_gradient: Any
-  central_gradient: Any = ()
+  central_work: Any
+  finalizer: Any
 
 
 class Components(NamedTuple):
@@ -120,59 +133,45 @@ def _build_initialize(model, components, initial_trainable_fn):
       trainable = tuple(initial_trainable_fn(trainable, non_trainable))
     return tff.learning.models.ModelWeights(trainable, non_trainable)
 
+  @tff.tensorflow.computation
+  def first_round():
+    return tf.constant(0, tf.int32)
+
   @tff.federated_computation
   def initialize():
-    parts = tff.federated_eval(components.finalizer.initialize, tff.SERVER)
+    empty = tff.federated_value((), tff.SERVER)
     return tff.federated_zip(MixedFLState(
         global_model_weights=tff.federated_eval(initial_model_weights,
                                                 tff.SERVER),
-        round_num=parts.round_num,
+        round_num=tff.federated_eval(first_round, tff.SERVER),
+        distributor=empty,
+        client_work=empty,
         aggregator=components.aggregator.initialize(),
-        server_optimizer=parts.server_optimizer,
-        central_optimizer=tff.federated_eval(
-            components.central_work.initialize, tff.SERVER),
-        merge_optimizer=parts.merge_optimizer,
-        federated_gradient=parts.federated_gradient,
-        central_gradient=parts.central_gradient))
+        central_work=tff.federated_eval(
+            components.central_work.process.initialize, tff.SERVER),
+        finalizer=tff.federated_eval(
+            components.finalizer.process.initialize, tff.SERVER)))
 
   return initialize
 
 
-def _augmenting_gradient(components, state):
-  """`(g~_c@SERVER or None, f_c(x^(t)) and g~_c@SERVER or ())`.
+def _build_advance(central_state_type):
+  """`(<accepted, round_num, new, old> -> <round_num + 1, central state>)`.
 
-  The central work's augmenting gradient source
-  (`central_work.GradientAtModel`, `PreviousRoundMean`, or one of its own)
-  says where g~_c comes from; without one the clients get none.
+  The end of a round: the next round's number, and the central work's new
+  state where the finalizer accepted the round (its old one where the
+  round was rejected as non-finite, as the finalizer keeps its own).
   """
-  central = components.central_work
-  source = central.config.augmenting_gradient
-  if source is None:
-    return None, tff.federated_value((), tff.SERVER)
-  return source.before_distribution(central, state)
 
+  @tff.tensorflow.computation(tff.TensorType(np.bool_),
+                              tff.TensorType(np.int32), central_state_type,
+                              central_state_type)
+  def advance(accepted, round_num, new_state, old_state):
+    return collections.OrderedDict(
+        round_num=round_num + 1,
+        central_work=model_types.keep_if(accepted, new_state, old_state))
 
-def _finalize(components, state, augmenting, aggregated, central):
-  """federated_map of the finalizer over this round's server values."""
-  empty = tff.federated_value((), tff.SERVER)
-  needs_augmenting = components.finalizer.needs_augmenting_gradient
-  has_steps = components.central_work.config.central_steps > 0
-  return tff.federated_map(components.finalizer.next, tff.federated_zip(
-      collections.OrderedDict(
-          weights=state.global_model_weights,
-          round_num=state.round_num,
-          server_state=state.server_optimizer,
-          merge_state=state.merge_optimizer,
-          federated_gradient=state.federated_gradient,
-          augmenting_gradient=augmenting if needs_augmenting else empty,
-          aggregated_update=aggregated.result,
-          unheld_fraction=(
-              aggregated.unheld_fraction
-              if components.finalizer.needs_unheld_fraction else empty),
-          central_state=state.central_optimizer,
-          central_model=central.model if has_steps else empty,
-          new_central_state=central.state,
-          new_central_gradient=central.gradient)))
+  return advance
 
 
 def _counts_aggregation(metrics_aggregator):
@@ -187,10 +186,64 @@ def _counts_aggregation(metrics_aggregator):
       (name, tf.identity) for name in client_work_lib.CLIENT_COUNT_NAMES))
 
 
+def _build_diagnostics(central):
+  """`round_estimates.build_cohort_diagnostics` for `central`, or `None`."""
+  config = central.config
+  if not config.with_diagnostics:
+    return None
+  central_output = central.process.next.type_signature.result
+  return round_estimates.build_cohort_diagnostics(
+      central_output.result.gradient_at_model, central_output.measurements,
+      config.federated_weight, config.central_weight)
+
+
+def _central_metrics(diagnostics, central_output, client_outputs):
+  """metrics['central']: the central work's, completed with the cohort's
+  diagnostics when on.
+
+  Opt-in diagnostics are extra client uploads beyond FedAvg's, each an
+  aggregate. Each output's probe values weigh the clients it stands for (1
+  per client), whose sum is the cohort's S.
+  """
+  if diagnostics is None:
+    return central_output.measurements
+  weight = client_outputs.probe_weight
+  return tff.federated_map(diagnostics, tff.federated_zip(
+      collections.OrderedDict(
+          gradient_at_model=central_output.result.gradient_at_model,
+          central_metrics=central_output.measurements,
+          mean_probe_gradient=tff.federated_mean(
+              client_outputs.probe_gradient, weight),
+          mean_probe_norm_squared=tff.federated_mean(
+              client_outputs.probe_norm_squared, weight),
+          num_probe_clients=tff.federated_sum(weight))))
+
+
+def _distribute(components, state, central_output, client_data):
+  """The distributor's values for the client work, with what the
+  aggregator's per-client step needs."""
+  message = collections.OrderedDict(weights=state.global_model_weights)
+  if components.central_work.config.augmenting_gradient is not None:
+    message['augmenting_gradient'] = central_output.result.augmenting_gradient
+  distribution = components.distributor.distribute(
+      message, state.round_num, client_data)
+  client_parameters = components.aggregator.client_parameters
+  if client_parameters is not None:
+    # The aggregator's per-client step (clipping, weighting) runs in the
+    # client work, with what the server sends for it.
+    distribution = distribution._replace(values=(
+        *distribution.values,
+        tff.federated_broadcast(client_parameters(state.aggregator))))
+  return distribution
+
+
 def _build_next(model, components, metrics_aggregation_fn,
                 counts_aggregation_fn, state_type):
   """`(<MixedFLState@SERVER, {B*}@CLIENTS> -> <state, metrics>@SERVER)`."""
-  central = components.central_work
+  central, finalizer = components.central_work, components.finalizer
+  advance = _build_advance(central.process.initialize.type_signature.result)
+  diagnostics = _build_diagnostics(central)
+  reads_federated_gradient = central.config.step_rule.uses_federated_gradient
 
   # The client work's last parameter, as traced: `{B*}` per client, or
   # whatever a client work of the fast simulation takes (a group's ids).
@@ -200,67 +253,63 @@ def _build_next(model, components, metrics_aggregation_fn,
   @tff.federated_computation(state_type, tff.FederatedType(data_type,
                                                            tff.CLIENTS))
   def next_fn(state, client_data):
-    augmenting, at_x = _augmenting_gradient(components, state)
-    message = collections.OrderedDict(weights=state.global_model_weights)
-    if augmenting is not None:
-      message['augmenting_gradient'] = augmenting
-    distribution = components.distributor.distribute(
-        message, state.round_num, client_data)
-    client_parameters = components.aggregator.client_parameters
-    if client_parameters is not None:
-      # The aggregator's per-client step (clipping, weighting) runs in the
-      # client work, with what the server sends for it.
-      distribution = distribution._replace(values=(
-          *distribution.values,
-          tff.federated_broadcast(client_parameters(state.aggregator))))
+    empty = tff.federated_value((), tff.SERVER)
+    # g~_f is recovered by the finalizer from the update it applies, and
+    # kept in its slot for the next round's central steps.
+    central_output = tff.federated_map(central.process.next, (
+        state.central_work,
+        tff.federated_zip(collections.OrderedDict(
+            weights=state.global_model_weights, round_num=state.round_num,
+            federated_gradient=(state.finalizer.federated_gradient
+                                if reads_federated_gradient else empty)))))
+    distribution = _distribute(components, state, central_output,
+                               client_data)
     client_outputs = tff.federated_map(
         components.client_work, (*distribution.values, client_data))
     aggregated = components.aggregator.aggregate(
         state.aggregator, client_outputs, distribution.keys)
-    empty = tff.federated_value((), tff.SERVER)
-    mean_probe_gradient = mean_probe_norm_squared = num_probe_clients = empty
-    if central.config.with_diagnostics:
-      # Opt-in diagnostics: extra client uploads beyond FedAvg's, each an
-      # aggregate. Each output's probe values weigh the clients it stands
-      # for (1 per client), whose sum is the cohort's S.
-      weight = client_outputs.probe_weight
-      mean_probe_gradient = tff.federated_mean(
-          client_outputs.probe_gradient, weight)
-      mean_probe_norm_squared = tff.federated_mean(
-          client_outputs.probe_norm_squared, weight)
-      num_probe_clients = tff.federated_sum(weight)
-    central_output = tff.federated_map(central.next, tff.federated_zip(
-        collections.OrderedDict(
-            weights=state.global_model_weights, round_num=state.round_num,
-            state=state.central_optimizer,
-            federated_gradient=state.federated_gradient, gradient_at_x=at_x,
-            mean_probe_gradient=mean_probe_gradient,
-            mean_probe_norm_squared=mean_probe_norm_squared,
-            num_probe_clients=num_probe_clients)))
-    final = _finalize(components, state, augmenting, aggregated,
-                      central_output)
+    final = tff.federated_map(finalizer.process.next, (
+        state.finalizer,
+        tff.federated_zip(collections.OrderedDict(
+            weights=state.global_model_weights,
+            aggregated_update=aggregated.result,
+            augmenting_gradient=(central_output.result.augmenting_gradient
+                                 if finalizer.needs_augmenting_gradient
+                                 else empty),
+            unheld_fraction=(aggregated.unheld_fraction
+                             if finalizer.needs_unheld_fraction else empty),
+            central_model=central_output.result.model))))
+    advanced = tff.federated_map(advance, (
+        final.result.accepted, state.round_num, central_output.state,
+        state.central_work))
     new_state = tff.federated_zip(MixedFLState(
-        global_model_weights=final.model_weights, round_num=final.round_num,
-        aggregator=aggregated.state, server_optimizer=final.server_optimizer,
-        central_optimizer=final.central_optimizer,
-        merge_optimizer=final.merge_optimizer,
-        federated_gradient=final.federated_gradient,
-        central_gradient=final.central_gradient))
+        global_model_weights=final.result.model_weights,
+        round_num=advanced.round_num, distributor=state.distributor,
+        client_work=state.client_work, aggregator=aggregated.state,
+        central_work=advanced.central_work, finalizer=final.state))
     metrics = collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
             train=metrics_aggregation_fn(client_outputs.metrics),
             clients=counts_aggregation_fn(client_outputs.clients))),
         aggregator=aggregated.measurements,
-        central=central_output.metrics,
-        finalizer=final.metrics)
+        central=_central_metrics(diagnostics, central_output,
+                                 client_outputs),
+        finalizer=final.measurements)
     return tff.learning.templates.LearningProcessOutput(
         new_state, tff.federated_zip(metrics))
 
   return next_fn
 
 
+# The server-side optimizers with hparams: their names in `get_hparams`, and
+# the state slot and key that hold each one's state.
+_OPTIMIZER_SLOTS = collections.OrderedDict(
+    server_optimizer='finalizer', central_optimizer='central_work',
+    merge_optimizer='finalizer')
+
+
 def _optimizers(components):
-  """The server-side optimizers with hparams, by state field, in order."""
+  """The server-side optimizers with hparams, by name, in order."""
   optimizers = collections.OrderedDict(
       server_optimizer=components.finalizer.server_optimizer)
   if components.central_work.optimizer is not None:
@@ -273,18 +322,24 @@ def _build_hparams(optimizers, state_member_type):
   """`get_hparams: (MixedFLState -> H)`, `set_hparams: (<MixedFLState, H> ->
   MixedFLState)` over the optimizers' hparams."""
 
+  def slot(state, name):
+    return getattr(state, _OPTIMIZER_SLOTS[name])
+
   @tff.tensorflow.computation(state_member_type)
   def get_hparams(state):
     return collections.OrderedDict(
-        (name, optimizer.get_hparams(getattr(state, name)))
+        (name, optimizer.get_hparams(slot(state, name)[name]))
         for name, optimizer in optimizers.items())
 
   @tff.tensorflow.computation(state_member_type,
                               get_hparams.type_signature.result)
   def set_hparams(state, hparams):
-    return state._replace(**{
-        name: optimizer.set_hparams(getattr(state, name), hparams[name])
-        for name, optimizer in optimizers.items()})
+    slots = {name: collections.OrderedDict(getattr(state, name))
+             for name in set(_OPTIMIZER_SLOTS.values())}
+    for name, optimizer in optimizers.items():
+      parts = slots[_OPTIMIZER_SLOTS[name]]
+      parts[name] = optimizer.set_hparams(parts[name], hparams[name])
+    return state._replace(**slots)
 
   return get_hparams, set_hparams
 
@@ -315,7 +370,8 @@ def build_mixed_process(
   clients=OrderedDict(count=int32, non_finite=int32, without_data=int32)),
   aggregator=<aggregator measurements>, central=OrderedDict([bgd_G2,
   bgd_B2, sigma2, sigma_c2, beta, mixed_grad_norm2,] [loss=f_c(x^(t)) on
-  the round's first central batch]) (`central_work.py`),
+  the round's first central batch]) (`central_work.py`,
+  `round_estimates.build_cohort_diagnostics`),
   finalizer=OrderedDict(update_non_finite=int32, aggregate_non_finite=int32,
   central_non_finite=int32))`, so training metrics sit where
   `tff.learning.algorithms.build_weighted_fed_avg` puts them. `clients`

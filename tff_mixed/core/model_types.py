@@ -23,8 +23,8 @@ hand:
 *   `trainable_specs(model)`: `tf.TensorSpec`s of the trainable weights (what
     `tff.learning.optimizers.Optimizer.initialize` takes).
 
-The pure-TF helpers `add`, `scale`, `global_norm_squared` and `all_finite`
-act on tuples of tensors like the trainable weights.
+The pure-TF helpers `add`, `scale`, `global_norm_squared`, `all_finite` and
+`keep_if` act on tuples of tensors like the trainable weights.
 """
 
 from typing import Any
@@ -73,6 +73,12 @@ def global_norm_squared(a: Any) -> tf.Tensor:
 def all_finite(structure: Any) -> tf.Tensor:
   flat = tf.nest.flatten(structure)
   return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in flat])
+
+
+def keep_if(accepted: tf.Tensor, new: Any, old: Any) -> Any:
+  """`new` where the bool scalar `accepted` holds, else `old`, leafwise."""
+  return tf.nest.map_structure(lambda n, o: tf.where(accepted, n, o), new,
+                               old)
 
 
 def _dense_leaves(element_spec: Any) -> bool:

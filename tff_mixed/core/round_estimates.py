@@ -13,10 +13,14 @@
 # limitations under the License.
 """Per-round estimates of arXiv:2205.13655's variance and smoothness constants.
 
-Pure TF, run at the server inside a round (`central_work.py`) from
-quantities the round already has or a few extra central gradients; the
-algorithm advisor (`tff_mixed/advisor/`) reads them over a window of rounds:
+Pure TF, run at the server inside a round from quantities the round
+already has or a few extra central gradients (`central_work.py` computes
+sigma_c^2 and beta; `build_cohort_diagnostics` the rest, after
+aggregation); the algorithm advisor (`tff_mixed/advisor/`) reads them over a
+window of rounds:
 
+*   `bgd_estimates`: the sampled (G, B)-BGD constants G~_t^2, B~_t^2 of
+    eq. 7;
 *   `client_variance`: sigma^2 of eq. 4, the variance of one client's
     stochastic gradient g_i(x^(t)), from the cohort's first two moments;
 *   `sample_variance`: sigma_c^2 of eq. 6 at the run's |B_c|, from a few
@@ -27,9 +31,44 @@ algorithm advisor (`tff_mixed/advisor/`) reads them over a window of rounds:
 Gradients are tuples of tensors like the trainable weights.
 """
 
+import collections
+
+import numpy as np
 import tensorflow as tf
+import tensorflow_federated as tff
 
 from tff_mixed.core import model_types
+from tff_mixed.core.model_types import add, scale
+
+
+def bgd_estimates(federated_gradient, central_gradient, federated_weight,
+                  central_weight):
+  """Sampled (G, B)-BGD estimates of arXiv:2205.13655, eq. 7.
+
+  With f_f = w_f * f~_f and f_c = w_c * f~_c (the paper subsumes the mixing
+  weights into the losses), grad f_f = w_f * g_f and grad f_c = w_c * g_c, so
+
+    G~^2 = w_f |g_f|^2 + w_c |g_c|^2 - |w_f g_f + w_c g_c|^2
+    B~^2 = (w_f |g_f|^2 + w_c |g_c|^2) / |w_f g_f + w_c g_c|^2.
+
+  Args:
+    federated_gradient: g_f, the cohort's mean client gradient at x^(t).
+    central_gradient: g_c, the central gradient at x^(t).
+    federated_weight: w_f.
+    central_weight: w_c.
+
+  Returns:
+    `(G~^2, B~^2)` as float32 scalars.
+  """
+  weighted_sum = (
+      federated_weight * model_types.global_norm_squared(federated_gradient)
+      + central_weight * model_types.global_norm_squared(central_gradient))
+  total = add(
+      scale(federated_weight, federated_gradient),
+      scale(central_weight, central_gradient))
+  total_norm_squared = model_types.global_norm_squared(total)
+  return (weighted_sum - total_norm_squared,
+          tf.math.divide_no_nan(weighted_sum, total_norm_squared))
 
 
 def client_variance(mean_norm_squared, mean_gradient, num_clients):
@@ -98,3 +137,52 @@ def secant_smoothness(gradient_a, gradient_b, point_a, point_b):
   step = model_types.global_norm_squared(
       tuple(b - a for a, b in zip(point_a, point_b)))
   return tf.sqrt(tf.math.divide_no_nan(gradient_change, step))
+
+
+def build_cohort_diagnostics(trainable_type, central_metrics_type,
+                             federated_weight: float,
+                             central_weight: float) -> tff.Computation:
+  """The opt-in diagnostics that need the cohort: metrics['central'].
+
+  `(OrderedDict(gradient_at_model, central_metrics, mean_probe_gradient,
+  mean_probe_norm_squared, num_probe_clients) -> OrderedDict(bgd_G2, bgd_B2,
+  sigma2, sigma_c2, beta, mixed_grad_norm2[, loss]))`, at the server after
+  aggregation: G~_t^2 and B~_t^2 of eq. 7 from the cohort's mean probe
+  gradient and the central work's g_c(x^(t)); sigma^2 (eq. 4) across the
+  probe gradients; |w_f g_f + w_c g_c|^2, the sampled |grad f(x^(t))|^2 the
+  nonconvex bounds' epsilon is set against; the central work's own metrics
+  (sigma_c^2, beta, f_c(x^(t))) in their places.
+
+  Args:
+    trainable_type: The model's trainable weights' TFF type.
+    central_metrics_type: The type of the central work's metrics.
+    federated_weight: w_f.
+    central_weight: w_c.
+  """
+  scalar = tff.TensorType(np.float32)
+  has_loss = 'loss' in tff.structure.name_list(central_metrics_type)
+
+  @tff.tensorflow.computation(collections.OrderedDict(
+      gradient_at_model=trainable_type, central_metrics=central_metrics_type,
+      mean_probe_gradient=trainable_type, mean_probe_norm_squared=scalar,
+      num_probe_clients=scalar))
+  def cohort_diagnostics(inputs):
+    g_c = tuple(inputs['gradient_at_model'])
+    mean_probe_gradient = tuple(inputs['mean_probe_gradient'])
+    central = inputs['central_metrics']
+    metrics = collections.OrderedDict()
+    metrics['bgd_G2'], metrics['bgd_B2'] = bgd_estimates(
+        mean_probe_gradient, g_c, federated_weight, central_weight)
+    metrics['sigma2'] = client_variance(inputs['mean_probe_norm_squared'],
+                                        mean_probe_gradient,
+                                        inputs['num_probe_clients'])
+    metrics['sigma_c2'] = central['sigma_c2']
+    metrics['beta'] = central['beta']
+    metrics['mixed_grad_norm2'] = model_types.global_norm_squared(add(
+        scale(federated_weight, mean_probe_gradient),
+        scale(central_weight, g_c)))
+    if has_loss:
+      metrics['loss'] = central['loss']
+    return metrics
+
+  return cohort_diagnostics

@@ -356,34 +356,30 @@ Weights = Sequence[Any]
 
 
 # What each rule object a component takes must have (docs/COMPOSING.md,
-# "Choices are rule objects"): whether it is called, its boolean
-# attributes, and its methods. Checked when the component is built, so a
-# rule missing one is refused there, naming it, not deep in the traced
-# `next`.
+# "Choices are rule objects"): every rule is called, and some have boolean
+# attributes that say what the component must compute or keep for them.
+# Checked when the component is built, so a rule missing one is refused
+# there, naming it, not deep in the traced `next`.
 RULE_PROTOCOLS = {
-    'step_gradient': (True, ('uses_augmenting_gradient',), (),
+    'step_gradient': (('uses_augmenting_gradient',),
                       'components.MixedGradient(w_f, w_c)'),
-    'local_data': (True, (), (), 'components.MergedData(batch_size)'),
-    'step_rule': (True, ('uses_federated_gradient',), (),
+    'local_data': ((), 'components.MergedData(batch_size)'),
+    'step_rule': (('uses_federated_gradient',),
                   'components.MixedCentralSteps(w_c, w_f)'),
-    'augmenting_gradient': (False, ('evaluated_at_model', 'carried_in_state'),
-                            ('before_distribution',),
+    'augmenting_gradient': (('evaluated_at_model', 'carried_in_state'),
                             'components.GradientAtModel()'),
 }
 
 
 def check_rule(name: str, rule: Any) -> None:
   """Raises TypeError if `rule` lacks what the rule `name` must have."""
-  called, flags, methods, example = RULE_PROTOCOLS[name]
+  flags, example = RULE_PROTOCOLS[name]
   problems = []
-  if called and not callable(rule):
+  if not callable(rule):
     problems.append('it is not callable')
   for flag in flags:
     if not isinstance(getattr(rule, flag, None), bool):
       problems.append(f'no boolean attribute `{flag}`')
-  for method in methods:
-    if not callable(getattr(rule, method, None)):
-      problems.append(f'no method `{method}`')
   if problems:
     raise TypeError(
         f'`{name}` {rule!r} is not a {name} rule: {"; ".join(problems)} '
