@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow_federated as tff
 
 import tff_mixed
-from tff_mixed.algorithms import registry
+from tff_mixed import registry
 
 FL_ONLY = 'fl_only'
 PARALLEL_TRAINING = registry.PARALLEL_TRAINING

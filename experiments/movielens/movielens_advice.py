@@ -39,7 +39,7 @@ from experiments.common import advising
 from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from tff_mixed.advisor import advice as advice_lib
-from tff_mixed.algorithms import registry
+from tff_mixed import registry
 from tff_mixed.training import runner as runner_lib
 
 PROBE_SCENARIO = movielens_config.PARALLEL_TRAINING

@@ -33,7 +33,7 @@ import tensorflow_federated as tff
 from experiments.common import grouping
 from experiments.movielens import movielens_config as config_lib
 import tff_mixed
-from tff_mixed.algorithms import registry
+from tff_mixed import registry
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 
