@@ -14,16 +14,19 @@
 """The core components compose into processes, and have their documented types.
 
 A new algorithm is a new choice of components (arXiv:2205.13655,
-Algorithms 1-2 share the distributor -> client work -> aggregator ->
-central work -> finalizer shape): composed from the broadcast distributor,
+Algorithms 1-2 share the central work -> distributor -> client work ->
+aggregator -> finalizer shape): composed from the broadcast distributor,
 plain client work, the mean aggregator, central work without steps and a
 finalizer with SERVEROPTIMIZER alone, a process is FedAvg, checked against
-TFF's `build_weighted_fed_avg`.
+TFF's `build_weighted_fed_avg`. Each component is also checked alone, against
+numpy where it computes.
 """
 
 import collections
+from typing import Any, NamedTuple
 
 import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
 from absl.testing import absltest
 
@@ -188,6 +191,69 @@ class ComponentsTest(absltest.TestCase):
         self.assertAlmostEqual(
             float(output.measurements['loss']),
             tu.mse_loss(x, [(cx, cy)])['loss'], places=5)
+
+  def test_client_work_alone_against_numpy(self):
+    # One client's K SGD steps from the received model, alone: the update
+    # x^(t) - x_i, its weight (examples) and its loss metric.
+    x, y = tu.client_arrays()[1]
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4)
+    weights = tff.learning.models.ModelWeights(
+        tuple(tu.initial_weights()), ())
+    output = self.components.client_work(
+        collections.OrderedDict(weights=weights), dataset)
+    update, examples, _ = tu.client_update(
+        list(tu.initial_weights()), tu.batches(x, y, 4), 0.1)
+    for got, want in zip(output.update, update):
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    self.assertEqual(float(output.update_weight), examples)
+    self.assertEqual(int(output.clients['count']), 1)
+
+  def test_distributor_and_aggregator_alone(self):
+    # The broadcast distributor gives every client the server's message;
+    # the mean aggregator returns the updates' weighted mean.
+    distributor = self.components.distributor
+    aggregator = self.components.aggregator
+    weights_type = model_types.weights_type(self.model)
+    trainable = weights_type.trainable
+
+    @tff.federated_computation(
+        tff.FederatedType(weights_type, tff.SERVER),
+        tff.FederatedType(tff.TensorType(np.int32), tff.SERVER),
+        tff.FederatedType(model_types.data_type(self.model), tff.CLIENTS))
+    def distribute(weights, round_num, data):
+      distribution = distributor.distribute(
+          collections.OrderedDict(weights=weights), round_num, data)
+      (message,) = distribution.values
+      return message
+
+    # One value for every client: a broadcast.
+    self.assertTrue(distribute.type_signature.result.all_equal)
+    data = tu.to_datasets(tu.client_arrays(), batch_size=2)
+    x = tuple(tu.initial_weights())
+    message = distribute(tff.learning.models.ModelWeights(x, ()),
+                         np.int32(0), data)
+    for got, want in zip(message['weights'].trainable, x):
+      np.testing.assert_array_equal(got, want)
+
+    class Outputs(NamedTuple):
+      update: Any
+      update_weight: Any
+
+    @tff.federated_computation(
+        tff.FederatedType(trainable, tff.CLIENTS),
+        tff.FederatedType(tff.TensorType(np.float32), tff.CLIENTS))
+    def aggregate(updates, update_weights):
+      output = aggregator.aggregate(aggregator.initialize(),
+                                    Outputs(updates, update_weights), None)
+      return output.result
+
+    rng = np.random.default_rng(3)
+    updates = [tuple(rng.normal(size=w.shape).astype(np.float32) for w in x)
+               for _ in range(3)]
+    update_weights = [1.0, 3.0, 0.5]
+    want = tu.weighted_mean([list(u) for u in updates], update_weights)
+    for got, w in zip(aggregate(updates, update_weights), want):
+      np.testing.assert_allclose(got, w, rtol=1e-5)
 
   def test_gradient_transfer_broadcasts_g_c_with_the_model(self):
     with_gradient = distributors.build_broadcast_distributor(self.model, True)
