@@ -365,8 +365,8 @@ def build_central_work(
   def initialize():
     return collections.OrderedDict(
         central_optimizer=optimizer.initialize(specs) if has_steps else (),
-        central_gradient=(tuple(tf.zeros(s.shape, s.dtype) for s in specs)
-                          if config.carried else ()))
+        central_gradient=(model_types.zeros_of(specs) if config.carried
+                          else ()))
 
   input_type = tff.to_type(collections.OrderedDict(
       weights=weights_type,

@@ -275,7 +275,7 @@ def sparse_mean_computations(trainable_type, table_index: int):
 
   @tff.tensorflow.computation
   def zero():
-    return (tuple(tf.zeros(s.shape, s.dtype) for s in full_specs),
+    return (model_types.zeros_of(full_specs),
             tf.zeros([num_rows], tf.float32), tf.constant(0.0, tf.float32))
 
   accumulator_type = zero.type_signature.result

@@ -237,7 +237,7 @@ def build_finalizer(
         server_optimizer=server_optimizer.initialize(specs),
         merge_optimizer=(merge_optimizer.initialize(specs) if has_steps
                          else ()),
-        federated_gradient=(tuple(tf.zeros(s.shape, s.dtype) for s in specs)
+        federated_gradient=(model_types.zeros_of(specs)
                             if config.recovery is not None else ()))
 
   @tff.tensorflow.computation(

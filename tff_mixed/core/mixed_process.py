@@ -133,17 +133,13 @@ def _build_initialize(model, components, initial_trainable_fn):
       trainable = tuple(initial_trainable_fn(trainable, non_trainable))
     return tff.learning.models.ModelWeights(trainable, non_trainable)
 
-  @tff.tensorflow.computation
-  def first_round():
-    return tf.constant(0, tf.int32)
-
   @tff.federated_computation
   def initialize():
     empty = tff.federated_value((), tff.SERVER)
     return tff.federated_zip(MixedFLState(
         global_model_weights=tff.federated_eval(initial_model_weights,
                                                 tff.SERVER),
-        round_num=tff.federated_eval(first_round, tff.SERVER),
+        round_num=tff.federated_value(np.int32(0), tff.SERVER),
         distributor=empty,
         client_work=empty,
         aggregator=components.aggregator.initialize(),

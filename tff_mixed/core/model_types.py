@@ -23,8 +23,8 @@ hand:
 *   `trainable_specs(model)`: `tf.TensorSpec`s of the trainable weights (what
     `tff.learning.optimizers.Optimizer.initialize` takes).
 
-The pure-TF helpers `add`, `scale`, `global_norm_squared`, `all_finite` and
-`keep_if` act on tuples of tensors like the trainable weights.
+The pure-TF helpers `add`, `scale`, `global_norm_squared`, `all_finite`,
+`zeros_of` and `keep_if` act on tuples of tensors like the trainable weights.
 """
 
 from typing import Any
@@ -73,6 +73,11 @@ def global_norm_squared(a: Any) -> tf.Tensor:
 def all_finite(structure: Any) -> tf.Tensor:
   flat = tf.nest.flatten(structure)
   return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in flat])
+
+
+def zeros_of(specs: Any) -> tuple[tf.Tensor, ...]:
+  """Zeros shaped like each of `specs` (e.g. `trainable_specs(model)`)."""
+  return tuple(tf.zeros(s.shape, s.dtype) for s in specs)
 
 
 def keep_if(accepted: tf.Tensor, new: Any, old: Any) -> Any:
