@@ -104,7 +104,7 @@ class CentralPart(NamedTuple):
     """Central batches a round reads, K_c being `central_steps`."""
     if self.central_steps:
       return central_steps
-    return 1 if self.augmenting_gradient == AT_MODEL else 0
+    return int(self.augmenting_gradient == AT_MODEL)
 
 
 # Each synchronous algorithm of the registry, as round_time builds it.

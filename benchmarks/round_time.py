@@ -649,13 +649,17 @@ def make_runner(name: str, workload: Workload):
 # --- Process measurements (Linux /proc). ---
 
 
+# The CPU seconds of a process that has ended.
+_GONE = 0.0
+
+
 def _cpu_seconds(pid: int) -> float:
   """User + system CPU seconds of process `pid` (0 if it is gone)."""
   try:
     with open(f'/proc/{pid}/stat') as f:
       stat = f.read()
   except OSError:
-    return 0.0
+    return _GONE
   # After the parenthesized command name, fields resume at field 3 of
   # proc(5); utime and stime are fields 14 and 15.
   fields = stat.rsplit(')', 1)[-1].split()

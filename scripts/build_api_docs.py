@@ -40,6 +40,9 @@ import re
 import sys
 import warnings
 
+# Exit statuses of main().
+_EXIT_OK = 0
+_EXIT_FAILED = 1
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 # A dotted name under the package, e.g. `tff_mixed.core.flops.local_step_flops`
 # (a trailing call's parentheses allowed).
@@ -149,10 +152,10 @@ def main(argv: list[str]) -> int:
   if faults:
     print(f'error: the API reference has {len(faults)} fault(s).',
           file=sys.stderr)
-    return 1
+    return _EXIT_FAILED
   print(f'API reference of {len(names)} modules in '
         f'{os.path.join(output, "index.html")}')
-  return 0
+  return _EXIT_OK
 
 
 if __name__ == '__main__':

@@ -48,6 +48,9 @@ RESULTS = 'results'
 FINGERPRINT_FILE = 'experiment_fingerprint.json'
 LOCK_FILE = '.run.lock'  # `run_lock.LOCK_FILE`, flocked while a run is on.
 RESULT_FILES = ('metrics.csv', 'hparams.json')
+# Exit statuses of main().
+_EXIT_OK = 0
+_EXIT_FAILED = 1
 _FINISHED = re.compile(r'program_state_(\d+)')
 
 _USAGE = ('usage: carry_run.py save ROOT NAME DEST | '
@@ -165,7 +168,7 @@ def restore(dest: str, root: str, name: str) -> str:
 def main(argv: list[str]) -> int:
   if len(argv) != 5 or argv[1] not in ('save', 'restore'):
     print(f'error: {_USAGE}', file=sys.stderr)
-    return 1
+    return _EXIT_FAILED
   try:
     if argv[1] == 'save':
       _, _, root, name, dest = argv
@@ -176,8 +179,8 @@ def main(argv: list[str]) -> int:
       print(restore(dest, root, name))
   except (CarryError, OSError) as e:
     print(f'error: {e}', file=sys.stderr)
-    return 1
-  return 0
+    return _EXIT_FAILED
+  return _EXIT_OK
 
 
 if __name__ == '__main__':

@@ -47,6 +47,9 @@ FIRST_PARTY = ('tff_mixed', 'experiments', 'benchmarks', 'examples', 'tests')
 QUERY = 'kind("py_.*|filegroup", //...)'
 # On the line where a string literal starts, or the line above: Python code
 # that no interpreter runs (a test's fixture for a parser).
+# Exit statuses of main().
+_EXIT_OK = 0
+_EXIT_FAILED = 1
 _SKIP = 'check_bazel_deps: not run'
 
 
@@ -186,7 +189,7 @@ def _read(path: str) -> str:
 def main(argv: list[str]) -> int:
   if len(argv) > 2:
     print('error: usage: check_bazel_deps.py [QUERY_XML]', file=sys.stderr)
-    return 1
+    return _EXIT_FAILED
   if len(argv) == 2:
     xml_text = _read(argv[1])
   else:
@@ -199,7 +202,7 @@ def main(argv: list[str]) -> int:
     print(f'error: {line}', file=sys.stderr)
   print(f'[bazel deps] {len(rules)} rules checked, '
         f'{len(problems)} missing module(s)', file=sys.stderr)
-  return 1 if problems else 0
+  return _EXIT_FAILED if problems else _EXIT_OK
 
 
 if __name__ == '__main__':

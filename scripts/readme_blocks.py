@@ -26,6 +26,9 @@ what is tested.
 import re
 import sys
 
+# Exit statuses of main().
+_EXIT_OK = 0
+_EXIT_USAGE = 2
 _SECTIONS = {'install': ('Install', 'sh'), 'quickstart': ('Quickstart', 'python')}
 
 
@@ -57,12 +60,12 @@ def main(argv: list[str]) -> int:
   if len(argv) != 3 or argv[2] not in _SECTIONS:
     print(f'usage: {argv[0]} README.md {{install|quickstart}}',
           file=sys.stderr)
-    return 2
+    return _EXIT_USAGE
   with open(argv[1]) as f:
     readme = f.read()
   print(install_command(readme) if argv[2] == 'install' else quickstart(readme),
         end='\n' if argv[2] == 'install' else '')
-  return 0
+  return _EXIT_OK
 
 
 if __name__ == '__main__':

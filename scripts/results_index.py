@@ -80,6 +80,9 @@ UNMADE = {
         'CIFAR-10 at 32x32, `--tune_methods=center`)'),
 }
 
+# Exit statuses of main().
+_EXIT_OK = 0
+_EXIT_FAILED = 1
 _FLAG = re.compile(r'''(?<![\w-])--(\w+)=("[^"]*"|'[^']*'|[^\s;|&)]+)''')
 _MODULE = re.compile(r'(?:^|\s)-m\s+([A-Za-z_][\w.]*)')
 _SCRIPT = re.compile(r'\bbash\s+(scripts/[\w.-]+\.sh)\b')
@@ -542,11 +545,11 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def main(argv: list[str]) -> int:
   if argv[1:] not in ([], ['--check']):
     print('error: usage: results_index.py [--check]', file=sys.stderr)
-    return 1
+    return _EXIT_FAILED
   errors = problems(_ROOT) if argv[1:] else write(_ROOT)
   for line in errors:
     print(f'error: {line}', file=sys.stderr)
-  return 1 if errors else 0
+  return _EXIT_FAILED if errors else _EXIT_OK
 
 
 if __name__ == '__main__':

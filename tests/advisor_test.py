@@ -101,7 +101,7 @@ def _advise(rows, client_steps=4, **kwargs):
 def _gap(a, c):
   """The task's true F = f(x^(0)) - f(x*): f = |x - (a + c) / 2|^2 / 2 + C."""
   m = (a + c) / 2
-  return 0.5 * float((_X0 - m) @ (_X0 - m))
+  return float((_X0 - m) @ (_X0 - m)) / 2
 
 
 class EstimatorsOnQuadraticsTest(absltest.TestCase):

@@ -266,7 +266,7 @@ class RunAsyncTest(absltest.TestCase):
         self.received = []
 
       def initial_state(self):
-        return 0
+        return strategy.NO_ROUNDS_YET
 
       def apply(self, state, weights, updates):
         self.received.extend(updates)

@@ -170,8 +170,8 @@ class DualEncoderReferenceTest(absltest.TestCase):
     def oracle(t):
       unit = t[1:] / np.linalg.norm(t[1:], axis=1, keepdims=True)
       gram = unit @ unit.T
-      return 0.25 * math.sqrt(float(np.sum(gram ** 2)
-                                    - np.sum(np.diag(gram) ** 2)))
+      return math.sqrt(float(np.sum(gram ** 2)
+                             - np.sum(np.diag(gram) ** 2))) / 4
 
     variable = tf.Variable(table)
     with tf.GradientTape() as tape:

@@ -372,8 +372,8 @@ class SelectedRowsRecoveryTest(absltest.TestCase):
       # A gradient on every row, row 0 included: x - target.
       del batch  # Data-free.
       (table, v), _ = model_weights
-      return 0.5 * (tf.reduce_sum(tf.square(table - table_target))
-                    + tf.reduce_sum(tf.square(v - v_target)))
+      return (tf.reduce_sum(tf.square(table - table_target))
+              + tf.reduce_sum(tf.square(v - v_target))) / 2
 
     cls.regularizer = tff_mixed.central_regularizer(pull_to_targets)
     cls.w_f, cls.w_c = 0.6, 0.4

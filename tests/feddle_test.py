@@ -39,8 +39,8 @@ def _quadratic_model(target):
 
   def loss(output, label, sample_weight=None):
     del sample_weight  # Unused.
-    return 0.5 * tf.reduce_mean(
-        tf.reduce_sum(tf.square(output - label), axis=1))
+    return tf.reduce_mean(
+        tf.reduce_sum(tf.square(output - label), axis=1)) / 2
 
   model = tff.learning.models.FunctionalModel(
       initial_weights=((np.zeros([dim], np.float32),), ()),

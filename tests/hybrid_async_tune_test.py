@@ -39,7 +39,8 @@ def _accuracy(method: str, c: hybrid_config.Config) -> float:
   """A known validation accuracy per point (peaks given below)."""
   if method == hybrid_config.FEDAVG:
     # Peak at client lr 1e-3, 2 epochs.
-    return 0.5 - 0.1 * abs(math.log10(c.client_lr) + 3) - 0.01 * abs(
+    peak = 0.5
+    return peak - 0.1 * abs(math.log10(c.client_lr) + 3) - 0.01 * abs(
         c.client_epochs - 2)
   # FedBuff: peak at server lr 0.1, buffer 20; lower unless the client
   # values selected above are used.

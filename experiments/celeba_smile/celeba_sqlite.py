@@ -106,10 +106,14 @@ def check_seed(seed: int) -> None:
     raise ValueError(f'seed must be a non-negative integer, got {seed!r}.')
 
 
+# A client with one example keeps it for training.
+_NONE = 0
+
+
 def _num_test_examples(num_examples: int, test_fraction: float) -> int:
   """Test examples of a client: ~fraction, and 1..n-1 when n >= 2."""
   if num_examples < 2:
-    return 0
+    return _NONE
   return min(max(int(round(num_examples * test_fraction)), 1),
              num_examples - 1)
 

@@ -67,7 +67,7 @@ def _window(metrics_path, rounds):
   with open(metrics_path) as f:
     records = [r for r in csv.DictReader(f) if r.get(G2_COLUMN)]
   if not records:
-    return 0, 0, []
+    return (0, 0, [])
   by_round = {int(r[runner_lib.ROUND_KEY]): r for r in records}
   last = min(rounds[1], max(by_round))
   first = min(rounds[0], max(1, last - (rounds[1] - rounds[0])))

@@ -277,7 +277,7 @@ def client_grid_lines(grid_dir: str, selected_key: Optional[str],
 def start_accuracy(rows: Sequence[hybrid_runs.RunRow]) -> float:
   """Mean round-0 evaluation accuracy (%) of the runs: where they start."""
   starts = [r.accuracy for r in rows if r.round == 0]
-  return 100 * float(np.mean(starts)) if starts else float('nan')
+  return float(100 * np.mean(starts)) if starts else float('nan')
 
 
 def pretrained_lines(scratch_rows: Sequence[hybrid_runs.RunRow],

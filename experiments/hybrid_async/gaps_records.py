@@ -77,12 +77,13 @@ def columns(labels: Sequence[str]) -> str:
 def validation_size(tuning_dir: str, method: str) -> int:
   """The validation split's size the search's runs of `method` were scored
   on (their fingerprint), 0 if none is kept."""
-  for path in sorted(glob.glob(os.path.join(
-      tuning_dir, tune_lib.POINTS_DIR, method, '*', '*.json'))):
-    with open(path) as f:
-      return int(json.load(f).get('fingerprint', {}).get('validation_size',
-                                                         0))
-  return 0
+  paths = sorted(glob.glob(os.path.join(
+      tuning_dir, tune_lib.POINTS_DIR, method, '*', '*.json')))
+  fingerprint = {}
+  if paths:
+    with open(paths[0]) as f:
+      fingerprint = json.load(f).get('fingerprint', {})
+  return int(fingerprint.get('validation_size', 0))
 
 
 def point_dirs(root: str) -> dict[str, list[hybrid_runs.RunRow]]:

@@ -185,7 +185,7 @@ def split_name(alpha: Optional[float]) -> str:
 
 def delay_of(method: str, delay_std: float) -> float:
   """The delay level a method runs at: 0 for the delay-free methods."""
-  return 0.0 if method in DELAY_FREE else float(delay_std)
+  return float(0 if method in DELAY_FREE else delay_std)
 
 
 class Data(NamedTuple):

@@ -155,7 +155,7 @@ class EveryRoundCenter(tff_mixed.AsyncStrategy):
     self._center = center
 
   def initial_state(self) -> int:
-    return 0
+    return strategy.NO_ROUNDS_YET
 
   def apply(self, state: int, weights, updates, on_merge=None):
     del updates  # Center trains no client.

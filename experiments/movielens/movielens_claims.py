@@ -136,7 +136,8 @@ def check_comparable(records: Sequence[Record]) -> None:
 
 def saving(value: float, reference: float) -> float:
   """The fraction of `reference` that `value` saves."""
-  return 1.0 - value / reference
+  saved = 1.0 - value / reference
+  return saved
 
 
 def communication(costs: Mapping[str, float]) -> float:

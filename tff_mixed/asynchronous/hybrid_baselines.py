@@ -106,7 +106,7 @@ class CenterMethod(strategy.AsyncStrategy):
     self._seed = seed
 
   def initial_state(self) -> int:
-    return 0
+    return strategy.NO_ROUNDS_YET
 
   def apply(self, state: int, weights, updates,
             on_merge: strategy.OnMerge = None):
@@ -214,7 +214,7 @@ class HFCLMethod(strategy.AsyncStrategy):
     return update.num_examples / self._client_epochs
 
   def initial_state(self) -> int:
-    return 0
+    return strategy.NO_ROUNDS_YET
 
   def apply(self, state: int, weights, updates,
             on_merge: strategy.OnMerge = None):

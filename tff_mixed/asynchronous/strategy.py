@@ -130,6 +130,10 @@ class AsyncObserver:
       self._on_round(event)
 
 
+# The initial state of a strategy whose state counts its rounds or merges.
+NO_ROUNDS_YET = 0
+
+
 class AsyncStrategy(abc.ABC):
   """The interface every asynchronous algorithm implements.
 

@@ -75,10 +75,12 @@ class CentralObjective(NamedTuple):
   @property
   def num_examples(self) -> int:
     if self.data is None:
-      return 0
-    if isinstance(self.data, example_store_lib.ExampleStore):
-      return self.data.num_examples
-    return int(tf.nest.flatten(self.data)[0].shape[0])
+      count = 0  # A regularizer reads no examples.
+    elif isinstance(self.data, example_store_lib.ExampleStore):
+      count = self.data.num_examples
+    else:
+      count = int(tf.nest.flatten(self.data)[0].shape[0])
+    return count
 
 
 def central_data_objective(
