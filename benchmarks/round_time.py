@@ -157,12 +157,9 @@ _MODELS = flags.DEFINE_list(
     'Models to benchmark, in this order: small (--input_dim, '
     '--hidden_units) and celeba (84x84x3 = 21168 inputs -> 64 -> 1).')
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
-_ROUNDS_PER_CALL = flags.DEFINE_integer(
-    'rounds_per_call', 1,
-    'Grouped rows: rounds per TFF call (`multi_round.'
-    'build_multi_round_next`: the state stays in TFF\'s worker between '
-    'them, as when nothing is evaluated between rounds); times are per '
-    'round. Per-client rows always run one round a call.', lower_bound=1)
+_ROUNDS_PER_CALL = grouping.define_rounds_per_call_flag(
+    'Here the grouped rows only (`multi_round.build_multi_round_next`), '
+    'timed per round; per-client rows always run one round a call.')
 _FUSED_ROUNDS = flags.DEFINE_bool(
     'fused_rounds', False,
     'Grouped rows: each round with its stages fused into one TF computation '

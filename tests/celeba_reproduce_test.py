@@ -214,6 +214,21 @@ class DriverPlumbingTest(absltest.TestCase):
                               count_clients_fn=lambda seed, **_: 5)
 
 
+class RunKeyTest(absltest.TestCase):
+
+  def test_rounds_per_call_does_not_decide_whether_a_run_is_reused(self):
+    # Several rounds a TFF call give the same numbers: a finished run is
+    # read back whatever the value; a setting that changes numbers is not.
+    kwargs = dict(cache_dir=temp_dirs.temp_dir(self), rounds=10,
+                  client_lr=0.05, output_dir='a', rounds_per_call=1)
+    key = reproduce_lib.run_key('fl_only', 0, False, kwargs)
+    self.assertEqual(reproduce_lib.run_key(
+        'fl_only', 0, False, dict(kwargs, rounds_per_call=5,
+                                  output_dir='b')), key)
+    self.assertNotEqual(reproduce_lib.run_key(
+        'fl_only', 0, False, dict(kwargs, client_lr=0.1)), key)
+
+
 class ReproduceRunTest(absltest.TestCase):
   """2 seeds x 2 scenarios x 2 rounds on a fake cache, then a rerun."""
 

@@ -38,6 +38,7 @@ from tff_mixed.algorithms import registry
 from tff_mixed.models import dense
 from tff_mixed.tasks import digits_label_imbalance as task_lib
 from tff_mixed.training import run_lock
+from tests import multi_round_testing
 from tests import temp_dirs
 
 _NUM_CLIENTS = 12
@@ -302,6 +303,32 @@ class RunComparisonTest(parameterized.TestCase):
       np.testing.assert_allclose(
           got[2:-1], want[2:-1], rtol=1e-4, atol=1e-6,
           err_msg=f'{want.scenario} round {want.round}')
+
+  def test_rounds_per_call_gives_the_numbers_of_one_round_a_call(self):
+    # 10 rounds checkpointed every 2 and evaluated after the last: calls of
+    # 2 rounds, per client (TFF's FedAvg, datasets built in the worker) and
+    # in groups.
+    scenarios = [scenarios_lib.FL_ONLY, scenarios_lib.TWO_WAY_GT]
+    for clients_per_group in (1, 2):
+      kwargs = dict(scenarios=scenarios, rounds=10, eval_every=10,
+                    clients_per_round=3, client_steps=2, client_batch_size=4,
+                    client_lr=0.1, num_clients=6, seed=1, progress=False,
+                    clients_per_group=clients_per_group)
+      one = label_imbalance_lib.run_comparison(
+          output_dir=temp_dirs.temp_dir(self), **kwargs)
+      with multi_round_testing.chained_calls() as spy:
+        chained = label_imbalance_lib.run_comparison(
+            output_dir=temp_dirs.temp_dir(self), rounds_per_call=2, **kwargs)
+      self.assertEqual([c.args[1] for c in spy.call_args_list],
+                       [2] * len(scenarios))
+      self.assertLen(chained.rows, len(one.rows))
+      for want, got in zip(one.rows, chained.rows):
+        self.assertEqual(got[:2], want[:2])
+        np.testing.assert_allclose(got[2:-1], want[2:-1], rtol=1e-5,
+                                   err_msg=f'{want.scenario} {want.round}')
+      for want, got in zip(one.summaries, chained.summaries):
+        multi_round_testing.assert_same_metrics(self, want.metrics_path,
+                                                got.metrics_path)
 
   def test_adaptive_and_fixed_dp_train_in_groups(self):
     # tff.learning.dp_aggregator (adaptive clipping, zeroing of large

@@ -35,6 +35,7 @@ from experiments.movielens import movielens_process
 from experiments.movielens import movielens_records
 from tests import binary_runs
 from tests import movielens_testing
+from tests import multi_round_testing
 from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.advisor import estimates
@@ -99,6 +100,44 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
                                      err_msg=f'{a.scenario} {key}')
       # Costs are a client's, not a group's, in both modes.
       self.assertEqual(a.costs, b.costs)
+
+
+class RoundsPerCallTest(absltest.TestCase):
+
+  def test_rounds_per_call_gives_the_numbers_of_one_round_a_call(self):
+    # 10 rounds checkpointed every 2 and evaluated after the last: calls of
+    # 2 rounds of the baseline (the table broadcast) and of 2-way GT
+    # (federated_select), in groups (the default) and per client.
+    directory = temp_dirs.temp_dir(self)
+    ratings = _write_ratings(os.path.join(directory, 'u.data'))
+    scenarios = [movielens_config.BASELINE, movielens_config.TWO_WAY_GT]
+    for clients_per_group in (0, 1):
+      config = movielens_config.Config(
+          rounds=10, clients_per_round=3, client_steps=2, client_batch_size=4,
+          embedding_dim=4, context_length=3, keys_per_client=8,
+          eval_every=10, clients_per_group=clients_per_group)
+      runs = {}
+      for rounds_per_call in (1, 2):
+        output_dir = os.path.join(
+            directory, f'out{clients_per_group}_{rounds_per_call}')
+        with multi_round_testing.chained_calls() as spy:
+          result = movielens_lib.run_experiment(
+              ratings, config=config, scenarios=scenarios,
+              output_dir=output_dir, progress=False,
+              rounds_per_call=rounds_per_call)
+        runs[rounds_per_call] = (result, output_dir,
+                                 [c.args[1] for c in spy.call_args_list])
+      (one, one_dir, one_calls), (two, two_dir, two_calls) = runs[1], runs[2]
+      self.assertEqual((one_calls, two_calls), ([], [2, 2]))
+      for a, b in zip(one.results, two.results, strict=True):
+        self.assertEqual([r['round'] for r in b.rows], [0, 10])
+        for row_a, row_b in zip(a.rows, b.rows):
+          for key in ('recall_at_10', 'hinge_loss'):
+            np.testing.assert_allclose(row_b[key], row_a[key], rtol=1e-5,
+                                       err_msg=f'{a.scenario} {key}')
+        multi_round_testing.assert_same_metrics(
+            self, *(os.path.join(d, 'results', a.scenario, 'metrics.csv')
+                    for d in (one_dir, two_dir)))
 
 
 class SkipMalformedAndResumeTest(absltest.TestCase):

@@ -36,6 +36,7 @@ from experiments.stackoverflow_wikipedia import lm_runs
 from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
+from tests import multi_round_testing
 from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.algorithms import registry
@@ -168,6 +169,39 @@ _TINY = lm_config.Config(
     rounds=2, clients_per_round=3, client_steps=2, client_batch_size=2,
     central_batch_size=4, one_way_central_batch_size=8, embedding_dim=4,
     gru_units=8, sequence_length=20, eval_every=1, client_lr=0.5)
+
+
+class RoundsPerCallTest(absltest.TestCase):
+
+  def test_rounds_per_call_gives_the_numbers_of_one_round_a_call(self):
+    # 10 rounds checkpointed every 2 and evaluated after the last: FL-only
+    # and 2-way GT (with its central data and adaptive clipping) in calls of
+    # 2 rounds, per client (the grouped GRU's conversion costs ~30 s a
+    # process; multi-round over groups is proven in multi_round_test).
+    directory = temp_dirs.temp_dir(self)
+    data = _load_tiny(directory)
+    config = lm_config.Config(
+        rounds=10, clients_per_round=3, client_steps=2, client_batch_size=2,
+        central_batch_size=4, one_way_central_batch_size=8, embedding_dim=4,
+        gru_units=8, sequence_length=20, eval_every=10, clients_per_group=1)
+    scenarios = [lm_config.FL_ONLY, lm_config.TWO_WAY_GT]
+    runs = {}
+    for rounds_per_call in (1, 2):
+      with multi_round_testing.chained_calls() as spy:
+        runs[rounds_per_call] = stackoverflow_wikipedia_lib.run_experiment(
+            data, config, scenarios=scenarios,
+            output_dir=os.path.join(directory, f'out{rounds_per_call}'),
+            progress=False, rounds_per_call=rounds_per_call)
+      self.assertEqual([c.args[1] for c in spy.call_args_list],
+                       [2] * len(scenarios) if rounds_per_call > 1 else [])
+    for a, b in zip(runs[1].results, runs[2].results, strict=True):
+      self.assertEqual([r['round'] for r in b.rows], [0, 10])
+      for row_a, row_b in zip(a.rows, b.rows):
+        for key, value in row_a.items():
+          np.testing.assert_allclose(row_b[key], value, rtol=1e-5,
+                                     err_msg=f'{a.scenario} {key}')
+      multi_round_testing.assert_same_metrics(self, a.metrics_path,
+                                              b.metrics_path)
 
 
 class OracleTest(absltest.TestCase):

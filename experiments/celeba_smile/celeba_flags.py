@@ -56,6 +56,7 @@ MAX_EVAL_EXAMPLES = shared_flags.define_max_eval_examples_flag(None)
 SEED = shared_flags.define_seed_flag(0)
 OUTPUT_DIR = shared_flags.define_output_dir_flag('outputs/celeba_smile')
 CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+ROUNDS_PER_CALL = grouping.define_rounds_per_call_flag()
 RESULTS_MARKDOWN = shared_flags.define_results_markdown_flag()
 # The shared bounds are the loosest any binary takes; these binaries train
 # K >= 1 local steps at a learning rate >= 0.
@@ -106,4 +107,5 @@ def experiment_kwargs() -> dict:
       target_auc=TARGET_AUC.value,
       max_eval_examples=MAX_EVAL_EXAMPLES.value, seed=SEED.value,
       output_dir=OUTPUT_DIR.value,
-      clients_per_group=CLIENTS_PER_GROUP.value)
+      clients_per_group=CLIENTS_PER_GROUP.value,
+      rounds_per_call=ROUNDS_PER_CALL.value)

@@ -159,6 +159,7 @@ def run_experiment(
     output_dir: str,
     progress: Optional[bool] = None,
     clients_per_group: int = grouping.AUTO,
+    rounds_per_call: int = 1,
 ) -> ExperimentResult:
   """Runs the CelebA smile scenarios; writes metrics, plot and tables.
 
@@ -192,6 +193,8 @@ def run_experiment(
     progress: Progress bars (`None`: on terminals only).
     clients_per_group: Clients per CLIENTS member (`--clients_per_group`;
       0: one group per core, 1: per client); the same results.
+    rounds_per_call: Rounds in one TFF call (`--rounds_per_call`); the same
+      results.
 
   Returns:
     An `ExperimentResult`.
@@ -214,7 +217,8 @@ def run_experiment(
       examples_per_client=examples_per_client, eval_every=eval_every,
       target_auc=target_auc, seed=seed, output_dir=output_dir,
       progress=progress, with_diagnostics=with_diagnostics,
-      clients_per_group=clients_per_group, extra_config=dict(
+      clients_per_group=clients_per_group, rounds_per_call=rounds_per_call,
+      extra_config=dict(
           hidden_units=list(hidden_units),
           raw_clients_per_client=raw_clients_per_client,
           database=celeba.database_path(cache_dir),

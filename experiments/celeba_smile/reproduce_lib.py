@@ -105,11 +105,13 @@ def run_key(scenario: str, seed: int, with_diagnostics: bool,
   """What a finished run must share with a request to be reused.
 
   Everything that changes its numbers: the `run_experiment` arguments (not
-  where it writes, its progress bars or the target AUC, which the report
-  applies to the rows) and the database's size and modification time.
+  where it writes, its progress bars, its rounds per TFF call or the target
+  AUC, which the report applies to the rows) and the database's size and
+  modification time.
   """
   key = {k: v for k, v in kwargs.items()
-         if k not in ('output_dir', 'progress', 'target_auc')}
+         if k not in ('output_dir', 'progress', 'rounds_per_call',
+                      'target_auc')}
   database = celeba.database_path(kwargs.get('cache_dir'))
   stat = os.stat(database) if os.path.exists(database) else None
   key.update(scenario=scenario, seed=seed, with_diagnostics=with_diagnostics,

@@ -250,10 +250,12 @@ def run_scenario(
     output_dir: str,
     hparams: dict[str, Any],
     clients_per_group: int = 1,
+    rounds_per_call: int = 1,
 ) -> tuple[list[records.MetricsRow], records.ScenarioSummary]:
   """Trains one scenario with the shared runner, evaluating periodically.
 
-  `clients_per_group` as in `scenario_process` and `round_functions`.
+  `clients_per_group` as in `scenario_process` and `round_functions`;
+  `rounds_per_call` as in `tff_mixed.run_training` (the same numbers).
 
   The run lives under `output_dir/{checkpoints,results,logdir}/<scenario>`,
   so an interrupted comparison resumes where it stopped; rows are read back
@@ -285,7 +287,7 @@ def run_scenario(
       hparams=dict(hparams, scenario=scenario),
       rounds_per_checkpoint=max(1, rounds // 5), evaluation_fn=evaluation_fn,
       rounds_per_evaluation=eval_every, progress=progress,
-      round_end_fn=round_end_fn)
+      round_end_fn=round_end_fn, rounds_per_call=rounds_per_call)
   rows = records.read_rows(scenario, result.metrics_path, initial, seconds)
   summary = records.summarize(
       rows, rounds=rounds, target_auc=target_auc,
@@ -325,13 +327,14 @@ def _check_compare_arguments(task: ComparisonTask, *, rounds,
                              client_batch_size, client_lr,
                              central_batch_size, examples_per_client,
                              eval_every, target_auc, seed, output_dir,
-                             clients_per_group) -> None:
+                             clients_per_group, rounds_per_call) -> None:
   """Raises TypeError or ValueError for an argument `compare` cannot take."""
   for name, value in (('rounds', rounds),
                       ('clients_per_round', clients_per_round),
                       ('client_steps', client_steps),
                       ('client_batch_size', client_batch_size),
-                      ('eval_every', eval_every)):
+                      ('eval_every', eval_every),
+                      ('rounds_per_call', rounds_per_call)):
     check_int(name, value)
   check_int('seed', seed, minimum=0)
   check_int('clients_per_group', clients_per_group, minimum=0)
@@ -394,6 +397,7 @@ def compare(
     with_diagnostics: bool = False,
     extra_config: Optional[dict[str, Any]] = None,
     clients_per_group: int = grouping.AUTO,
+    rounds_per_call: int = 1,
 ) -> ComparisonResult:
   """Runs the scenarios on any `ComparisonTask`; writes metrics, plot, table.
 
@@ -429,6 +433,10 @@ def compare(
       0 one group per core, 1 per client,
       more: groups of that size; the results are the same. A task without
       `client_groups_fn` runs per client.
+    rounds_per_call: Rounds in one TFF call between evaluations and
+      checkpoints (`--rounds_per_call`, `tff_mixed.run_training`): the same
+      numbers, faster where TFF's cost per call is a large share of a round.
+      Not part of a run's configuration: a run resumes with any value.
 
   Returns:
     A `ComparisonResult`.
@@ -444,7 +452,7 @@ def compare(
       client_lr=client_lr, central_batch_size=central_batch_size,
       examples_per_client=examples_per_client, eval_every=eval_every,
       target_auc=target_auc, seed=seed, output_dir=output_dir,
-      clients_per_group=clients_per_group)
+      clients_per_group=clients_per_group, rounds_per_call=rounds_per_call)
   # Held to the end: a second comparison here, even of other scenarios,
   # would overwrite this one's table, metrics, config and plot.
   with run_lock.claimed_output_directory(os.fspath(output_dir),
@@ -479,7 +487,7 @@ def compare(
           clients_per_round=clients_per_round, client_steps=client_steps,
           eval_every=eval_every, target_auc=target_auc, seed=seed,
           progress=progress, output_dir=output_dir,
-          clients_per_group=clients_per_group,
+          clients_per_group=clients_per_group, rounds_per_call=rounds_per_call,
           # What a resumed scenario must share with its checkpoints; more
           # rounds, other scenarios or evaluation settings may differ.
           hparams={k: v for k, v in config.items()

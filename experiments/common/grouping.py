@@ -11,13 +11,16 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""`--clients_per_group`: how every binary simulates a round's cohort.
+"""How every binary simulates its rounds: the flags that change speed only.
 
 By default the binaries run the fast simulation mode
 (`tff_mixed.simulation`): a round's cohort is split into one group
 of clients per core, each group trained in one TensorFlow computation, with
 the same results as one client per CLIENTS member. `--clients_per_group=1`
 gives that per-client path; any other value sets the group size.
+`--members_at_once` trains a group's members in lockstep, and
+`--rounds_per_call` runs several rounds in one TFF call between
+evaluations and checkpoints; neither changes a number.
 """
 
 from typing import Any, Optional
@@ -49,6 +52,19 @@ def define_members_at_once_flag() -> flags.FlagHolder:
       '`tff_mixed.simulation.lockstep`): 0 (default) the whole group; fewer '
       'take less memory. Same results.',
       lower_bound=0)
+
+
+def define_rounds_per_call_flag(detail: str = '') -> flags.FlagHolder:
+  """Defines `--rounds_per_call` (1: one round a TFF call); `detail`, a
+  sentence of the binary's own after the shared help."""
+  return flags.DEFINE_integer(
+      'rounds_per_call', 1,
+      ' '.join(filter(None, (
+          'Rounds run in one TFF call, the state staying in TFF\'s worker '
+          'between them (`tff_mixed.run_training`); a call ends at every '
+          'evaluation and checkpoint. Same results, faster where a round '
+          'is short. A run resumes with any value.', detail))),
+      lower_bound=1)
 
 
 def padded_groups(dataset_fn: Any, id_dtype: Any, *, num_batches: int,

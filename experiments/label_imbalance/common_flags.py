@@ -35,6 +35,7 @@ CLIENT_LR = shared_flags.define_client_lr_flag(
 NUM_CLIENTS = shared_flags.define_num_clients_flag(60)
 SEED = shared_flags.define_seed_flag(0)
 CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+ROUNDS_PER_CALL = grouping.define_rounds_per_call_flag()
 
 
 def values() -> dict:

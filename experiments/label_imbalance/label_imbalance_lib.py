@@ -91,6 +91,7 @@ def run_comparison(
     output_dir: str,
     progress: Optional[bool] = None,
     clients_per_group: int = grouping.AUTO,
+    rounds_per_call: int = 1,
 ) -> comparison.ComparisonResult:
   """Runs the scenarios on the digits task; writes metrics, plot and table.
 
@@ -124,7 +125,7 @@ def run_comparison(
       examples_per_client=examples_per_client, eval_every=eval_every,
       target_auc=target_auc, seed=seed, output_dir=output_dir,
       progress=progress, clients_per_group=clients_per_group,
-      extra_config=dict(
+      rounds_per_call=rounds_per_call, extra_config=dict(
           num_clients=num_clients, hidden_units=list(HIDDEN_UNITS)))
 
 

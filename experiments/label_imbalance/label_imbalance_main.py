@@ -109,6 +109,7 @@ def main(argv: Sequence[str]) -> None:
       eval_every=_flag_value(_EVAL_EVERY),
       target_auc=_TARGET_AUC.value,
       output_dir=_flag_value(_OUTPUT_DIR),
+      rounds_per_call=common_flags.ROUNDS_PER_CALL.value,
       **common_flags.values(),
   )
   print(result.table, end='', flush=True)

@@ -88,6 +88,7 @@ def train(
     round_end_fn=None,
     worker_addresses: Sequence[str] = (),
     clients_per_group: int = grouping.AUTO,
+    rounds_per_call: int = 1,
 ) -> tff_mixed.RunResult:
   """Trains one scenario of the digits label-imbalance task, resumably.
 
@@ -118,6 +119,9 @@ def train(
     clients_per_group: Clients per CLIENTS member (`--clients_per_group`;
       0: one group per core, 1: per client); adaptive DP trains per
       client.
+    rounds_per_call: Rounds in one TFF call (`--rounds_per_call`,
+      `tff_mixed.run_training`); the same numbers, and a run resumes with
+      any value.
 
   Returns:
     A `tff_mixed.RunResult`.
@@ -178,7 +182,7 @@ def train(
         hparams=hparams, rounds_per_checkpoint=rounds_per_checkpoint,
         evaluation_fn=evaluation_fn,
         rounds_per_evaluation=rounds_per_evaluation, progress=progress,
-        round_end_fn=round_end_fn)
+        round_end_fn=round_end_fn, rounds_per_call=rounds_per_call)
 
 
 def _hparams(task, *, scenario: str, clients_per_round: int,

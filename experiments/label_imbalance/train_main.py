@@ -85,6 +85,7 @@ def main(argv: Sequence[str]) -> None:
       rounds_per_evaluation=_ROUNDS_PER_EVALUATION.value,
       dp_noise_multiplier=_DP_NOISE_MULTIPLIER.value,
       dp_clip_norm=_DP_CLIP_NORM.value,
+      rounds_per_call=common_flags.ROUNDS_PER_CALL.value,
       **common_flags.values(),
   )
   last = result.history[-1] if result.history else {}

@@ -116,10 +116,12 @@ class ScenarioResult(NamedTuple):
 
 def run_scenario(scenario: str, data, config: config_lib.Config,
                  output_dir: str, progress: Optional[bool],
-                 with_diagnostics: bool, mean_keys: float) -> ScenarioResult:
+                 with_diagnostics: bool, mean_keys: float,
+                 rounds_per_call: int = 1) -> ScenarioResult:
   """Trains one scenario with the shared resumable runner.
 
   `mean_keys`: the paper's n (`process_lib.mean_distinct_keys`).
+  `rounds_per_call`: as in `tff_mixed.run_training` (the same numbers).
   `with_diagnostics` (a mixed scenario): report table 4's G~^2 and B~^2,
   broadcasting the whole table (see `build_process`).
   """
@@ -157,7 +159,7 @@ def run_scenario(scenario: str, data, config: config_lib.Config,
       # at S = 100, and a long run should lose minutes, not hours.
       rounds_per_checkpoint=max(1, min(config.rounds // 5, 50)),
       evaluation_fn=evaluation_fn, rounds_per_evaluation=config.eval_every,
-      progress=progress)
+      progress=progress, rounds_per_call=rounds_per_call)
   trained = config.rounds - result.resumed_from
   # Seconds per round trained in this run (evaluation included).
   train_seconds = time.perf_counter() - train_start
@@ -335,7 +337,8 @@ def run_experiment(ratings_file: str, *,
                    scenario_rounds: Optional[Mapping[str, int]] = None,
                    records_dir: Optional[str] = None,
                    command: str = '',
-                   with_diagnostics: bool = False) -> ExperimentResult:
+                   with_diagnostics: bool = False,
+                   rounds_per_call: int = 1) -> ExperimentResult:
   """Loads MovieLens, runs the scenarios, writes CSV, plot and tables.
 
   Args:
@@ -355,6 +358,9 @@ def run_experiment(ratings_file: str, *,
     command: The command line, for the records.
     with_diagnostics: Table 4's runs: report G~^2 and B~^2 (mixed
       scenarios only; they broadcast the whole table, `build_process`).
+    rounds_per_call: Rounds in one TFF call between evaluations and
+      checkpoints (`--rounds_per_call`, `tff_mixed.run_training`): the same
+      numbers; neither a record's settings nor a checkpoint's fingerprint.
 
   Raises:
     FileNotFoundError, ValueError: For a missing or malformed ratings file
@@ -430,7 +436,8 @@ def run_experiment(ratings_file: str, *,
         results.append(result_from_record(previous))
         continue
       result = run_scenario(scenario, data, scenario_config, output_dir,
-                            progress, with_diagnostics, mean_keys)
+                            progress, with_diagnostics, mean_keys,
+                            rounds_per_call=rounds_per_call)
       if records_dir is not None:
         records_lib.write_record(records_dir, _record(
             result, scenario_config, settings, previous, command))

@@ -161,6 +161,7 @@ _EVAL_EVERY = shared_flags.define_eval_every_flag(_DEFAULTS.eval_every)
 _MAX_EVAL_EXAMPLES = shared_flags.define_max_eval_examples_flag(None)
 _SEED = shared_flags.define_seed_flag(0)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
+_ROUNDS_PER_CALL = grouping.define_rounds_per_call_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _OUTPUT_DIR = shared_flags.define_output_dir_flag('outputs/movielens')
@@ -278,7 +279,7 @@ def main(argv: Sequence[str]) -> None:
       _RATINGS_FILE.value, scenarios=_SCENARIOS.value, config=config,
       output_dir=_OUTPUT_DIR.value, skip_malformed=_SKIP_MALFORMED.value,
       scenario_rounds=scenario_rounds, records_dir=records_dir,
-      command=command)
+      command=command, rounds_per_call=_ROUNDS_PER_CALL.value)
   if records_dir is None:
     results_lib.publish(
         result.table + '\n' + result.cost_table, result.files, _RESULTS,
@@ -296,7 +297,8 @@ def main(argv: Sequence[str]) -> None:
           output_dir=os.path.join(_OUTPUT_DIR.value, 'diagnostics'),
           skip_malformed=_SKIP_MALFORMED.value,
           records_dir=os.path.join(records_dir, 'diagnostics'),
-          command=results_lib.command_line(module), with_diagnostics=True)
+          command=results_lib.command_line(module), with_diagnostics=True,
+          rounds_per_call=_ROUNDS_PER_CALL.value)
     _report(records_dir, config.rounds, result, module)
   for section in _DROP_SECTIONS.value:
     if markdown_sections.remove_section(_RESULTS.markdown.value, section):

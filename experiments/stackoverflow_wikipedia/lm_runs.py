@@ -217,13 +217,13 @@ def _compose(scenario: str, data: lm_data.Data, config: lm_config.Config):
 
 def run_mixed_or_fl(scenario: str, data: lm_data.Data, config: lm_config.Config,
                     output_dir: str, progress: Optional[bool] = None,
-                    processes: Optional[dict[str, Any]] = None
-                   ) -> ScenarioResult:
+                    processes: Optional[dict[str, Any]] = None,
+                    rounds_per_call: int = 1) -> ScenarioResult:
   """FL-only or a mixed algorithm, with the resumable runner.
 
   `processes`: the processes built by earlier scenarios of the same run
   (`stackoverflow_wikipedia_lib.run_experiment`), reused; `None`: built
-  here.
+  here. `rounds_per_call`: as in `tff_mixed.run_training`.
   """
   process, client_ids = _composed(scenario, data, config, processes)
   hparams = _hparams(scenario, config)
@@ -235,7 +235,8 @@ def run_mixed_or_fl(scenario: str, data: lm_data.Data, config: lm_config.Config,
       rounds_per_checkpoint=max(1, config.rounds // 5),
       evaluation_fn=lambda weights: lm_data.evaluate_all(weights.trainable,
                                                          data),
-      rounds_per_evaluation=config.eval_every, progress=progress)
+      rounds_per_evaluation=config.eval_every, progress=progress,
+      rounds_per_call=rounds_per_call)
   trained = config.rounds - result.resumed_from
   seconds = time.perf_counter() - start
   per_round = seconds / trained if trained else float('nan')

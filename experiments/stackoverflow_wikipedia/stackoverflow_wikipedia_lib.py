@@ -108,12 +108,16 @@ def run_experiment(data: lm_data.Data, config: lm_config.Config, *,
                    scenarios: Sequence[str] = lm_config.SCENARIOS,
                    output_dir: str, progress: Optional[bool] = None,
                    on_result: Optional[
-                       Callable[[lm_runs.ScenarioResult], None]] = None
-                  ) -> ExperimentResult:
+                       Callable[[lm_runs.ScenarioResult], None]] = None,
+                   rounds_per_call: int = 1) -> ExperimentResult:
   """Runs the scenarios; writes the CSV, plot, table and config.
 
   `on_result`, if given, is called with each scenario's result as soon as it
   finishes (e.g. to record it before the next one starts).
+  `rounds_per_call`: FL-only's and the mixed algorithms' rounds in one TFF
+  call (`tff_mixed.run_training`): the same numbers, and neither a record's
+  settings nor a checkpoint's fingerprint. The oracle and the transfer
+  baselines step in Python.
 
   Raises:
     ValueError: For unknown scenarios or bad settings.
@@ -160,8 +164,9 @@ def run_experiment(data: lm_data.Data, config: lm_config.Config, *,
         results.append(lm_runs.run_sequential(scenario, data, config,
                                               output_dir, processes))
       else:
-        results.append(lm_runs.run_mixed_or_fl(scenario, data, config,
-                                               output_dir, progress, processes))
+        results.append(lm_runs.run_mixed_or_fl(
+            scenario, data, config, output_dir, progress, processes,
+            rounds_per_call=rounds_per_call))
       if on_result is not None:
         on_result(results[-1])
     table = format_table(results, config)

@@ -151,6 +151,7 @@ _EVAL_EVERY = shared_flags.define_eval_every_flag(_DEFAULTS.eval_every)
 _SEED = shared_flags.define_seed_flag(0)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
 _MEMBERS_AT_ONCE = grouping.define_members_at_once_flag()
+_ROUNDS_PER_CALL = grouping.define_rounds_per_call_flag()
 # Runs main on these TFF workers (cli.run); empty: the local runtime.
 _WORKER_ADDRESSES = cli.define_worker_addresses_flag()
 _OUTPUT_DIR = shared_flags.define_output_dir_flag(
@@ -263,7 +264,8 @@ def _run_and_record(data, config, records_dir: str) -> None:
       stackoverflow_wikipedia_lib.run_experiment(
           data, run_config, scenarios=todo, output_dir=output_dir,
           on_result=lambda r, c=run_config, d=diagnostics: _record(
-              records_dir, r, c, data.description, d))
+              records_dir, r, c, data.description, d),
+          rounds_per_call=_ROUNDS_PER_CALL.value)
 
 
 def _reproduction_section() -> str:
@@ -373,7 +375,8 @@ def main(argv: Sequence[str]) -> None:
     _publish_reproduction(_RECORDS_DIR.value)
     return
   result = stackoverflow_wikipedia_lib.run_experiment(
-      data, config, scenarios=_SCENARIOS.value, output_dir=_OUTPUT_DIR.value)
+      data, config, scenarios=_SCENARIOS.value, output_dir=_OUTPUT_DIR.value,
+      rounds_per_call=_ROUNDS_PER_CALL.value)
   results_lib.publish(
       result.table, result.files, _RESULTS,
       module='experiments.stackoverflow_wikipedia.stackoverflow_wikipedia_main',
