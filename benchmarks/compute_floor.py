@@ -56,6 +56,7 @@ arithmetic on other numbers. tests/round_time_test.py checks that floor
 rounds give the weights of rounds of each algorithm's TFF process.
 """
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -169,20 +170,29 @@ def initial_state(model: tff.learning.models.FunctionalModel,
       zeros_if(part.federated_gradient))
 
 
+def _clients_and_steps(x):
+  """The leading `[clients, K]` of the batches `x` (a structure)."""
+  shape = tf.shape(tf.nest.flatten(x)[0])
+  return shape[0], shape[1]
+
+
 def _mean_client_update(gradient_fn, trainable, x, y, learning_rate,
                         step_gradient):
   """The clients' mean of `x^(t) - x_i` after K SGD steps each.
 
   Clients hold equal numbers of examples, so FedAvg's example-weighted mean
   is the plain mean. They run one after another: the floor of the work,
-  which TFF's worker may spread over several threads.
+  which TFF's worker may spread over several threads. `x` and `y` may be
+  structures of arrays (a model whose inputs are several tensors), each
+  indexed `[client, step]`.
   """
-  num_clients = tf.shape(x)[0]
+  num_clients, num_steps = _clients_and_steps(x)
   total_update = tuple(tf.zeros_like(w) for w in trainable)
   for c in tf.range(num_clients):
     local = trainable
-    for k in tf.range(tf.shape(x)[1]):
-      gradient = step_gradient(gradient_fn(local, x[c, k], y[c, k]))
+    for k in tf.range(num_steps):
+      batch_x, batch_y = tf.nest.map_structure(lambda a: a[c, k], (x, y))
+      gradient = step_gradient(gradient_fn(local, batch_x, batch_y))
       local = tuple(w - learning_rate * g for w, g in zip(local, gradient))
     total_update = tuple(
         t + (w0 - w) for t, w0, w in zip(total_update, trainable, local))
@@ -207,7 +217,9 @@ def _central_steps(gradient_fn, trainable, central_x, central_y,
 
 def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
                           learning_rate: float,
-                          part: CentralPart = CentralPart()):
+                          part: CentralPart = CentralPart(),
+                          central_loss_fn: Optional[Callable[
+                              [Any, Any, Any], tf.Tensor]] = None):
   """The compute floor of an algorithm: one round as one plain `tf.function`.
 
   FedAvg's clients and server mean, and `part`'s central work (see the
@@ -219,12 +231,19 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
       central steps (the server and merge steps use 1).
     part: The algorithm's `CentralPart` (`central_part(name)`); the default
       is FedAvg's.
+    central_loss_fn: f_c on one central batch, `fn(trainable, central_x[s],
+      central_y[s]) -> loss`; `None`: the model's loss on the batch
+      (datacenter examples). A data-free f_c (a regularizer such as the
+      MovieLens spreadout) ignores its batches, which then only count the
+      central steps: give `central_x` and `central_y` any leading size
+      `part.num_central_batches(K_c)` (`np.zeros([n])`).
 
   Returns:
     A `tf.function` `(state, x, y, central_x, central_y) -> FloorState`,
     `state` a `FloorState` (`initial_state`), `x: float32[clients, K,
-    batch, ...]`, `y: float32[clients, K, batch, 1]`, and the round's
-    central batches `central_x: float32[batches, |B_c|, ...]`,
+    batch, ...]`, `y: float32[clients, K, batch, 1]` (or structures of
+    arrays indexed `[client, step]` alike, as the model takes), and the
+    round's central batches `central_x: float32[batches, |B_c|, ...]`,
     `central_y: float32[batches, |B_c|, 1]` (`part.num_central_batches(K_c)`
     of them; `None` when it is 0).
 
@@ -241,7 +260,21 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
       output = model.predict_on_batch((weights, non_trainable), x,
                                       training=True)
       loss = model.loss(output=output, label=y)
-    return tape.gradient(loss, weights)
+    # An embedding lookup's gradient comes as IndexedSlices; the SGD step
+    # on the table is dense, as the processes' client work takes it.
+    return tuple(tf.convert_to_tensor(g)
+                 for g in tape.gradient(loss, weights))
+
+  def central_gradient_fn(weights, x, y):
+    if central_loss_fn is None:
+      return gradient_fn(weights, x, y)
+    with tf.GradientTape() as tape:
+      tape.watch(weights)
+      loss = central_loss_fn(weights, x, y)
+    # A regularizer of some weights (the spreadout: the table alone) has
+    # zero gradient for the others.
+    return tuple(tf.convert_to_tensor(g) for g in tape.gradient(
+        loss, weights, unconnected_gradients=tf.UnconnectedGradients.ZERO))
 
   def mixed(gradient, gradient_weight, other, other_weight):
     # w_f g_i + w_c g~_c on clients, w_c g_c + w_f g~_f in central steps.
@@ -253,7 +286,7 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
     trainable = tuple(state.trainable)
     augmenting = None
     if part.augmenting_gradient == AT_MODEL:
-      augmenting = gradient_fn(trainable, central_x[0], central_y[0])
+      augmenting = central_gradient_fn(trainable, central_x[0], central_y[0])
     elif part.augmenting_gradient == PREVIOUS_ROUND_MEAN:
       augmenting = tuple(state.central_gradient)
     client_step = ((lambda g: g) if augmenting is None else
@@ -268,7 +301,8 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
       central_step = (
           (lambda g: g) if not part.federated_gradient else
           (lambda g: mixed(g, w_c, state.federated_gradient, w_f)))
-      x_c, mean_central = _central_steps(gradient_fn, trainable, central_x,
+      x_c, mean_central = _central_steps(central_gradient_fn, trainable,
+                                         central_x,
                                          central_y, learning_rate,
                                          central_step)
       # MERGEOPTIMIZER: SGD at learning rate 1 on the merged delta.
@@ -279,7 +313,7 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
     if part.federated_gradient:
       # Eq. 10: K SGD steps at eta moved the clients by eta K times their
       # mean step gradient `w_f g~_f + w_c g~_c`.
-      eta_k = learning_rate * tf.cast(tf.shape(x)[1], tf.float32)
+      eta_k = learning_rate * tf.cast(_clients_and_steps(x)[1], tf.float32)
       mean_step = tuple(u / eta_k for u in mean_update)
       if augmenting is not None:
         mean_step = tuple(m - w_c * a for m, a in zip(mean_step, augmenting))
@@ -433,10 +467,12 @@ class FloorRunner:
   """Runs rounds of an algorithm's floor from the model's initial weights."""
 
   def __init__(self, model: tff.learning.models.FunctionalModel,
-               learning_rate: float, part: CentralPart = CentralPart()):
+               learning_rate: float, part: CentralPart = CentralPart(),
+               central_loss_fn=None):
     # Traced on first call (and per cohort shape), as TFF compiles on first
     # call: the first round of each cohort includes tracing.
-    self._round_fn = build_algorithm_floor(model, learning_rate, part)
+    self._round_fn = build_algorithm_floor(model, learning_rate, part,
+                                           central_loss_fn)
     self._part = part
     self._initial = initial_state(model, part)
     self._state = self._initial
@@ -448,8 +484,9 @@ class FloorRunner:
     """Restarts from the initial weights, training on these batches.
 
     Args:
-      x: float32[clients, K, batch, ...], as `build_algorithm_floor` takes.
-      y: float32[clients, K, batch, 1].
+      x: float32[clients, K, batch, ...], as `build_algorithm_floor` takes
+        (or a structure of arrays).
+      y: float32[clients, K, batch, 1] (or a structure of arrays).
       central: `(central_x, central_y)` (`central_batches`), if the
         algorithm reads central batches.
 
@@ -462,7 +499,9 @@ class FloorRunner:
     central_x, central_y = ((None, None) if central is None else
                             (tf.constant(central[0]),
                              tf.constant(central[1])))
-    self._inputs = (tf.constant(x), tf.constant(y), central_x, central_y)
+    self._inputs = (tf.nest.map_structure(tf.constant, x),
+                    tf.nest.map_structure(tf.constant, y), central_x,
+                    central_y)
     self._state = self._initial
 
   @property

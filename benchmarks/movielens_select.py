@@ -11,12 +11,15 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-r"""Seconds per round of the movie task with federated_select vs broadcast.
+r"""Seconds per round of the movie task: federated_select, broadcast, floor.
 
-The same mixed FL algorithm (Parallel Training, 1-way GT) on the same
-clients, once sending each client only its rows of the embedding table
+The same mixed FL algorithm (Parallel Training, 1-way and 2-way GT) on the
+same clients, once sending each client only its rows of the embedding table
 (`embedding_selection`) and once broadcasting the whole table, plus the
-all-on-client baseline (TFF's FedAvg with the spreadout on every client).
+all-on-client baseline (TFF's FedAvg with the spreadout on every client);
+beside each, its compute floor from the same run: the round's arithmetic on
+the same clients' batches as one plain `tf.function`
+(`benchmarks/movielens_floor.py`).
 Each process runs per-client (one client per CLIENTS member, datasets built
 from id strings in TFF's worker) and grouped (`tff_mixed.ClientGroups`: one
 group per core by default; each group reads its members' data and, with
@@ -49,6 +52,7 @@ import numpy as np
 import tensorflow_federated as tff
 
 from benchmarks import benchmark_flags
+from benchmarks import movielens_floor
 from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.common import shared_flags
@@ -103,14 +107,34 @@ def _generated_ratings(path: str) -> str:
 
 def _time(process, client_ids_fn, rounds):
   state = process.initialize()
+
+  def run_round(round_num):
+    nonlocal state
+    state = process.next(state, client_ids_fn(round_num)).state
+
+  return _median_round(run_round, rounds)
+
+
+def _median_round(run_round, rounds):
+  """The median seconds of `run_round(1..rounds)`, the first untimed."""
   times = []
   for round_num in range(1, rounds + 1):
     start = time.perf_counter()
-    state = process.next(state, client_ids_fn(round_num)).state
+    run_round(round_num)
     times.append(time.perf_counter() - start)
     print(f'[movielens_select] round {round_num}: {times[-1]:.2f} s',
           file=sys.stderr, flush=True)
   return statistics.median(times[1:])
+
+
+def _time_floor(scenario, data, config, client_ids):
+  """The floor's median s/round on round 1's clients' batches."""
+  runner = movielens_floor.build_floor_runner(scenario, data.num_movies + 1,
+                                              config)
+  runner.set_clients(
+      *movielens_floor.client_batches(data, config, client_ids),
+      central=movielens_floor.central_inputs(scenario, config))
+  return _median_round(lambda _: runner.run_round(), _ROUNDS.value)
 
 
 def main(argv: Sequence[str]) -> None:
@@ -150,8 +174,11 @@ def main(argv: Sequence[str]) -> None:
 
   load_start = os.getloadavg()[0]
   timings = collections.OrderedDict()
+  floors = collections.OrderedDict()
   for scenario in (movielens_config.PARALLEL_TRAINING,
-                   movielens_config.ONE_WAY_GT, movielens_config.BASELINE):
+                   movielens_config.ONE_WAY_GT, movielens_config.TWO_WAY_GT,
+                   movielens_config.BASELINE):
+    floors[scenario] = _time_floor(scenario, data, config, client_ids_fn(1))
     for selected in ((True, False) if scenario != movielens_config.BASELINE
                      else (False,)):
       # Unselected: the same algorithm, broadcasting the whole table.
@@ -168,6 +195,7 @@ def main(argv: Sequence[str]) -> None:
       cost = communication.per_client_communication(inner)
       timings[name] = dict(
           seconds_per_round=_time(process, client_ids_fn, _ROUNDS.value),
+          floor_seconds_per_round=floors[scenario],
           down_bytes=cost.down_bytes, up_bytes=cost.up_bytes)
       if grouped:
         timings[name]['grouped_seconds_per_round'] = _time(
@@ -211,17 +239,29 @@ def main(argv: Sequence[str]) -> None:
       'no `select_fn` call per key. Same model and metrics either way. Bytes '
       'per client are the per-client process\'s, what a deployment moves: '
       'grouping changes how the simulation runs, not what a client sends.',
+      '* Compute floor (`benchmarks/movielens_floor.py`): the scenario\'s '
+      'round on round 1\'s clients\' batches as one plain `tf.function` '
+      '(no TFF, metrics, data reading or selection), the clients training '
+      'the whole table as the broadcast rows do; for the federated_select '
+      'rows it is an upper bound of their floor (a client\'s slice is '
+      'smaller). "x floor" is the mode the binary runs (grouped by '
+      'default) over the floor.',
       '* Reading: what `federated_select` saves is the bytes each client '
       'moves (and, against the baseline, the spreadout on every client).',
       '',
-      '| process | s/round per-client | s/round grouped | down KB | up KB |',
-      '|---|---:|---:|---:|---:|',
+      '| process | s/round per-client | s/round grouped | floor s/round | '
+      'x floor | down KB | up KB |',
+      '|---|---:|---:|---:|---:|---:|---:|',
   ]
+  ratios = {}
   for name, t in timings.items():
     grouped_s = t.get('grouped_seconds_per_round')
+    ratios[name] = ((t['seconds_per_round'] if grouped_s is None
+                     else grouped_s) / t['floor_seconds_per_round'])
     lines.append(
         f'| {name} | {t["seconds_per_round"]:.2f} | '
         + ('-' if grouped_s is None else f'{grouped_s:.2f}') + ' | '
+        f'{t["floor_seconds_per_round"]:.3f} | {ratios[name]:.1f} | '
         f'{t["down_bytes"] / 1e3:.1f} | {t["up_bytes"] / 1e3:.1f} |')
   speedups = [t['seconds_per_round'] / t['grouped_seconds_per_round']
               for t in timings.values() if 'grouped_seconds_per_round' in t]
@@ -230,6 +270,10 @@ def main(argv: Sequence[str]) -> None:
               'per-client / grouped seconds per round '
               f'{min(speedups):.1f}x-{max(speedups):.1f}x, the same bytes per '
               'client.']
+  lines += ['', f'**Against the compute floor at S = {clients_per_round}:** '
+            f'{min(ratios.values()):.1f}x-{max(ratios.values()):.1f}x '
+            f'({min(ratios, key=ratios.get)} to '
+            f'{max(ratios, key=ratios.get)}).']
   markdown = '\n'.join(lines)
   markdown_sections.write_section(_resolve(_OUTPUT_MARKDOWN.value),
                                   'movielens_select', markdown,
