@@ -200,6 +200,29 @@ def _mean_client_update(gradient_fn, trainable, x, y, learning_rate,
   return tuple(scale * t for t in total_update)
 
 
+def _mean_client_update_at_once(gradient_fn, trainable, x, y, learning_rate,
+                                step_gradient):
+  """`_mean_client_update` with every client's step k computed at once.
+
+  The clients' weights are stacked and each step's gradients taken by
+  `tf.vectorized_map` over the clients, as a lockstep group trains its
+  members (`tff_mixed.simulation.lockstep`): for a model of many small
+  operations (a GRU on batches of 8) one batched operation costs far less
+  than one per client, so this is that model's floor.
+  """
+  num_clients, num_steps = _clients_and_steps(x)
+  local = tuple(tf.repeat(w[tf.newaxis], num_clients, axis=0)
+                for w in trainable)
+  for k in tf.range(num_steps):
+    batch_x, batch_y = tf.nest.map_structure(lambda a: a[:, k], (x, y))
+    gradients = tf.vectorized_map(
+        lambda args: step_gradient(gradient_fn(*args)),
+        (local, batch_x, batch_y))
+    local = tuple(w - learning_rate * g for w, g in zip(local, gradients))
+  return tuple(tf.reduce_mean(w0[tf.newaxis] - w, axis=0)
+               for w0, w in zip(trainable, local))
+
+
 def _central_steps(gradient_fn, trainable, central_x, central_y,
                    learning_rate, step_gradient):
   """One SGD step per central batch from x^(t): `(x_c, mean g_c)`."""
@@ -219,7 +242,8 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
                           learning_rate: float,
                           part: CentralPart = CentralPart(),
                           central_loss_fn: Optional[Callable[
-                              [Any, Any, Any], tf.Tensor]] = None):
+                              [Any, Any, Any], tf.Tensor]] = None,
+                          clients_at_once: bool = False):
   """The compute floor of an algorithm: one round as one plain `tf.function`.
 
   FedAvg's clients and server mean, and `part`'s central work (see the
@@ -237,6 +261,10 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
       MovieLens spreadout) ignores its batches, which then only count the
       central steps: give `central_x` and `central_y` any leading size
       `part.num_central_batches(K_c)` (`np.zeros([n])`).
+    clients_at_once: Take every client's step k at once, vectorized over
+      the clients (`_mean_client_update_at_once`), instead of one client
+      after another: the floor of a model whose steps are many small
+      operations.
 
   Returns:
     A `tf.function` `(state, x, y, central_x, central_y) -> FloorState`,
@@ -291,8 +319,10 @@ def build_algorithm_floor(model: tff.learning.models.FunctionalModel,
       augmenting = tuple(state.central_gradient)
     client_step = ((lambda g: g) if augmenting is None else
                    (lambda g: mixed(g, w_f, augmenting, w_c)))
-    mean_update = _mean_client_update(gradient_fn, trainable, x, y,
-                                      learning_rate, client_step)
+    client_update = (_mean_client_update_at_once if clients_at_once
+                     else _mean_client_update)
+    mean_update = client_update(gradient_fn, trainable, x, y, learning_rate,
+                                client_step)
     # SERVEROPTIMIZER: SGD at learning rate 1 on the mean update.
     new = tuple(w - u for w, u in zip(trainable, mean_update))
     central_gradient = state.central_gradient
@@ -468,11 +498,11 @@ class FloorRunner:
 
   def __init__(self, model: tff.learning.models.FunctionalModel,
                learning_rate: float, part: CentralPart = CentralPart(),
-               central_loss_fn=None):
+               central_loss_fn=None, clients_at_once: bool = False):
     # Traced on first call (and per cohort shape), as TFF compiles on first
     # call: the first round of each cohort includes tracing.
     self._round_fn = build_algorithm_floor(model, learning_rate, part,
-                                           central_loss_fn)
+                                           central_loss_fn, clients_at_once)
     self._part = part
     self._initial = initial_state(model, part)
     self._state = self._initial

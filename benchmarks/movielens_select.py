@@ -36,10 +36,8 @@ from collections.abc import Sequence
 import datetime
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -53,6 +51,7 @@ import tensorflow_federated as tff
 
 from benchmarks import benchmark_flags
 from benchmarks import movielens_floor
+from benchmarks import round_timer
 from experiments.common import markdown_sections
 from experiments.common import results as results_lib
 from experiments.common import shared_flags
@@ -112,19 +111,7 @@ def _time(process, client_ids_fn, rounds):
     nonlocal state
     state = process.next(state, client_ids_fn(round_num)).state
 
-  return _median_round(run_round, rounds)
-
-
-def _median_round(run_round, rounds):
-  """The median seconds of `run_round(1..rounds)`, the first untimed."""
-  times = []
-  for round_num in range(1, rounds + 1):
-    start = time.perf_counter()
-    run_round(round_num)
-    times.append(time.perf_counter() - start)
-    print(f'[movielens_select] round {round_num}: {times[-1]:.2f} s',
-          file=sys.stderr, flush=True)
-  return statistics.median(times[1:])
+  return round_timer.median_round(run_round, rounds, 'movielens_select')
 
 
 def _time_floor(scenario, data, config, client_ids):
@@ -134,7 +121,8 @@ def _time_floor(scenario, data, config, client_ids):
   runner.set_clients(
       *movielens_floor.client_batches(data, config, client_ids),
       central=movielens_floor.central_inputs(scenario, config))
-  return _median_round(lambda _: runner.run_round(), _ROUNDS.value)
+  return round_timer.median_round(lambda _: runner.run_round(),
+                                  _ROUNDS.value, 'movielens_select floor')
 
 
 def main(argv: Sequence[str]) -> None:

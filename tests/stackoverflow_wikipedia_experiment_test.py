@@ -33,51 +33,13 @@ from experiments.stackoverflow_wikipedia import lm_config
 from experiments.stackoverflow_wikipedia import lm_data
 from experiments.stackoverflow_wikipedia import lm_records
 from experiments.stackoverflow_wikipedia import lm_runs
-from experiments.stackoverflow_wikipedia import posts_xml_lib
 from experiments.stackoverflow_wikipedia import stackoverflow_wikipedia_lib
 from tests import binary_runs
+from tests import lm_testing
 from tests import multi_round_testing
 from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.algorithms import registry
-from tff_mixed.tasks import text_corpus
-
-_WORDS = ('hops malt yeast lager stout ale brew barrel cask foam glass pint '
-          'bitter sweet sour dark pale').split()
-
-
-def _write_posts(path: str, num_users: int = 12, seed: int = 0) -> str:
-  """A Posts.xml: each user asks and answers a few posts, 2014-2017."""
-  rng = np.random.default_rng(seed)
-  rows, post_id = [], 1
-  for user in range(1, num_users + 1):
-    for _ in range(int(rng.integers(2, 5))):
-      body = ' '.join(rng.choice(_WORDS, int(rng.integers(8, 40))))
-      year = int(rng.integers(2014, 2018))
-      kind = int(rng.integers(1, 3))
-      title = f' Title="About {rng.choice(_WORDS)}"' if kind == 1 else ''
-      rows.append(
-          f'  <row Id="{post_id}" PostTypeId="{kind}" CreationDate="{year}-'
-          f'03-0{post_id % 9 + 1}T10:00:00.000" Score="1" Body="&lt;p&gt;'
-          f'{body}&lt;/p&gt;" OwnerUserId="{user}"{title} />')
-      post_id += 1
-  with open(path, 'w') as f:
-    f.write('<?xml version="1.0" encoding="utf-8"?>\n<posts>\n'
-            + '\n'.join(rows) + '\n</posts>\n')
-  return path
-
-
-def _write_wikitext(path: str, seed: int) -> str:
-  rng = np.random.default_rng(seed)
-  lines = ['']
-  for article in range(4):
-    lines += [f' = Article {article} = ', '']
-    for _ in range(3):
-      lines += [' ' + ' '.join(rng.choice(_WORDS, 30)) + ' 1 @,@ 000 . ', '']
-  with open(path, 'w') as f:
-    f.write('\n'.join(lines))
-  return path
-
 
 def _run(*args, timeout=900):
   return preloaded_python.run_module(
@@ -85,39 +47,11 @@ def _run(*args, timeout=900):
       *args, timeout=timeout)
 
 
-def _convert_posts(directory: str) -> str:
-  """Generated posts converted into `directory/so`; returns that path."""
-  cache_dir = os.path.join(directory, 'so')
-  posts_xml_lib.convert_posts(
-      _write_posts(os.path.join(directory, 'Posts.xml')), cache_dir,
-      test_cutoff='2017-01-01', heldout_fraction=0.2)
-  return cache_dir
-
-
-def _data_args(directory: str) -> list[str]:
-  """The binary's data flags: generated posts, WikiText-style files."""
-  texts = [_write_wikitext(os.path.join(directory, f'wiki.{n}.tokens'),
-                           seed=seed) for n, seed in (('valid', 1),
-                                                      ('test', 2))]
-  return [f'--cache_dir={_convert_posts(directory)}',
-          f'--central_train_text={texts[0]}',
-          f'--central_eval_text={texts[1]}']
-
-
 # A tiny model and cohort for the binary.
 _TINY_ARGS = ('--clients_per_round=2', '--client_steps=2',
               '--client_batch_size=2', '--central_batch_size=4',
               '--embedding_dim=4', '--gru_units=8', '--sequence_length=20',
               '--eval_every=1', '--max_eval_sequences=20')
-
-
-def _load_tiny(directory: str) -> lm_data.Data:
-  cache_dir = _convert_posts(directory)
-  texts = [text_corpus.read_text_files(_write_wikitext(
-      os.path.join(directory, f'wiki.{name}.tokens'), seed=seed))
-           for name, seed in (('valid', 1), ('test', 2))]
-  return lm_data.load_data(
-      cache_dir, *texts, sequence_length=20, max_eval_sequences=20)
 
 
 class GroupedEqualsPerClientTest(absltest.TestCase):
@@ -130,7 +64,7 @@ class GroupedEqualsPerClientTest(absltest.TestCase):
     # process converts the GRU's K local steps for `tf.vectorized_map`,
     # about 30 s a process on 2 cores.
     directory = temp_dirs.temp_dir(self)
-    data = _load_tiny(directory)
+    data = lm_testing.load_tiny(directory)
     config = lm_config.Config(
         rounds=2, switch_round=1, clients_per_round=5, client_steps=2,
         client_batch_size=2, central_batch_size=4,
@@ -179,7 +113,7 @@ class RoundsPerCallTest(absltest.TestCase):
     # 2 rounds, per client (the grouped GRU's conversion costs ~30 s a
     # process; multi-round over groups is proven in multi_round_test).
     directory = temp_dirs.temp_dir(self)
-    data = _load_tiny(directory)
+    data = lm_testing.load_tiny(directory)
     config = lm_config.Config(
         rounds=10, clients_per_round=3, client_steps=2, client_batch_size=2,
         central_batch_size=4, one_way_central_batch_size=8, embedding_dim=4,
@@ -208,7 +142,7 @@ class OracleTest(absltest.TestCase):
 
   def test_an_oracle_round_is_k_clipped_steps_on_the_pooled_batches(self):
     directory = temp_dirs.temp_dir(self)
-    data = _load_tiny(directory)
+    data = lm_testing.load_tiny(directory)
     config = _TINY._replace(rounds=1)
     result = lm_runs.run_sequential(lm_config.ORACLE, data, config,
                                     os.path.join(directory, 'out'))
@@ -246,7 +180,7 @@ class OracleTest(absltest.TestCase):
 
   def test_an_interrupted_oracle_resumes_to_the_same_numbers(self):
     directory = temp_dirs.temp_dir(self)
-    data = _load_tiny(directory)
+    data = lm_testing.load_tiny(directory)
     whole = lm_runs.run_sequential(lm_config.ORACLE, data, _TINY,
                                    os.path.join(directory, 'whole'))
     parts = os.path.join(directory, 'parts')
@@ -275,11 +209,11 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
   def test_two_round_smoke_run_of_every_scenario(self):
     directory = temp_dirs.temp_dir(self)
-    cache_dir = _convert_posts(directory)
-    train_text = _write_wikitext(os.path.join(directory, 'wiki.valid.tokens'),
-                                 seed=1)
-    eval_text = _write_wikitext(os.path.join(directory, 'wiki.test.tokens'),
-                                seed=2)
+    cache_dir = lm_testing.convert_posts(directory)
+    train_text = lm_testing.write_wikitext(
+        os.path.join(directory, 'wiki.valid.tokens'), seed=1)
+    eval_text = lm_testing.write_wikitext(
+        os.path.join(directory, 'wiki.test.tokens'), seed=2)
     output_dir = os.path.join(directory, 'out')
     results = os.path.join(directory, 'RESULTS.md')
     run = _run(f'--cache_dir={cache_dir}', f'--central_train_text={train_text}',
@@ -317,7 +251,7 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
 
   def test_records_resume_skip_and_report(self):
     directory = temp_dirs.temp_dir(self)
-    data_args = _data_args(directory)
+    data_args = lm_testing.data_args(directory)
     records_dir = os.path.join(directory, 'records')
     results = os.path.join(directory, 'RESULTS.md')
     plot = os.path.join(directory, 'docs', 'accuracy.png')
@@ -378,7 +312,7 @@ class StackOverflowWikipediaBinaryTest(absltest.TestCase):
   def test_advise_rounds_then_stop_or_continue(self):
     directory = temp_dirs.temp_dir(self)
     # `--advise_rounds`: the PT probe at the run's settings, the advice.
-    args = [*_data_args(directory), '--rounds=1', *_TINY_ARGS,
+    args = [*lm_testing.data_args(directory), '--rounds=1', *_TINY_ARGS,
             '--client_lr=0.5', '--one_way_central_batch_size=8',
             '--advise_rounds=2']
     output_dir = os.path.join(directory, 'out')

@@ -119,7 +119,7 @@ def build_process(scenario: str, data: lm_data.Data, config: lm_config.Config,
       client_groups=client_groups)
 
 
-def _dataset_fn(scenario: str, data: lm_data.Data, config: lm_config.Config):
+def dataset_fn(scenario: str, data: lm_data.Data, config: lm_config.Config):
   """A client's round dataset from its id (FedAvg: exactly K batches)."""
   fedavg = scenario == lm_config.FL_ONLY or scenario in lm_config.TRANSFER
   return task_lib.client_dataset_fn(
@@ -143,7 +143,7 @@ def client_groups_for(scenario: str, data: lm_data.Data,
   # Every member's K batches, its dataset's in their order, padded rows
   # carrying no loss (padding targets), so the group trains in lockstep.
   return grouping.padded_groups(
-      _dataset_fn(scenario, data, config), np.str_,
+      dataset_fn(scenario, data, config), np.str_,
       num_batches=config.client_steps,
       batch_size=config.client_batch_size,
       members_at_once=config.members_at_once)
@@ -171,7 +171,7 @@ class ScenarioResult(NamedTuple):
   metrics_path: str = ''
 
 
-def _client_ids_fn(data: lm_data.Data, config: lm_config.Config, grouped: bool):
+def client_ids_fn(data: lm_data.Data, config: lm_config.Config, grouped: bool):
   """`fn(round_num)`: the round's ids (`'<round>|<client>'`), grouped or
   one per CLIENTS member."""
   sample = tff.simulation.build_uniform_sampling_fn(
@@ -200,19 +200,22 @@ def _composed(scenario: str, data: lm_data.Data, config: lm_config.Config,
   if processes is None:
     processes = {}
   if algorithm not in processes:
-    processes[algorithm] = _compose(algorithm, data, config)
+    processes[algorithm] = compose(algorithm, data, config)
   return processes[algorithm]
 
 
-def _compose(scenario: str, data: lm_data.Data, config: lm_config.Config):
+def compose(scenario: str, data: lm_data.Data, config: lm_config.Config):
+  """`(process on client ids, its client ids fn)` of `scenario` as the
+  binary runs it: in groups, or per client with the datasets built in
+  TFF's worker (benchmarks/lm_rounds.py times it)."""
   groups = client_groups_for(scenario, data, config)
   process = build_process(scenario, data, config, client_groups=groups)
   if groups is None:
     process = (
         tff.simulation.compose_dataset_computation_with_learning_process(
-            tff.tensorflow.computation(_dataset_fn(scenario, data, config),
+            tff.tensorflow.computation(dataset_fn(scenario, data, config),
                                        np.str_), process))
-  return process, _client_ids_fn(data, config, grouped=groups is not None)
+  return process, client_ids_fn(data, config, grouped=groups is not None)
 
 
 def run_mixed_or_fl(scenario: str, data: lm_data.Data, config: lm_config.Config,
