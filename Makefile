@@ -5,7 +5,7 @@ RUN := scripts/with_worker_cleanup.sh
 # pytest processes for `make test`: one per core, at most 4; 0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-movielens-1m-lambda results-movielens-1m-lambda-003 results-lm lm-sites-data results-lm-sites carry-lm-sites benchmark-lm-s100 results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 results-hybrid-cifar10-transferred cifar10-data test bazel-test benchmark benchmark-results-celeba benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens benchmark-lm clean
+.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-movielens-1m-lambda results-movielens-1m-lambda-003 results-movielens-1m-lambda-001 results-lm lm-sites-data results-lm-sites carry-lm-sites benchmark-lm-s100 results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 results-hybrid-cifar10-transferred cifar10-data test bazel-test benchmark benchmark-results-celeba benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens benchmark-lm clean
 
 # Creates or reuses the virtualenv at .venv (scripts/setup_venv.sh).
 venv:
@@ -145,6 +145,10 @@ results-movielens-1m-lambda: venv
 # The same at lambda 0.03, between 0.001 and 0.1 (experiments/README.md says why).
 results-movielens-1m-lambda-003: venv
 	$(call ML1M_AT_LAMBDA,0.03,movielens_1m_lambda_003,results-movielens-1m-lambda-003)
+
+# The same at lambda 0.01, between 0.001 and 0.03 (experiments/README.md says why).
+results-movielens-1m-lambda-001: venv
+	$(call ML1M_AT_LAMBDA,0.01,movielens_1m_lambda_001,results-movielens-1m-lambda-001)
 
 # Stack Overflow + Wikipedia character LM (arXiv:2205.13655, section 4.2)
 
