@@ -120,12 +120,13 @@ FLOOR_PARTS = {
 }
 
 
-def central_part(algorithm: str) -> CentralPart:
-  """The `CentralPart` of the floor of `algorithm` (a registry name)."""
+def central_part(algorithm: str, **weights: float) -> CentralPart:
+  """The `CentralPart` of the floor of `algorithm` (a registry name);
+  `weights`: `federated_weight` and `central_weight` other than 0.5."""
   if algorithm not in FLOOR_PARTS:
     raise ValueError(f'No compute floor for algorithm {algorithm!r}; there '
                      f'are floors for {list(FLOOR_PARTS)}.')
-  return FLOOR_PARTS[algorithm]
+  return FLOOR_PARTS[algorithm]._replace(**weights)
 
 
 def _check_part(part: CentralPart) -> None:

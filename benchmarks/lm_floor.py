@@ -49,8 +49,8 @@ def _part(scenario: str, config: lm_config.Config) -> compute_floor.CentralPart:
   if scenario not in ALGORITHMS:
     raise ValueError(f'No LM floor for {scenario!r}; there are floors for '
                      f'{list(ALGORITHMS)}.')
-  return compute_floor.central_part(ALGORITHMS[scenario])._replace(
-      federated_weight=config.federated_weight,
+  return compute_floor.central_part(
+      ALGORITHMS[scenario], federated_weight=config.federated_weight,
       central_weight=config.central_weight)
 
 

@@ -71,8 +71,8 @@ def build_floor_runner(scenario: str, num_rows: int,
             num_rows, hinge_weight=config.federated_weight,
             spreadout_weight=config.central_weight,
             **config_lib.model_kwargs(config)), learning_rate)
-  part = compute_floor.central_part(ALGORITHMS[scenario])._replace(
-      federated_weight=config.federated_weight,
+  part = compute_floor.central_part(
+      ALGORITHMS[scenario], federated_weight=config.federated_weight,
       central_weight=config.central_weight)
   spreadout = dual_encoder.build_spreadout_loss_fn(config.spreadout_form,
                                                    config.spreadout_lambda)
