@@ -143,6 +143,13 @@ def _record(inputs, scenario, stats):
               **stats)
 
 
+def _write(records_dir, record):
+  """Keeps `record` as the run that made it would."""
+  return bgd_inputs_lib.kept_or_made(
+      records_dir, (record['inputs'], record['scenario'], record['seed']),
+      record['settings'], record['rounds'], lambda: record)
+
+
 class SectionTest(absltest.TestCase):
 
   def test_round_statistics_and_section(self):
@@ -165,10 +172,9 @@ class SectionTest(absltest.TestCase):
     self.assertEqual(standardized['median_b2'], 1.2)
 
     records_dir = os.path.join(d, 'records')
-    bgd_inputs_lib.write_record(records_dir, _record(
+    _write(records_dir, _record(
         'standardized', 'parallel_training', standardized))
-    bgd_inputs_lib.write_record(records_dir, _record(
-        'default', 'parallel_training', default))
+    _write(records_dir, _record('default', 'parallel_training', default))
     records = bgd_inputs_lib.read_records(records_dir)
     self.assertEqual([r['inputs'] for r in records],
                      ['default', 'standardized'])
@@ -191,18 +197,35 @@ class SectionTest(absltest.TestCase):
     record = _record('default', 'two_way_gt', dict(
         first_round=10, last_round=100, num_rounds=91, max_g2=1.0,
         median_g2=1.0, max_b2=3.0, median_b2=3.0, negative_fraction=1.0))
-    path = bgd_inputs_lib.record_path(records_dir, 'default', 'two_way_gt',
-                                      record['seed'])
     settings = record['settings']
-    self.assertFalse(bgd_inputs_lib.kept_record(path, settings, 100))
-    bgd_inputs_lib.write_record(records_dir, record)
-    self.assertTrue(bgd_inputs_lib.kept_record(path, dict(settings),
-                                               record['rounds']))
+    key = ('default', 'two_way_gt', record['seed'])
+    made = []
+
+    def make():
+      made.append(record)
+      return record
+
+    self.assertEqual(bgd_inputs_lib.kept_or_made(
+        records_dir, key, settings, record['rounds'], make), record)
+    self.assertLen(made, 1)
+    self.assertEqual(bgd_inputs_lib.kept_or_made(
+        records_dir, key, dict(settings), record['rounds'], make), record)
+    self.assertLen(made, 1)
     with self.assertRaisesRegex(ValueError, r'other settings \(client_lr'):
-      bgd_inputs_lib.kept_record(path, dict(settings, client_lr=0.1),
-                                 record['rounds'])
+      bgd_inputs_lib.kept_or_made(records_dir, key,
+                                  dict(settings, client_lr=0.1),
+                                  record['rounds'], make)
     with self.assertRaisesRegex(ValueError, r'other settings \(rounds'):
-      bgd_inputs_lib.kept_record(path, settings, record['rounds'] + 1)
+      bgd_inputs_lib.kept_or_made(records_dir, key, settings,
+                                  record['rounds'] + 1, make)
+    self.assertLen(made, 1)
+    # A record made that is off is refused before it is written.
+    off = dict(record, inputs='other')
+    with self.assertRaisesRegex(ValueError, 'inputs'):
+      bgd_inputs_lib.kept_or_made(records_dir, ('other', 'two_way_gt', 0),
+                                  settings, record['rounds'], lambda: off)
+    self.assertFalse(os.path.exists(os.path.join(
+        records_dir, 'other_two_way_gt_seed0.json')))
 
   def test_bad_records_are_refused(self):
     d = temp_dirs.temp_dir(self)

@@ -166,8 +166,7 @@ class ResumeTest(absltest.TestCase):
     with mock.patch.object(hybrid_runs, 'run_method', run_method):
       for c in (config, config._replace(client_lr=0.1)):
         hybrid_records.kept_run(
-            os.path.join(out, f'fedbuff_{c.client_lr}.json'),
-            hybrid_config.FEDBUFF, self.data, c, 1, self.cache,
+            out, f'fedbuff_{c.client_lr}', hybrid_config.FEDBUFF, self.data, c, 1, self.cache,
             checkpoint_dir=checkpoints)
     self.assertLen(seen, 2)
     self.assertNotEqual(os.path.basename(seen[0]).split('-')[-1],
@@ -382,9 +381,8 @@ class ReportTest(absltest.TestCase):
     earlier_config = _TINY_CONFIG._replace(
         feddle_search_optimizer='adam', feddle_search_lr=1e-5)
     key = hybrid_records.run_key(hybrid_config.FEDDLE_ID, setting, 0)
-    hybrid_records._save_run(
-        os.path.join(runs_dir, key + '.json'),
-        hybrid_records.run_fingerprint(earlier_config, 'd',
+    hybrid_records.save_run(
+        runs_dir, key, hybrid_records.run_fingerprint(earlier_config, 'd',
                                        hybrid_config.FEDDLE_ID),
         hybrid_runs.MethodRun(_rows('feddle_id', 0.1, 5.0, 0, [0.2] * 6), [],
                               {}))
@@ -578,7 +576,7 @@ class ReportTest(absltest.TestCase):
         json.dump(dict(fingerprint=self._old_record(kept_config, method),
                        diagnostics=[], notes={}, rows=rows), f)
       return hybrid_records.load_run(
-          path, hybrid_records.run_fingerprint(want_config, 'd', method))
+          d, method, hybrid_records.run_fingerprint(want_config, 'd', method))
 
     for method in (hybrid_config.FEDASYNC, hybrid_config.FEDDF_ID,
                    hybrid_config.FEDDF_OOD):

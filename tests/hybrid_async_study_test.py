@@ -164,7 +164,7 @@ class RunStudyTest(absltest.TestCase):
       kept['config']['client_lr'] = 0.5
       with open(path, 'w') as f:
         json.dump(kept, f)
-      with self.assertRaisesRegex(ValueError, 'another configuration'):
+      with self.assertRaisesRegex(ValueError, 'other settings'):
         study.run_study(None, variants, settings, [0], d, base=_BASE)
 
 

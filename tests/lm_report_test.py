@@ -240,7 +240,7 @@ class RecordsTest(absltest.TestCase):
     lm_records.write_record(self.dir, _paper_like()['oracle'])
     with open(os.path.join(self.dir, 'oracle.csv'), 'w') as f:
       f.write('round,x\n1,2\n')
-    with self.assertRaisesRegex(ValueError, 'oracle.json is unreadable'):
+    with self.assertRaisesRegex(ValueError, 'oracle.json cannot be read'):
       lm_records.read_records(self.dir)
 
 

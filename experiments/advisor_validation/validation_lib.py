@@ -33,15 +33,13 @@ metric's column; a file with a `scenario` column (a comparison's combined
 
 import csv
 import glob
-import json
 import math
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
-from tff_mixed.training import reports as reports_lib
+from experiments.common import run_store
 
 ALGORITHMS = ('parallel_training', 'one_way_gt', 'two_way_gt')
 LABELS = {'parallel_training': 'PT', 'one_way_gt': '1-way GT',
@@ -259,13 +257,14 @@ def outcome(record: Validation) -> Outcome:
                             or recommendation in tied))
 
 
+def _store(records_dir: str) -> run_store.RecordStore:
+  return run_store.RecordStore(records_dir, run_store.INDENTED,
+                               'delete it and rerun its task')
+
+
 def write_record(records_dir: str, record: Validation) -> str:
   """Writes `<records_dir>/<task>.json` atomically; returns its path."""
-  reports_lib.make_directory(records_dir, 'records directory')
-  path = os.path.join(records_dir, record.task + '.json')
-  reports_lib.atomic_write_text(
-      path, json.dumps(record._asdict(), indent=2, sort_keys=True) + '\n')
-  return path
+  return _store(records_dir).write(record.task, record._asdict())
 
 
 def read_records(records_dir: str) -> list[Validation]:
@@ -274,19 +273,14 @@ def read_records(records_dir: str) -> list[Validation]:
   Raises:
     ValueError: Naming a record that cannot be read.
   """
-  if not os.path.isdir(records_dir):
-    return []
+  store = _store(records_dir)
   records = []
-  for name in sorted(os.listdir(records_dir)):
-    if not name.endswith('.json'):
-      continue
-    path = os.path.join(records_dir, name)
+  for name, fields in store.read_all().items():
     try:
-      with open(path) as f:
-        records.append(Validation(**json.load(f)))
-    except (OSError, ValueError, TypeError) as e:
-      raise ValueError(f'The advice validation record {path} cannot be read'
-                       f': {e}. Delete it and rerun its task.') from e
+      records.append(Validation(**fields))
+    except TypeError as e:
+      raise ValueError(f'{store.path(name)} cannot be read ({e}); '
+                       f'{store.remedy}.') from None
   return records
 
 

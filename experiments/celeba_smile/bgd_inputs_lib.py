@@ -32,15 +32,13 @@ these metrics. `section_markdown` writes the RESULTS.md section from the
 records; `bgd_inputs_main` makes them.
 """
 
-from collections.abc import Mapping, Sequence
-import json
+from collections.abc import Callable, Mapping, Sequence
 import os
 import statistics
 from typing import Any
 
 from experiments.common import bgd_diagnostics
-from experiments.common import run_records
-from tff_mixed.training import reports as reports_lib
+from experiments.common import run_store
 
 DEFAULT = 'default'
 STANDARDIZED = 'standardized'
@@ -130,52 +128,42 @@ def round_statistics(metrics_path: str,
       negative_fraction=sum(b > NEGATIVE_B2 for b in b2) / len(b2))
 
 
-def record_path(records_dir: str, inputs: str, scenario: str,
-                seed: int) -> str:
-  return os.path.join(records_dir, f'{inputs}_{scenario}_seed{seed}.json')
+def record_name(inputs: str, scenario: str, seed: int) -> str:
+  return f'{inputs}_{scenario}_seed{seed}'
 
 
-def _load(path: str) -> dict[str, Any]:
-  """The record at `path`; a ValueError naming it if it is not JSON."""
-  try:
-    with open(path) as f:
-      return json.load(f)
-  except ValueError as e:
-    raise ValueError(f'{path} is not JSON: {e}') from None
+def store(records_dir: str) -> run_store.RecordStore:
+  """The records of `records_dir`."""
+  return run_store.RecordStore(records_dir, run_store.INDENTED,
+                               'remove it or pass another --records_dir')
 
 
-def kept_record(path: str, settings: Mapping[str, Any], rounds: int) -> bool:
-  """Whether the run of `path` is kept: `False` if there is no record, `True`
-  if its record was made with `settings` and `rounds`.
+def _settings_and_rounds(record: Mapping[str, Any]) -> dict[str, Any]:
+  return dict(record.get('settings', {}), rounds=record.get('rounds'))
+
+
+def kept_or_made(records_dir: str, record_key: tuple[str, str, int],
+                 settings: Mapping[str, Any], rounds: int,
+                 make: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+  """The record of `record_key` (inputs, scenario, seed): read back if it
+  was made with `settings` and `rounds`, else made (`make()`: its fields)
+  and written.
 
   Raises:
     ValueError: If the record there was made otherwise (naming what
-      differs), rather than passing it off as this run's.
+      differs), rather than passing it off as this run's; or if a record
+      made is off (`check_record`).
   """
-  if not os.path.exists(path):
-    return False
-  record = _load(path)
-  kept = dict(record.get('settings', {}), rounds=record.get('rounds'))
-  wanted = json.loads(json.dumps(dict(settings, rounds=rounds)))
-  differ = run_records.differing_settings(kept, wanted)
-  if differ:
-    raise ValueError(
-        f'{path} was made with other settings ({", ".join(differ)}: '
-        f'{[kept.get(k) for k in differ]} there, '
-        f'{[wanted.get(k) for k in differ]} now); remove it or pass another '
-        '--records_dir.')
-  return True
 
+  def checked():
+    record = make()
+    check_record(record, 'record')
+    return record
 
-def write_record(records_dir: str, record: Mapping[str, Any]) -> str:
-  """Writes one record (`_FIELDS` and provenance); returns its path."""
-  check_record(record, 'record')
-  reports_lib.make_directory(records_dir, '--records_dir')
-  path = record_path(records_dir, record['inputs'], record['scenario'],
-                     record['seed'])
-  reports_lib.atomic_write_text(path, json.dumps(dict(record), indent=2,
-                                                 sort_keys=True) + '\n')
-  return path
+  return run_store.kept_or_made(
+      store(records_dir), record_name(*record_key),
+      dict(settings, rounds=rounds), checked,
+      settings_of=_settings_and_rounds)
 
 
 def check_record(record: Mapping[str, Any], where: str) -> None:
@@ -197,13 +185,11 @@ def read_records(records_dir: str) -> list[dict[str, Any]]:
   """Every record of `records_dir` (sorted by inputs, scenario, seed)."""
   if not os.path.isdir(records_dir):
     raise ValueError(f'--records_dir {records_dir} is not a directory.')
+  kept = store(records_dir)
   records = []
-  for name in sorted(os.listdir(records_dir)):
-    if not name.endswith('.json'):
-      continue
-    path = os.path.join(records_dir, name)
-    record = _load(path)
-    check_record(record, path)
+  for name in kept.names():
+    record = kept.read(name)
+    check_record(record, kept.path(name))
     records.append(record)
   order = {s: i for i, s in enumerate(_LABELS)}
   return sorted(records, key=lambda r: (INPUTS.index(r['inputs']),

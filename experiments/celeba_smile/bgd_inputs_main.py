@@ -78,31 +78,29 @@ def _choices(flag, allowed: Sequence[str]) -> list[str]:
 
 def _run(inputs: str, scenario: str, seed: int, kwargs: dict,
          settings: dict, provenance: dict) -> None:
-  """One diagnostics run and its record."""
-  path = bgd_inputs_lib.record_path(_RECORDS_DIR.value, inputs, scenario,
-                                    seed)
-  if bgd_inputs_lib.kept_record(path, settings, kwargs['rounds']):
-    logging.info('%s: kept, not rerun.', path)
-    return
-  start = time.perf_counter()
-  result = celeba_smile_lib.run_experiment(
-      scenarios=[scenario], seed=seed, with_diagnostics=True,
-      client_steps=reproduce_lib.DIAGNOSTIC_CLIENT_STEPS,
-      central_batch_size=reproduce_lib.PAPER_CENTRAL_BATCH_SIZES[scenario],
-      standardize_inputs=inputs == bgd_inputs_lib.STANDARDIZED,
-      output_dir=os.path.join(kwargs['output_dir'], inputs, scenario,
-                              f'seed{seed}'),
-      **{k: v for k, v in kwargs.items() if k != 'output_dir'})
-  (summary,) = result.comparison.summaries
-  record = dict(
-      inputs=inputs, scenario=scenario, seed=seed, rounds=kwargs['rounds'],
-      settings=settings,
-      data_description=result.data_description
-      + (f'; {_DATA_NOTE.value}' if _DATA_NOTE.value else ''),
-      seconds=round(time.perf_counter() - start, 1),
-      **provenance, **bgd_inputs_lib.round_statistics(summary.metrics_path))
-  logging.info('Wrote %s', bgd_inputs_lib.write_record(_RECORDS_DIR.value,
-                                                       record))
+  """One diagnostics run's record: kept, or run and written."""
+
+  def make():
+    start = time.perf_counter()
+    result = celeba_smile_lib.run_experiment(
+        scenarios=[scenario], seed=seed, with_diagnostics=True,
+        client_steps=reproduce_lib.DIAGNOSTIC_CLIENT_STEPS,
+        central_batch_size=reproduce_lib.PAPER_CENTRAL_BATCH_SIZES[scenario],
+        standardize_inputs=inputs == bgd_inputs_lib.STANDARDIZED,
+        output_dir=os.path.join(kwargs['output_dir'], inputs, scenario,
+                                f'seed{seed}'),
+        **{k: v for k, v in kwargs.items() if k != 'output_dir'})
+    (summary,) = result.comparison.summaries
+    return dict(
+        inputs=inputs, scenario=scenario, seed=seed, rounds=kwargs['rounds'],
+        settings=settings,
+        data_description=result.data_description
+        + (f'; {_DATA_NOTE.value}' if _DATA_NOTE.value else ''),
+        seconds=round(time.perf_counter() - start, 1),
+        **provenance, **bgd_inputs_lib.round_statistics(summary.metrics_path))
+
+  bgd_inputs_lib.kept_or_made(_RECORDS_DIR.value, (inputs, scenario, seed),
+                              settings, kwargs['rounds'], make)
 
 
 def main(argv: Sequence[str]) -> None:

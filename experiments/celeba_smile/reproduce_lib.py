@@ -35,10 +35,10 @@ from absl import logging
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.common import cli
 from experiments.common import records as records_lib
+from experiments.common import run_store
 from experiments.common import scenarios as scenarios_lib
 from experiments.common import tables
 from tff_mixed.tasks import celeba_smile as celeba
-from tff_mixed.training import reports as reports_lib
 
 PT = scenarios_lib.PARALLEL_TRAINING
 ONE_WAY_GT = scenarios_lib.ONE_WAY_GT
@@ -46,7 +46,9 @@ TWO_WAY_GT = scenarios_lib.TWO_WAY_GT
 # The paper's three mixed FL algorithms (figure 1a); Example Transfer is our
 # reference point, outside its claims.
 MIXED = (PT, ONE_WAY_GT, TWO_WAY_GT)
-RUN_FILE = 'run.json'
+_RUN_NAME = 'run'
+RUN_FILE = _RUN_NAME + run_store.JSON_SUFFIX
+_RUN_LAYOUT = run_store.Layout(sort_keys=False)
 # Table 6: |B_c| = 1000 for 1-way GT, 500 for PT and 2-way GT. Given
 # explicitly, not by the K S |B_i| rule, so that a smaller cohort (S capped
 # at the number of clients) keeps the paper's central batches.
@@ -120,14 +122,17 @@ def run_key(scenario: str, seed: int, with_diagnostics: bool,
   return json.loads(json.dumps(key, default=list))  # Tuples as lists.
 
 
+def _store(run_dir: str) -> run_store.RecordStore:
+  return run_store.RecordStore(run_dir, _RUN_LAYOUT,
+                               'delete it to run the scenario again')
+
+
 def _load_run(run_dir: str, key: dict[str, Any]) -> Optional[RunRecord]:
   """The finished run in `run_dir`, if it was made with `key`."""
-  try:
-    with open(os.path.join(run_dir, RUN_FILE)) as f:
-      saved = json.load(f)
-  except (OSError, ValueError):
-    return None
-  if saved.get('key') != key:
+  saved = run_store.kept(_store(run_dir), _RUN_NAME, key,
+                         settings_of=lambda fields: fields['key'],
+                         on_differs=run_store.REPLACE)
+  if saved is None:
     return None
   diagnostics = saved.get('diagnostics')
   return RunRecord(
@@ -180,8 +185,7 @@ def run_one(scenario: str, seed: int, *, output_dir: str,
       resumed=any(math.isnan(r.seconds) for r in rows[1:]),
       data_description=result.data_description,
       diagnostics=diagnostics and diagnostics._asdict())
-  reports_lib.atomic_write_text(os.path.join(run_dir, RUN_FILE),
-                                json.dumps(saved, indent=2) + '\n')
+  _store(run_dir).write(_RUN_NAME, saved)
   return _load_run(run_dir, key)
 
 

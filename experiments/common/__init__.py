@@ -16,7 +16,7 @@
 Comparisons of scenarios (`scenarios`, `comparison`, `records`, `grouping`),
 their tables and plots (`tables`, `plots`), the RESULTS.md bookkeeping
 (`results`: generated sections; `claims`: a paper's claims beside our
-numbers; `run_records`: a finished scenario's committed record), the
+numbers), every study's kept runs and committed records (`run_store`), the
 advisor's probe run (`advising`), table 4's (G, B)-BGD estimates read back
 from a run (`bgd_diagnostics`), the binaries' entry point (`cli`) and the
 flags several binaries take, each defined once (`shared_flags`).

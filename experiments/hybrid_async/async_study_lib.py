@@ -39,8 +39,6 @@ rebuilt from every record there.
 """
 
 from collections.abc import Mapping, Sequence
-import json
-import os
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -309,8 +307,7 @@ def run_study(data_fn, variants: Sequence[Variant],
   A variant without delays runs once per alpha and seed: its record stands
   in for every delay level. Kept records are reused if their configuration
   matches and run again if they are outdated
-  (`hybrid_records.kept_config_status`), else a ValueError names the
-  record.
+  (`hybrid_records.kept_config`), else a ValueError names the record.
   """
   reports_lib.make_directory(records_dir, 'records directory')
   cache = {}
@@ -320,26 +317,16 @@ def run_study(data_fn, variants: Sequence[Variant],
       for variant in variants:
         if not variant.delayed and setting.delay_std != settings[0].delay_std:
           continue
-        path = os.path.join(records_dir,
-                            record_name(variant.name, setting, seed) + '.json')
+        name = record_name(variant.name, setting, seed)
         want = hybrid_records.config_record(
             config_of(variant, base, setting), variant.method)
-        if os.path.exists(path):
-          with open(path) as f:
-            kept = json.load(f)
-          status = hybrid_records.kept_config_status(kept['config'], want)
-          if status == hybrid_records.DIFFERS:
-            raise ValueError(f'{path} was made with another configuration; '
-                             'move it away to rerun.')
-          if status == hybrid_records.MATCHES:
-            continue
-          print(f'{path} was made before its method changed: run again.',
-                flush=True)
+        if hybrid_records.kept_config(records_dir, name, want) is not None:
+          continue
         if setting.alpha not in data_of_alpha:
           data_of_alpha[setting.alpha] = data_fn(seed, setting.alpha)
         record = run_variant(variant, data_of_alpha[setting.alpha], base,
                              setting, seed, cache)
-        reports_lib.atomic_write_text(path, json.dumps(record._asdict()))
+        hybrid_records.keep_record(records_dir, name, record)
         final = hybrid_tables.final_metric(_rows(record))
         print(f'{variant.name} {setting.label} seed {seed}: '
               f'{100 * final:.1f}%', flush=True)

@@ -38,8 +38,6 @@ Every run is a small JSON record; the section is rebuilt from them.
 """
 
 from collections.abc import Callable, Mapping, Sequence
-import json
-import os
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -256,23 +254,20 @@ def run_study(data_fn, config: hybrid_config.Config,
   for seed in seeds:
     data_of_alpha = {}
     for setting in settings:
-      path = os.path.join(records_dir, record_name(setting, seed) + '.json')
+      name = record_name(setting, seed)
       want = hybrid_records.config_record(
           config._replace(alpha=setting.alpha, delay_std=setting.delay_std),
           hybrid_config.FEDDLE_ID)
-      if os.path.exists(path):
-        with open(path) as f:
-          kept = json.load(f)
-        if not hybrid_records.kept_config_matches(kept['config'], want):
-          raise ValueError(f'{path} was made with another configuration; '
-                           'move it away to rerun.')
+      # Feddle's behaviour never changed: a record of another
+      # configuration is an error, never outdated.
+      if hybrid_records.kept_config(records_dir, name, want) is not None:
         continue
       if setting.alpha not in data_of_alpha:
         data_of_alpha[setting.alpha] = data_fn(seed, setting.alpha)
       print(f'feddle_id {setting.label} seed {seed}', flush=True)
       record = run_probed(data_of_alpha[setting.alpha], config,
                           finetune_config, setting, seed, probe_every, cache)
-      reports_lib.atomic_write_text(path, json.dumps(record._asdict()))
+      hybrid_records.keep_record(records_dir, name, record)
   return read_records(records_dir)
 
 

@@ -24,13 +24,13 @@ Pure Python over JSON records.
 
 from collections.abc import Mapping, Sequence
 import glob
-import json
 import os
 from typing import Optional
 
 import numpy as np
 
 from experiments.hybrid_async import hybrid_config
+from experiments.hybrid_async import hybrid_records
 from experiments.hybrid_async import hybrid_runs
 from experiments.hybrid_async import hybrid_tables
 from experiments.hybrid_async import tune_lib
@@ -39,11 +39,13 @@ from experiments.hybrid_async import tune_lib
 def kept_rows(runs_dir: str) -> list[hybrid_runs.RunRow]:
   """Every row of the runs kept in `runs_dir` (`hybrid_async_main
   --runs_dir`), whatever their configuration."""
-  rows = []
-  for path in sorted(glob.glob(os.path.join(runs_dir, '*.json'))):
-    with open(path) as f:
-      rows += [hybrid_runs.RunRow(**r) for r in json.load(f)['rows']]
-  return rows
+  return [row for run in _kept_runs(runs_dir) for row in run]
+
+
+def _kept_runs(runs_dir: str) -> list[list[hybrid_runs.RunRow]]:
+  """The rows of each run kept in `runs_dir`, by name."""
+  return [[hybrid_runs.RunRow(**r) for r in fields['rows']]
+          for fields in hybrid_records.store(runs_dir).read_all().values()]
 
 
 def point_scores(tuning_dir: str, method: str) -> dict[str, float]:
@@ -52,11 +54,8 @@ def point_scores(tuning_dir: str, method: str) -> dict[str, float]:
   scores = {}
   for point in sorted(glob.glob(os.path.join(
       tuning_dir, tune_lib.POINTS_DIR, method, '*'))):
-    finals = []
-    for path in sorted(glob.glob(os.path.join(point, '*.json'))):
-      with open(path) as f:
-        finals.append(hybrid_tables.final_metric(
-            [hybrid_runs.RunRow(**r) for r in json.load(f)['rows']]))
+    finals = [hybrid_tables.final_metric(rows)
+              for rows in _kept_runs(point)]
     if finals:
       scores[os.path.basename(point)] = 100 * float(np.mean(finals))
   return scores
@@ -77,12 +76,13 @@ def columns(labels: Sequence[str]) -> str:
 def validation_size(tuning_dir: str, method: str) -> int:
   """The validation split's size the search's runs of `method` were scored
   on (their fingerprint), 0 if none is kept."""
-  paths = sorted(glob.glob(os.path.join(
-      tuning_dir, tune_lib.POINTS_DIR, method, '*', '*.json')))
   fingerprint = {}
-  if paths:
-    with open(paths[0]) as f:
-      fingerprint = json.load(f).get('fingerprint', {})
+  for point in sorted(glob.glob(os.path.join(
+      tuning_dir, tune_lib.POINTS_DIR, method, '*'))):
+    runs = hybrid_records.store(point)
+    if runs.names():
+      fingerprint = runs.read(runs.names()[0]).get('fingerprint', {})
+      break
   return int(fingerprint.get('validation_size', 0))
 
 

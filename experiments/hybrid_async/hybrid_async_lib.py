@@ -171,16 +171,16 @@ def run_experiment(data_fn: Callable[[int, float], hybrid_config.Data],
           if key in done:
             continue  # A delay-free method, run for an earlier delay.
           done.add(key)
-          path = os.path.join(runs_dir, key + '.json')
           run_config = hybrid_methods.method_config(c, method, overrides)
           if report_only:
-            run = hybrid_records.load_run(path, hybrid_records.run_fingerprint(
-                run_config, data.description, method))
+            run = hybrid_records.load_run(
+                runs_dir, key, hybrid_records.run_fingerprint(
+                    run_config, data.description, method))
             if run is None:
               continue
           else:
             run = hybrid_records.kept_run(
-                path, method, data, run_config, seed, cache,
+                runs_dir, key, method, data, run_config, seed, cache,
                 clients_per_group, os.path.join(output_dir, CHECKPOINTS_DIR))
           rows.extend(run.rows)
           diagnostics.extend(dict(d, method=method, alpha=setting.alpha,

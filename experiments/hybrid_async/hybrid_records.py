@@ -28,10 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 import hashlib
 import json
 import os
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from absl import logging
 
+from experiments.common import run_store
 from experiments.hybrid_async import hybrid_config
 from experiments.hybrid_async import hybrid_runs
 from tff_mixed.asynchronous import simulation
@@ -47,11 +48,18 @@ from tff_mixed.training import reports as reports_lib
 #   feddf_teachers: FedDF distilled every arrival since its last
 #     distillation, once a round, where it now distills each merge's buffer.
 FEDDF_TEACHERS = 'merged_buffer'
-_BEHAVIOUR_BEFORE = {
+BEHAVIOUR_BEFORE = {
     'fedasync_staleness_unit': staleness.ROUNDS,
     'feddf_teachers': 'arrivals_since_distillation',
 }
-MATCHES, OUTDATED, DIFFERS = 'matches', 'outdated', 'differs'
+# A kept run is one line; a study's record (the asynchronous study's,
+# Feddle span's) one line without a newline.
+LAYOUT = run_store.ONE_LINE
+STUDY_LAYOUT = run_store.BARE_LINE
+# An earlier protocol's rows (`save_earlier_runs`).
+EARLIER_LAYOUT = run_store.Layout(indent=1)
+MATCHES, OUTDATED, DIFFERS = (run_store.MATCHES, run_store.OUTDATED,
+                              run_store.DIFFERS)
 
 
 def method_fields(fields: dict[str, Any], method: str) -> dict[str, Any]:
@@ -80,32 +88,39 @@ def kept_config_status(kept: dict[str, Any], want: dict[str, Any],
   """MATCHES, OUTDATED or DIFFERS: a kept record's config against `want`.
 
   A behaviour field `want` has and the record lacks is read as the
-  behaviour before it (`_BEHAVIOUR_BEFORE`); a record that differs there
+  behaviour before it (`BEHAVIOUR_BEFORE`); a record that differs there
   is OUTDATED, whatever else differs (e.g. values a new search selected):
   older code made it, so it is run again. Compared on the fields the record
   knows (fields added to `Config` later keep the earlier behaviour by
   default), or, with `every_field`, on the fields of either.
   """
-  differing = differing_fields(kept, want, every_field)
-  if not differing:
-    return MATCHES
-  predated = set(_BEHAVIOUR_BEFORE) & set(want) - set(kept)
-  return OUTDATED if differing & predated else DIFFERS
+  return run_store.settings_status(kept, want, every_field=every_field,
+                                   behaviour_before=BEHAVIOUR_BEFORE)[0]
 
 
-def differing_fields(kept: dict[str, Any], want: dict[str, Any],
-                     every_field: bool = False) -> set[str]:
-  """The fields where a kept record's config, its behaviour fields read
-  as in `kept_config_status`, differs from `want`."""
-  filled = dict(kept, **{k: v for k, v in _BEHAVIOUR_BEFORE.items()
-                         if k in want and k not in kept})
-  keys = set(filled) | set(want) if every_field else set(filled)
-  return {k for k in keys if filled.get(k) != want.get(k)}
+def store(records_dir: str, layout: run_store.Layout = LAYOUT
+          ) -> run_store.RecordStore:
+  """The kept records of `records_dir`: kept runs (one line each), or with
+  `layout` the studies' records."""
+  return run_store.RecordStore(
+      records_dir, layout,
+      'use a new --output_dir, or remove it to run it again')
 
 
-def kept_config_matches(kept: dict[str, Any], want: dict[str, Any]) -> bool:
-  """Whether a kept record's config is `want` (`kept_config_status`)."""
-  return kept_config_status(kept, want) == MATCHES
+def kept_config(records_dir: str, name: str, want: dict[str, Any],
+                every_field: bool = False) -> Optional[dict[str, Any]]:
+  """The study record `name` (its config under `config`) if it was made
+  with `want`; None if there is none or it is outdated
+  (`kept_config_status`: run it again); a ValueError if it differs."""
+  return run_store.kept(store(records_dir, STUDY_LAYOUT), name, want,
+                        settings_of=lambda fields: fields['config'],
+                        every_field=every_field,
+                        behaviour_before=BEHAVIOUR_BEFORE)
+
+
+def keep_record(records_dir: str, name: str, record: NamedTuple) -> None:
+  """Writes a study's `record` (its config under `config`) as `name`."""
+  store(records_dir, STUDY_LAYOUT).write(name, record._asdict())
 
 
 def read_records(records_dir: str, record_type: Callable[..., Any],
@@ -113,17 +128,14 @@ def read_records(records_dir: str, record_type: Callable[..., Any],
   """Every `*.json` record in `records_dir` as `record_type(**fields)`,
   by file name (none if the directory does not exist); a ValueError names
   a file that is not a `kind` record."""
-  if not os.path.isdir(records_dir):
-    return []
+  records_store = store(records_dir)
   records = []
-  for name in sorted(os.listdir(records_dir)):
-    if name.endswith('.json'):
-      with open(os.path.join(records_dir, name)) as f:
-        try:
-          records.append(record_type(**json.load(f)))
-        except (ValueError, TypeError) as e:
-          raise ValueError(f'{name} in {records_dir} is not a {kind} '
-                           f'record: {e}') from None
+  for name in records_store.names():
+    try:
+      records.append(record_type(**records_store.read(name)))
+    except TypeError as e:
+      raise ValueError(f'{name}.json in {records_dir} is not a {kind} '
+                       f'record: {e}') from None
   return records
 
 
@@ -163,12 +175,12 @@ def key_digest(key: Mapping[str, Any]) -> str:
                         ).hexdigest()[:16]
 
 
-def kept_run(path: str, method: str, data: hybrid_config.Data,
-             config: hybrid_config.Config, seed: int, cache: dict,
-             clients_per_group: int = simulation.AUTO,
+def kept_run(runs_dir: str, key: str, method: str,
+             data: hybrid_config.Data, config: hybrid_config.Config,
+             seed: int, cache: dict, clients_per_group: int = simulation.AUTO,
              checkpoint_dir: Optional[str] = None) -> hybrid_runs.MethodRun:
-  """`hybrid_runs.run_method`'s run, kept at `path`: read back if it is
-  there (made with the same config and data), else run and saved.
+  """`hybrid_runs.run_method`'s run, kept in `runs_dir` as `key`: read back
+  if it is there (made with the same config and data), else run and saved.
 
   With `checkpoint_dir`, a run not kept yet saves its state there after
   every round, in a file named after the run and a digest of its
@@ -177,64 +189,55 @@ def kept_run(path: str, method: str, data: hybrid_config.Data,
   The file is removed once the run is kept.
 
   Raises:
-    ValueError: If `path` holds a run made with another configuration, or
-      is unreadable.
+    ValueError: If `runs_dir` holds a run `key` made with another
+      configuration, or unreadable.
   """
   fingerprint = run_fingerprint(config, data.description, method)
   label = hybrid_config.Setting(config.alpha, config.delay_std).label
-  run = load_run(path, fingerprint)
-  if run is None:
-    logging.info('%s: %s, seed %d', label, method, seed)
-    checkpoint = None
-    if checkpoint_dir:
-      checkpoint = os.path.join(
-          reports_lib.make_directory(checkpoint_dir, 'checkpoint directory'),
-          f'{os.path.splitext(os.path.basename(path))[0]}-'
-          f'{key_digest(fingerprint)}.pkl')
-    run = hybrid_runs.run_method(method, data, config, seed, cache,
-                                 clients_per_group,
-                                 checkpoint_path=checkpoint)
-    _save_run(path, fingerprint, run)
-    if checkpoint and os.path.exists(checkpoint):
-      os.remove(checkpoint)
-  else:
+  run = load_run(runs_dir, key, fingerprint)
+  if run is not None:
     logging.info('%s: %s, seed %d: kept run', label, method, seed)
+    return run
+  logging.info('%s: %s, seed %d', label, method, seed)
+  checkpoint = None
+  if checkpoint_dir:
+    checkpoint = os.path.join(
+        reports_lib.make_directory(checkpoint_dir, 'checkpoint directory'),
+        f'{key}-{key_digest(fingerprint)}.pkl')
+  run = hybrid_runs.run_method(method, data, config, seed, cache,
+                               clients_per_group, checkpoint_path=checkpoint)
+  save_run(runs_dir, key, fingerprint, run)
+  if checkpoint and os.path.exists(checkpoint):
+    os.remove(checkpoint)
   return run
 
 
-def _save_run(path: str, fingerprint: dict[str, Any],
-              run: hybrid_runs.MethodRun) -> None:
-  reports_lib.atomic_write_text(path, json.dumps(dict(
+def save_run(runs_dir: str, key: str, fingerprint: dict[str, Any],
+             run: hybrid_runs.MethodRun) -> None:
+  """Keeps `run`, made with `fingerprint`, in `runs_dir` as `key`."""
+  store(runs_dir).write(key, dict(
       fingerprint=fingerprint, rows=[r._asdict() for r in run.rows],
-      diagnostics=run.diagnostics, notes=run.notes)) + '\n')
+      diagnostics=run.diagnostics, notes=run.notes))
 
 
-def load_run(path: str, fingerprint: dict[str, Any]
+def load_run(runs_dir: str, key: str, fingerprint: dict[str, Any]
              ) -> Optional[hybrid_runs.MethodRun]:
-  """A kept run, None if there is none or it is outdated (made before its
-  method's behaviour changed: `kept_config_status`); an error if its config
-  differs."""
-  if not os.path.exists(path):
+  """The run kept in `runs_dir` as `key`; None if there is none or it is
+  outdated (made before its method's behaviour changed:
+  `kept_config_status`); an error if its config differs."""
+  runs = store(runs_dir)
+  kept = run_store.kept(runs, key, fingerprint,
+                        settings_of=lambda fields: fields['fingerprint'],
+                        behaviour_before=BEHAVIOUR_BEFORE)
+  if kept is None:
     return None
   try:
-    with open(path) as f:
-      kept = json.load(f)
-    rows = [hybrid_runs.RunRow(**r) for r in kept['rows']]
-  except (ValueError, KeyError, TypeError) as e:
-    raise ValueError(f'Kept run {path!r} is unreadable ({e}); remove it to '
-                     'run it again.') from e
-  status = kept_config_status(kept['fingerprint'], fingerprint,
-                              every_field=True)
-  if status == OUTDATED:
-    logging.info('%s was made before its method changed: run again.', path)
-    return None
-  if status == DIFFERS:
-    differing = sorted(differing_fields(kept['fingerprint'], fingerprint,
-                                        every_field=True))
-    raise ValueError(
-        f'{path!r} was run with other settings ({", ".join(differing)}); '
-        'use a new --output_dir, or remove its runs/ to start over.')
-  return hybrid_runs.MethodRun(rows, kept['diagnostics'], kept['notes'])
+    return hybrid_runs.MethodRun([hybrid_runs.RunRow(**r)
+                                  for r in kept['rows']],
+                                 kept['diagnostics'], kept['notes'])
+  except (KeyError, TypeError) as e:
+    raise ValueError(f'{runs.path(key)} cannot be read ({e}); '
+                     f'{runs.remedy}.') from None
 
 
 # What `save_earlier_runs` keeps of a method's records before they are run
@@ -267,16 +270,17 @@ def save_earlier_runs(runs_dir: str, methods: Sequence[str],
     How many records were kept.
   """
   rows, fields, count = [], {}, 0
-  for name in sorted(os.listdir(runs_dir)):
+  runs = store(runs_dir)
+  for name in runs.names():
     method = method_of_record(name, methods)
-    if method is None or not name.endswith('.json'):
+    if method is None:
       continue
-    with open(os.path.join(runs_dir, name)) as f:
-      kept = json.load(f)
+    kept = runs.read(name)
     rows += kept['rows']
     fields.setdefault(method, {k: kept['fingerprint'].get(k)
                                for k in EARLIER_FIELDS})
     count += 1
-  reports_lib.atomic_write_text(path, json.dumps(
-      dict(rows=rows, fields=fields), indent=1, sort_keys=True) + '\n')
+  directory, name = os.path.split(os.path.splitext(path)[0])
+  run_store.RecordStore(directory, EARLIER_LAYOUT).write(
+      name, dict(rows=rows, fields=fields))
   return count

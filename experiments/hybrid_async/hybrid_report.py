@@ -162,7 +162,7 @@ def results_markdown(result: hybrid_async_lib.ExperimentResult,
       f'* Machine: {machine}.',
       f'* Data (seed {result.seeds[0]}, first setting): '
       f'{result.description}.',
-      f'* Settings (the columns): '
+      '* Settings (the columns): '
       + ', '.join(s.label for s in settings) + '; seeds '
       f'{list(result.seeds)} (each draws the split, the initial model, the '
       'sampling and the delays).',

@@ -247,9 +247,7 @@ def tune(data_fn: Callable[[int, float], hybrid_config.Data],
           c = base._replace(alpha=setting.alpha, delay_std=setting.delay_std,
                             **values)
           run = hybrid_records.kept_run(
-              os.path.join(
-                  run_dir,
-                  hybrid_records.run_key(method, setting, seed) + '.json'),
+              run_dir, hybrid_records.run_key(method, setting, seed),
               method, data_of[(seed, setting.alpha)], c, seed, cache,
               clients_per_group)
           finals.append(hybrid_tables.final_metric(run.rows))

@@ -30,7 +30,7 @@ import numpy as np
 
 from experiments.common import bgd_diagnostics
 from experiments.common import claims as claims_lib
-from experiments.common import run_records
+from experiments.common import run_store
 from experiments.movielens import movielens_config
 from experiments.movielens import movielens_records as records_lib
 from experiments.movielens import movielens_reference
@@ -366,8 +366,8 @@ def reference_mismatches(records: Sequence[Record],
   for name, reference in references._asdict().items():
     if reference is None:
       continue
-    keys = [k for k in run_records.differing_settings(settings,
-                                                      reference.settings)
+    keys = [k for k in run_store.differing_settings(settings,
+                                                    reference.settings)
             if k in settings and k in reference.settings]
     if keys:
       found[name] = keys

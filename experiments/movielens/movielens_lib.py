@@ -52,7 +52,6 @@ measured on the per-client process: what one client of a deployment
 receives and sends.
 """
 
-import collections
 from collections.abc import Mapping, Sequence
 import csv
 import json

@@ -42,14 +42,12 @@ with the cited forms, remove the old records (they stay in git's history)
 or pass another records directory.
 """
 
-import json
 import math
 import os
 from typing import Any, NamedTuple, Optional
 
-from experiments.common import run_records
+from experiments.common import run_store
 from experiments.movielens import movielens_config as config_lib
-from tff_mixed.training import reports as reports_lib
 
 METRICS_SUFFIX = '_metrics.csv'
 METRICS_COLUMNS = ('round', 'recall_at_10', 'hinge_loss')
@@ -117,18 +115,27 @@ class ScenarioRecord(NamedTuple):
   diagnostics: Optional[dict[str, Any]] = None
 
 
+# repr: the shortest text that reads back as the same float.
+LAYOUT = run_store.Layout(metrics_suffix=METRICS_SUFFIX,
+                          columns=METRICS_COLUMNS,
+                          format_value=lambda value: repr(float(value)))
+_REMEDY = 'delete it and its metrics to run the scenario again'
+
+
+def _store(records_dir: str) -> run_store.RecordStore:
+  return run_store.RecordStore(records_dir, LAYOUT, _REMEDY)
+
+
 def paths(records_dir: str, scenario: str) -> tuple[str, str]:
   """`(json_path, metrics_path)` of a scenario's record."""
-  return run_records.paths(records_dir, scenario, METRICS_SUFFIX)
+  store = _store(records_dir)
+  return store.path(scenario), store.metrics_path(scenario)
 
 
 def write_record(records_dir: str, record: ScenarioRecord) -> None:
   """Writes the record's two files (each atomically; the CSV first, so a
   JSON summary never names rows that are not there)."""
-  # repr: the shortest text that reads back as the same float.
-  run_records.write(records_dir, record.scenario, record, METRICS_COLUMNS,
-                    lambda value: repr(float(value)), METRICS_SUFFIX,
-                    sort_keys=True)
+  _store(records_dir).write(record.scenario, record._asdict())
 
 
 def read_record(records_dir: str, scenario: str) -> Optional[ScenarioRecord]:
@@ -138,15 +145,16 @@ def read_record(records_dir: str, scenario: str) -> Optional[ScenarioRecord]:
     ValueError: For a record that exists but cannot be read (the message
       names the file): a damaged record is not silently retrained over.
   """
-  json_path, metrics_path = paths(records_dir, scenario)
-  if not os.path.exists(json_path):
+  store = _store(records_dir)
+  fields = store.read(scenario)
+  if fields is None:
     return None
+  json_path = store.path(scenario)
   try:
-    record = run_records.read(json_path, ScenarioRecord, METRICS_COLUMNS)
-  except (OSError, ValueError, TypeError, KeyError) as e:
-    raise ValueError(f'The MovieLens record {json_path} (with '
-                     f'{metrics_path}) cannot be read: {e}. Delete both '
-                     'files to run the scenario again.') from e
+    record = ScenarioRecord(**fields)
+  except TypeError as e:
+    raise ValueError(f'{json_path} cannot be read ({e}); {_REMEDY}.'
+                     ) from None
   if 'context_layer' not in record.settings:
     record = record._replace(settings=dict(EARLIER_FORMS, **record.settings))
   if ('parallel_training_lr' not in record.settings
@@ -168,7 +176,7 @@ def read_records(records_dir: str,
   """The records in `records_dir`, in `scenarios` order (default: every
   record there, by name); scenarios without one are left out."""
   if scenarios is None:
-    scenarios = run_records.names(records_dir)
+    scenarios = _store(records_dir).names()
   found = (read_record(records_dir, s) for s in scenarios)
   return [r for r in found if r is not None]
 
@@ -188,7 +196,7 @@ def _for_scenarios(settings: dict[str, Any], *scenarios: str
 def differing_between(a: 'ScenarioRecord', b: 'ScenarioRecord') -> list[str]:
   """The settings in which records `a` and `b` differ, of those both their
   scenarios depend on: what keeps them out of one section."""
-  return run_records.differing_settings(
+  return run_store.differing_settings(
       _for_scenarios(a.settings, a.scenario, b.scenario),
       _for_scenarios(b.settings, a.scenario, b.scenario))
 
@@ -205,7 +213,7 @@ def check_settings(records_dir: str, settings: dict[str, Any]) -> None:
   settings: one report cannot compare it with runs made with `settings`, so
   it has to go (the message names it) before hours of training."""
   for record in read_records(records_dir):
-    keys = run_records.differing_settings(
+    keys = run_store.differing_settings(
         _for_scenarios(record.settings, record.scenario),
         _for_scenarios(settings, record.scenario))
     if keys:
@@ -328,19 +336,15 @@ _REFERENCE_TYPES = {POPULARITY: PopularityRecord, CENTRAL: CentralRecord,
                     CENTRAL_SGD: CentralRecord}
 
 
+def reference_store(records_dir: str) -> run_store.RecordStore:
+  """The reference records of `records_dir` (in its `reference/`)."""
+  return run_store.RecordStore(os.path.join(records_dir, REFERENCE_DIR),
+                               run_store.INDENTED, 'delete it to make it again')
+
+
 def reference_path(records_dir: str, name: str) -> str:
   """The JSON file of the reference record `name` under `records_dir`."""
-  return os.path.join(records_dir, REFERENCE_DIR,
-                      name + run_records.JSON_SUFFIX)
-
-
-def write_reference(records_dir: str, name: str, record: NamedTuple) -> None:
-  """Writes a reference record (atomically)."""
-  path = reference_path(records_dir, name)
-  reports_lib.make_directory(os.path.dirname(path), 'records directory')
-  # json writes floats as repr does: they read back the same.
-  reports_lib.atomic_write_text(
-      path, json.dumps(record._asdict(), indent=2, sort_keys=True) + '\n')
+  return reference_store(records_dir).path(name)
 
 
 def read_reference(records_dir: str, name: str) -> Optional[NamedTuple]:
@@ -350,15 +354,15 @@ def read_reference(records_dir: str, name: str) -> Optional[NamedTuple]:
   Raises:
     ValueError: For a record that exists but cannot be read (naming it).
   """
-  path = reference_path(records_dir, name)
-  if not os.path.exists(path):
+  store = reference_store(records_dir)
+  fields = store.read(name)
+  if fields is None:
     return None
   try:
-    with open(path) as f:
-      return _REFERENCE_TYPES[name](**json.load(f))
-  except (OSError, ValueError, TypeError) as e:
-    raise ValueError(f'The MovieLens reference record {path} cannot be '
-                     f'read: {e}. Delete it to make it again.') from e
+    return _REFERENCE_TYPES[name](**fields)
+  except TypeError as e:
+    raise ValueError(f'{store.path(name)} cannot be read ({e}); '
+                     f'{store.remedy}.') from None
 
 
 def read_references(records_dir: str) -> References:

@@ -65,6 +65,7 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.common import results as results_lib
+from experiments.common import run_store
 from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from experiments.movielens import movielens_process
@@ -267,19 +268,10 @@ def _kept_or_made(records_dir: str, name: str, settings: dict[str, Any],
                   make: Callable[[], Any]):
   """The record `name` of `settings`: read back if there is one, else
   made and written (over one of other settings, which the log names)."""
-  previous = records_lib.read_reference(records_dir, name)
-  if previous is not None and previous.settings == settings:
-    logging.info('%s: made earlier with these settings, read from %s', name,
-                 records_lib.reference_path(records_dir, name))
-    return previous
-  if previous is not None:
-    logging.info('%s: the record there was made with other settings (%s); '
-                 'making it again', name, ', '.join(
-                     k for k in sorted(set(settings) | set(previous.settings))
-                     if settings.get(k) != previous.settings.get(k)))
-  record = make()
-  records_lib.write_reference(records_dir, name, record)
-  return record
+  run_store.kept_or_made(records_lib.reference_store(records_dir), name,
+                         settings, lambda: make()._asdict(),
+                         on_differs=run_store.REPLACE)
+  return records_lib.read_reference(records_dir, name)
 
 
 def search_lambda(data: movielens.MovieLensData,

@@ -24,10 +24,9 @@ scenarios one invocation at a time, and the experiment resumes after an
 interruption. No weights, no text.
 """
 
-import json
 from typing import Any, NamedTuple, Optional
 
-from experiments.common import run_records
+from experiments.common import run_store
 
 # The evaluated quantities of a row, after `round`.
 METRICS = tuple(f'{s}_{m}' for s in ('mixed', 'federated', 'central')
@@ -78,22 +77,32 @@ class ScenarioRecord(NamedTuple):
     return int(self.rows[-1]['round'])
 
 
+LAYOUT = run_store.Layout(sort_keys=False, metrics_suffix=METRICS_SUFFIX,
+                          columns=COLUMNS,
+                          format_value=lambda value: f'{value:.6g}')
+
+
+def _store(records_dir: str) -> run_store.RecordStore:
+  return run_store.RecordStore(records_dir, LAYOUT,
+                               'delete it (and its CSV) to run it again')
+
+
 def write_record(records_dir: str, record: ScenarioRecord) -> None:
   """Writes `<name>.csv` and `<name>.json` atomically (the JSON last: a
   record counts once its JSON is there)."""
-  run_records.write(records_dir, record.name, record, COLUMNS,
-                    lambda value: f'{value:.6g}', METRICS_SUFFIX)
+  _store(records_dir).write(record.name, record._asdict())
 
 
-def _read_record(records_dir: str, name: str) -> ScenarioRecord:
-  json_path, _ = run_records.paths(records_dir, name, METRICS_SUFFIX)
+def _record(store: run_store.RecordStore, name: str) -> ScenarioRecord:
   try:
-    record = run_records.read(json_path, ScenarioRecord, COLUMNS)
-    if not record.rows:
-      raise ValueError('no evaluation rows')
-    return record
-  except (OSError, ValueError, KeyError, TypeError) as e:
-    raise ValueError(f'The record {json_path} is unreadable: {e}') from e
+    record = ScenarioRecord(**store.read(name))
+  except TypeError as e:
+    raise ValueError(f'{store.path(name)} cannot be read ({e}); '
+                     f'{store.remedy}.') from None
+  if not record.rows:
+    raise ValueError(f'{store.path(name)} cannot be read (no evaluation '
+                     f'rows); {store.remedy}.')
+  return record
 
 
 def read_records(records_dir: str) -> dict[str, ScenarioRecord]:
@@ -102,9 +111,8 @@ def read_records(records_dir: str) -> dict[str, ScenarioRecord]:
   Raises:
     ValueError: If a record is damaged (named in the message).
   """
-  return {record.name: record for record in (
-      _read_record(records_dir, name)
-      for name in run_records.names(records_dir))}
+  store = _store(records_dir)
+  return {name: _record(store, name) for name in store.names()}
 
 
 # Settings added after records were kept, each with the value the runs made
@@ -117,11 +125,12 @@ ADDED_SETTINGS = {'members_at_once': 0}
 def recorded(records_dir: str, name: str, settings: dict[str, Any],
              data: str) -> Optional[ScenarioRecord]:
   """The record `name` if it was made with these settings and data (a
-  setting of `ADDED_SETTINGS` it lacks counting as its value there)."""
-  record = read_records(records_dir).get(name)
-  if record is None:
+  setting of `ADDED_SETTINGS` it lacks counting as its value there);
+  else None: a record of other settings is run again and replaced."""
+  store = _store(records_dir)
+  if run_store.kept(store, name, dict(settings, data=data),
+                    settings_of=lambda f: dict(f['settings'], data=f['data']),
+                    on_differs=run_store.REPLACE,
+                    behaviour_before=ADDED_SETTINGS) is None:
     return None
-  kept = {**{k: v for k, v in ADDED_SETTINGS.items() if k in settings},
-          **record.settings}
-  same = json.loads(json.dumps(settings)) == kept
-  return record if same and record.data == data else None
+  return _record(store, name)
