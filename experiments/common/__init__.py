@@ -14,6 +14,7 @@
 """What the experiment binaries share, kept out of the `tff_mixed` library.
 
 Comparisons of scenarios (`scenarios`, `comparison`, `records`, `grouping`),
+the synchronous studies' one run loop (`run_loop`),
 their tables and plots (`tables`, `plots`), the RESULTS.md bookkeeping
 (`results`: generated sections; `claims`: a paper's claims beside our
 numbers), every study's kept runs and committed records (`run_store`), the

@@ -37,12 +37,12 @@ import tensorflow_federated as tff
 from experiments.common import grouping
 from experiments.common import plots
 from experiments.common import records
+from experiments.common import run_loop
 from experiments.common import scenarios as scenarios_lib
 from experiments.common import tables
 import tff_mixed
 from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import run_lock
-from tff_mixed.training import runner as runner_lib
 
 METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'auc_accuracy.png'
@@ -276,24 +276,23 @@ def run_scenario(
       scenario, task, clients_per_round=clients_per_round,
       client_steps=client_steps, seed=seed,
       clients_per_group=clients_per_group)
-  seconds = {0: 0.0}
-
-  def round_end_fn(round_num: int) -> None:
-    seconds[round_num] = time.perf_counter() - start
-
-  result = runner_lib.run_training(
-      process, client_data_fn=client_data_fn, total_rounds=rounds,
-      root_output_dir=output_dir, experiment_name=scenario,
-      hparams=dict(hparams, scenario=scenario),
-      rounds_per_checkpoint=max(1, rounds // 5), evaluation_fn=evaluation_fn,
-      rounds_per_evaluation=eval_every, progress=progress,
-      round_end_fn=round_end_fn, rounds_per_call=rounds_per_call)
-  rows = records.read_rows(scenario, result.metrics_path, initial, seconds)
+  trained = run_loop.train_process(
+      process, name=scenario, output_dir=output_dir,
+      hparams=dict(hparams, scenario=scenario), rounds=rounds,
+      eval_every=eval_every, client_data_fn=client_data_fn,
+      evaluation_fn=evaluation_fn, rounds_per_checkpoint=max(1, rounds // 5),
+      metric_names=records.EVAL_FIELDS,
+      train_columns=(records.TRAIN_LOSS_COLUMN,),
+      initial={name: getattr(initial, name) for name in records.EVAL_FIELDS},
+      progress=progress, rounds_per_call=rounds_per_call)
+  rows = records.metrics_rows(
+      scenario, trained.rows,
+      {r: end - start for r, end in trained.round_ends.items()})
   summary = records.summarize(
       rows, rounds=rounds, target_auc=target_auc,
       num_examples=initial.num_examples,
       seconds=time.perf_counter() - start, build_seconds=build_seconds,
-      metrics_path=result.metrics_path)
+      metrics_path=trained.metrics_path)
   final = summary.final
   logging.info(
       '%s: %d rounds in %.1f s (build %.1f s): eval AUC %.3f, accuracy %.3f '

@@ -19,20 +19,20 @@ metrics, the rounds to a target AUC and the mean over the last quarter of
 the rounds.
 """
 
-import csv
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
 from tff_mixed.tasks import binary_metrics
-from tff_mixed.training import runner as runner_lib
 
 EvalMetrics = binary_metrics.EvalMetrics
 
 # The `EvalMetrics` fields a comparison evaluates, in `MetricsRow` order.
 EVAL_FIELDS = ('accuracy', 'auc', 'loss', 'positive_accuracy',
                'negative_accuracy')
+# The runner's CSV column of the clients' mean training loss.
+TRAIN_LOSS_COLUMN = 'train/client_work/train/loss'
 
 
 class MetricsRow(NamedTuple):
@@ -101,40 +101,34 @@ def first_round_reaching(rows: Sequence[MetricsRow],
   return None
 
 
-def read_rows(scenario: str, metrics_path: str, initial: EvalMetrics,
-              seconds: Mapping[int, float]) -> list[MetricsRow]:
-  """The evaluated rounds of the runner's metrics CSV, after round 0.
+def metrics_rows(scenario: str, rows: Sequence[Mapping[str, Any]],
+                 seconds: Mapping[int, float]) -> list[MetricsRow]:
+  """A scenario's `MetricsRow`s from `run_loop.train_process`'s rows.
 
   Args:
     scenario: The scenario name.
-    metrics_path: The runner's per-round CSV (`RunResult.metrics_path`).
-    initial: The initial model's `EvalMetrics` (round 0).
-    seconds: Wall-clock seconds per round this invocation ran; rounds an
-      earlier, interrupted invocation ran have none (NaN).
+    rows: Round 0 (the initial model's `EVAL_FIELDS`) first, then each
+      evaluated round's, with `TRAIN_LOSS_COLUMN`.
+    seconds: Wall-clock seconds from the scenario's start to the end of
+      each round this invocation ran; rounds an earlier, interrupted
+      invocation ran have none (NaN).
 
   Returns:
-    The `MetricsRow`s, round 0 first.
+    The `MetricsRow`s, round 0 first (no training loss, 0 seconds).
   """
-  rows = [MetricsRow(scenario, 0, float('nan'), initial.accuracy, initial.auc,
-                     initial.loss, initial.positive_accuracy,
-                     initial.negative_accuracy, 0.0)]
-  with open(metrics_path) as f:
-    for record in csv.DictReader(f):
-      if not record.get('eval/auc'):
-        continue
-      round_num = int(record[runner_lib.ROUND_KEY])
-      rows.append(MetricsRow(
-          scenario, round_num,
-          float(record['train/client_work/train/loss']),
-          *(float(record[f'eval/{name}']) for name in EVAL_FIELDS),
-          seconds.get(round_num, float('nan'))))
-  return rows
+  initial, *evaluated = rows
+  return [MetricsRow(scenario, 0, float('nan'),
+                     *(initial[name] for name in EVAL_FIELDS), 0.0)] + [
+      MetricsRow(scenario, row['round'], row[TRAIN_LOSS_COLUMN],
+                 *(row[name] for name in EVAL_FIELDS),
+                 seconds.get(row['round'], float('nan')))
+      for row in evaluated]
 
 
 def summarize(rows: Sequence[MetricsRow], *, rounds: int, target_auc: float,
               num_examples: int, seconds: float, build_seconds: float,
               metrics_path: str) -> ScenarioSummary:
-  """The `ScenarioSummary` of one scenario's rows (`read_rows`).
+  """The `ScenarioSummary` of one scenario's rows (`metrics_rows`).
 
   Args:
     rows: The scenario's `MetricsRow`s, in round order.

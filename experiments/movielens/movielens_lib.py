@@ -53,11 +53,9 @@ receives and sends.
 """
 
 from collections.abc import Mapping, Sequence
-import csv
 import json
 import math
 import os
-import time
 from typing import Any, NamedTuple, Optional
 
 from absl import logging
@@ -68,18 +66,19 @@ from experiments.common import bgd_diagnostics
 from experiments.common import grouping
 from experiments.common import plots
 from experiments.common import results as results_lib
+from experiments.common import run_loop
 from experiments.movielens import movielens_config as config_lib
 from experiments.movielens import movielens_process as process_lib
 from experiments.movielens import movielens_records as records_lib
-import tff_mixed
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import run_lock
-from tff_mixed.training import runner as runner_lib
 
 
 METRICS_FILE = 'metrics.csv'
+# `process_lib.evaluate`'s metrics, in a record's column order.
+EVAL_METRICS = records_lib.METRICS_COLUMNS[1:]
 PLOT_FILE = 'recall.png'
 TABLE_FILE = 'results.txt'
 COST_FILE = 'costs.txt'
@@ -146,32 +145,17 @@ def run_scenario(scenario: str, data, config: config_lib.Config,
   def evaluation_fn(weights):
     return process_lib.evaluate(weights, contexts, labels, config)
 
-  # `rounds` is left out of the fingerprint so that a finished run can be
-  # extended: rerun with more `--rounds` and it resumes.
-  hparams = dict(config._asdict(), scenario=scenario)
-  del hparams['rounds']
-  train_start = time.perf_counter()
-  result = tff_mixed.run_training(
-      process, client_data_fn=client_data_fn, total_rounds=config.rounds,
-      root_output_dir=output_dir, experiment_name=scenario, hparams=hparams,
+  trained = run_loop.train_process(
+      process, name=scenario, output_dir=output_dir,
+      hparams=run_loop.fingerprint(config._asdict(), scenario),
+      rounds=config.rounds, eval_every=config.eval_every,
+      client_data_fn=client_data_fn, evaluation_fn=evaluation_fn,
       # At most 50 rounds apart: an interrupted baseline round costs ~19 s
       # at S = 100, and a long run should lose minutes, not hours.
       rounds_per_checkpoint=max(1, min(config.rounds // 5, 50)),
-      evaluation_fn=evaluation_fn, rounds_per_evaluation=config.eval_every,
-      progress=progress, rounds_per_call=rounds_per_call)
-  trained = config.rounds - result.resumed_from
-  # Seconds per round trained in this run (evaluation included).
-  train_seconds = time.perf_counter() - train_start
-  round_seconds = train_seconds / trained if trained else float('nan')
-  initial = process_lib.evaluate(
-      process.get_model_weights(process.initialize()), contexts, labels, config)
-  rows = [dict(round=0, **initial)]
-  with open(result.metrics_path) as f:
-    for record in csv.DictReader(f):
-      if record.get('eval/recall_at_10'):
-        rows.append(dict(round=int(record[runner_lib.ROUND_KEY]),
-                         recall_at_10=float(record['eval/recall_at_10']),
-                         hinge_loss=float(record['eval/hinge_loss'])))
+      metric_names=EVAL_METRICS, progress=progress,
+      rounds_per_call=rounds_per_call)
+  rows = trained.rows
   # What one client moves: the per-client process's types (a group
   # uploads its members' rows scattered into the whole table).
   per_client = inner if groups is None else process_lib.build_process(
@@ -184,10 +168,12 @@ def run_scenario(scenario: str, data, config: config_lib.Config,
                config.rounds, costs.down_bytes / 1e3, costs.up_bytes / 1e3,
                costs.flops / 1e6)
   diagnostics = (bgd_diagnostics.read_diagnostics(scenario,
-                                                 result.metrics_path)
+                                                 trained.metrics_path)
                  if with_diagnostics else None)
-  return ScenarioResult(scenario, rows, costs, round_seconds, mean_keys,
-                        train_seconds, result.resumed_from, diagnostics)
+  # Seconds per round trained in this run (evaluation included).
+  return ScenarioResult(scenario, rows, costs, trained.seconds_per_round,
+                        mean_keys, trained.seconds, trained.resumed_from,
+                        diagnostics)
 
 
 def format_tables(results: Sequence[ScenarioResult]) -> tuple[str, str]:

@@ -39,7 +39,6 @@ lockstep (`tff_mixed.simulation.lockstep.padded_batches_fn`): one batched
 recurrence for many clients instead of one per client.
 """
 
-import csv
 import json
 import os
 import time
@@ -50,6 +49,7 @@ import numpy as np
 import tensorflow_federated as tff
 
 from experiments.common import grouping
+from experiments.common import run_loop
 from experiments.common import scenarios as scenarios_lib
 from experiments.stackoverflow_wikipedia import central_training
 from experiments.stackoverflow_wikipedia import lm_config
@@ -59,7 +59,6 @@ from tff_mixed.models import char_lm
 from tff_mixed.tasks import stackoverflow_wikipedia
 from tff_mixed.training import checkpoints
 from tff_mixed.training import reports as reports_lib
-from tff_mixed.training import runner as runner_lib
 
 task_lib = stackoverflow_wikipedia
 
@@ -229,39 +228,26 @@ def run_mixed_or_fl(scenario: str, data: lm_data.Data, config: lm_config.Config,
   here. `rounds_per_call`: as in `tff_mixed.run_training`.
   """
   process, client_ids = _composed(scenario, data, config, processes)
-  hparams = _hparams(scenario, config)
-  start = time.perf_counter()
-  result = tff_mixed.run_training(
-      process, client_data_fn=client_ids,
-      total_rounds=config.rounds, root_output_dir=output_dir,
-      experiment_name=scenario, hparams=hparams,
-      rounds_per_checkpoint=max(1, config.rounds // 5),
+  trained = run_loop.train_process(
+      process, name=scenario, output_dir=output_dir,
+      hparams=_hparams(scenario, config), rounds=config.rounds,
+      eval_every=config.eval_every, client_data_fn=client_ids,
       evaluation_fn=lambda weights: lm_data.evaluate_all(weights.trainable,
                                                          data),
-      rounds_per_evaluation=config.eval_every, progress=progress,
+      rounds_per_checkpoint=max(1, config.rounds // 5),
+      metric_names=lm_config.CSV_COLUMNS[2:-1], progress=progress,
       rounds_per_call=rounds_per_call)
-  trained = config.rounds - result.resumed_from
-  seconds = time.perf_counter() - start
-  per_round = seconds / trained if trained else float('nan')
-  rows = [dict(round=0, **lm_data.evaluate_all(
-      process.get_model_weights(process.initialize()).trainable, data))]
-  with open(result.metrics_path) as f:
-    for record in csv.DictReader(f):
-      if record.get('eval/mixed_accuracy'):
-        rows.append(dict(round=int(record[runner_lib.ROUND_KEY]), **{
-            k: float(record[f'eval/{k}'])
-            for k in lm_config.CSV_COLUMNS[2:-1]}))
-  return ScenarioResult(scenario, rows, per_round, seconds,
-                        result.resumed_from, result.metrics_path)
+  return ScenarioResult(scenario, trained.rows, trained.seconds_per_round,
+                        trained.seconds, trained.resumed_from,
+                        trained.metrics_path)
 
 
 def _hparams(scenario: str, config: lm_config.Config) -> dict:
   """What a checkpoint directory must share with the run resuming it."""
-  hparams = dict(config._asdict(), scenario=scenario)
-  del hparams['rounds']  # A finished run can be extended.
   if scenario in lm_config.TRANSFER:
-    hparams['switch_round'] = config.switch()
-  return hparams
+    return run_loop.fingerprint(config._asdict(), scenario,
+                                switch_round=config.switch())
+  return run_loop.fingerprint(config._asdict(), scenario)
 
 
 def _rows_path(run_dir: str) -> str:

@@ -1,0 +1,147 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The synchronous studies' one run loop: a composed process trained by
+`tff_mixed.run_training`, its evaluations read back as rows.
+
+Every synchronous study (the digits comparison and CelebA through
+`comparison`, MovieLens, the LM's FL-only and mixed scenarios) trains a
+scenario the same way: the runner's resumable loop under
+`<output_dir>/{checkpoints,results,logdir}/<scenario>` (an interrupted run
+resumes from its last checkpoint; the checkpoint's fingerprint is the run's
+settings but `rounds`, so a finished run can be extended), the initial
+model evaluated as round 0, and the evaluated rounds read back from the
+runner's metrics CSV, which covers every round of the run, those of earlier
+invocations included. `train_process` is that loop; each study turns its
+rows into its own record.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+import csv
+import time
+from typing import Any, NamedTuple, Optional
+
+import tff_mixed
+from tff_mixed.training import runner as runner_lib
+
+# The runner's CSV names an evaluation metric `eval/<name>`.
+EVAL_PREFIX = 'eval/'
+ROUND = 'round'
+
+
+class Trained(NamedTuple):
+  """One scenario trained by `train_process`.
+
+  Attributes:
+    rows: The evaluations, round 0 (the initial model) first: `round` and
+      each metric (and each training column asked for; absent at round 0).
+    metrics_path: The runner's per-round CSV.
+    resumed_from: The checkpoint round this invocation resumed from (0:
+      it ran every round).
+    seconds: Wall-clock seconds of this invocation's rounds (evaluations
+      included).
+    seconds_per_round: `seconds` per round this invocation trained (NaN if
+      it trained none).
+    round_ends: `time.perf_counter()` when each round this invocation ran
+      ended.
+  """
+
+  rows: list[dict[str, Any]]
+  metrics_path: str
+  resumed_from: int
+  seconds: float
+  seconds_per_round: float
+  round_ends: dict[int, float]
+
+
+def fingerprint(settings: Mapping[str, Any], scenario: str,
+                **extra: Any) -> dict[str, Any]:
+  """What a checkpoint must share with the run resuming it: the run's
+  `settings` but `rounds` (a finished run can be extended), with its
+  `scenario` (and `extra`)."""
+  hparams = dict(settings, scenario=scenario, **extra)
+  hparams.pop('rounds', None)
+  return hparams
+
+
+def eval_rows(metrics_path: str, metric_names: Sequence[str],
+              train_columns: Sequence[str] = ()) -> list[dict[str, Any]]:
+  """The evaluated rounds of the runner's CSV at `metrics_path`: per round
+  with an evaluation, `round`, each of `metric_names` (as floats) and each
+  of `train_columns` (the CSV's own column names)."""
+  rows = []
+  with open(metrics_path) as f:
+    for record in csv.DictReader(f):
+      if not record.get(EVAL_PREFIX + metric_names[0]):
+        continue
+      rows.append({
+          ROUND: int(record[runner_lib.ROUND_KEY]),
+          **{name: float(record[EVAL_PREFIX + name])
+             for name in metric_names},
+          **{column: float(record[column]) for column in train_columns}})
+  return rows
+
+
+def train_process(process: Any, *, name: str,
+                  output_dir: str, hparams: Mapping[str, Any], rounds: int,
+                  eval_every: int, client_data_fn: Callable[[int], Any],
+                  evaluation_fn: Callable[[Any], Mapping[str, Any]],
+                  rounds_per_checkpoint: int, metric_names: Sequence[str],
+                  train_columns: Sequence[str] = (),
+                  initial: Optional[Mapping[str, Any]] = None,
+                  progress: Optional[bool] = None,
+                  rounds_per_call: int = 1) -> Trained:
+  """Trains `process` for `rounds` with the resumable runner.
+
+  Args:
+    process: The composed `tff.learning` process (on what
+      `client_data_fn` returns).
+    name: The run's name (its directories' name): the scenario.
+    output_dir: The runner's root directory.
+    hparams: The checkpoint's fingerprint (`fingerprint`).
+    rounds: The rounds the run has once this invocation ends.
+    eval_every: Rounds between evaluations (the last is always evaluated).
+    client_data_fn: `round_num -> ` a round's client data.
+    evaluation_fn: `model weights -> {metric: value}`.
+    rounds_per_checkpoint: Rounds between checkpoints.
+    metric_names: The evaluation's metrics a row keeps.
+    train_columns: Training columns of the CSV a row keeps.
+    initial: The initial model's evaluation (round 0), if the caller has
+      it; else `evaluation_fn` of `process.initialize()`'s weights.
+    progress: As in `tff_mixed.run_training`.
+    rounds_per_call: As in `tff_mixed.run_training` (the same numbers).
+
+  Returns:
+    The `Trained` run.
+  """
+  round_ends = {}
+
+  def round_end_fn(round_num: int) -> None:
+    round_ends[round_num] = time.perf_counter()
+
+  start = time.perf_counter()
+  result = tff_mixed.run_training(
+      process, client_data_fn=client_data_fn, total_rounds=rounds,
+      root_output_dir=output_dir, experiment_name=name, hparams=dict(hparams),
+      rounds_per_checkpoint=rounds_per_checkpoint,
+      evaluation_fn=evaluation_fn, rounds_per_evaluation=eval_every,
+      progress=progress, round_end_fn=round_end_fn,
+      rounds_per_call=rounds_per_call)
+  seconds = time.perf_counter() - start
+  trained = rounds - result.resumed_from
+  if initial is None:
+    initial = evaluation_fn(process.get_model_weights(process.initialize()))
+  rows = [{ROUND: 0, **{k: initial[k] for k in metric_names}}]
+  rows += eval_rows(result.metrics_path, metric_names, train_columns)
+  return Trained(rows, result.metrics_path, result.resumed_from, seconds,
+                 seconds / trained if trained else float('nan'), round_ends)

@@ -1,0 +1,55 @@
+# Copyright 2026, The tff_mixed Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The synchronous run loop's fingerprint and rows (the studies' tests run
+it end to end: resumed, grouped and several rounds a call)."""
+
+import os
+import shutil
+import tempfile
+
+from absl.testing import absltest
+
+from experiments.common import run_loop
+
+
+class RunLoopTest(absltest.TestCase):
+
+  def test_fingerprint_leaves_out_rounds(self):
+    self.assertEqual(
+        run_loop.fingerprint(dict(rounds=10, lr=0.1), 'pt', switch_round=3),
+        dict(lr=0.1, scenario='pt', switch_round=3))
+    self.assertEqual(run_loop.fingerprint(dict(lr=0.1), 'pt'),
+                     dict(lr=0.1, scenario='pt'))
+
+  def test_eval_rows_keep_the_evaluated_rounds(self):
+    directory = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
+    path = os.path.join(directory, 'metrics.csv')
+    with open(path, 'w') as f:
+      # The runner's CSV: every round, an evaluation every other one.
+      f.write('round_num,train/loss,eval/auc,eval/loss\n'
+              '1,0.9,,\n'
+              '2,0.8,0.75,0.5\n'
+              '3,0.7,,\n'
+              '4,0.6,0.875,0.25\n')
+    self.assertEqual(
+        run_loop.eval_rows(path, ('auc', 'loss'), ('train/loss',)),
+        [dict(round=2, auc=0.75, loss=0.5, **{'train/loss': 0.8}),
+         dict(round=4, auc=0.875, loss=0.25, **{'train/loss': 0.6})])
+    self.assertEqual(run_loop.eval_rows(path, ('loss',)),
+                     [dict(round=2, loss=0.5), dict(round=4, loss=0.25)])
+
+
+if __name__ == '__main__':
+  absltest.main()
