@@ -34,7 +34,6 @@ Usage, from the repository root:
 """
 
 import datetime
-import json
 import os
 import statistics
 from typing import Any, NamedTuple, Optional
@@ -42,6 +41,7 @@ from typing import Any, NamedTuple, Optional
 # pylint: disable=g-bad-import-order
 from experiments import tf_log_level  # pylint: disable=unused-import
 from experiments.common import cli
+from experiments.common import run_store
 from absl import app
 from absl import flags
 
@@ -134,19 +134,17 @@ def read_runs(records_dir: str) -> list[Run]:
     ValueError: A JSON file there is not a run record.
   """
   runs = []
-  for name in sorted(os.listdir(records_dir)):
-    path = os.path.join(records_dir, name)
-    if not name.endswith('.json') or not os.path.isfile(path):
+  # The summaries only: a run's rows are not needed here.
+  store = run_store.RecordStore(records_dir,
+                                remedy='move it out of the records directory')
+  for name in store.names():
+    path = store.path(name)
+    if not os.path.isfile(path):
       continue
-    with open(path) as f:
-      try:
-        record = json.load(f)
-      except json.JSONDecodeError as e:
-        raise ValueError(f'{path} is not JSON: {e}') from e
-    if not isinstance(record, dict) or 'scenario' not in record:
+    record = store.read(name)
+    if 'scenario' not in record:
       raise ValueError(f'{path} is not a run record (no "scenario").')
-    stem = name[:-len('.json')]
-    if _is_diagnostics(stem, record):
+    if _is_diagnostics(name, record):
       continue
     settings = record.get('settings', {})
     rounds = record.get('rounds', settings.get('rounds'))

@@ -115,7 +115,7 @@ class PaperRunsTest(absltest.TestCase):
   def test_bad_record_and_bad_sources_flag(self):
     with open(os.path.join(self.lm, 'broken.json'), 'w') as f:
       f.write('{')
-    with self.assertRaisesRegex(ValueError, 'broken.json is not JSON'):
+    with self.assertRaisesRegex(ValueError, 'broken.json cannot be read'):
       paper_runs.read_runs(self.lm)
     _write(self.movielens, 'other.json', {'rows': []})
     with self.assertRaisesRegex(ValueError, 'other.json is not a run record'):

@@ -13,11 +13,11 @@
 # limitations under the License.
 """What the experiment binaries share, kept out of the `tff_mixed` library.
 
-Comparisons of scenarios (`scenarios`, `comparison`, `records`, `grouping`),
-the synchronous studies' one run loop (`run_loop`),
-their tables and plots (`tables`, `plots`), the RESULTS.md bookkeeping
-(`results`: generated sections; `claims`: a paper's claims beside our
-numbers), every study's kept runs and committed records (`run_store`), the
+Comparisons of scenarios (`scenarios`, `comparison`, `records`, `grouping`)
+and their tables and plots (`tables`, `plots`), the synchronous studies' one
+run loop (`run_loop`), every study's kept runs and committed records
+(`run_store`), the RESULTS.md bookkeeping (`results`: generated sections;
+`claims`: a paper's claims beside our numbers), the
 advisor's probe run (`advising`), table 4's (G, B)-BGD estimates read back
 from a run (`bgd_diagnostics`), the binaries' entry point (`cli`) and the
 flags several binaries take, each defined once (`shared_flags`).
