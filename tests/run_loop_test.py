@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The synchronous run loop's fingerprint and rows (the studies' tests run
+"""The run loop's fingerprint, rows and round loop (the studies' tests run
 it end to end: resumed, grouped and several rounds a call)."""
 
 import os
@@ -19,6 +19,7 @@ import shutil
 import tempfile
 
 from absl.testing import absltest
+import numpy as np
 
 from experiments.common import run_loop
 
@@ -49,6 +50,36 @@ class RunLoopTest(absltest.TestCase):
          dict(round=4, auc=0.875, loss=0.25, **{'train/loss': 0.6})])
     self.assertEqual(run_loop.eval_rows(path, ('loss',)),
                      [dict(round=2, loss=0.5), dict(round=4, loss=0.25)])
+
+  def test_run_rounds_evaluates_keeps_and_stops_on_non_finite_weights(self):
+    kept = []
+
+    def next_fn(state, round_num):
+      weights = [np.array([state + round_num], np.float32)]
+      return state + round_num, {}, weights
+
+    final = run_loop.run_rounds(
+        next_fn, 0, first_round=1, rounds=5, name='sum', eval_every=2,
+        evaluation_fn=lambda w: dict(value=float(w[0][0])),
+        finish_round_fn=lambda r, s, m: kept.append((r, s, dict(m))),
+        diverged=lambda r, bad: ValueError(f'round {r}: {bad}'))
+    # Rounds 2-5 after round 1; evaluated at 2, 4 and the last, 5.
+    self.assertEqual(final, 2 + 3 + 4 + 5)
+    self.assertEqual(kept, [(2, 2, dict(value=2.0)), (3, 5, {}),
+                            (4, 9, dict(value=9.0)),
+                            (5, 14, dict(value=14.0))])
+
+    def bad_fn(state, round_num):
+      return state, {}, [np.array([np.nan if round_num == 2 else 0.0])]
+
+    kept.clear()
+    with self.assertRaisesRegex(ValueError, r"round 2: \['model weights'\]"):
+      run_loop.run_rounds(
+          bad_fn, 0, first_round=0, rounds=3, name='nan', eval_every=1,
+          evaluation_fn=lambda w: {}, diverged=lambda r, bad: ValueError(
+              f'round {r}: {bad}'),
+          finish_round_fn=lambda r, s, m: kept.append(r))
+    self.assertEqual(kept, [1])  # The bad round is never kept.
 
 
 if __name__ == '__main__':

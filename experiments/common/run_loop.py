@@ -11,8 +11,9 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The synchronous studies' one run loop: a composed process trained by
-`tff_mixed.run_training`, its evaluations read back as rows.
+"""The studies' one run loop: a composed process trained by
+`tff_mixed.run_training`, its evaluations read back as rows; any other
+round in the library's round loop.
 
 Every synchronous study (the digits comparison and CelebA through
 `comparison`, MovieLens, the LM's FL-only and mixed scenarios) trains a
@@ -23,7 +24,11 @@ settings but `rounds`, so a finished run can be extended), the initial
 model evaluated as round 0, and the evaluated rounds read back from the
 runner's metrics CSV, which covers every round of the run, those of earlier
 invocations included. `train_process` is that loop; each study turns its
-rows into its own record.
+rows into its own record. A study whose round is not a process's (the LM's
+oracle and transfer baselines: central steps, or a FedAvg round, by round)
+runs it with `run_rounds`, the round loop of `tff_mixed.run_training` and
+of `tff_mixed.run_async` (the asynchronous studies' loop): the same
+divergence checks, evaluation schedule and progress.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +37,7 @@ import time
 from typing import Any, NamedTuple, Optional
 
 import tff_mixed
+from tff_mixed.training import round_loop
 from tff_mixed.training import runner as runner_lib
 
 # The runner's CSV names an evaluation metric `eval/<name>`.
@@ -145,3 +151,29 @@ def train_process(process: Any, *, name: str,
   rows += eval_rows(result.metrics_path, metric_names, train_columns)
   return Trained(rows, result.metrics_path, result.resumed_from, seconds,
                  seconds / trained if trained else float('nan'), round_ends)
+
+
+def run_rounds(next_fn: Callable[[Any, int], tuple[Any, Mapping[str, float],
+                                                   Any]],
+               state: Any, *, first_round: int, rounds: int, name: str,
+               eval_every: int,
+               evaluation_fn: Callable[[Any], Mapping[str, float]],
+               finish_round_fn: Callable[[int, Any, dict], None],
+               diverged: Callable[[int, list[str]], Exception]) -> Any:
+  """Rounds `first_round + 1, ..., rounds` of a study whose round is not a
+  process's (the LM's oracle and transfer baselines), in the library's
+  round loop, that of `tff_mixed.run_training` and `tff_mixed.run_async`.
+
+  `next_fn(state, round_num)` returns `(state, metrics, weights)`; the
+  weights must be finite, else `diverged(round_num, what)` is raised.
+  Every `eval_every` rounds and after the last, `evaluation_fn(weights)`'s
+  metrics join the round's; then `finish_round_fn(round_num, state,
+  metrics)` keeps the round (its rows, its checkpoints). A progress bar, or
+  a log line every tenth of the run, shows rounds/s and the ETA. Returns the
+  final state.
+  """
+  return round_loop.run_rounds(
+      next_fn, state, first_round=first_round, total_rounds=rounds,
+      name=name, diverged=diverged, finish_round_fn=finish_round_fn,
+      evaluation_fn=evaluation_fn, rounds_per_evaluation=eval_every,
+      check_metrics=False)[0]

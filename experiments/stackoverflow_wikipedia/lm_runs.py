@@ -61,6 +61,8 @@ from tff_mixed.training import checkpoints
 from tff_mixed.training import reports as reports_lib
 
 task_lib = stackoverflow_wikipedia
+# A row's evaluation metrics (`lm_data.evaluate_all`'s), in the CSV's order.
+_METRICS = lm_config.CSV_COLUMNS[2:-1]
 
 
 def model_for(config: lm_config.Config) -> tff.learning.models.FunctionalModel:
@@ -235,7 +237,7 @@ def run_mixed_or_fl(scenario: str, data: lm_data.Data, config: lm_config.Config,
       evaluation_fn=lambda weights: lm_data.evaluate_all(weights.trainable,
                                                          data),
       rounds_per_checkpoint=max(1, config.rounds // 5),
-      metric_names=lm_config.CSV_COLUMNS[2:-1], progress=progress,
+      metric_names=_METRICS, progress=progress,
       rounds_per_call=rounds_per_call)
   return ScenarioResult(scenario, trained.rows, trained.seconds_per_round,
                         trained.seconds, trained.resumed_from,
@@ -301,11 +303,15 @@ def run_sequential(scenario: str, data: lm_data.Data, config: lm_config.Config,
   batch = min(config.central_batch_size, len(central[0]))
   central_first = scenario == lm_config.CENTRAL_THEN_FL
   every = max(1, config.rounds // 5)
-  start = time.perf_counter()
-  for round_num in range(resumed_from + 1, config.rounds + 1):
-    rng = central_training.round_rng(config.seed, round_num)
-    central_now = oracle or (round_num <= config.switch()) == central_first
-    if central_now:
+
+  def central_now(round_num: int) -> bool:
+    return oracle or (round_num <= config.switch()) == central_first
+
+  def next_fn(state, round_num):
+    # The state's last part is the model's weights; a transfer baseline's
+    # first, its FedAvg process's state.
+    if central_now(round_num):
+      rng = central_training.round_rng(config.seed, round_num)
       if oracle:
         inputs, targets = central_training.pooled_batches(
             rng, (pool.inputs, pool.targets), central,
@@ -314,30 +320,38 @@ def run_sequential(scenario: str, data: lm_data.Data, config: lm_config.Config,
       else:
         inputs, targets = central_training.central_batches(
             rng, central, steps=config.client_steps, batch_size=batch)
-      weights = [w.numpy() for w in steps_fn(weights, inputs, targets)]
-    else:
-      process_state = process.set_model_weights(
-          state[0], tff.learning.models.ModelWeights(tuple(weights), ()))
-      process_state = process.next(process_state,
-                                   client_ids(round_num)).state
-      weights = [np.asarray(w) for w in
-                 process.get_model_weights(process_state).trainable]
-      state = (process_state,)
-    if not all(np.all(np.isfinite(w)) for w in weights):
-      raise tff_mixed.DivergenceError(
-          f'{scenario} diverged at round {round_num}: non-finite weights.')
-    state = (weights,) if oracle else (state[0], weights)
-    if round_num % config.eval_every == 0 or round_num == config.rounds:
-      rows.append(dict(round=round_num, **lm_data.evaluate_all(weights, data)))
+      weights = [w.numpy() for w in steps_fn(state[-1], inputs, targets)]
+      return (*state[:-1], weights), {}, weights
+    process_state = process.set_model_weights(
+        state[0], tff.learning.models.ModelWeights(tuple(state[-1]), ()))
+    process_state = process.next(process_state, client_ids(round_num)).state
+    weights = [np.asarray(w) for w in
+               process.get_model_weights(process_state).trainable]
+    return (process_state, weights), {}, weights
+
+  def finish_round_fn(round_num, state, metrics):
+    if _METRICS[0] in metrics:
+      rows.append(dict(round=round_num, **{k: metrics[k]
+                                           for k in _METRICS}))
       logging.info('%s: round %d/%d (%s), mixed accuracy %.4f', scenario,
                    round_num, config.rounds,
-                   'central' if central_now else 'federated',
+                   'central' if central_now(round_num) else 'federated',
                    rows[-1]['mixed_accuracy'])
     if round_num % every == 0 or round_num == config.rounds:
       # The evaluations first: a kill between the two writes leaves rows
       # past the checkpoint, which a resume drops.
       reports_lib.atomic_write_text(_rows_path(run_dir), json.dumps(rows))
       checkpointer.save(state, round_num)
+
+  start = time.perf_counter()
+  run_loop.run_rounds(
+      next_fn, (*state[:-1], weights), first_round=resumed_from,
+      rounds=config.rounds, name=scenario, eval_every=config.eval_every,
+      evaluation_fn=lambda w: lm_data.evaluate_all(w, data),
+      finish_round_fn=finish_round_fn,
+      diverged=lambda round_num, bad: tff_mixed.DivergenceError(
+          f'{scenario} diverged at round {round_num}: non-finite '
+          f'{", ".join(bad)}.'))
   seconds = time.perf_counter() - start
   trained = config.rounds - resumed_from
   return ScenarioResult(scenario, rows,
