@@ -24,7 +24,8 @@ from collections.abc import Sequence
 import csv
 from typing import NamedTuple, Optional
 
-from tff_mixed.training import runner as runner_lib
+from experiments.common import run_loop
+
 
 # The paper's table 4 reports the maxima over rounds 10 to 100.
 ROUNDS = (10, 100)
@@ -68,7 +69,7 @@ def _window(metrics_path, rounds):
     records = [r for r in csv.DictReader(f) if r.get(G2_COLUMN)]
   if not records:
     return (0, 0, [])
-  by_round = {int(r[runner_lib.ROUND_KEY]): r for r in records}
+  by_round = {int(r[run_loop.ROUND_KEY]): r for r in records}
   last = min(rounds[1], max(by_round))
   first = min(rounds[0], max(1, last - (rounds[1] - rounds[0])))
   return first, last, [

@@ -42,7 +42,6 @@ from experiments.common import scenarios as scenarios_lib
 from experiments.common import tables
 import tff_mixed
 from tff_mixed.training import reports as reports_lib
-from tff_mixed.training import run_lock
 
 METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'auc_accuracy.png'
@@ -454,7 +453,7 @@ def compare(
       clients_per_group=clients_per_group, rounds_per_call=rounds_per_call)
   # Held to the end: a second comparison here, even of other scenarios,
   # would overwrite this one's table, metrics, config and plot.
-  with run_lock.claimed_output_directory(os.fspath(output_dir),
+  with run_loop.claimed_output_directory(os.fspath(output_dir),
                                         '`output_dir`') as output_dir:
     num_central = task.central_objective.num_examples
     batch_sizes = central_batch_sizes(task, central_batch_size,

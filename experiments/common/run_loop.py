@@ -33,16 +33,24 @@ divergence checks, evaluation schedule and progress.
 
 from collections.abc import Callable, Mapping, Sequence
 import csv
+import os
 import time
 from typing import Any, NamedTuple, Optional
 
 import tff_mixed
 from tff_mixed.training import round_loop
+from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib
 
-# The runner's CSV names an evaluation metric `eval/<name>`.
+# The runner's CSV names an evaluation metric `eval/<name>`, and a round
+# `ROUND_KEY`; a row of ours names it `round`.
 EVAL_PREFIX = 'eval/'
+ROUND_KEY = runner_lib.ROUND_KEY
 ROUND = 'round'
+
+# For everything one invocation writes under an output directory: creates it
+# and holds its lock (another invocation on it fails at once, naming it).
+claimed_output_directory = run_lock.claimed_output_directory
 
 
 class Trained(NamedTuple):
@@ -80,6 +88,12 @@ def fingerprint(settings: Mapping[str, Any], scenario: str,
   return hparams
 
 
+def metrics_path(output_dir: str, name: str) -> str:
+  """The runner's per-round CSV of the run `name` under `output_dir`."""
+  return os.path.join(runner_lib.output_dirs(output_dir, name)['results'],
+                      runner_lib.METRICS_FILE)
+
+
 def eval_rows(metrics_path: str, metric_names: Sequence[str],
               train_columns: Sequence[str] = ()) -> list[dict[str, Any]]:
   """The evaluated rounds of the runner's CSV at `metrics_path`: per round
@@ -91,7 +105,7 @@ def eval_rows(metrics_path: str, metric_names: Sequence[str],
       if not record.get(EVAL_PREFIX + metric_names[0]):
         continue
       rows.append({
-          ROUND: int(record[runner_lib.ROUND_KEY]),
+          ROUND: int(record[ROUND_KEY]),
           **{name: float(record[EVAL_PREFIX + name])
              for name in metric_names},
           **{column: float(record[column]) for column in train_columns}})

@@ -38,15 +38,15 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from experiments.common import run_loop
 from experiments.hybrid_async import hybrid_config
 from experiments.hybrid_async import hybrid_methods
 from experiments.hybrid_async import hybrid_plots
 from experiments.hybrid_async import hybrid_records
 from experiments.hybrid_async import hybrid_runs
 from experiments.hybrid_async import hybrid_tables
-from tff_mixed.asynchronous import simulation
+import tff_mixed
 from tff_mixed.training import reports as reports_lib
-from tff_mixed.training import run_lock
 
 
 METRICS_FILE = 'metrics.csv'
@@ -89,7 +89,7 @@ def run_experiment(data_fn: Callable[[int, float], hybrid_config.Data],
                    methods: Sequence[str], seeds: Sequence[int],
                    output_dir: str,
                    settings: Sequence[hybrid_config.Setting] = (),
-                   clients_per_group: int = simulation.AUTO,
+                   clients_per_group: int = tff_mixed.simulation.AUTO,
                    overrides: Optional[Mapping[str, Mapping[str, Any]]] = None,
                    runs_dir: Optional[str] = None,
                    report_only: bool = False) -> ExperimentResult:
@@ -151,7 +151,7 @@ def run_experiment(data_fn: Callable[[int, float], hybrid_config.Data],
   # Held to the end: a second experiment here, even of other methods, would
   # overwrite this one's tables, plots and config (the kept runs and the
   # checkpoints are per run).
-  with run_lock.claimed_output_directory(output_dir, '`output_dir`'):
+  with run_loop.claimed_output_directory(output_dir, '`output_dir`'):
     runs_dir = reports_lib.make_directory(
         runs_dir or os.path.join(output_dir, RUNS_DIR), 'runs directory')
     rows, diagnostics, notes = [], [], collections.defaultdict(list)

@@ -34,7 +34,6 @@ import tff_mixed
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous import loadaboost as loadaboost_lib
-from tff_mixed.asynchronous import simulation
 from tff_mixed.models import cnn
 from tff_mixed.tasks import client_streams
 from tff_mixed.tasks import hybrid_images
@@ -257,7 +256,7 @@ def _model(data: hybrid_config.Data, config: hybrid_config.Config, seed: int,
 def run_method(method: str, data: hybrid_config.Data,
                config: hybrid_config.Config, seed: int,
                cache: Optional[dict] = None,
-               clients_per_group: int = simulation.AUTO,
+               clients_per_group: int = tff_mixed.simulation.AUTO,
                delay_std: Optional[float] = None,
                server_fn: Optional[Callable[[Any], Any]] = None,
                observer_fn: Optional[Callable[[Any], Any]] = None,

@@ -45,7 +45,7 @@ from experiments.hybrid_async import hybrid_methods
 from experiments.hybrid_async import hybrid_records
 from experiments.hybrid_async import hybrid_tables
 from experiments.hybrid_async import tuning
-from tff_mixed.asynchronous import simulation
+import tff_mixed
 from tff_mixed.training import reports as reports_lib
 
 SELECTED_FILE = 'selected.json'
@@ -170,7 +170,7 @@ def tune(data_fn: Callable[[int, float], hybrid_config.Data],
          methods: Sequence[str], seeds: Sequence[int],
          settings: Sequence[hybrid_config.Setting], output_dir: str,
          only: Optional[Mapping[str, Sequence[Any]]] = None,
-         clients_per_group: int = simulation.AUTO,
+         clients_per_group: int = tff_mixed.simulation.AUTO,
          base_selected: Optional[Selected] = None
          ) -> tuple[Selected, list[MethodSearch]]:
   """Searches the methods' grids on the validation split (module docstring).

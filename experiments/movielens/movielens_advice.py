@@ -36,11 +36,11 @@ import os
 from typing import Optional
 
 from experiments.common import advising
+from experiments.common import run_loop
 from experiments.movielens import movielens_config
 from experiments.movielens import movielens_lib
 from tff_mixed.advisor import advice as advice_lib
 from tff_mixed import registry
-from tff_mixed.training import runner as runner_lib
 
 PROBE_SCENARIO = movielens_config.PARALLEL_TRAINING
 
@@ -48,8 +48,7 @@ PROBE_SCENARIO = movielens_config.PARALLEL_TRAINING
 def probe_metrics_path(output_dir: str) -> str:
   """The probe runner's per-round metrics CSV under `output_dir`."""
   probe_dir = os.path.join(output_dir, advising.PROBE_DIR)
-  return os.path.join(runner_lib.output_dirs(probe_dir, PROBE_SCENARIO)[
-      'results'], runner_lib.METRICS_FILE)
+  return run_loop.metrics_path(probe_dir, PROBE_SCENARIO)
 
 
 def run_advice(ratings_file: str, *, rounds: int,

@@ -73,7 +73,6 @@ from experiments.movielens import movielens_records as records_lib
 from tff_mixed.models import dual_encoder
 from tff_mixed.tasks import movielens
 from tff_mixed.training import reports as reports_lib
-from tff_mixed.training import run_lock
 
 
 METRICS_FILE = 'metrics.csv'
@@ -385,7 +384,7 @@ def run_experiment(ratings_file: str, *,
   # Before the data: a bad directory should not cost the load. Held to the
   # end: a second run here, even of other scenarios, would overwrite this
   # one's tables, metrics and config.
-  with run_lock.claimed_output_directory(output_dir, '`output_dir`'):
+  with run_loop.claimed_output_directory(output_dir, '`output_dir`'):
     if records_dir is not None:
       reports_lib.make_directory(records_dir, '`records_dir`')
     data = load_data(ratings_file, config, skip_malformed)

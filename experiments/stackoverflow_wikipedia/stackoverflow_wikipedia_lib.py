@@ -36,12 +36,12 @@ import numpy as np
 
 from experiments.common import grouping
 from experiments.common import plots
+from experiments.common import run_loop
 from experiments.stackoverflow_wikipedia import central_training
 from experiments.stackoverflow_wikipedia import lm_config
 from experiments.stackoverflow_wikipedia import lm_data
 from experiments.stackoverflow_wikipedia import lm_runs
 from tff_mixed.training import reports as reports_lib
-from tff_mixed.training import run_lock
 
 METRICS_FILE = 'metrics.csv'
 PLOT_FILE = 'accuracy.png'
@@ -155,7 +155,7 @@ def run_experiment(data: lm_data.Data, config: lm_config.Config, *,
                                         config.federated_weight)
   # Held to the end: a second run here, even of other scenarios, would
   # overwrite this one's CSV, plot, table and config.
-  with run_lock.claimed_output_directory(output_dir, '`output_dir`'):
+  with run_loop.claimed_output_directory(output_dir, '`output_dir`'):
     results = []
     processes = {}  # FL-only's FedAvg serves both transfer baselines.
     for scenario in scenarios:
