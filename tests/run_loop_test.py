@@ -81,6 +81,44 @@ class RunLoopTest(absltest.TestCase):
           finish_round_fn=lambda r, s, m: kept.append(r))
     self.assertEqual(kept, [1])  # The bad round is never kept.
 
+  def test_train_steps_resumes_to_the_uninterrupted_run(self):
+    directory = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
+
+    def next_fn(state, round_num):
+      weights = [state[0][0] * 0.5 + round_num]
+      return (weights,), {}, weights
+
+    def train(run_dir, rounds, hparams=None):
+      return run_loop.train_steps(
+          next_fn, ([np.zeros(2, np.float32)],), name='halve',
+          run_dir=os.path.join(directory, run_dir),
+          hparams=hparams or dict(rate=0.5), rounds=rounds, eval_every=2,
+          evaluation_fn=lambda w: dict(value=float(w[0][0])),
+          metric_names=('value',), rounds_per_checkpoint=2,
+          weights_of=lambda state: state[0],
+          diverged=lambda r, bad: ValueError(bad))
+
+    whole = train('whole', 5)
+    self.assertEqual([r['round'] for r in whole.rows], [0, 2, 4, 5])
+    value = 0.0
+    for round_num in range(1, 6):
+      value = value * 0.5 + round_num
+      if round_num == 4:
+        self.assertAlmostEqual(whole.rows[2]['value'], value)
+    self.assertAlmostEqual(whole.rows[-1]['value'], value)
+    self.assertEqual(whole.resumed_from, 0)
+    train('parts', 3)
+    resumed = train('parts', 5)
+    self.assertEqual(resumed.resumed_from, 3)
+    # The shorter run's last evaluation (round 3) stays; the others are
+    # the uninterrupted run's.
+    self.assertEqual([r['round'] for r in resumed.rows], [0, 2, 3, 4, 5])
+    self.assertEqual([r for r in resumed.rows if r['round'] != 3],
+                     whole.rows)
+    with self.assertRaisesRegex(ValueError, 'other settings'):
+      train('parts', 6, dict(rate=0.25))
+
 
 if __name__ == '__main__':
   absltest.main()

@@ -26,18 +26,25 @@ runner's metrics CSV, which covers every round of the run, those of earlier
 invocations included. `train_process` is that loop; each study turns its
 rows into its own record. A study whose round is not a process's (the LM's
 oracle and transfer baselines: central steps, or a FedAvg round, by round)
-runs it with `run_rounds`, the round loop of `tff_mixed.run_training` and
-of `tff_mixed.run_async` (the asynchronous studies' loop): the same
-divergence checks, evaluation schedule and progress.
+runs it with `train_steps`: checkpoints and rows kept as `train_process`
+keeps them, the rounds in `run_rounds`, the round loop of
+`tff_mixed.run_training` and of `tff_mixed.run_async` (the asynchronous
+studies' loop): the same divergence checks, evaluation schedule and
+progress.
 """
 
 from collections.abc import Callable, Mapping, Sequence
 import csv
+import json
 import os
 import time
 from typing import Any, NamedTuple, Optional
 
+from absl import logging
+
 import tff_mixed
+from tff_mixed.training import checkpoints
+from tff_mixed.training import reports as reports_lib
 from tff_mixed.training import round_loop
 from tff_mixed.training import run_lock
 from tff_mixed.training import runner as runner_lib
@@ -191,3 +198,81 @@ def run_rounds(next_fn: Callable[[Any, int], tuple[Any, Mapping[str, float],
       name=name, diverged=diverged, finish_round_fn=finish_round_fn,
       evaluation_fn=evaluation_fn, rounds_per_evaluation=eval_every,
       check_metrics=False)[0]
+
+
+# Where `train_steps` keeps a run's evaluations, beside its checkpoints.
+EVALUATIONS_FILE = 'evaluations.json'
+
+
+def train_steps(next_fn: Callable[[Any, int], tuple[Any, Mapping[str, float],
+                                                    Any]],
+                initial_state: Any, *, name: str, run_dir: str,
+                hparams: Mapping[str, Any], rounds: int, eval_every: int,
+                evaluation_fn: Callable[[Any], Mapping[str, float]],
+                metric_names: Sequence[str], rounds_per_checkpoint: int,
+                weights_of: Callable[[Any], Any],
+                describe_round: Callable[[int], str] = lambda r: '',
+                diverged: Callable[[int, list[str]], Exception]) -> Trained:
+  """`run_rounds` of `next_fn`, resumable: for a study whose round is not a
+  process's (the LM's oracle and transfer baselines).
+
+  The state is checkpointed under `<run_dir>/checkpoints` (fingerprint
+  `hparams`) every `rounds_per_checkpoint` rounds and after the last, and
+  the evaluations so far are kept in `<run_dir>/evaluations.json` just
+  before; a rerun resumes from the last checkpoint with the rows up to it.
+
+  Args:
+    next_fn: As in `run_rounds`.
+    initial_state: The state before round 1 (a checkpoint's replaces it).
+    name: The run's name, for logs.
+    run_dir: The run's directory.
+    hparams: What a checkpoint must share with the run resuming it.
+    rounds: The rounds the run has once this invocation ends.
+    eval_every: Rounds between evaluations (the last is always evaluated).
+    evaluation_fn: `model weights -> {metric: value}`.
+    metric_names: The metrics a row keeps.
+    rounds_per_checkpoint: Rounds between checkpoints.
+    weights_of: The model weights of a state (for round 0's evaluation).
+    describe_round: `round_num -> ` a word on the round, for its log line.
+    diverged: As in `run_rounds`.
+
+  Returns:
+    The `Trained` run (`metrics_path`: the evaluations' file; no
+    `round_ends`).
+
+  Raises:
+    CheckpointMismatchError: If `run_dir` holds another run's checkpoints.
+  """
+  checkpointer = checkpoints.Checkpointer(
+      os.path.join(run_dir, 'checkpoints'), dict(hparams))
+  checkpointer.check_or_write_fingerprint()
+  state, resumed_from = checkpointer.restore(initial_state)
+  rows_path = os.path.join(run_dir, EVALUATIONS_FILE)
+  if resumed_from:
+    with open(rows_path) as f:
+      rows = [r for r in json.load(f) if r[ROUND] <= resumed_from]
+    logging.info('%s: resumed from round %d', name, resumed_from)
+  else:
+    initial = evaluation_fn(weights_of(state))
+    rows = [{ROUND: 0, **{k: initial[k] for k in metric_names}}]
+
+  def finish_round_fn(round_num, state, metrics):
+    if metric_names[0] in metrics:
+      rows.append({ROUND: round_num, **{k: metrics[k] for k in metric_names}})
+      logging.info('%s: round %d/%d%s, %s %.4f', name, round_num, rounds,
+                   describe_round(round_num), metric_names[0],
+                   metrics[metric_names[0]])
+    if round_num % rounds_per_checkpoint == 0 or round_num == rounds:
+      # The evaluations first: a kill between the two writes leaves rows
+      # past the checkpoint, which a resume drops.
+      reports_lib.atomic_write_text(rows_path, json.dumps(rows))
+      checkpointer.save(state, round_num)
+
+  start = time.perf_counter()
+  run_rounds(next_fn, state, first_round=resumed_from, rounds=rounds,
+             name=name, eval_every=eval_every, evaluation_fn=evaluation_fn,
+             finish_round_fn=finish_round_fn, diverged=diverged)
+  seconds = time.perf_counter() - start
+  trained = rounds - resumed_from
+  return Trained(rows, rows_path, resumed_from, seconds,
+                 seconds / trained if trained else float('nan'), {})

@@ -39,12 +39,9 @@ lockstep (`tff_mixed.simulation.lockstep.padded_batches_fn`): one batched
 recurrence for many clients instead of one per client.
 """
 
-import json
 import os
-import time
 from typing import Any, NamedTuple, Optional
 
-from absl import logging
 import numpy as np
 import tensorflow_federated as tff
 
@@ -57,8 +54,6 @@ from experiments.stackoverflow_wikipedia import lm_data
 import tff_mixed
 from tff_mixed.models import char_lm
 from tff_mixed.tasks import stackoverflow_wikipedia
-from tff_mixed.training import checkpoints
-from tff_mixed.training import reports as reports_lib
 
 task_lib = stackoverflow_wikipedia
 # A row's evaluation metrics (`lm_data.evaluate_all`'s), in the CSV's order.
@@ -252,10 +247,6 @@ def _hparams(scenario: str, config: lm_config.Config) -> dict:
   return run_loop.fingerprint(config._asdict(), scenario)
 
 
-def _rows_path(run_dir: str) -> str:
-  return os.path.join(run_dir, 'evaluations.json')
-
-
 def run_sequential(scenario: str, data: lm_data.Data, config: lm_config.Config,
                    output_dir: str,
                    processes: Optional[dict[str, Any]] = None
@@ -288,21 +279,8 @@ def run_sequential(scenario: str, data: lm_data.Data, config: lm_config.Config,
     initial = process.initialize()
     state = (initial, [np.asarray(w) for w in
                        process.get_model_weights(initial).trainable])
-  run_dir = os.path.join(output_dir, scenario)
-  checkpointer = checkpoints.Checkpointer(
-      os.path.join(run_dir, 'checkpoints'), _hparams(scenario, config))
-  checkpointer.check_or_write_fingerprint()
-  state, resumed_from = checkpointer.restore(state)
-  weights = [np.asarray(w) for w in state[-1]]
-  if resumed_from:
-    with open(_rows_path(run_dir)) as f:
-      rows = [r for r in json.load(f) if r['round'] <= resumed_from]
-    logging.info('%s: resumed from round %d', scenario, resumed_from)
-  else:
-    rows = [dict(round=0, **lm_data.evaluate_all(weights, data))]
   batch = min(config.central_batch_size, len(central[0]))
   central_first = scenario == lm_config.CENTRAL_THEN_FL
-  every = max(1, config.rounds // 5)
 
   def central_now(round_num: int) -> bool:
     return oracle or (round_num <= config.switch()) == central_first
@@ -329,31 +307,18 @@ def run_sequential(scenario: str, data: lm_data.Data, config: lm_config.Config,
                process.get_model_weights(process_state).trainable]
     return (process_state, weights), {}, weights
 
-  def finish_round_fn(round_num, state, metrics):
-    if _METRICS[0] in metrics:
-      rows.append(dict(round=round_num, **{k: metrics[k]
-                                           for k in _METRICS}))
-      logging.info('%s: round %d/%d (%s), mixed accuracy %.4f', scenario,
-                   round_num, config.rounds,
-                   'central' if central_now(round_num) else 'federated',
-                   rows[-1]['mixed_accuracy'])
-    if round_num % every == 0 or round_num == config.rounds:
-      # The evaluations first: a kill between the two writes leaves rows
-      # past the checkpoint, which a resume drops.
-      reports_lib.atomic_write_text(_rows_path(run_dir), json.dumps(rows))
-      checkpointer.save(state, round_num)
-
-  start = time.perf_counter()
-  run_loop.run_rounds(
-      next_fn, (*state[:-1], weights), first_round=resumed_from,
-      rounds=config.rounds, name=scenario, eval_every=config.eval_every,
-      evaluation_fn=lambda w: lm_data.evaluate_all(w, data),
-      finish_round_fn=finish_round_fn,
+  trained = run_loop.train_steps(
+      next_fn, state, name=scenario,
+      run_dir=os.path.join(output_dir, scenario),
+      hparams=_hparams(scenario, config), rounds=config.rounds,
+      eval_every=config.eval_every,
+      evaluation_fn=lambda weights: lm_data.evaluate_all(weights, data),
+      metric_names=_METRICS, rounds_per_checkpoint=max(1, config.rounds // 5),
+      weights_of=lambda state: [np.asarray(w) for w in state[-1]],
+      describe_round=lambda round_num: (
+          ' (central)' if central_now(round_num) else ' (federated)'),
       diverged=lambda round_num, bad: tff_mixed.DivergenceError(
           f'{scenario} diverged at round {round_num}: non-finite '
           f'{", ".join(bad)}.'))
-  seconds = time.perf_counter() - start
-  trained = config.rounds - resumed_from
-  return ScenarioResult(scenario, rows,
-                        seconds / trained if trained else float('nan'),
-                        seconds, resumed_from)
+  return ScenarioResult(scenario, trained.rows, trained.seconds_per_round,
+                        trained.seconds, trained.resumed_from)
