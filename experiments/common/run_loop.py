@@ -61,12 +61,13 @@ claimed_output_directory = run_lock.claimed_output_directory
 
 
 class Trained(NamedTuple):
-  """One scenario trained by `train_process`.
+  """One scenario trained by `train_process` (or `train_steps`).
 
   Attributes:
     rows: The evaluations, round 0 (the initial model) first: `round` and
       each metric (and each training column asked for; absent at round 0).
-    metrics_path: The runner's per-round CSV.
+    metrics_path: The runner's per-round CSV (`train_steps`: the file of
+      its evaluations).
     resumed_from: The checkpoint round this invocation resumed from (0:
       it ran every round).
     seconds: Wall-clock seconds of this invocation's rounds (evaluations
@@ -74,7 +75,7 @@ class Trained(NamedTuple):
     seconds_per_round: `seconds` per round this invocation trained (NaN if
       it trained none).
     round_ends: `time.perf_counter()` when each round this invocation ran
-      ended.
+      ended (`train_steps`: none).
   """
 
   rows: list[dict[str, Any]]
@@ -237,8 +238,7 @@ def train_steps(next_fn: Callable[[Any, int], tuple[Any, Mapping[str, float],
     diverged: As in `run_rounds`.
 
   Returns:
-    The `Trained` run (`metrics_path`: the evaluations' file; no
-    `round_ends`).
+    The `Trained` run.
 
   Raises:
     CheckpointMismatchError: If `run_dir` holds another run's checkpoints.
