@@ -108,6 +108,15 @@ class RecordStoreTest(absltest.TestCase):
                                 'JSON list'):
       self.store.read('b')
     self.assertIsNone(self.store.read('none'))
+    self.assertIsNone(self.store.read_as('none', dict))
+
+  def test_read_as_names_fields_its_type_refuses(self):
+    store = run_store.RecordStore(self.dir, run_store.INDENTED, 'start over')
+    store.write('a', dict(x=1))
+    self.assertEqual(store.read_as('a', lambda fields: fields['x']), 1)
+    with self.assertRaisesRegex(ValueError, r"a\.json cannot be read \('y'\); "
+                                'start over'):
+      store.read_as('a', lambda fields: fields['y'])
 
   def test_names(self):
     self.assertEqual(run_store.RecordStore(

@@ -274,14 +274,8 @@ def read_records(records_dir: str) -> list[Validation]:
     ValueError: Naming a record that cannot be read.
   """
   store = _store(records_dir)
-  records = []
-  for name, fields in store.read_all().items():
-    try:
-      records.append(Validation(**fields))
-    except TypeError as e:
-      raise ValueError(f'{store.path(name)} cannot be read ({e}); '
-                       f'{store.remedy}.') from None
-  return records
+  return [store.read_as(name, lambda fields: Validation(**fields))
+          for name in store.names()]
 
 
 def _rounds_text(record: Validation, result: Outcome, algorithm: str) -> str:

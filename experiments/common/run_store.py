@@ -173,8 +173,29 @@ class RecordStore:
     try:
       return self._read(path)
     except (OSError, ValueError, KeyError, TypeError) as e:
-      raise ValueError(f'{path} cannot be read ({e}); {self.remedy}.'
-                       ) from None
+      raise self.damaged(name, e) from None
+
+  def read_as(self, name: str, convert: Callable[[dict[str, Any]], Any]
+              ) -> Any:
+    """`convert(fields)` of the record `name` (a study's view of it, e.g.
+    its record type), or None if there is none.
+
+    Raises:
+      ValueError: As `read`, also for fields `convert` refuses (a
+        KeyError or TypeError: a field missing or unknown).
+    """
+    fields = self.read(name)
+    if fields is None:
+      return None
+    try:
+      return convert(fields)
+    except (KeyError, TypeError) as e:
+      raise self.damaged(name, e) from None
+
+  def damaged(self, name: str, reason: Any) -> ValueError:
+    """The error for the record `name`, which cannot be read for `reason`."""
+    return ValueError(f'{self.path(name)} cannot be read ({reason}); '
+                      f'{self.remedy}.')
 
   def _read(self, path: str) -> dict[str, Any]:
     with open(path) as f:
@@ -303,8 +324,7 @@ def kept(store: RecordStore, name: str, want: Mapping[str, Any], *,
   try:
     kept_settings = settings_of(fields)
   except (KeyError, TypeError) as e:
-    raise ValueError(f'{path} cannot be read (no settings: {e}); '
-                     f'{store.remedy}.') from None
+    raise store.damaged(name, f'no settings: {e}') from None
   want = json.loads(json.dumps(dict(want)))
   status, keys = settings_status(kept_settings, want,
                                  every_field=every_field,

@@ -230,7 +230,7 @@ def record_name(variant: str, setting: hybrid_config.Setting, seed: int) -> str:
 
 def read_records(records_dir: str) -> list[RunRecord]:
   """Every record in `records_dir` (none if it does not exist)."""
-  return hybrid_records.read_records(records_dir, RunRecord, 'study')
+  return hybrid_records.read_records(records_dir, RunRecord)
 
 
 def _eval_accuracy(model, x, y, weights) -> float:

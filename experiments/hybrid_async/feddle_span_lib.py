@@ -237,7 +237,7 @@ def run_probed(data: hybrid_config.Data, config: hybrid_config.Config,
 
 def read_records(records_dir: str) -> list[RunRecord]:
   """Every record in `records_dir` (none if it does not exist)."""
-  return hybrid_records.read_records(records_dir, RunRecord, 'span')
+  return hybrid_records.read_records(records_dir, RunRecord)
 
 
 def run_study(data_fn, config: hybrid_config.Config,

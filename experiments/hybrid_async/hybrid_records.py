@@ -123,20 +123,14 @@ def keep_record(records_dir: str, name: str, record: NamedTuple) -> None:
   store(records_dir, STUDY_LAYOUT).write(name, record._asdict())
 
 
-def read_records(records_dir: str, record_type: Callable[..., Any],
-                 kind: str) -> list[Any]:
+def read_records(records_dir: str,
+                 record_type: Callable[..., Any]) -> list[Any]:
   """Every `*.json` record in `records_dir` as `record_type(**fields)`,
   by file name (none if the directory does not exist); a ValueError names
-  a file that is not a `kind` record."""
+  a file that is not one."""
   records_store = store(records_dir)
-  records = []
-  for name in records_store.names():
-    try:
-      records.append(record_type(**records_store.read(name)))
-    except TypeError as e:
-      raise ValueError(f'{name}.json in {records_dir} is not a {kind} '
-                       f'record: {e}') from None
-  return records
+  return [records_store.read_as(name, lambda fields: record_type(**fields))
+          for name in records_store.names()]
 
 
 def run_key(method: str, setting: hybrid_config.Setting, seed: int) -> str:
@@ -236,8 +230,7 @@ def load_run(runs_dir: str, key: str, fingerprint: dict[str, Any]
                                   for r in kept['rows']],
                                  kept['diagnostics'], kept['notes'])
   except (KeyError, TypeError) as e:
-    raise ValueError(f'{runs.path(key)} cannot be read ({e}); '
-                     f'{runs.remedy}.') from None
+    raise runs.damaged(key, e) from None
 
 
 # What `save_earlier_runs` keeps of a method's records before they are run

@@ -146,15 +146,10 @@ def read_record(records_dir: str, scenario: str) -> Optional[ScenarioRecord]:
       names the file): a damaged record is not silently retrained over.
   """
   store = _store(records_dir)
-  fields = store.read(scenario)
-  if fields is None:
+  record = store.read_as(scenario, lambda fields: ScenarioRecord(**fields))
+  if record is None:
     return None
   json_path = store.path(scenario)
-  try:
-    record = ScenarioRecord(**fields)
-  except TypeError as e:
-    raise ValueError(f'{json_path} cannot be read ({e}); {_REMEDY}.'
-                     ) from None
   if 'context_layer' not in record.settings:
     record = record._replace(settings=dict(EARLIER_FORMS, **record.settings))
   if ('parallel_training_lr' not in record.settings
@@ -354,15 +349,8 @@ def read_reference(records_dir: str, name: str) -> Optional[NamedTuple]:
   Raises:
     ValueError: For a record that exists but cannot be read (naming it).
   """
-  store = reference_store(records_dir)
-  fields = store.read(name)
-  if fields is None:
-    return None
-  try:
-    return _REFERENCE_TYPES[name](**fields)
-  except TypeError as e:
-    raise ValueError(f'{store.path(name)} cannot be read ({e}); '
-                     f'{store.remedy}.') from None
+  return reference_store(records_dir).read_as(
+      name, lambda fields: _REFERENCE_TYPES[name](**fields))
 
 
 def read_references(records_dir: str) -> References:

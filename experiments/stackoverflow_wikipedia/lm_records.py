@@ -94,14 +94,9 @@ def write_record(records_dir: str, record: ScenarioRecord) -> None:
 
 
 def _record(store: run_store.RecordStore, name: str) -> ScenarioRecord:
-  try:
-    record = ScenarioRecord(**store.read(name))
-  except TypeError as e:
-    raise ValueError(f'{store.path(name)} cannot be read ({e}); '
-                     f'{store.remedy}.') from None
+  record = store.read_as(name, lambda fields: ScenarioRecord(**fields))
   if not record.rows:
-    raise ValueError(f'{store.path(name)} cannot be read (no evaluation '
-                     f'rows); {store.remedy}.')
+    raise store.damaged(name, 'no evaluation rows')
   return record
 
 
