@@ -193,7 +193,8 @@ class RunStudyTest(absltest.TestCase):
     before = os.path.getmtime(path)
     span.run_study(_digits, _CONFIG, _CONFIG, settings, [0], out, 1)
     self.assertEqual(os.path.getmtime(path), before)  # Kept, not rerun.
-    with self.assertRaisesRegex(ValueError, r'other settings \(feddle_search_lr\)'):
+    with self.assertRaisesRegex(ValueError,
+                                r'other settings \(feddle_search_lr\)'):
       span.run_study(_digits, _CONFIG._replace(feddle_search_lr=0.5),
                      _CONFIG, settings, [0], out, 1)
     with open(path) as f:

@@ -166,7 +166,8 @@ class ResumeTest(absltest.TestCase):
     with mock.patch.object(hybrid_runs, 'run_method', run_method):
       for c in (config, config._replace(client_lr=0.1)):
         hybrid_records.kept_run(
-            out, f'fedbuff_{c.client_lr}', hybrid_config.FEDBUFF, self.data, c, 1, self.cache,
+            out, f'fedbuff_{c.client_lr}', hybrid_config.FEDBUFF, self.data,
+            c, 1, self.cache,
             checkpoint_dir=checkpoints)
     self.assertLen(seen, 2)
     self.assertNotEqual(os.path.basename(seen[0]).split('-')[-1],

@@ -171,7 +171,8 @@ def key_digest(key: Mapping[str, Any]) -> str:
 
 def kept_run(runs_dir: str, key: str, method: str,
              data: hybrid_config.Data, config: hybrid_config.Config,
-             seed: int, cache: dict, clients_per_group: int = tff_mixed.simulation.AUTO,
+             seed: int, cache: dict,
+             clients_per_group: int = tff_mixed.simulation.AUTO,
              checkpoint_dir: Optional[str] = None) -> hybrid_runs.MethodRun:
   """`hybrid_runs.run_method`'s run, kept in `runs_dir` as `key`: read back
   if it is there (made with the same config and data), else run and saved.
