@@ -373,8 +373,9 @@ def main(argv: Sequence[str]) -> None:
       f'* Setting: the paper\'s S = {clients_per_round}, K = 2, batch 5, '
       'central batch 1000 (1-way GT) / 500 (PT, 2-way GT), model '
       '21168-64-1.',
-      f'* One-time pass over the database (central store, label counts, eval '
-      f'arrays): {task_s:.1f} s; one evaluation: {eval_s:.2f} s.',
+      f'* One-time passes over the database (central and client stores, '
+      f'label counts, eval arrays): {task_s:.1f} s; one evaluation: '
+      f'{eval_s:.2f} s.',
       f'* Modes: per-client (datasets built from id strings in TFF\'s '
       f'worker, one client per CLIENTS member) and grouped '
       f'(`tff_mixed.ClientGroups`, {len(groups)} groups of {sizes} clients, '

@@ -58,6 +58,45 @@ def _features_to_images(x) -> list[np.ndarray]:
   return list(pixels.reshape(-1, *celeba.IMAGE_SHAPE))
 
 
+def _loader_dataset(task, client_id, oracle=False, num_steps=None):
+  """A client's dataset through TFF's SQL loader: the reference order.
+
+  The client's celebrities' serialized examples as TFF's loader gives them,
+  filtered by label unless `oracle`, shuffled with `dataset_for_id`'s seed,
+  parsed and batched: what `dataset_for_id` reads from its client store.
+  """
+  label = task.label
+  celebrities = client_id.split('|')[1].split('+')
+  dataset = tf.data.Dataset.from_tensor_slices(celebrities).flat_map(
+      task.serialized_train_data.serializable_dataset_fn)
+  if not oracle:
+    dataset = dataset.filter(lambda proto: tf.io.parse_single_example(
+        proto, {label: tf.io.FixedLenFeature([], tf.int64)})[label] > 0)
+  seed = tf.strings.to_hash_bucket_fast(
+      tf.strings.join([client_id, str(task.seed)], '#'), 2**31 - 1)
+
+  def parse(proto):
+    example = tf.io.parse_single_example(proto, {
+        'image': tf.io.FixedLenFeature(celeba.IMAGE_SHAPE, tf.int64),
+        label: tf.io.FixedLenFeature([], tf.int64)})
+    return (celeba.to_features(example['image']),
+            tf.reshape(tf.cast(example[label] > 0, tf.float32), [1]))
+
+  dataset = dataset.shuffle(1024, seed=seed).map(parse).batch(
+      task.client_batch_size)
+  if num_steps is not None:
+    dataset = dataset.repeat().take(num_steps)
+  return dataset
+
+
+def _assert_same_batches(test, dataset, reference):
+  batches, expected = list(dataset), list(reference)
+  test.assertLen(batches, len(expected))
+  for (x, y), (ex, ey) in zip(batches, expected):
+    np.testing.assert_array_equal(x, ex)
+    np.testing.assert_array_equal(y, ey)
+
+
 class CelebASmileTaskTest(absltest.TestCase):
 
   @classmethod
@@ -135,6 +174,45 @@ class CelebASmileTaskTest(absltest.TestCase):
 
     np.testing.assert_array_equal(order(3), order(3))
     self.assertFalse(np.array_equal(order(3), order(4)))
+
+  def test_client_datasets_are_the_loaders_batches_in_its_order(self):
+    # The client store and its rows give, batch for batch, what shuffling
+    # TFF's loader's examples gives: every client, two rounds, both kinds of
+    # client, with and without a fixed number of steps (cycling).
+    task = self.task
+    for index in range(task.num_clients):
+      for round_num in (0, 3):
+        client_id = task.client_id(index, round_num)
+        for oracle in (False, True):
+          for num_steps in (None, 5):
+            _assert_same_batches(
+                self, task.dataset_for_id(client_id, oracle, num_steps),
+                _loader_dataset(task, client_id, oracle, num_steps))
+
+  def test_client_datasets_follow_the_loader_when_clients_interleave(self):
+    # A table whose rows mix the celebrities: each client's rows are still
+    # read in the order TFF's loader gives its examples.
+    cache_dir = celeba_testing.make_fake_celeba_cache(
+        temp_dirs.temp_dir(self), num_train_clients=6, num_test_clients=1,
+        images_per_client=5, seed=4)
+    connection = sqlite3.connect(
+        os.path.join(cache_dir, celeba.DATABASE_FILENAME))
+    rows = connection.execute('SELECT split_name, client_id, '
+                              'serialized_example_proto FROM examples'
+                              ).fetchall()
+    connection.execute('DELETE FROM examples')
+    connection.executemany(
+        'INSERT INTO examples (split_name, client_id, '
+        'serialized_example_proto) VALUES (?, ?, ?)',
+        [rows[i] for i in np.random.default_rng(0).permutation(len(rows))])
+    connection.commit()
+    connection.close()
+    task = celeba.build_task(cache_dir, client_batch_size=3, seed=2)
+    for index in range(task.num_clients):
+      client_id = task.client_id(index, 1)
+      for oracle in (False, True):
+        _assert_same_batches(self, task.dataset_for_id(client_id, oracle),
+                             _loader_dataset(task, client_id, oracle))
 
   def test_evaluation_counts_both_labels(self):
     model = dense.build_binary_classifier(celeba.NUM_FEATURES,

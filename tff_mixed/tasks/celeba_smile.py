@@ -36,13 +36,18 @@ split by clients: 8,408 training and 935 evaluation celebrities; images
     `float32[1]`, matching
     `tff_mixed.models.dense.build_binary_classifier(NUM_FEATURES)`.
 
-One sequential pass over the database builds the central store and counts
-each celebrity's labels; the result is cached in `work_dir` (keyed by the
-database's size and modification time, the label and the format), so later
-runs start at once. Client datasets are built each round through TFF's own
-loader (`ClientData.serializable_dataset_fn`) inside TFF's worker from client
-id strings (`CelebASmileTask.dataset_computation`), shuffled by a seed of the
-round and client, so runs are reproducible and resumable.
+Two sequential passes over the database build the central store, count
+each celebrity's labels and write every training image into a client store
+(an `ExampleStore` too), noting each celebrity's rows in the order TFF's
+loader (`ClientData.serializable_dataset_fn`) gives its examples; the result
+is cached in `work_dir` (keyed by the database's size and modification time,
+the label and the format), so later runs start at once. Client datasets are
+built each round inside TFF's worker from client id strings
+(`CelebASmileTask.dataset_computation`): the client's rows, shuffled by a
+seed of the round and client, read from the client store. They hold the
+examples, in the order, that the same shuffle of TFF's loader gives (tests/
+celeba_smile_test.py), without parsing a serialized example a round; runs
+are reproducible and resumable.
 
 The database itself (where it is, its up-front check, TFF's loader, how to get
 it) is `celeba_database`; its names are importable from here as well.
@@ -81,7 +86,7 @@ DEFAULT_LABEL = 'smiling'
 # Shuffle buffer of a client dataset: larger than any composite client
 # (celebrities hold at most ~35 images each), so the shuffle is uniform.
 _SHUFFLE_BUFFER = 1024
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 EvalMetrics = binary_metrics.EvalMetrics
 
@@ -114,10 +119,50 @@ def _check_label(label: str) -> str:
 
 
 class _Index(NamedTuple):
-  """What the pass over the database learned (cached as JSON)."""
+  """What the passes over the database learned (cached as JSON).
+
+  `positive_rows` and `all_rows`: per celebrity, its positive (all) images'
+  rows in the client store, in the order TFF's loader gives them.
+  """
 
   train_positives: dict[str, int]
   train_negatives: dict[str, int]
+  positive_rows: dict[str, list[int]]
+  all_rows: dict[str, list[int]]
+
+
+class ClientRows(NamedTuple):
+  """Each celebrity's rows in the client store, as graph constants.
+
+  Attributes:
+    celebrities: str `[c]`, the celebrities.
+    rows: int64, every celebrity's rows one after another.
+    lengths: int64 `[c]`, how many rows each celebrity has.
+  """
+
+  celebrities: np.ndarray
+  rows: np.ndarray
+  lengths: np.ndarray
+
+  @classmethod
+  def from_dict(cls, rows: dict[str, list[int]]) -> 'ClientRows':
+    names = sorted(rows)
+    return cls(np.array(names, dtype=object),
+               np.array([r for n in names for r in rows[n]], np.int64),
+               np.array([len(rows[n]) for n in names], np.int64))
+
+  def of(self, celebrities: tf.Tensor) -> tf.Tensor:
+    """The rows of `celebrities` (string `[n]`), one after another."""
+    matches = tf.equal(celebrities[:, tf.newaxis],
+                       tf.constant(self.celebrities, tf.string)[tf.newaxis])
+    known = tf.debugging.assert_equal(
+        tf.reduce_all(tf.reduce_any(matches, axis=1)), True,
+        message='A client id names a celebrity the task does not hold.')
+    with tf.control_dependencies([known]):
+      position = tf.argmax(tf.cast(matches, tf.int32), axis=1)
+    ragged = tf.RaggedTensor.from_row_lengths(tf.constant(self.rows),
+                                              tf.constant(self.lengths))
+    return tf.gather(ragged, position).flat_values
 
 
 def _database_key(path: str, label: str) -> dict[str, Any]:
@@ -148,7 +193,27 @@ def _build_cache(path: str, label: str, work_dir: str) -> None:
 
   example_store_lib.write_example_store(
       os.path.join(work_dir, 'central_store'), negative_batches())
-  index = dict(train_positives=positives, train_negatives=negatives)
+  # A second pass: the client store of every training image, and each
+  # celebrity's rows. Scan order within a celebrity is the order TFF's
+  # loader reads its examples in (both follow the table's rows).
+  positive_rows, all_rows = {}, {}
+
+  def client_batches():
+    row = 0
+    for client_ids, images, labels in celeba_database.scan_split(
+        path, TRAIN_SPLIT, label):
+      for cid, is_positive in zip(client_ids, labels):
+        all_rows.setdefault(cid, []).append(row)
+        if is_positive:
+          positive_rows.setdefault(cid, []).append(row)
+        row += 1
+      yield (images.reshape(-1, NUM_FEATURES),
+             labels.astype(np.float32).reshape(-1, 1))
+
+  example_store_lib.write_example_store(
+      os.path.join(work_dir, 'client_store'), client_batches())
+  index = dict(train_positives=positives, train_negatives=negatives,
+               positive_rows=positive_rows, all_rows=all_rows)
   reports.atomic_write(os.path.join(work_dir, 'index.json'),
                        lambda f: json.dump(index, f))
 
@@ -189,7 +254,7 @@ def prepare_cache(path: str, label: str, work_dir: str) -> _Index:
     reports.atomic_write(key_path, lambda f: json.dump(key, f))
   with open(os.path.join(work_dir, 'index.json')) as f:
     index = json.load(f)
-  return _Index(index['train_positives'], index['train_negatives'])
+  return _Index(**index)
 
 
 class CelebASmileTask(NamedTuple):
@@ -203,12 +268,18 @@ class CelebASmileTask(NamedTuple):
     num_oracle_client_examples: All images per (oracle) client.
     central_store: The `ExampleStore` of the negative training images;
       batches are `(float32[B, 21168], float32[B, 1])`.
+    client_store: The `ExampleStore` of every training image, batches as
+      `central_store`'s, from which client datasets read.
+    positive_rows: Each celebrity's positive images' rows in
+      `client_store` (`ClientRows`), in TFF's loader's order.
+    all_rows: Each celebrity's rows of all its images (the oracle).
     eval_images: uint8 `[n, 84, 84, 3]` images of the evaluation clients.
     eval_labels: float32 `[n]` labels of the evaluation images.
     train_data: TFF's training `ClientData` (raw celebrities), as
       `celeba.load_data` returns it.
     serialized_train_data: The same split as TFF's `SqlClientData` of
-      serialized examples (what `load_data` parses), for lazy parsing.
+      serialized examples (what `load_data` parses): what the client store
+      holds, as TFF's loader reads it.
     client_batch_size: Batch size of the client datasets.
     seed: The task's seed (grouping, client shuffles).
   """
@@ -218,6 +289,9 @@ class CelebASmileTask(NamedTuple):
   num_client_examples: list[int]
   num_oracle_client_examples: list[int]
   central_store: example_store_lib.ExampleStore
+  client_store: example_store_lib.ExampleStore
+  positive_rows: ClientRows
+  all_rows: ClientRows
   eval_images: np.ndarray
   eval_labels: np.ndarray
   train_data: tff.simulation.datasets.ClientData
@@ -242,9 +316,10 @@ class CelebASmileTask(NamedTuple):
                      num_steps: Optional[int] = None) -> tf.data.Dataset:
     """The batched `(x, y)` dataset named by a `client_id` string (tensor).
 
-    Built through TFF's loader (`serializable_dataset_fn`) from the client's
-    celebrities, only positives unless `oracle`; shuffled by a hash of the id
-    and the task seed, so each round sees a new order and a rerun the same.
+    The client's celebrities' images, only positives unless `oracle`, in
+    TFF's loader's order, shuffled by a hash of the id and the task seed (so
+    each round sees a new order and a rerun the same) and read from the
+    client store a batch at a time.
 
     Args:
       client_id: A scalar string (Python or tensor) from `client_id`.
@@ -255,32 +330,21 @@ class CelebASmileTask(NamedTuple):
     Returns:
       A `tf.data.Dataset` of `(float32[?, 21168], float32[?, 1])` batches.
     """
-    label = self.label
     client_id = tf.convert_to_tensor(client_id, tf.string)
     celebrities = tf.strings.split(
         tf.strings.split(client_id, '|')[1], '+')
-    # The serialized examples TFF's loader parses, parsed here lazily: the
-    # label first (skipping the image bytes is cheap), the 21,168-value image
-    # only for the examples a round actually trains on. Parsing every image
-    # of ~100 clients each round cost several seconds.
-    dataset = tf.data.Dataset.from_tensor_slices(celebrities).flat_map(
-        self.serialized_train_data.serializable_dataset_fn)
-    if not oracle:
-      dataset = dataset.filter(lambda proto: tf.io.parse_single_example(
-          proto, {label: tf.io.FixedLenFeature([], tf.int64)})[label] > 0)
+    rows = (self.all_rows if oracle else self.positive_rows).of(celebrities)
     seed = tf.strings.to_hash_bucket_fast(
         tf.strings.join([client_id, str(self.seed)], '#'), 2**31 - 1)
-    dataset = dataset.shuffle(_SHUFFLE_BUFFER, seed=seed)
-
-    def parse(proto):
-      example = tf.io.parse_single_example(proto, {
-          'image': tf.io.FixedLenFeature(IMAGE_SHAPE, tf.int64),
-          label: tf.io.FixedLenFeature([], tf.int64),
-      })
-      return (to_features(example['image']),
-              tf.reshape(tf.cast(example[label] > 0, tf.float32), [1]))
-
-    dataset = dataset.map(parse).batch(self.client_batch_size)
+    # The shuffle's order depends on the number of elements and the seed
+    # alone, so shuffling rows orders the images as shuffling TFF's parsed
+    # examples does; only the images a round trains on are read. Parsing
+    # serialized examples through TFF's SQL loader instead cost about half
+    # of a grouped round at S = 100 (BENCHMARKS.md, celeba_scale).
+    dataset = tf.data.Dataset.from_tensor_slices(rows).shuffle(
+        _SHUFFLE_BUFFER, seed=seed)
+    dataset = dataset.batch(self.client_batch_size).map(
+        self.client_store.read)
     if num_steps is not None:
       dataset = dataset.repeat().take(num_steps)
     return dataset
@@ -381,6 +445,8 @@ def build_task(
   index = prepare_cache(path, label, work_dir)
   store = example_store_lib.load_example_store(
       os.path.join(work_dir, 'central_store'), map_fn=_store_map_fn)
+  client_store = example_store_lib.load_example_store(
+      os.path.join(work_dir, 'client_store'), map_fn=_store_map_fn)
   eval_images, eval_labels = _load_eval(path, label, work_dir)
 
   raw_ids = sorted(train.client_ids)
@@ -422,6 +488,9 @@ def build_task(
   return CelebASmileTask(
       label=label, clients=clients, num_client_examples=positives,
       num_oracle_client_examples=totals, central_store=store,
+      client_store=client_store,
+      positive_rows=ClientRows.from_dict(index.positive_rows),
+      all_rows=ClientRows.from_dict(index.all_rows),
       eval_images=np.asarray(eval_images), eval_labels=eval_labels,
       train_data=train,
       serialized_train_data=tff.simulation.datasets.SqlClientData(
