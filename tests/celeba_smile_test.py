@@ -191,10 +191,11 @@ class CelebASmileTaskTest(absltest.TestCase):
 
   def test_client_datasets_follow_the_loader_when_clients_interleave(self):
     # A table whose rows mix the celebrities: each client's rows are still
-    # read in the order TFF's loader gives its examples.
+    # read in the order TFF's loader gives its examples. Few smiles, so
+    # that some composite clients hold a celebrity without one.
     cache_dir = celeba_testing.make_fake_celeba_cache(
-        temp_dirs.temp_dir(self), num_train_clients=6, num_test_clients=1,
-        images_per_client=5, seed=4)
+        temp_dirs.temp_dir(self), num_train_clients=9, num_test_clients=2,
+        images_per_client=4, seed=4, smiling_fraction=0.25)
     connection = sqlite3.connect(
         os.path.join(cache_dir, celeba.DATABASE_FILENAME))
     rows = connection.execute('SELECT split_name, client_id, '
@@ -208,6 +209,8 @@ class CelebASmileTaskTest(absltest.TestCase):
     connection.commit()
     connection.close()
     task = celeba.build_task(cache_dir, client_batch_size=3, seed=2)
+    self.assertIn(0, [len(_loader_images(task.train_data, [c], True))
+                      for group in task.clients for c in group])
     for index in range(task.num_clients):
       client_id = task.client_id(index, 1)
       for oracle in (False, True):

@@ -86,7 +86,7 @@ DEFAULT_LABEL = 'smiling'
 # Shuffle buffer of a client dataset: larger than any composite client
 # (celebrities hold at most ~35 images each), so the shuffle is uniform.
 _SHUFFLE_BUFFER = 1024
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 
 EvalMetrics = binary_metrics.EvalMetrics
 
@@ -204,8 +204,11 @@ def _build_cache(path: str, label: str, work_dir: str) -> None:
         path, TRAIN_SPLIT, label):
       for cid, is_positive in zip(client_ids, labels):
         all_rows.setdefault(cid, []).append(row)
+        # Every celebrity has an entry, none for one without a positive: a
+        # composite client may hold such a celebrity beside others.
+        rows = positive_rows.setdefault(cid, [])
         if is_positive:
-          positive_rows.setdefault(cid, []).append(row)
+          rows.append(row)
         row += 1
       yield (images.reshape(-1, NUM_FEATURES),
              labels.astype(np.float32).reshape(-1, 1))
