@@ -44,10 +44,8 @@ is cached in `work_dir` (keyed by the database's size and modification time,
 the label and the format), so later runs start at once. Client datasets are
 built each round inside TFF's worker from client id strings
 (`CelebASmileTask.dataset_computation`): the client's rows, shuffled by a
-seed of the round and client, read from the client store. They hold the
-examples, in the order, that the same shuffle of TFF's loader gives (tests/
-celeba_smile_test.py), without parsing a serialized example a round; runs
-are reproducible and resumable.
+seed of the round and client (reproducible, resumable runs), read from the
+client store: the batches the same shuffle of TFF's loader gives.
 
 The database itself (where it is, its up-front check, TFF's loader, how to get
 it) is `celeba_database`; its names are importable from here as well.
