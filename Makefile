@@ -5,7 +5,7 @@ RUN := scripts/with_worker_cleanup.sh
 # pytest processes for `make test`: one per core, at most 4; 0 runs serially.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-movielens-1m-lambda results-movielens-1m-lambda-003 results-movielens-1m-lambda-001 results-lm lm-sites-data results-lm-sites carry-lm-sites benchmark-lm-s100 results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 results-hybrid-cifar10-transferred cifar10-data test bazel-test benchmark benchmark-results-celeba benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens benchmark-lm benchmark-hybrid clean
+.PHONY: venv docs wheel-check demo bazel-check results results-celeba results-celeba-bgd results-movielens results-movielens-1m results-movielens-1m-lambda results-movielens-1m-lambda-003 results-movielens-1m-lambda-001 results-lm lm-sites-data results-lm-sites carry-lm-sites benchmark-lm-s100 results-advice results-hybrid-async results-hybrid-diagnostics results-hybrid-celeba results-hybrid-cifar10 results-hybrid-cifar10-transferred cifar10-data test bazel-test benchmark benchmark-results-celeba benchmark-scale benchmark-workers benchmark-paper-runs benchmark-celeba benchmark-movielens benchmark-lm benchmark-hybrid benchmark-floors clean
 
 # Creates or reuses the virtualenv at .venv (scripts/setup_venv.sh).
 venv:
@@ -535,6 +535,10 @@ benchmark-lm: venv
 # The hybrid experiment's FedBuff and Feddle rounds beside their compute floor.
 benchmark-hybrid: venv
 	@$(RUN) $(PY) -m benchmarks.hybrid_rounds $(ARGS)
+
+# BENCHMARKS.md's table of every paper binary against its floor (no timing).
+benchmark-floors: venv
+	@$(RUN) $(PY) -m benchmarks.floor_summary
 
 # The CelebA pipeline at the paper's scale, on a synthetic celeba.sqlite.
 benchmark-celeba: venv

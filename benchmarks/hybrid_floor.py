@@ -52,11 +52,13 @@ Left out, besides TFF's dispatch, serialization, metrics and non-finite
 guard: the schedule, the pending updates and the data pipeline (the floor
 gets a round's batches as tensors); Feddle's diagnostics, of which the
 search's loss over one pass of the server data at c' and at its result
-(two forward passes over the 1,000 server examples a merge) is the largest;
-its checks and numpy conversions; and FedBuff's float64 sums (the floor
-merges in float32). tests/hybrid_floor_test.py checks that the floor's
-client updates are the library's and that floor rounds give the weights
-of the library's FedBuff and Feddle on the same updates.
+(two forward passes over the 1,000 server examples a merge) is the largest
+(a floor `with_diagnostics` computes those two passes too, as the binary
+does at every merge); its checks and numpy conversions; and FedBuff's
+float64 sums (the floor merges in float32). tests/hybrid_floor_test.py
+checks that the floor's client updates are the library's, that floor
+rounds give the weights of the library's FedBuff and Feddle on the same
+updates, and that the diagnostic losses are Feddle's.
 """
 
 from collections.abc import Sequence
@@ -110,11 +112,15 @@ class FloorState(NamedTuple):
       as an absent anchor: norm 0, coefficient 0); `()` for FedBuff.
     scores: Feddle's float64 `[M]` scores |c| of the last search, -inf for
       a free slot; `()` for FedBuff.
+    losses: With Feddle's diagnostics, float32 `[2]`: the last merge's
+      mean loss over the server set at c' and at the searched c (its
+      `prior_loss` and `final_loss`); else `()`.
   """
 
   weights: Any
   anchors: Any = ()
   scores: Any = ()
+  losses: Any = ()
 
 
 def _check(method: str, config: hybrid_config.Config) -> None:
@@ -180,15 +186,30 @@ def server_batches(data: hybrid_config.Data, config: hybrid_config.Config,
 
 
 def initial_state(model: tff.learning.models.FunctionalModel, method: str,
-                  config: hybrid_config.Config) -> FloorState:
-  """The model's initial weights and, for Feddle, an empty atlas."""
+                  config: hybrid_config.Config,
+                  with_diagnostics: bool = False) -> FloorState:
+  """The model's initial weights and, for Feddle, an empty atlas (and zero
+  diagnostic losses `with_diagnostics`)."""
   weights = tuple(tf.constant(w) for w in model.initial_weights[0])
   if method != hybrid_config.FEDDLE_ID:
     return FloorState(weights)
   size = hybrid_config.feddle_atlas_size(config)
   return FloorState(
       weights, tuple(tf.zeros([size, *w.shape], w.dtype) for w in weights),
-      tf.fill([size], tf.constant(-np.inf, tf.float64)))
+      tf.fill([size], tf.constant(-np.inf, tf.float64)),
+      tf.zeros([2], tf.float32) if with_diagnostics else ())
+
+
+def diagnostic_set(data: hybrid_config.Data, config: hybrid_config.Config,
+                   seed: int) -> tuple[np.ndarray, np.ndarray]:
+  """The server set Feddle's diagnostic losses pass over: its shuffled
+  full batches (`server_data.shuffled_batches`) as one batch, as the
+  search joins them (`coefficient_search`)."""
+  split = data.split
+  batches = server_data.shuffled_batches(
+      split.server_x, split.server_y, config.server_batch_size, seed)
+  return (np.concatenate([x for x, _ in batches]).astype(np.float32),
+          np.concatenate([y for _, y in batches]).astype(np.int32))
 
 
 def client_optimizer(config: hybrid_config.Config
@@ -312,12 +333,16 @@ def _normalized(anchors, is_new, server_lr: float):
 
 
 def _feddle_merge(model: tff.learning.models.FunctionalModel,
-                  config: hybrid_config.Config, server):
+                  config: hybrid_config.Config, server, diagnostics=None):
   """Feddle's merge in domain (`feddle.feddle_step`), its search on the
-  stacked server batches `server` (`server_batches`)."""
+  stacked server batches `server` (`server_batches`); with `diagnostics`
+  (`diagnostic_set`), also its diagnostic losses over that set at c' and
+  at the result (`FloorState.losses`)."""
   loss_fn = feddle.model_loss_fn(model)
   server_x, server_y = (tf.constant(a) for a in server)
   rate = tf.constant(config.feddle_search_lr, tf.float32)
+  if diagnostics is not None:
+    diagnostics = tuple(tf.constant(a) for a in diagnostics)
 
   def merge(state, buffer):
     anchors, is_new, filled = _enter_atlas(state, buffer)
@@ -337,14 +362,21 @@ def _feddle_merge(model: tff.learning.models.FunctionalModel,
     weights = anchor_merging.merge_tf(state.weights, stacked, c)
     scores = tf.where(filled, tf.abs(tf.cast(c, tf.float64)),
                       tf.constant(-np.inf, tf.float64))
-    return FloorState(tuple(weights), anchors, scores)
+    losses = state.losses
+    if diagnostics is not None:
+      # Two forward passes over the server set: the merge at c' (FedBuff's
+      # step) and at the searched c.
+      losses = tf.stack([tf.cast(loss_fn(anchor_merging.merge_tf(
+          state.weights, stacked, at), diagnostics), tf.float32)
+                         for at in (prior, c)])
+    return FloorState(tuple(weights), anchors, scores, losses)
 
   return merge
 
 
 def build_floor_round(model: tff.learning.models.FunctionalModel,
                       method: str, config: hybrid_config.Config,
-                      server=None):
+                      server=None, diagnostics=None):
   """The compute floor of a round of `method`: one plain `tf.function`.
 
   Args:
@@ -353,6 +385,8 @@ def build_floor_round(model: tff.learning.models.FunctionalModel,
     config: The binary's settings: its client optimizer, `buffer_size`,
       `server_lr` and, for Feddle, the atlas size and search.
     server: Feddle's stacked server batches (`server_batches`).
+    diagnostics: Feddle's diagnostic set (`diagnostic_set`), to compute its
+      diagnostic losses at every merge as the binary does; `None`: not.
 
   Returns:
     A `tf.function` `(state, batches, merges) -> FloorState`: the round's
@@ -366,10 +400,11 @@ def build_floor_round(model: tff.learning.models.FunctionalModel,
   """
   _check(method, config)
   train = _clients_fn(model, client_optimizer(config))
-  merge = (_feddle_merge(model, config, server)
+  merge = (_feddle_merge(model, config, server, diagnostics)
            if method == hybrid_config.FEDDLE_ID else _fedbuff_merge(config))
   state_spec = tf.nest.map_structure(
-      tf.TensorSpec.from_tensor, initial_state(model, method, config))
+      tf.TensorSpec.from_tensor,
+      initial_state(model, method, config, diagnostics is not None))
   size = config.buffer_size
 
   @tf.function(input_signature=[state_spec, _batch_specs(model),
@@ -390,13 +425,18 @@ class FloorRunner:
 
   def __init__(self, model: tff.learning.models.FunctionalModel,
                method: str, data: hybrid_config.Data,
-               config: hybrid_config.Config, seed: int):
+               config: hybrid_config.Config, seed: int,
+               with_diagnostics: bool = False):
     # Traced on the first call, as TFF compiles on its first: the first
     # round includes tracing.
-    server = (server_batches(data, config, seed)
-              if method == hybrid_config.FEDDLE_ID else None)
-    self._round_fn = build_floor_round(model, method, config, server)
-    self._state = initial_state(model, method, config)
+    feddle_method = method == hybrid_config.FEDDLE_ID
+    server = server_batches(data, config, seed) if feddle_method else None
+    diagnostics = (diagnostic_set(data, config, seed)
+                   if feddle_method and with_diagnostics else None)
+    self._round_fn = build_floor_round(model, method, config, server,
+                                       diagnostics)
+    self._state = initial_state(model, method, config,
+                                diagnostics is not None)
 
   @property
   def state(self) -> FloorState:

@@ -79,9 +79,10 @@ def _library_updates(training, weights, datasets):
           [float(n) for n in result['num_examples']])
 
 
-def _floor_weights(method, data, model):
+def _floor_weights(method, data, model, with_diagnostics=False):
   """The weights after each of `_ROUNDS`' floor rounds, and the state."""
-  runner = hybrid_floor.FloorRunner(model, method, data, _CONFIG, _SEED)
+  runner = hybrid_floor.FloorRunner(model, method, data, _CONFIG, _SEED,
+                                    with_diagnostics)
   weights = []
   for round_num, (clients, merges) in enumerate(_ROUNDS, 1):
     runner.run_round(hybrid_floor.client_batches(
@@ -93,12 +94,13 @@ def _floor_weights(method, data, model):
 
 def _library_weights(method, data, model):
   """The weights after each of `_ROUNDS`, the method applying the round's
-  updates from the library's training (cycled into its merges)."""
+  updates from the library's training (cycled into its merges), the state
+  and the last merge's event."""
   built = hybrid_methods.build_method(method, model, data, _CONFIG, _SEED)
   training = _library_training(model)
   state = built.initial_state()
   weights = [np.asarray(w) for w in model.initial_weights[0]]
-  history = []
+  history, merge_events = [], []
   for round_num, (clients, merges) in enumerate(_ROUNDS, 1):
     updates, counts = _library_updates(training, weights, [
         hybrid_floor.client_dataset(method, data, _CONFIG, _SEED, c,
@@ -107,9 +109,10 @@ def _library_weights(method, data, model):
                                      updates[i % len(clients)], 0,
                                      num_examples=counts[i % len(clients)])
                for i in range(merges * _CONFIG.buffer_size)]
-    state, weights = built.apply(state, weights, arrived)
+    state, weights = built.apply(state, weights, arrived,
+                                 on_merge=merge_events.append)
     history.append([np.asarray(w) for w in weights])
-  return history, state
+  return history, state, merge_events[-1]
 
 
 class HybridFloorTest(parameterized.TestCase):
@@ -141,7 +144,7 @@ class HybridFloorTest(parameterized.TestCase):
       (method, method) for method in hybrid_floor.METHODS)
   def test_floor_rounds_give_the_method_weights(self, method):
     data, model = _tiny()
-    want, library_state = _library_weights(method, data, model)
+    want, library_state, last_merge = _library_weights(method, data, model)
     got, floor_state = _floor_weights(method, data, model)
     for round_num, (g, w) in enumerate(zip(got, want, strict=True), 1):
       for a, b in zip(g, w, strict=True):
@@ -154,6 +157,16 @@ class HybridFloorTest(parameterized.TestCase):
       fedbuff, _ = _floor_weights(hybrid_config.FEDBUFF, data, model)
       self.assertGreater(max(np.abs(a - b).max()
                              for a, b in zip(fedbuff[-1], got[-1])), 1e-4)
+      # With the diagnostics, the same weights, and the last merge's
+      # losses over the server set at c' and at c are Feddle's.
+      with_losses, state = _floor_weights(method, data, model, True)
+      for a, b in zip(with_losses[-1], got[-1], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+      diagnostics = last_merge.diagnostics.diagnostics
+      np.testing.assert_allclose(
+          state.losses.numpy(),
+          [diagnostics.prior_loss, diagnostics.final_loss], rtol=1e-5)
+      self.assertNotEqual(diagnostics.prior_loss, diagnostics.final_loss)
 
   def test_other_methods_and_settings_are_refused(self):
     _, model = _tiny()
