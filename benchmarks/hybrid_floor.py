@@ -75,7 +75,6 @@ from tff_mixed.asynchronous import anchor_merging
 from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous import server_data
 from tff_mixed.core import model_ops
-from tff_mixed.tasks import hybrid_images
 
 # The methods with a floor (hybrid_config's names): FedBuff, and Feddle in
 # domain, FedBuff's buffer with a coefficient search at each merge.
@@ -138,18 +137,6 @@ def _check(method: str, config: hybrid_config.Config) -> None:
                      f'{config.feddle_search_optimizer!r}.')
 
 
-def client_dataset(method: str, data: hybrid_config.Data,
-                   config: hybrid_config.Config, seed: int, client: int,
-                   round_num: int) -> tf.data.Dataset:
-  """Client `client`'s stream in round `round_num` of the run of `seed`,
-  as `hybrid_runs.run_method` gives it (its protocol and shuffle seed)."""
-  epochs = hybrid_methods.client_epochs(method, config)
-  return hybrid_images.client_dataset(
-      data.split, client, config.client_batch_size,
-      None if epochs else config.client_steps,
-      seed=seed * 1000003 + round_num, epochs=epochs)
-
-
 def client_batches(datasets: Sequence[tf.data.Dataset]) -> ClientBatches:
   """The batches of `datasets` (one per client, of `(x, y)` batches) as the
   floor takes them, tensors."""
@@ -210,15 +197,6 @@ def diagnostic_set(data: hybrid_config.Data, config: hybrid_config.Config,
       split.server_x, split.server_y, config.server_batch_size, seed)
   return (np.concatenate([x for x, _ in batches]).astype(np.float32),
           np.concatenate([y for _, y in batches]).astype(np.int32))
-
-
-def client_optimizer(config: hybrid_config.Config
-                     ) -> tff.learning.optimizers.Optimizer:
-  """The binary's client optimizer itself (`hybrid_runs`'), so that the
-  floor takes exactly its steps."""
-  # pylint: disable=protected-access
-  return hybrid_runs._client_optimizer(config)
-  # pylint: enable=protected-access
 
 
 def _clients_fn(model: tff.learning.models.FunctionalModel,
@@ -399,7 +377,8 @@ def build_floor_round(model: tff.learning.models.FunctionalModel,
       (FedBuff's staleness weights, another search optimizer than Adam).
   """
   _check(method, config)
-  train = _clients_fn(model, client_optimizer(config))
+  # The binary's client optimizer itself: the floor takes exactly its steps.
+  train = _clients_fn(model, hybrid_runs.client_optimizer(config))
   merge = (_feddle_merge(model, config, server, diagnostics)
            if method == hybrid_config.FEDDLE_ID else _fedbuff_merge(config))
   state_spec = tf.nest.map_structure(

@@ -192,7 +192,7 @@ def _floor_batches(method: str, data: hybrid_config.Data,
       hybrid_config.delay_of(method, CONFIG.delay_std), CONFIG.rounds,
       seed=_SEED)
   return [hybrid_floor.client_batches([
-      hybrid_floor.client_dataset(method, data, CONFIG, _SEED, c, round_num)
+      hybrid_runs.client_dataset(method, data, CONFIG, _SEED, c, round_num)
       for c in _trained_clients(schedule, round_num)])
           for round_num in range(1, num_rounds + 1)]
 

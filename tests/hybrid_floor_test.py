@@ -33,6 +33,7 @@ import tensorflow_federated as tff
 from benchmarks import hybrid_floor
 from experiments.hybrid_async import hybrid_config
 from experiments.hybrid_async import hybrid_methods
+from experiments.hybrid_async import hybrid_runs
 from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import strategy
 from tff_mixed.models import cnn
@@ -68,7 +69,7 @@ def _tiny():
 
 def _library_training(model):
   return client_training.build_client_training(
-      model, hybrid_floor.client_optimizer(_CONFIG))
+      model, hybrid_runs.client_optimizer(_CONFIG))
 
 
 def _library_updates(training, weights, datasets):
@@ -86,7 +87,7 @@ def _floor_weights(method, data, model, with_diagnostics=False):
   weights = []
   for round_num, (clients, merges) in enumerate(_ROUNDS, 1):
     runner.run_round(hybrid_floor.client_batches(
-        [hybrid_floor.client_dataset(method, data, _CONFIG, _SEED, c,
+        [hybrid_runs.client_dataset(method, data, _CONFIG, _SEED, c,
                                      round_num) for c in clients]), merges)
     weights.append([w.numpy() for w in runner.state.weights])
   return weights, runner.state
@@ -103,7 +104,7 @@ def _library_weights(method, data, model):
   history, merge_events = [], []
   for round_num, (clients, merges) in enumerate(_ROUNDS, 1):
     updates, counts = _library_updates(training, weights, [
-        hybrid_floor.client_dataset(method, data, _CONFIG, _SEED, c,
+        hybrid_runs.client_dataset(method, data, _CONFIG, _SEED, c,
                                     round_num) for c in clients])
     arrived = [strategy.ClientUpdate(clients[i % len(clients)],
                                      updates[i % len(clients)], 0,
@@ -120,7 +121,7 @@ class HybridFloorTest(parameterized.TestCase):
   def test_client_updates_are_the_library_training(self):
     data, model = _tiny()
     clients = (0, 3, 5)
-    datasets = [hybrid_floor.client_dataset(hybrid_config.FEDBUFF, data,
+    datasets = [hybrid_runs.client_dataset(hybrid_config.FEDBUFF, data,
                                             _CONFIG, _SEED, c, 7)
                 for c in clients]
     batches = hybrid_floor.client_batches(datasets)
@@ -131,7 +132,7 @@ class HybridFloorTest(parameterized.TestCase):
     want, _ = _library_updates(_library_training(model),
                                model.initial_weights[0], datasets)
     floor = hybrid_floor.build_clients_floor(
-        model, hybrid_floor.client_optimizer(_CONFIG))
+        model, hybrid_runs.client_optimizer(_CONFIG))
     got = floor(tuple(model.initial_weights[0]), batches)
     for c in range(len(clients)):
       for g, w in zip(got, want[c], strict=True):

@@ -92,7 +92,8 @@ class MethodRun(NamedTuple):
   notes: dict[str, float]
 
 
-def _client_optimizer(config: hybrid_config.Config):
+def client_optimizer(config: hybrid_config.Config):
+  """The clients' optimizer of `config` (LoAdaBoost's clients excepted)."""
   if config.client_optimizer == 'adam':
     return tff.learning.optimizers.build_adam(learning_rate=config.client_lr)
   return tff.learning.optimizers.build_sgdm(learning_rate=config.client_lr)
@@ -117,7 +118,7 @@ def _client_training(method: str, model, config: hybrid_config.Config,
           model, epochs=c.loadaboost_epochs, learning_rate=c.loadaboost_lr)
     else:
       cache[key] = client_training.build_client_training(model,
-                                                         _client_optimizer(c))
+                                                         client_optimizer(c))
   if method == hybrid_config.LOADABOOST:
     # A fresh driver per run: the loss threshold starts at +inf.
     return loadaboost_lib.LoAdaBoostTraining(cache[key], c.loadaboost_epochs,
@@ -159,10 +160,10 @@ def _group_training(method: str, model, data: hybrid_config.Data,
       if epochs is not None:
         return client_streams.epochs_stream(
             examples, examples.cardinality(), c.client_batch_size, epochs,
-            seed * 1000003 + round_num)
+            stream_seed(seed, round_num))
       return client_streams.steps_stream(
           examples, examples.cardinality(), c.client_batch_size, steps,
-          seed * 1000003 + round_num)
+          stream_seed(seed, round_num))
 
     if method == hybrid_config.LOADABOOST:
       computation = loadaboost_lib.build_loadaboost_group_training(
@@ -170,7 +171,7 @@ def _group_training(method: str, model, data: hybrid_config.Data,
           dataset_fn=dataset_fn)
     else:
       computation = client_training.build_group_client_training(
-          model, _client_optimizer(c), dataset_fn)
+          model, client_optimizer(c), dataset_fn)
     # The split stays referenced, so its id is not reused while cached.
     cache[key] = (split, computation)
   return cache[key][1]
@@ -232,6 +233,31 @@ class FeddleDiagnostics(tff_mixed.AsyncObserver):
       self._then.restore(snapshot['then'])
 
 
+def stream_seed(seed: int, round_num):
+  """The shuffle seed of a client's stream in `round_num` of the run of
+  `seed` (an int or an int tensor `round_num`)."""
+  return seed * 1000003 + round_num
+
+
+def client_steps(method: str, config: hybrid_config.Config) -> int:
+  """The local steps of `method`'s clients (where it trains by steps)."""
+  if method == hybrid_config.LOADABOOST:
+    return hybrid_methods.loadaboost_epoch_steps(config)
+  return config.client_steps
+
+
+def client_dataset(method: str, data: hybrid_config.Data,
+                   config: hybrid_config.Config, seed: int, client: int,
+                   round_num: int) -> tf.data.Dataset:
+  """Client `client`'s stream in round `round_num` of `method`'s run of
+  `seed`, as `run_method` trains it per client."""
+  epochs = hybrid_methods.client_epochs(method, config)
+  return hybrid_images.client_dataset(
+      data.split, client, config.client_batch_size,
+      None if epochs else client_steps(method, config),
+      seed=stream_seed(seed, round_num), epochs=epochs)
+
+
 def _model(data: hybrid_config.Data, config: hybrid_config.Config, seed: int,
            cache: dict):
   """The seed's CNN, one object for every method run on the same data.
@@ -287,9 +313,7 @@ def run_method(method: str, data: hybrid_config.Data,
   server_method = (server_fn(model) if server_fn is not None
                    else hybrid_methods.build_method(method, model, data, c,
                                                     seed))
-  steps = (hybrid_methods.loadaboost_epoch_steps(c)
-           if method == hybrid_config.LOADABOOST else c.client_steps)
-  epochs = hybrid_methods.client_epochs(method, c)
+  steps = client_steps(method, c)
   group_training = None if clients_per_group == 1 else _group_training(
       method, model, data, c, seed, steps, cache)
   training = _client_training(method, model, c, cache, group_training)
@@ -297,9 +321,7 @@ def run_method(method: str, data: hybrid_config.Data,
     group_training = training.train_groups  # It updates the threshold.
 
   def dataset_fn(client, round_num):
-    return hybrid_images.client_dataset(
-        split, client, c.client_batch_size, None if epochs else steps,
-        seed=seed * 1000003 + round_num, epochs=epochs)
+    return client_dataset(method, data, c, seed, client, round_num)
 
   observer = FeddleDiagnostics(
       None if observer_fn is None else observer_fn(model))
