@@ -40,6 +40,7 @@ from absl import app
 from absl import flags
 
 from experiments.common import markdown_sections
+from experiments.common import scenarios as scenarios_lib
 
 _CHECK = flags.DEFINE_boolean(
     'check', False, 'Write nothing; exit 1 if BENCHMARKS.md\'s section is '
@@ -84,14 +85,13 @@ def _read(name: str) -> dict[str, Any]:
 def _celeba_rows(report) -> list[Row]:
   # celeba_smile_main trains in groups by default; each scenario against
   # its algorithm's floor (FedAvg's for FL-only and the oracle).
-  algorithm = dict(fl_only='fedavg', oracle='fedavg')
   rows = []
   for name, timing in report['timings'].items():
     scenario, _, mode = name.partition('@')
     if mode != 'grouped':
       continue
     floor = report['floors'][
-        f'compute_floor@{algorithm.get(scenario, scenario)}']
+        f'compute_floor@{scenarios_lib.ALGORITHM_OF[scenario]}']
     rows.append(_row('CelebA smile (celeba_scale)', scenario, 'grouped',
                      timing['median_round_s'], floor['median_round_s'],
                      report['date']))
