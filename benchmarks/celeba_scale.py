@@ -30,7 +30,10 @@ FL-only (TFF's FedAvg on the same clients) and to its algorithm's compute
 floor (the same clients' K = 2 SGD steps on the same kind of batches, the
 server mean and the algorithm's central work in one plain `tf.function`,
 `benchmarks/compute_floor.py`); plus the one-time pass over the database and
-an evaluation.
+an evaluation. The grouped FL-only round is then taken apart: the same
+process with its members training on constant batches (no reading),
+holding no data (no step), and one such member per group (the round apart
+from its members), beside the floor.
 """
 
 import collections
@@ -83,7 +86,7 @@ _IMAGES_PER_CLIENT = flags.DEFINE_integer(
     lower_bound=1)
 _CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(
     100, 'The paper: 100.')
-_ROUNDS = shared_flags.define_rounds_flag(4, 'The first is not timed.')
+_ROUNDS = shared_flags.define_rounds_flag(6, 'The first is not timed.')
 shared_flags.require_at_least(_ROUNDS, 2)
 _SCENARIOS = shared_flags.define_scenarios_flag(
     celeba_smile_lib.SCENARIOS, 'The ones to time.')
@@ -162,8 +165,14 @@ def _summary(build_s, round_s):
 
 
 def _time_scenario(scenario, task, model, comparison_task, rounds,
-                   clients_per_round, grouped):
-  """Times one scenario, per client or (`grouped`) in client groups."""
+                   clients_per_round, grouped, dataset_fn=None,
+                   members=None, name=None):
+  """Times one scenario, per client or (`grouped`) in client groups.
+
+  Grouped, `dataset_fn` replaces the members' datasets (`task.dataset_for_id`
+  by default) and `members` keeps each round's first that many clients
+  (default: all), for the round's profile (`_time_profile`).
+  """
   batch_sizes = scenarios_lib.paper_central_batch_sizes(
       clients_per_round, _CLIENT_STEPS, task.client_batch_size,
       task.central_store.num_examples)
@@ -178,16 +187,16 @@ def _time_scenario(scenario, task, model, comparison_task, rounds,
   start = time.perf_counter()
   if grouped:
     oracle = scenario == scenarios_lib.ORACLE
+    if dataset_fn is None:
+      dataset_fn = lambda client_id: task.dataset_for_id(client_id, oracle)
     # Ids are the task's id strings: each group builds its members'
     # datasets from them inside its computation.
     process = scenarios_lib.build_process(
         scenario, model, comparison_task.central_objective,
-        client_groups=tff_mixed.ClientGroups(
-            lambda client_id: task.dataset_for_id(client_id, oracle),
-            np.str_),
+        client_groups=tff_mixed.ClientGroups(dataset_fn, np.str_),
         **kwargs)
     data_fn = lambda r: grouping.group_ids(  # pylint: disable=g-long-lambda
-        client_data_fn(r), _CLIENTS_PER_GROUP.value, np.str_)
+        client_data_fn(r)[:members], _CLIENTS_PER_GROUP.value, np.str_)
   else:
     process = comparison.scenario_process(scenario, comparison_task, model,
                                           **kwargs)
@@ -199,8 +208,57 @@ def _time_scenario(scenario, task, model, comparison_task, rounds,
     nonlocal state
     state = process.next(state, data_fn(round_num)).state
 
-  name = scenario + (_GROUPED if grouped else '')
+  if name is None:
+    name = scenario + (_GROUPED if grouped else '')
   return _summary(build_s, _timed_rounds(name, run_round, rounds))
+
+
+# The grouped FL-only round taken apart (`_time_profile`): each variant's
+# members and data.
+_PROFILE = collections.OrderedDict(
+    as_run=('the round as the binary runs it', None, None),
+    constant_batches=('members train on K constant batches of 5 images, '
+                      'nothing read', None, 'constant'),
+    no_data=('members hold no data (no step)', None, 'empty'),
+    no_data_one_per_group=('one member per group, without data', 'groups',
+                           'empty'),
+)
+
+
+def _profile_dataset_fn(kind):
+  """A member's dataset for a profile variant: `None` (the task's), K
+  constant batches of 5 images, or none (the task's element shapes)."""
+  # Made where the group computation traces them.
+  if kind == 'constant':
+    return lambda unused_id: tf.data.Dataset.from_tensors(
+        (tf.fill([5, celeba.NUM_FEATURES], 0.5),
+         tf.ones([5, 1]))).repeat(_CLIENT_STEPS)
+  if kind == 'empty':
+    return lambda unused_id: tf.data.Dataset.from_tensor_slices(
+        (tf.zeros([0, celeba.NUM_FEATURES]), tf.zeros([0, 1]))).batch(5)
+  return None
+
+
+def _time_profile(task, model, comparison_task, rounds, clients_per_round):
+  """Times `_PROFILE`'s variants of the grouped FL-only round.
+
+  The same process and cohort as the FL-only grouped row; the variants
+  differ only in their members' data: the round as run, members on
+  constant batches (the round without reading), members without data (what
+  a round costs beyond its training), and one such member per group (the
+  round's cost apart from its members: TFF's calls, moving the model to the
+  groups and back, the server update).
+  """
+  num_groups = len(grouping.group_ids(np.arange(clients_per_round),
+                                      _CLIENTS_PER_GROUP.value))
+  timings = collections.OrderedDict()
+  for key, (_, members, kind) in _PROFILE.items():
+    timings[key] = _time_scenario(
+        scenarios_lib.FL_ONLY, task, model, comparison_task, rounds,
+        clients_per_round, True, dataset_fn=_profile_dataset_fn(kind),
+        members=num_groups if members == 'groups' else None,
+        name=f'profile {key}')
+  return timings
 
 
 def _floor_batches(task, client_ids):
@@ -276,6 +334,47 @@ def _time_floors(task, model, comparison_task, scenarios, rounds,
   return timings
 
 
+def _profile_lines(profile, floor, clients_per_round, num_groups):
+  """The profile's table and its reading, as Markdown lines."""
+  median = {k: t['median_round_s'] for k, t in profile.items()}
+  lines = [
+      '### Where a grouped FL-only round goes',
+      '',
+      'The FL-only process and cohort of the grouped row above, its members '
+      'given other data (`--clients_per_group` as above); each the median of '
+      'its timed rounds.',
+      '',
+      '| variant | s/round (median) | x floor |',
+      '|---|---:|---:|',
+  ]
+  for key, (label, _, _) in _PROFILE.items():
+    lines.append(f'| {label} | {median[key]:.3f} | '
+                 f'{median[key] / floor["median_round_s"]:.2f} |')
+  lines.append(f'| compute floor (FedAvg) | {floor["median_round_s"]:.3f} '
+               '| 1.00 |')
+  whole = median['as_run']
+  share = lambda seconds: f'{seconds:.3f} s ({100 * seconds / whole:.0f}%)'
+  fixed = median['no_data_one_per_group']
+  members = median['constant_batches'] - fixed
+  stepless = median['no_data'] - fixed
+  reading = whole - median['constant_batches']
+  lines += [
+      '',
+      f'Of the {whole:.3f} s of a round as run (differences of medians, so '
+      f'estimates): the round apart from its members (TFF\'s calls, the '
+      f'model to {num_groups} groups and back, the server update) '
+      f'{share(fixed)}; the {clients_per_round} members\' work on batches '
+      'held constant (each its dataset, K steps, delta, guard and share of '
+      f'the weighted sum) {share(members)}, '
+      f'{members / floor["median_round_s"]:.2f}x the floor\'s '
+      f'{floor["median_round_s"]:.3f} s for the same steps, deltas and mean, '
+      f'of which {share(stepless)} without a step '
+      f'({1000 * stepless / clients_per_round:.2f} ms a member); reading '
+      f'their images from the client store {share(reading)}.',
+  ]
+  return lines
+
+
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
@@ -324,6 +423,9 @@ def main(argv: Sequence[str]) -> None:
       timings[s + (_GROUPED if grouped else '')] = _time_scenario(
           s, task, model, comparison_task, _ROUNDS.value, clients_per_round,
           grouped)
+  profile = (_time_profile(task, model, comparison_task, _ROUNDS.value,
+                           clients_per_round)
+             if scenarios_lib.FL_ONLY + _GROUPED in timings else {})
   floors = _time_floors(task, model, comparison_task, _SCENARIOS.value,
                         _ROUNDS.value, clients_per_round)
   load_end = os.getloadavg()[0]
@@ -343,7 +445,7 @@ def main(argv: Sequence[str]) -> None:
       clients_per_group=_CLIENTS_PER_GROUP.value,
       load_average=dict(start=load_start, end=load_end),
       task_build_s=task_s, eval_s=eval_s, floor_goal=_FLOOR_GOAL.value,
-      timings=timings, floors=floors)
+      timings=timings, floors=floors, profile=profile)
   reports.atomic_write_text(_resolve(_OUTPUT_JSON.value),
                             json.dumps(report, indent=2) + '\n')
   base = timings.get('fl_only', {}).get('median_round_s')
@@ -430,6 +532,10 @@ def main(argv: Sequence[str]) -> None:
       f'{worst.replace(_GROUPED, "")}, {verdict} the goal of '
       f'{_FLOOR_GOAL.value:g}x.',
   ]
+  if profile:
+    lines += ['', *_profile_lines(
+        profile, floors[_floor_name(tff_mixed.registry.FEDAVG)],
+        clients_per_round, len(groups))]
   markdown = '\n'.join(lines)
   markdown_sections.write_section(_resolve(_OUTPUT_MARKDOWN.value),
                                   'celeba_scale', markdown,
