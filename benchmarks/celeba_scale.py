@@ -33,11 +33,13 @@ server mean and the algorithm's central work in one plain `tf.function`,
 an evaluation. The grouped FL-only round is then taken apart: the same
 process with its members training on constant batches (no reading),
 holding no data (no step), and one such member per group (the round apart
-from its members), beside the floor.
+from its members), beside the floor. Every row's rounds, the floors' and
+the profile's included, are interleaved round by round, so that their
+ratios compare rounds of the same minutes on a machine whose speed drifts.
 """
 
 import collections
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 import datetime
 import json
 import os
@@ -45,6 +47,7 @@ import shutil
 import statistics
 import sys
 import time
+from typing import NamedTuple
 
 # First: quiets TensorFlow's C++ logs before TensorFlow loads.
 # pylint: disable=g-bad-import-order,unused-import
@@ -139,22 +142,45 @@ def _resolve(path: str) -> str:
 
 
 _CLIENT_STEPS = 2  # K, the paper's.
+# `make results-celeba`'s runs of the paper's horizon: CELEBA_SEEDS seeds of
+# every scenario, CELEBA_ROUNDS rounds each (its K = 1 diagnostic runs of
+# 100 rounds come on top), and the time it should take.
+_TARGET_SEEDS = 3
+_TARGET_ROUNDS = 1000
+_TARGET_HOURS = 2.5
 _CLIENT_LR = 0.01
 # A grouped row's key is the scenario's name and this suffix.
 _GROUPED = '@grouped'
 _FLOOR = 'compute_floor'
 
 
-def _timed_rounds(name, run_round, rounds):
-  """`round_s` of `run_round(round_num)` for rounds 1..`rounds`."""
-  round_s = []
+class _Runner(NamedTuple):
+  """One timed row: its name, build seconds and `run_round(round_num)`."""
+
+  name: str
+  build_s: float
+  run_round: Callable[[int], None]
+
+
+def _round_robin(runners, rounds):
+  """`{name: summary}` of every runner's rounds 1..`rounds`, interleaved.
+
+  Round r of every runner runs before round r + 1 of any, in an order that
+  rotates from round to round, so that a slower or faster spell of the
+  machine falls on every row alike and a row's ratio to its floor compares
+  rounds of the same minutes.
+  """
+  round_s = {r.name: [] for r in runners}
   for round_num in range(1, rounds + 1):
-    start = time.perf_counter()
-    run_round(round_num)
-    round_s.append(time.perf_counter() - start)
-    print(f'[celeba_scale] {name} round {round_num}: '
-          f'{round_s[-1]:.2f} s', file=sys.stderr, flush=True)
-  return round_s
+    shift = round_num % len(runners)
+    for runner in runners[shift:] + runners[:shift]:
+      start = time.perf_counter()
+      runner.run_round(round_num)
+      round_s[runner.name].append(time.perf_counter() - start)
+      print(f'[celeba_scale] {runner.name} round {round_num}: '
+            f'{round_s[runner.name][-1]:.2f} s', file=sys.stderr, flush=True)
+  return collections.OrderedDict(
+      (r.name, _summary(r.build_s, round_s[r.name])) for r in runners)
 
 
 def _summary(build_s, round_s):
@@ -164,14 +190,14 @@ def _summary(build_s, round_s):
       timed_rounds=len(round_s) - 1)
 
 
-def _time_scenario(scenario, task, model, comparison_task, rounds,
-                   clients_per_round, grouped, dataset_fn=None,
-                   members=None, name=None):
-  """Times one scenario, per client or (`grouped`) in client groups.
+def _scenario_runner(scenario, task, model, comparison_task,
+                     clients_per_round, grouped, dataset_fn=None,
+                     members=None, name=None):
+  """One scenario's `_Runner`, per client or (`grouped`) in client groups.
 
   Grouped, `dataset_fn` replaces the members' datasets (`task.dataset_for_id`
   by default) and `members` keeps each round's first that many clients
-  (default: all), for the round's profile (`_time_profile`).
+  (default: all), for the round's profile (`_profile_runners`).
   """
   batch_sizes = scenarios_lib.paper_central_batch_sizes(
       clients_per_round, _CLIENT_STEPS, task.client_batch_size,
@@ -210,10 +236,10 @@ def _time_scenario(scenario, task, model, comparison_task, rounds,
 
   if name is None:
     name = scenario + (_GROUPED if grouped else '')
-  return _summary(build_s, _timed_rounds(name, run_round, rounds))
+  return _Runner(name, build_s, run_round)
 
 
-# The grouped FL-only round taken apart (`_time_profile`): each variant's
+# The grouped FL-only round taken apart (`_profile_runners`): each variant's
 # members and data.
 _PROFILE = collections.OrderedDict(
     as_run=('the round as the binary runs it', None, None),
@@ -223,6 +249,9 @@ _PROFILE = collections.OrderedDict(
     no_data_one_per_group=('one member per group, without data', 'groups',
                            'empty'),
 )
+
+
+_PROFILE_PREFIX = 'profile '
 
 
 def _profile_dataset_fn(kind):
@@ -239,8 +268,8 @@ def _profile_dataset_fn(kind):
   return None
 
 
-def _time_profile(task, model, comparison_task, rounds, clients_per_round):
-  """Times `_PROFILE`'s variants of the grouped FL-only round.
+def _profile_runners(task, model, comparison_task, clients_per_round):
+  """`_Runner`s of `_PROFILE`'s variants of the grouped FL-only round.
 
   The same process and cohort as the FL-only grouped row; the variants
   differ only in their members' data: the round as run, members on
@@ -251,14 +280,13 @@ def _time_profile(task, model, comparison_task, rounds, clients_per_round):
   """
   num_groups = len(grouping.group_ids(np.arange(clients_per_round),
                                       _CLIENTS_PER_GROUP.value))
-  timings = collections.OrderedDict()
-  for key, (_, members, kind) in _PROFILE.items():
-    timings[key] = _time_scenario(
-        scenarios_lib.FL_ONLY, task, model, comparison_task, rounds,
-        clients_per_round, True, dataset_fn=_profile_dataset_fn(kind),
-        members=num_groups if members == 'groups' else None,
-        name=f'profile {key}')
-  return timings
+  return [
+      _scenario_runner(
+          scenarios_lib.FL_ONLY, task, model, comparison_task,
+          clients_per_round, True, dataset_fn=_profile_dataset_fn(kind),
+          members=num_groups if members == 'groups' else None,
+          name=_PROFILE_PREFIX + key)
+      for key, (_, members, kind) in _PROFILE.items()]
 
 
 def _floor_batches(task, client_ids):
@@ -282,9 +310,9 @@ def _floor_name(algorithm: str) -> str:
   return f'{_FLOOR}@{algorithm}'
 
 
-def _time_floors(task, model, comparison_task, scenarios, rounds,
-                 clients_per_round):
-  """Times the compute floor of each algorithm among `scenarios`.
+def _floor_runners(task, model, comparison_task, scenarios, rounds,
+                   clients_per_round):
+  """`_Runner`s of the compute floor of each algorithm among `scenarios`.
 
   Every floor trains on each round's FL-only clients' batches (the oracle's
   clients take the same arithmetic on other examples). Its central part is
@@ -305,7 +333,7 @@ def _time_floors(task, model, comparison_task, scenarios, rounds,
       clients_per_round, _CLIENT_STEPS, task.client_batch_size,
       task.central_store.num_examples)
   objective = comparison_task.central_objective
-  timings = collections.OrderedDict()
+  runners = []
   for algorithm in dict.fromkeys(scenarios_lib.ALGORITHM_OF[s]
                                  for s in scenarios):
     part = compute_floor.central_part(algorithm)
@@ -329,9 +357,30 @@ def _time_floors(task, model, comparison_task, scenarios, rounds,
       floor.set_clients(*inputs[round_num - 1])
       floor.run_round()
 
-    name = _floor_name(algorithm)
-    timings[name] = _summary(0.0, _timed_rounds(name, run_round, rounds))
-  return timings
+    runners.append(_Runner(_floor_name(algorithm), 0.0, run_round))
+  return runners
+
+
+def _target_line(timings, floors, floor_of):
+  """What `make results-celeba`'s runs of the paper's horizon take at these
+  rounds' times and at their floors', against its goal."""
+  scenarios = celeba_smile_lib.SCENARIOS
+  grouped = [s + _GROUPED for s in scenarios]
+  if not all(g in timings for g in grouped):
+    grouped = list(scenarios)
+  hours = lambda seconds: seconds * _TARGET_SEEDS * _TARGET_ROUNDS / 3600
+  at_floor = hours(sum(floor_of(g) for g in grouped))
+  measured = hours(sum(timings[g]['median_round_s'] for g in grouped))
+  verdict = 'within' if at_floor <= _TARGET_HOURS else 'above'
+  return (f'**`make results-celeba` at these times:** its '
+          f'{_TARGET_SEEDS * len(scenarios)} runs of {_TARGET_ROUNDS:,} '
+          f'rounds ({_TARGET_SEEDS} seeds of the {len(scenarios)} '
+          'scenarios at S = 100; its K = 1 diagnostic runs left out) take '
+          f'{measured:.2f} h at the s/round above and {at_floor:.2f} h at '
+          f'the floors\' (1.0x), {verdict} its goal of {_TARGET_HOURS:g} h '
+          'on this machine. A real face client holds fewer images than '
+          'these synthetic ones, but each of its K steps costs the same: a '
+          'step\'s cost is the passes over the 21168x64 weights.')
 
 
 def _profile_lines(profile, floor, clients_per_round, num_groups):
@@ -417,18 +466,24 @@ def main(argv: Sequence[str]) -> None:
                                                  clients_per_round)
            else (False,))
   load_start = os.getloadavg()[0]
-  timings = collections.OrderedDict()
-  for s in _SCENARIOS.value:
-    for grouped in modes:
-      timings[s + (_GROUPED if grouped else '')] = _time_scenario(
-          s, task, model, comparison_task, _ROUNDS.value, clients_per_round,
-          grouped)
-  profile = (_time_profile(task, model, comparison_task, _ROUNDS.value,
-                           clients_per_round)
-             if scenarios_lib.FL_ONLY + _GROUPED in timings else {})
-  floors = _time_floors(task, model, comparison_task, _SCENARIOS.value,
-                        _ROUNDS.value, clients_per_round)
+  runners = [_scenario_runner(s, task, model, comparison_task,
+                              clients_per_round, grouped)
+             for s in _SCENARIOS.value for grouped in modes]
+  if any(r.name == scenarios_lib.FL_ONLY + _GROUPED for r in runners):
+    runners += _profile_runners(task, model, comparison_task,
+                                clients_per_round)
+  runners += _floor_runners(task, model, comparison_task, _SCENARIOS.value,
+                            _ROUNDS.value, clients_per_round)
+  timed = _round_robin(runners, _ROUNDS.value)
   load_end = os.getloadavg()[0]
+  floors = collections.OrderedDict(
+      (n, t) for n, t in timed.items() if n.startswith(_FLOOR))
+  profile = collections.OrderedDict(
+      (n[len(_PROFILE_PREFIX):], t) for n, t in timed.items()
+      if n.startswith(_PROFILE_PREFIX))
+  timings = collections.OrderedDict(
+      (n, t) for n, t in timed.items() if n not in floors
+      and not n.startswith(_PROFILE_PREFIX))
   groups = [len(g) for g in grouping.group_ids(
       np.arange(clients_per_round), _CLIENTS_PER_GROUP.value)]
 
@@ -494,7 +549,9 @@ def main(argv: Sequence[str]) -> None:
       'scenario\'s s/round over its algorithm\'s floor (FedAvg\'s for '
       'FL-only and the oracle).',
       f'* Timing: the median of {_ROUNDS.value - 1} rounds after one untimed '
-      f'round (tracing); load average (1 min) at start / end '
+      'round (tracing), every row\'s (the floors\' and the profile\'s '
+      'included) round r run before any row\'s round r + 1, in an order '
+      'that rotates from round to round; load average (1 min) at start / end '
       f'{load_start:.2f} / {load_end:.2f}, on a machine shared with other '
       'work.',
       '',
@@ -532,6 +589,8 @@ def main(argv: Sequence[str]) -> None:
       f'{worst.replace(_GROUPED, "")}, {verdict} the goal of '
       f'{_FLOOR_GOAL.value:g}x.',
   ]
+  if set(celeba_smile_lib.SCENARIOS) <= set(_SCENARIOS.value):
+    lines += ['', _target_line(timings, floors, floor_of)]
   if profile:
     lines += ['', *_profile_lines(
         profile, floors[_floor_name(tff_mixed.registry.FEDAVG)],
