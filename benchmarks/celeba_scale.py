@@ -192,13 +192,16 @@ def _summary(build_s, round_s):
 
 def _scenario_runner(scenario, task, model, comparison_task,
                      clients_per_round, grouped, dataset_fn=None,
-                     members=None, name=None):
+                     members=None, clients_per_group=None, name=None):
   """One scenario's `_Runner`, per client or (`grouped`) in client groups.
 
   Grouped, `dataset_fn` replaces the members' datasets (`task.dataset_for_id`
-  by default) and `members` keeps each round's first that many clients
-  (default: all), for the round's profile (`_profile_runners`).
+  by default), `members` keeps each round's first that many clients
+  (default: all) and `clients_per_group` replaces `--clients_per_group`,
+  for the round's profile (`_profile_runners`).
   """
+  if clients_per_group is None:
+    clients_per_group = _CLIENTS_PER_GROUP.value
   batch_sizes = scenarios_lib.paper_central_batch_sizes(
       clients_per_round, _CLIENT_STEPS, task.client_batch_size,
       task.central_store.num_examples)
@@ -222,7 +225,7 @@ def _scenario_runner(scenario, task, model, comparison_task,
         client_groups=tff_mixed.ClientGroups(dataset_fn, np.str_),
         **kwargs)
     data_fn = lambda r: grouping.group_ids(  # pylint: disable=g-long-lambda
-        client_data_fn(r)[:members], _CLIENTS_PER_GROUP.value, np.str_)
+        client_data_fn(r)[:members], clients_per_group, np.str_)
   else:
     process = comparison.scenario_process(scenario, comparison_task, model,
                                           **kwargs)
@@ -285,6 +288,7 @@ def _profile_runners(task, model, comparison_task, clients_per_round):
           scenarios_lib.FL_ONLY, task, model, comparison_task,
           clients_per_round, True, dataset_fn=_profile_dataset_fn(kind),
           members=num_groups if members == 'groups' else None,
+          clients_per_group=1 if members == 'groups' else None,
           name=_PROFILE_PREFIX + key)
       for key, (_, members, kind) in _PROFILE.items()]
 
