@@ -61,6 +61,7 @@ import tensorflow as tf
 
 from benchmarks import benchmark_flags
 from benchmarks import compute_floor
+from benchmarks import round_reports
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import celeba_sqlite
 from experiments.common import comparison
@@ -165,20 +166,20 @@ class _Runner(NamedTuple):
 def _round_robin(runners, rounds):
   """`{name: summary}` of every runner's rounds 1..`rounds`, interleaved.
 
-  Round r of every runner runs before round r + 1 of any, in an order that
-  rotates from round to round, so that a slower or faster spell of the
-  machine falls on every row alike and a row's ratio to its floor compares
-  rounds of the same minutes.
+  Round r of every runner runs before round r + 1 of any, in a new seeded
+  order every round (`round_reports.cycle_order`), so that a slower or
+  faster spell of the machine falls on every row alike and a row's ratio
+  to its floor compares rounds of the same minutes.
   """
-  round_s = {r.name: [] for r in runners}
+  by_name = {r.name: r for r in runners}
+  round_s = {name: [] for name in by_name}
   for round_num in range(1, rounds + 1):
-    shift = round_num % len(runners)
-    for runner in runners[shift:] + runners[:shift]:
+    for name in round_reports.cycle_order(list(by_name), round_num, seed=0):
       start = time.perf_counter()
-      runner.run_round(round_num)
-      round_s[runner.name].append(time.perf_counter() - start)
-      print(f'[celeba_scale] {runner.name} round {round_num}: '
-            f'{round_s[runner.name][-1]:.2f} s', file=sys.stderr, flush=True)
+      by_name[name].run_round(round_num)
+      round_s[name].append(time.perf_counter() - start)
+      print(f'[celeba_scale] {name} round {round_num}: '
+            f'{round_s[name][-1]:.2f} s', file=sys.stderr, flush=True)
   return collections.OrderedDict(
       (r.name, _summary(r.build_s, round_s[r.name])) for r in runners)
 
@@ -554,8 +555,8 @@ def main(argv: Sequence[str]) -> None:
       'FL-only and the oracle).',
       f'* Timing: the median of {_ROUNDS.value - 1} rounds after one untimed '
       'round (tracing), every row\'s (the floors\' and the profile\'s '
-      'included) round r run before any row\'s round r + 1, in an order '
-      'that rotates from round to round; load average (1 min) at start / end '
+      'included) round r run before any row\'s round r + 1, in a new '
+      'seeded order every round; load average (1 min) at start / end '
       f'{load_start:.2f} / {load_end:.2f}, on a machine shared with other '
       'work.',
       '',
