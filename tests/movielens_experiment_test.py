@@ -24,6 +24,7 @@ import os
 from absl import logging
 from absl.testing import absltest
 import numpy as np
+import tensorflow as tf
 
 from experiments.common import advising
 from experiments.common import markdown_sections
@@ -40,6 +41,7 @@ from tests import preloaded_python
 from tests import temp_dirs
 from tff_mixed.advisor import estimates
 from tff_mixed.algorithms import registry
+from tff_mixed.models import dual_encoder
 
 
 _write_ratings = movielens_testing.write_ratings
@@ -528,6 +530,37 @@ class MovieLensBinaryTest(absltest.TestCase):
 
 if __name__ == '__main__':
   absltest.main()
+
+
+class ClientDatasetTest(absltest.TestCase):
+
+  def test_batches_are_those_of_mapping_each_example(self):
+    # The dataset batches before mapping `model_batch` (one call a batch);
+    # the oracle maps each example and then batches, in the same shuffle.
+    directory = temp_dirs.temp_dir(self)
+    ratings = _write_ratings(os.path.join(directory, 'u.data'))
+    config = movielens_config.Config(client_batch_size=3, client_steps=5,
+                                     context_length=3)
+    data = movielens_lib.load_data(ratings, config)
+    users = [u for u in data.train_user_ids if int(u) in data.examples][:6]
+    for fedavg in (True, False):
+      for fresh_shuffle in (True, False):
+        dataset_fn = movielens_process.client_dataset_fn(
+            data, config, fedavg=fedavg, fresh_shuffle=fresh_shuffle)
+        for user in users:
+          client_id = f'2|{user}'
+          seed = tf.strings.to_hash_bucket_fast(
+              f'{client_id}#{config.seed}', 2**31 - 1)
+          want = data.train.serializable_dataset_fn(str(user)).shuffle(
+              1000, seed=seed).map(dual_encoder.model_batch).batch(
+                  config.client_batch_size)
+          if fedavg:
+            want = want.repeat().take(config.client_steps)
+          got = list(dataset_fn(tf.constant(client_id)))
+          want = list(want)
+          self.assertLen(got, len(want))
+          for g, w in zip(got, want):
+            tf.nest.map_structure(np.testing.assert_array_equal, g, w)
 
 
 class KeyBudgetTest(absltest.TestCase):
