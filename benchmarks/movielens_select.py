@@ -47,6 +47,7 @@ from experiments.common import cli
 from experiments.common import grouping
 from absl import app
 import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from benchmarks import benchmark_flags
@@ -68,7 +69,7 @@ _RATINGS_FILE = shared_flags.define_ratings_file_flag(
     'A relative path is relative to the repository root; a generated file '
     'of the same shape is used if it does not exist.')
 _CLIENTS_PER_ROUND = shared_flags.define_clients_per_round_flag(100)
-_ROUNDS = shared_flags.define_rounds_flag(4, 'The first is not timed.')
+_ROUNDS = shared_flags.define_rounds_flag(8, 'The first is not timed.')
 shared_flags.require_at_least(_ROUNDS, 2)
 _OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
     'BENCHMARKS.md', 'Its section: movielens_select.')
@@ -123,6 +124,94 @@ def _time_floor(scenario, data, config, client_ids):
       central=movielens_floor.central_inputs(scenario, config))
   return round_timer.median_round(lambda _: runner.run_round(),
                                   _ROUNDS.value, 'movielens_select floor')
+
+
+# The grouped Parallel Training round with federated_select taken apart
+# (`_profile`): per variant, what its members read and how many there are.
+_PROFILE = collections.OrderedDict(
+    as_run=('the round as the binary runs it', 'task', 'all'),
+    constant=('members train on K constant batches: no shuffle, nothing '
+              'read', 'constant', 'all'),
+    no_data=('members hold no data (no step)', 'empty', 'all'),
+    no_data_one_per_group=('one member per group, without data', 'empty',
+                           'groups'),
+)
+
+
+def _profile(data, config, client_ids_fn, floor_s):
+  """s/round of each `_PROFILE` variant of the grouped PT round.
+
+  The same process and cohort as the grouped Parallel Training
+  (federated_select) row; the variants differ only in their members' data
+  and count: as run, members on one real batch repeated K times (the round
+  without the shuffled per-member pipeline), members without data (what a
+  round costs beyond training), one such member per group (the round apart
+  from its members: TFF's calls, the table to the groups and back, the
+  server's spreadout steps).
+  """
+  task_fn = movielens_process.client_dataset_fn(data, config, fedavg=True,
+                                                fresh_shuffle=True)
+  # One real batch of 16 examples, as a constant member dataset repeats it.
+  batch = tf.nest.map_structure(
+      np.asarray, next(iter(task_fn(tf.constant(client_ids_fn(1)[0])))))
+  dataset_fns = dict(
+      task=task_fn,
+      constant=lambda unused_id: tf.data.Dataset.from_tensors(batch).repeat(
+          config.client_steps),
+      empty=lambda unused_id: tf.data.Dataset.from_tensors(batch).take(0))
+  num_groups = len(grouping.group_ids(client_ids_fn(1),
+                                      _CLIENTS_PER_GROUP.value, np.str_))
+
+  def ids_fn_of(members):
+    if members == 'groups':
+      return lambda r: grouping.group_ids(client_ids_fn(r)[:num_groups], 1,
+                                          np.str_)
+    return lambda r: grouping.group_ids(client_ids_fn(r),
+                                        _CLIENTS_PER_GROUP.value, np.str_)
+
+  seconds = collections.OrderedDict()
+  for key, (label, kind, members) in _PROFILE.items():
+    process = movielens_process.build_process(
+        movielens_config.PARALLEL_TRAINING, data, config, select=True,
+        client_groups=tff_mixed.ClientGroups(dataset_fns[kind], np.str_))
+    seconds[key] = dict(label=label, seconds_per_round=_time(
+        process, ids_fn_of(members), _ROUNDS.value))
+  seconds['floor'] = dict(label='compute floor (Parallel Training)',
+                          seconds_per_round=floor_s)
+  return seconds
+
+
+def _profile_lines(profile, clients_per_round):
+  """The profile's Markdown: its table and the shares of the round."""
+  floor = profile['floor']['seconds_per_round']
+  lines = ['', '### Where a grouped federated_select round goes', '',
+           'The Parallel Training (federated_select) process and cohort of '
+           'the grouped row above, its members given other data; each the '
+           'median of its timed rounds.', '',
+           '| variant | s/round (median) | x floor |', '|---|---:|---:|']
+  for entry in profile.values():
+    t = entry['seconds_per_round']
+    lines.append(f'| {entry["label"]} | {t:.3f} | {t / floor:.2f} |')
+  s = {k: v['seconds_per_round'] for k, v in profile.items()}
+  run = s['as_run']
+  parts = [
+      ('the round apart from its members (TFF\'s calls, the table to the '
+       'groups and back, the server\'s spreadout steps)',
+       s['no_data_one_per_group']),
+      (f'the {clients_per_round} members\' work without a step (each its '
+       'dataset, keys, rows, delta and scatter into the sums)',
+       s['no_data'] - s['no_data_one_per_group']),
+      ('their K steps on the constant batches', s['constant'] - s['no_data']),
+      ('each member\'s shuffled pipeline over its ratings, drawn twice (for '
+       'its keys and for its steps)', run - s['constant']),
+  ]
+  lines += ['', f'Of the {run:.3f} s of a round as run (differences of '
+            'medians, so estimates): ' + '; '.join(
+                f'{name} {value:.3f} s ({value / run:.0%})'
+                for name, value in parts)
+            + f'. The floor trains the same clients in {floor:.3f} s with '
+            'none of these per-member parts: its batches are given.']
+  return lines
 
 
 def main(argv: Sequence[str]) -> None:
@@ -192,13 +281,16 @@ def main(argv: Sequence[str]) -> None:
                                             client_groups=client_groups),
             group_ids_fn, _ROUNDS.value)
   groups = [len(g) for g in group_ids_fn(1)]
+  profile = (_profile(data, config, client_ids_fn,
+                      floors[movielens_config.PARALLEL_TRAINING])
+             if grouped else None)
 
   date = datetime.datetime.now(datetime.timezone.utc).strftime(
       '%Y-%m-%d %H:%M UTC')
   report = dict(date=date, data=source, clients_per_round=clients_per_round,
                 groups=groups, clients_per_group=_CLIENTS_PER_GROUP.value,
                 load_average=dict(start=load_start, end=os.getloadavg()[0]),
-                config=config._asdict(), timings=timings,
+                config=config._asdict(), timings=timings, profile=profile,
                 machine=results_lib.machine_description())
   reports.atomic_write_text(_resolve(_OUTPUT_JSON.value),
                             json.dumps(report, indent=2) + '\n')
@@ -262,6 +354,8 @@ def main(argv: Sequence[str]) -> None:
             f'{min(ratios.values()):.1f}x-{max(ratios.values()):.1f}x '
             f'({min(ratios, key=ratios.get)} to '
             f'{max(ratios, key=ratios.get)}).']
+  if profile:
+    lines += _profile_lines(profile, clients_per_round)
   markdown = '\n'.join(lines)
   markdown_sections.write_section(_resolve(_OUTPUT_MARKDOWN.value),
                                   'movielens_select', markdown,
