@@ -210,15 +210,15 @@ def _scenario_runner(scenario, task, model, comparison_task,
       client_steps=_CLIENT_STEPS, seed=0)
   start = time.perf_counter()
   if grouped:
-    oracle = scenario == scenarios_lib.ORACLE
-    if dataset_fn is None:
-      dataset_fn = lambda client_id: task.dataset_for_id(client_id, oracle)
     # Ids are the task's id strings: each group builds its members'
-    # datasets from them inside its computation.
+    # datasets from them inside its computation, as the binary's groups do
+    # (`client_groups`), or from the profile's `dataset_fn`.
+    groups = (task.client_groups(scenario == scenarios_lib.ORACLE)
+              if dataset_fn is None else
+              tff_mixed.ClientGroups(dataset_fn, np.str_))
     process = scenarios_lib.build_process(
         scenario, model, comparison_task.central_objective,
-        client_groups=tff_mixed.ClientGroups(dataset_fn, np.str_),
-        **kwargs)
+        client_groups=groups, **kwargs)
     data_fn = lambda r: grouping.group_ids(  # pylint: disable=g-long-lambda
         client_data_fn(r)[:members], clients_per_group, np.str_)
   else:

@@ -33,6 +33,7 @@ from tests import binary_runs
 from tests import celeba_testing
 from tests import preloaded_python
 from tests import temp_dirs
+from tff_mixed.core import transfer_select
 from tff_mixed.models import dense
 from tff_mixed.tasks import celeba_smile as celeba
 from tff_mixed.tasks import digits_label_imbalance
@@ -189,6 +190,20 @@ class CelebASmileTaskTest(absltest.TestCase):
                 self, task.dataset_for_id(client_id, oracle, num_steps),
                 _loader_dataset(task, client_id, oracle, num_steps))
 
+  def test_client_groups_give_each_datasets_fingerprint(self):
+    # From the store's row hashes, what a pass over the dataset gives.
+    task = self.task
+    for oracle in (False, True):
+      fingerprint_fn = task.client_groups(oracle).fingerprint_fn
+      fingerprints = set()
+      for index in range(task.num_clients):
+        client_id = task.client_id(index, round_num=2)
+        want = int(transfer_select.data_fingerprint(
+            task.dataset_for_id(client_id, oracle)))
+        self.assertEqual(int(fingerprint_fn(tf.constant(client_id))), want)
+        fingerprints.add(want)
+      self.assertLen(fingerprints, task.num_clients)
+
   def test_client_datasets_follow_the_loader_when_clients_interleave(self):
     # A table whose rows mix the celebrities: each client's rows are still
     # read in the order TFF's loader gives its examples. Few smiles, so
@@ -335,7 +350,8 @@ class ClientGroupsTest(absltest.TestCase):
         temp_dirs.temp_dir(self), num_train_clients=12, num_test_clients=2,
         images_per_client=6, seed=3)
     kwargs = dict(cache_dir=cache_dir,
-                  scenarios=['fl_only', 'oracle', 'two_way_gt'], rounds=2,
+                  scenarios=['fl_only', 'oracle', 'two_way_gt',
+                             'example_transfer'], rounds=2,
                   clients_per_round=3, client_batch_size=2, client_lr=0.05,
                   hidden_units=(4,), eval_every=1, progress=False)
     per_client, grouped = (

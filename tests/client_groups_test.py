@@ -40,6 +40,7 @@ from tff_mixed.algorithms import fedavg
 from tff_mixed.algorithms import registry
 from tff_mixed.core import example_store
 from tff_mixed.core import model_types
+from tff_mixed.core import transfer_select
 from tff_mixed.models import char_lm
 from tff_mixed.models import dual_encoder
 from tff_mixed.simulation import client_groups
@@ -328,6 +329,31 @@ def _equal_clients(members_at_once=0, non_finite_client=None):
       members_at_once=members_at_once)
 
 
+class KnownFingerprintsTest(_SameRuns):
+
+  def test_example_transfer_members_draw_from_their_fingerprints(self):
+    # Members whose fingerprints the simulation gives (`fingerprint_fn`)
+    # draw what a pass over their data draws: the per-client numbers. A
+    # wrong fingerprint draws other examples: the given ones are used.
+    groups = _linear_clients()
+    table = np.array([
+        int(transfer_select.data_fingerprint(groups.dataset_fn(i)))
+        for i in range(len(_SIZES))], np.int64)
+
+    def build(fingerprint_fn):
+      known = groups._replace(fingerprint_fn=fingerprint_fn)
+      return _run_both(
+          lambda g: _linear_process(
+              'example_transfer', None if g is None else known), known)
+
+    self._assert_same(build(lambda i: tf.gather(tf.constant(table), i)))
+    wrong = build(
+        lambda i: tf.gather(tf.constant(table), (i + 1) % len(_SIZES)))
+    per_client, grouped = wrong[-1][:2]
+    self.assertFalse(all(np.allclose(x, y)
+                         for x, y in zip(per_client, grouped)))
+
+
 class BatchesEqualPerClientTest(_SameRuns):
   """Members trained from `batches_fn` tensors, in lockstep, as per client."""
 
@@ -610,6 +636,10 @@ class RefusedTest(parameterized.TestCase):
                      '{int32[?]}@CLIENTS')
 
   def test_bad_groups_are_refused(self):
+    with self.assertRaisesRegex(TypeError, 'fingerprint_fn'):
+      fedavg.build_fedavg(
+          tu.linear_model(), tu.sgd(0.1),
+          client_groups=_linear_clients()._replace(fingerprint_fn=3))
     with self.assertRaisesRegex(TypeError, 'ClientGroups'):
       fedavg.build_fedavg(tu.linear_model(), tu.sgd(0.1),
                           client_groups=lambda i: i)

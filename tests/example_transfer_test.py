@@ -216,6 +216,29 @@ class TransferSelectTest(absltest.TestCase):
     self.assertEqual(
         int(fingerprint(tu.to_datasets([(x[:0], y[:0])], 2)[0])), 0)
 
+  def test_hashes_of_the_examples_give_their_fingerprint_and_draw(self):
+    # A simulation that hashes each example once gives a client's
+    # fingerprint, and so its draw, without a pass over its dataset.
+    x, y = tu.client_arrays(sizes=(7,))[0]
+    dataset = tu.to_datasets([(x, y)], 3)[0]
+    hashes = transfer_select.example_hashes((x, y))
+    self.assertEqual(hashes.shape.as_list(), [7])
+    fingerprint = transfer_select.fingerprint_of_hashes(
+        tf.gather(hashes, [6, 2, 0, 1, 5, 3, 4]))
+    self.assertEqual(int(fingerprint),
+                     int(transfer_select.data_fingerprint(dataset)))
+    # One example fewer is another fingerprint.
+    self.assertNotEqual(
+        int(transfer_select.fingerprint_of_hashes(hashes[1:])),
+        int(fingerprint))
+    args = dict(seed=3, num_keys=4, num_examples=30, redraw_each_round=True)
+    for round_num in (0, 2):
+      want = transfer_select.draw(dataset, tf.constant(round_num), **args)
+      got = transfer_select.draw_from_fingerprint(
+          fingerprint, tf.constant(round_num), **args)
+      self.assertEqual(got.keys.numpy().tolist(), want.keys.numpy().tolist())
+      self.assertEqual(int(got.shuffle_seed), int(want.shuffle_seed))
+
   def test_keys_are_distinct_in_range_and_seeded(self):
     keys = transfer_select.transfer_keys(tf.constant(123, tf.int64), 3,
                                          tf.constant(0), 5, 20)

@@ -84,6 +84,27 @@ SHUFFLE_BUFFER_SIZE = 100_000
 _HASH_BOUND = 1 << 52
 
 
+def example_hashes(examples: Any) -> tf.Tensor:
+  """int64 `[count]`: the hash of each example that `data_fingerprint` sums.
+
+  Args:
+    examples: `count` examples in the model's input structure, every leaf
+      `[count, ...]` (a batch).
+
+  A simulation that knows its clients' examples beforehand may hash each
+  once and give a client's `data_fingerprint` as the
+  `fingerprint_of_hashes` of its examples' hashes, without a pass over its
+  data (`tff_mixed.ClientGroups.fingerprint_fn`).
+  """
+  return _example_hashes(tf.nest.flatten(examples))
+
+
+def fingerprint_of_hashes(hashes: tf.Tensor) -> tf.Tensor:
+  """`data_fingerprint` of the examples whose `example_hashes` are `hashes`
+  (int64 `[count]`): their sum modulo 2**52, in any order."""
+  return _sum_hashes(tf.cast(hashes, tf.int64))
+
+
 def _example_hashes(leaves: list[tf.Tensor]) -> tf.Tensor:
   """int64 `[count]` in [0, 2**52): the hash of each of `count` examples.
 
@@ -291,7 +312,16 @@ def draw(dataset: tf.data.Dataset, round_num: tf.Tensor, *, seed: int,
   Returns:
     A `TransferDraw`.
   """
-  fingerprint = data_fingerprint(dataset)
+  return draw_from_fingerprint(
+      data_fingerprint(dataset), round_num, seed=seed, num_keys=num_keys,
+      num_examples=num_examples, redraw_each_round=redraw_each_round)
+
+
+def draw_from_fingerprint(fingerprint: tf.Tensor, round_num: tf.Tensor, *,
+                          seed: int, num_keys: int, num_examples: int,
+                          redraw_each_round: bool) -> TransferDraw:
+  """`draw` of a client whose `data_fingerprint` is `fingerprint` (int64
+  scalar): what `draw` gives without a pass over the client's data."""
   key_round = _key_round(round_num, redraw_each_round)
   return TransferDraw(
       keys=transfer_keys(fingerprint, seed, key_round, num_keys, num_examples),
@@ -350,6 +380,9 @@ class TransferComputations(NamedTuple):
       groups of clients, which read them inside their computation).
     draw_rows_fn: `draw_rows_fn(rows, round_num) -> TransferDraw`, pure TF:
       `draw_fn` for a group's members held as tensors (`draw_rows`).
+    draw_fingerprint_fn: `draw_fingerprint_fn(fingerprint, round_num) ->
+      TransferDraw`, pure TF: `draw_fn` for a client whose
+      `data_fingerprint` is known (`draw_from_fingerprint`).
   """
 
   central_set: tff.Computation
@@ -360,6 +393,7 @@ class TransferComputations(NamedTuple):
   draw_fn: Callable[[tf.data.Dataset, tf.Tensor], TransferDraw]
   read_fn: Callable[[tf.Tensor], Any]
   draw_rows_fn: Callable[[Any, tf.Tensor], TransferDraw]
+  draw_fingerprint_fn: Callable[[tf.Tensor, tf.Tensor], TransferDraw]
 
 
 def build_transfer_computations(
@@ -402,6 +436,9 @@ def build_transfer_computations(
   def draw_rows_fn(rows, round_num):
     return draw_rows(rows, round_num, **draw_args)
 
+  def draw_fingerprint_fn(fingerprint, round_num):
+    return draw_from_fingerprint(fingerprint, round_num, **draw_args)
+
   @tff.tensorflow.computation(tff.TensorType(np.int32), data_type)
   def draw_computation(round_num, dataset):
     return draw_fn(dataset, round_num)
@@ -424,4 +461,5 @@ def build_transfer_computations(
   return TransferComputations(
       central_set=central_set, draw=draw_computation, select_fn=select_fn,
       max_key=num_examples - 1, num_keys=num_keys, draw_fn=draw_fn,
-      read_fn=read_fn, draw_rows_fn=draw_rows_fn)
+      read_fn=read_fn, draw_rows_fn=draw_rows_fn,
+      draw_fingerprint_fn=draw_fingerprint_fn)

@@ -24,7 +24,10 @@ tests/lockstep_test.py compare them); only the simulation is faster. A
 deployment runs the per-client process.
 
 *   `ClientGroups`: how a group reads its members' data (`dataset_fn`,
-    and optionally `batches_fn` for lockstep training from tensors).
+    and optionally `batches_fn` for lockstep training from tensors, and
+    `fingerprint_fn` for Example Transfer's draws without a pass over the
+    data); `example_hashes` and `fingerprint_of_hashes` give a
+    `fingerprint_fn` from examples hashed once.
 *   `clients_per_group_for`, `split_cohort`: a round's cohort as groups
     (`AUTO`: one group per core), `check_clients_per_group` the check.
 *   `array_dataset_fn`: a `dataset_fn` over in-memory clients;
@@ -52,6 +55,8 @@ The asynchronous simulation (arrivals on a schedule) is
 `tff_mixed.run_async`.
 """
 
+from tff_mixed.core.transfer_select import example_hashes
+from tff_mixed.core.transfer_select import fingerprint_of_hashes
 from tff_mixed.simulation.client_groups import array_dataset_fn
 from tff_mixed.simulation.client_groups import AUTO
 from tff_mixed.simulation.client_groups import check_clients_per_group
@@ -77,6 +82,8 @@ __all__ = [
     'build_multi_round_next',
     'check_clients_per_group',
     'clients_per_group_for',
+    'example_hashes',
+    'fingerprint_of_hashes',
     'padded_batches_fn',
     'split_cohort',
     'store_batches_fn',

@@ -98,12 +98,21 @@ class ClientGroups(NamedTuple):
       steps become one batched step); a large model's members each stream
       its weights, so give 1: they then train one after another from the
       tensors, with no dataset each (BENCHMARKS.md, round_time).
+    fingerprint_fn: Optional: `fn(client_id) -> int64 scalar`, the
+      client's `transfer_select.data_fingerprint` of `dataset_fn(client_id)`
+      (pure TF), for a simulation that knows each client's examples
+      beforehand (e.g. the `fingerprint_of_hashes` of their
+      `example_hashes`, computed once). With it, an Example Transfer member
+      that reads a dataset draws its central examples from its id, with no
+      pass over its data before its training pass; the same draw, so the
+      same numbers.
   """
 
   dataset_fn: Callable[[tf.Tensor], tf.data.Dataset]
   id_dtype: Any = np.int32
   batches_fn: Optional[Callable[[tf.Tensor], Any]] = None
   members_at_once: int = 0
+  fingerprint_fn: Optional[Callable[[tf.Tensor], tf.Tensor]] = None
 
   @property
   def group_type(self) -> tff.TensorType:
@@ -128,6 +137,10 @@ def check_client_groups(client_groups: Any) -> None:
       client_groups.batches_fn):
     raise TypeError('`ClientGroups.batches_fn` must be callable or None, got '
                     f'{type(client_groups.batches_fn).__name__}.')
+  if client_groups.fingerprint_fn is not None and not callable(
+      client_groups.fingerprint_fn):
+    raise TypeError('`ClientGroups.fingerprint_fn` must be callable or None, '
+                    f'got {type(client_groups.fingerprint_fn).__name__}.')
   members_at_once = client_groups.members_at_once
   if isinstance(members_at_once, bool) or not isinstance(
       members_at_once, (int, np.integer)) or members_at_once < 0:

@@ -49,7 +49,9 @@ class GroupDistributor(NamedTuple):
   """A distributor whose group members may also receive all at once.
 
   Attributes:
-    distributor: The `distributors.Distributor` the process composes.
+    distributor: The `distributors.Distributor` the process composes; its
+      `receive` also takes a member's `fingerprint=` (from
+      `ClientGroups.fingerprint_fn`) in place of a pass over its data.
     receive_members: `(received: sequence, batches) -> ClientInputs`, pure
       TF: what `distributor.receive` gives each member, for all of them at
       once, from their batches (every leaf `[members, n, B, ...]`, each
@@ -112,7 +114,8 @@ def build_group_transfer_distributor(
   its keys and reads its central examples inside the group's computation
   (`transfer.draw_fn`, `transfer.read_fn`: what `federated_select` with
   `select_fn` delivers to a client), so that a group's members need no key
-  of their own in the federated computation. Members held as tensors draw
+  of their own in the federated computation. A member whose fingerprint is
+  given draws from it (`transfer.draw_fingerprint_fn`). Members held as tensors draw
   and read theirs all at once (`receive_members`, `transfer.draw_rows_fn`).
   """
 
@@ -121,10 +124,14 @@ def build_group_transfer_distributor(
     return distribution._replace(values=(
         *distribution.values, tff.federated_broadcast(round_num)))
 
-  def receive(received, dataset, key_dataset=None):
+  def receive(received, dataset, key_dataset=None, fingerprint=None):
     *received, round_num = received
-    draw = transfer.draw_fn(
+    # A member whose fingerprint the simulation knows draws without a pass
+    # over its data (`ClientGroups.fingerprint_fn`).
+    draw = (transfer.draw_fn(
         dataset if key_dataset is None else key_dataset, round_num)
+            if fingerprint is None else
+            transfer.draw_fingerprint_fn(fingerprint, round_num))
     examples = tf.data.Dataset.from_tensor_slices(transfer.read_fn(draw.keys))
     return base.receive(received, dataset, key_dataset)._replace(
         examples=examples, shuffle_seed=draw.shuffle_seed)

@@ -236,7 +236,10 @@ def build_group_work(
   become a record (e.g. the clipped, weighted update) the group sums. With
   `client_groups.batches_fn` and members training on their own data
   (`trains_from_batches`), members read their batches at once and train
-  `client_groups.members_at_once` at a time in lockstep.
+  `client_groups.members_at_once` at a time in lockstep. With
+  `client_groups.fingerprint_fn`, Example Transfer's members that read
+  datasets draw their central examples from their fingerprints, reading
+  their data once instead of twice.
 
   Args:
     model: The global model.
@@ -255,6 +258,9 @@ def build_group_work(
   client_update = client_work_lib.build_client_update_fn(
       distributor.client_model, config)
   selection = distributor.selection
+  # Example Transfer's members then draw from their known fingerprints.
+  fingerprints = (receive_members is not None
+                  and client_groups.fingerprint_fn is not None)
   # Merged batches arrive merged: members train on them as their own data.
   batches_update = (client_work_lib.build_batches_update_fn(
       distributor.client_model,
@@ -279,9 +285,14 @@ def build_group_work(
         # Two copies: keys (or transferred examples) are chosen from the
         # first pass of one, training takes the first pass of the other, as
         # the per-client process's computations each take a fresh copy.
-        member = distributor.receive(received,
-                                     client_groups.dataset_fn(ids[i]),
-                                     client_groups.dataset_fn(ids[i]))
+        if fingerprints:
+          member = distributor.receive(
+              received, client_groups.dataset_fn(ids[i]),
+              fingerprint=client_groups.fingerprint_fn(ids[i]))
+        else:
+          member = distributor.receive(received,
+                                       client_groups.dataset_fn(ids[i]),
+                                       client_groups.dataset_fn(ids[i]))
         output = client_update(optimizer, member.weights, member.dataset,
                                member.augmenting_gradient, member.examples,
                                member.shuffle_seed, check_finite)

@@ -62,6 +62,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import example_store as example_store_lib
+from tff_mixed.core import transfer_select
 from tff_mixed.simulation import client_groups as client_groups_lib
 from tff_mixed.tasks import binary_metrics
 from tff_mixed.tasks import celeba_database
@@ -258,6 +259,37 @@ def prepare_cache(path: str, label: str, work_dir: str) -> _Index:
   return _Index(**index)
 
 
+class StoreHashes:
+  """Each client-store row's `transfer_select.example_hashes`, on demand.
+
+  A client's `data_fingerprint` is the `fingerprint_of_hashes` of its
+  images' hashes, whatever their order and batching, so a group's Example
+  Transfer member can draw its central examples from its rows without
+  reading its images before it trains (`CelebASmileTask.client_groups`).
+  The hashes take one pass over the store, made once, eagerly, the first
+  time they are asked for.
+  """
+
+  # Rows read at a time by that pass.
+  _CHUNK = 512
+
+  def __init__(self, store: example_store_lib.ExampleStore):
+    self._store = store
+    self._hashes = None
+
+  def array(self) -> np.ndarray:
+    """int64 `[rows]`: every row's hash, in store order."""
+    if self._hashes is None:
+      with tf.init_scope():
+        count = self._store.num_examples
+        self._hashes = np.concatenate([
+            transfer_select.example_hashes(self._store.read(
+                tf.range(start, min(start + self._CHUNK, count),
+                         dtype=tf.int64))).numpy()
+            for start in range(0, count, self._CHUNK)])
+    return self._hashes
+
+
 class CelebASmileTask(NamedTuple):
   """The CelebA smile task (see the module docstring).
 
@@ -283,6 +315,7 @@ class CelebASmileTask(NamedTuple):
       holds, as TFF's loader reads it.
     client_batch_size: Batch size of the client datasets.
     seed: The task's seed (grouping, client shuffles).
+    client_store_hashes: The `StoreHashes` of `client_store`.
   """
 
   label: str
@@ -299,6 +332,7 @@ class CelebASmileTask(NamedTuple):
   serialized_train_data: tff.simulation.datasets.ClientData
   client_batch_size: int
   seed: int
+  client_store_hashes: StoreHashes
 
   @property
   def num_clients(self) -> int:
@@ -332,9 +366,7 @@ class CelebASmileTask(NamedTuple):
       A `tf.data.Dataset` of `(float32[?, 21168], float32[?, 1])` batches.
     """
     client_id = tf.convert_to_tensor(client_id, tf.string)
-    celebrities = tf.strings.split(
-        tf.strings.split(client_id, '|')[1], '+')
-    rows = (self.all_rows if oracle else self.positive_rows).of(celebrities)
+    rows = self._rows_for_id(client_id, oracle)
     seed = tf.strings.to_hash_bucket_fast(
         tf.strings.join([client_id, str(self.seed)], '#'), 2**31 - 1)
     # The shuffle's order depends on the number of elements and the seed
@@ -349,6 +381,12 @@ class CelebASmileTask(NamedTuple):
     if num_steps is not None:
       dataset = dataset.repeat().take(num_steps)
     return dataset
+
+  def _rows_for_id(self, client_id: tf.Tensor, oracle: bool) -> tf.Tensor:
+    """The client-store rows of the images the client `client_id` holds."""
+    celebrities = tf.strings.split(
+        tf.strings.split(client_id, '|')[1], '+')
+    return (self.all_rows if oracle else self.positive_rows).of(celebrities)
 
   def dataset_computation(self, oracle: bool = False,
                           num_steps: Optional[int] = None) -> tff.Computation:
@@ -368,10 +406,22 @@ class CelebASmileTask(NamedTuple):
     """The clients for the fast simulation mode: `client_id` strings.
 
     A group's computation builds each member's dataset from its id with
-    `dataset_for_id`, as `dataset_computation` does per client.
+    `dataset_for_id`, as `dataset_computation` does per client, and gives
+    its `data_fingerprint` from the hashes of its rows (`StoreHashes`, one
+    pass over the client store, made here once per task): Example
+    Transfer's members then read their images once, to train.
     """
+    hashes = self.client_store_hashes.array()
+
+    def fingerprint_fn(client_id):
+      rows = self._rows_for_id(tf.convert_to_tensor(client_id, tf.string),
+                               oracle)
+      return transfer_select.fingerprint_of_hashes(
+          tf.gather(tf.constant(hashes), rows))
+
     return client_groups_lib.ClientGroups(
-        lambda client_id: self.dataset_for_id(client_id, oracle), np.str_)
+        lambda client_id: self.dataset_for_id(client_id, oracle), np.str_,
+        fingerprint_fn=fingerprint_fn)
 
   def client_dataset(self, index: int, oracle: bool = False,
                      round_num: int = 0) -> tf.data.Dataset:
@@ -496,4 +546,5 @@ def build_task(
       train_data=train,
       serialized_train_data=tff.simulation.datasets.SqlClientData(
           path, TRAIN_SPLIT),
-      client_batch_size=client_batch_size, seed=seed)
+      client_batch_size=client_batch_size, seed=seed,
+      client_store_hashes=StoreHashes(client_store))
