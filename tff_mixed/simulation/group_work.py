@@ -187,6 +187,24 @@ def _members_from_batches(distributor, receive_members, config, received,
       config.num_steps)
 
 
+def _receive_member(distributor, received, client_groups, member_id,
+                    transfer: bool):
+  """What `distributor.receive` gives one member that reads its dataset.
+
+  Two copies of the dataset: keys (or transferred examples) are chosen from
+  the first pass of one, training takes the first pass of the other, as the
+  per-client process's computations each take a fresh copy. An Example
+  Transfer member (`transfer`) whose fingerprint the simulation knows
+  (`ClientGroups.fingerprint_fn`) draws from it and reads one copy, to train.
+  """
+  dataset = client_groups.dataset_fn(member_id)
+  if transfer and client_groups.fingerprint_fn is not None:
+    return distributor.receive(
+        received, dataset, fingerprint=client_groups.fingerprint_fn(member_id))
+  return distributor.receive(received, dataset,
+                             client_groups.dataset_fn(member_id))
+
+
 def _checked_sums(member_pass: Callable[[tf.Tensor], GroupOutput],
                   zero: GroupOutput) -> GroupOutput:
   """The group's sums, its members' non-finite updates left out.
@@ -258,9 +276,6 @@ def build_group_work(
   client_update = client_work_lib.build_client_update_fn(
       distributor.client_model, config)
   selection = distributor.selection
-  # Example Transfer's members then draw from their known fingerprints.
-  fingerprints = (receive_members is not None
-                  and client_groups.fingerprint_fn is not None)
   # Merged batches arrive merged: members train on them as their own data.
   batches_update = (client_work_lib.build_batches_update_fn(
       distributor.client_model,
@@ -282,17 +297,8 @@ def build_group_work(
 
     def member_pass(check_finite):
       def body(i, sums):
-        # Two copies: keys (or transferred examples) are chosen from the
-        # first pass of one, training takes the first pass of the other, as
-        # the per-client process's computations each take a fresh copy.
-        if fingerprints:
-          member = distributor.receive(
-              received, client_groups.dataset_fn(ids[i]),
-              fingerprint=client_groups.fingerprint_fn(ids[i]))
-        else:
-          member = distributor.receive(received,
-                                       client_groups.dataset_fn(ids[i]),
-                                       client_groups.dataset_fn(ids[i]))
+        member = _receive_member(distributor, received, client_groups,
+                                 ids[i], transfer=receive_members is not None)
         output = client_update(optimizer, member.weights, member.dataset,
                                member.augmenting_gradient, member.examples,
                                member.shuffle_seed, check_finite)

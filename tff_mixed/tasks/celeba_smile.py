@@ -40,8 +40,8 @@ Two sequential passes over the database build the central store, count
 each celebrity's labels and write every training image into a client store
 (an `ExampleStore` too), noting each celebrity's rows in the order TFF's
 loader (`ClientData.serializable_dataset_fn`) gives its examples; the result
-is cached in `work_dir` (keyed by the database's size and modification time,
-the label and the format), so later runs start at once. Client datasets are
+is cached in `work_dir` (`celeba_cache`, keyed by the database's size and
+modification time, the label and the format), so later runs start at once. Client datasets are
 built each round inside TFF's worker from client id strings
 (`CelebASmileTask.dataset_computation`): the client's rows, shuffled by a
 seed of the round and client (reproducible, resumable runs), read from the
@@ -52,7 +52,6 @@ it) is `celeba_database`; its names are importable from here as well.
 """
 
 from collections.abc import Sequence
-import json
 import os
 from typing import Any, NamedTuple, Optional
 
@@ -62,11 +61,11 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_mixed.core import example_store as example_store_lib
-from tff_mixed.core import transfer_select
+from tff_mixed.core import store_hashes
 from tff_mixed.simulation import client_groups as client_groups_lib
 from tff_mixed.tasks import binary_metrics
+from tff_mixed.tasks import celeba_cache
 from tff_mixed.tasks import celeba_database
-from tff_mixed.training import reports
 
 # The database (re-exported: `celeba_smile.check_database` etc. keep working).
 IMAGE_SHAPE = celeba_database.IMAGE_SHAPE
@@ -85,7 +84,6 @@ DEFAULT_LABEL = 'smiling'
 # Shuffle buffer of a client dataset: larger than any composite client
 # (celebrities hold at most ~35 images each), so the shuffle is uniform.
 _SHUFFLE_BUFFER = 1024
-_CACHE_FORMAT = 3
 
 EvalMetrics = binary_metrics.EvalMetrics
 
@@ -115,19 +113,6 @@ def _check_label(label: str) -> str:
     raise ValueError(f'`label` must be one of the 40 CelebA attributes '
                      f'{list(ATTRIBUTE_NAMES)}, got {label!r}.')
   return label
-
-
-class _Index(NamedTuple):
-  """What the passes over the database learned (cached as JSON).
-
-  `positive_rows` and `all_rows`: per celebrity, its positive (all) images'
-  rows in the client store, in the order TFF's loader gives them.
-  """
-
-  train_positives: dict[str, int]
-  train_negatives: dict[str, int]
-  positive_rows: dict[str, list[int]]
-  all_rows: dict[str, list[int]]
 
 
 class ClientRows(NamedTuple):
@@ -164,132 +149,6 @@ class ClientRows(NamedTuple):
     return tf.gather(ragged, position).flat_values
 
 
-def _database_key(path: str, label: str) -> dict[str, Any]:
-  stat = os.stat(path)
-  return dict(format=_CACHE_FORMAT, database=os.path.abspath(path),
-              size=stat.st_size, mtime_ns=stat.st_mtime_ns, label=label)
-
-
-def _build_cache(path: str, label: str, work_dir: str) -> None:
-  """One pass over the training split: central store and label counts."""
-  positives, negatives = {}, {}
-  seen = [0]
-
-  def negative_batches():
-    for client_ids, images, labels in celeba_database.scan_split(
-        path, TRAIN_SPLIT, label):
-      for cid, is_positive in zip(client_ids, labels):
-        counts = positives if is_positive else negatives
-        counts[cid] = counts.get(cid, 0) + 1
-      seen[0] += len(labels)
-      batch = celeba_database.PASS_BATCH
-      if seen[0] % (50 * batch) < batch:
-        logging.info('CelebA pass: %d training images read', seen[0])
-      negative = ~labels
-      if negative.any():
-        yield (images[negative].reshape(-1, NUM_FEATURES),
-               np.zeros([int(negative.sum()), 1], np.float32))
-
-  example_store_lib.write_example_store(
-      os.path.join(work_dir, 'central_store'), negative_batches())
-  # A second pass: the client store of every training image, and each
-  # celebrity's rows. Scan order within a celebrity is the order TFF's
-  # loader reads its examples in (both follow the table's rows).
-  positive_rows, all_rows = {}, {}
-
-  def client_batches():
-    row = 0
-    for client_ids, images, labels in celeba_database.scan_split(
-        path, TRAIN_SPLIT, label):
-      for cid, is_positive in zip(client_ids, labels):
-        all_rows.setdefault(cid, []).append(row)
-        # Every celebrity has an entry, none for one without a positive: a
-        # composite client may hold such a celebrity beside others.
-        rows = positive_rows.setdefault(cid, [])
-        if is_positive:
-          rows.append(row)
-        row += 1
-      yield (images.reshape(-1, NUM_FEATURES),
-             labels.astype(np.float32).reshape(-1, 1))
-
-  example_store_lib.write_example_store(
-      os.path.join(work_dir, 'client_store'), client_batches())
-  index = dict(train_positives=positives, train_negatives=negatives,
-               positive_rows=positive_rows, all_rows=all_rows)
-  reports.atomic_write(os.path.join(work_dir, 'index.json'),
-                       lambda f: json.dump(index, f))
-
-
-def _load_eval(path: str, label: str, work_dir: str):
-  images_path = os.path.join(work_dir, 'eval_images.npy')
-  labels_path = os.path.join(work_dir, 'eval_labels.npy')
-  if not (os.path.exists(images_path) and os.path.exists(labels_path)):
-    parts = list(celeba_database.scan_split(path, TEST_SPLIT, label))
-    images = np.concatenate([p[1] for p in parts])
-    labels = np.concatenate([p[2] for p in parts]).astype(np.float32)
-    reports.atomic_write(images_path, lambda f: np.save(f, images), 'wb')
-    reports.atomic_write(labels_path, lambda f: np.save(f, labels), 'wb')
-  return np.load(images_path, mmap_mode='r'), np.load(labels_path)
-
-
-def prepare_cache(path: str, label: str, work_dir: str) -> _Index:
-  """Builds (or reuses) the central store, label counts and eval arrays."""
-  os.makedirs(work_dir, exist_ok=True)
-  key = _database_key(path, label)
-  key_path = os.path.join(work_dir, 'key.json')
-  try:
-    with open(key_path) as f:
-      cached_key = json.load(f)
-  except (OSError, ValueError):
-    cached_key = None
-  if cached_key != key:
-    logging.info('Preparing the CelebA central store and counts in %s (one '
-                 'pass over %s; reused by later runs)', work_dir, path)
-    # The key goes last: a pass interrupted midway is redone next time.
-    if os.path.exists(key_path):
-      os.remove(key_path)
-    for name in ('eval_images.npy', 'eval_labels.npy'):
-      if os.path.exists(os.path.join(work_dir, name)):
-        os.remove(os.path.join(work_dir, name))
-    _build_cache(path, label, work_dir)
-    _load_eval(path, label, work_dir)
-    reports.atomic_write(key_path, lambda f: json.dump(key, f))
-  with open(os.path.join(work_dir, 'index.json')) as f:
-    index = json.load(f)
-  return _Index(**index)
-
-
-class StoreHashes:
-  """Each client-store row's `transfer_select.example_hashes`, on demand.
-
-  A client's `data_fingerprint` is the `fingerprint_of_hashes` of its
-  images' hashes, whatever their order and batching, so a group's Example
-  Transfer member can draw its central examples from its rows without
-  reading its images before it trains (`CelebASmileTask.client_groups`).
-  The hashes take one pass over the store, made once, eagerly, the first
-  time they are asked for.
-  """
-
-  # Rows read at a time by that pass.
-  _CHUNK = 512
-
-  def __init__(self, store: example_store_lib.ExampleStore):
-    self._store = store
-    self._hashes = None
-
-  def array(self) -> np.ndarray:
-    """int64 `[rows]`: every row's hash, in store order."""
-    if self._hashes is None:
-      with tf.init_scope():
-        count = self._store.num_examples
-        self._hashes = np.concatenate([
-            transfer_select.example_hashes(self._store.read(
-                tf.range(start, min(start + self._CHUNK, count),
-                         dtype=tf.int64))).numpy()
-            for start in range(0, count, self._CHUNK)])
-    return self._hashes
-
-
 class CelebASmileTask(NamedTuple):
   """The CelebA smile task (see the module docstring).
 
@@ -315,7 +174,7 @@ class CelebASmileTask(NamedTuple):
       holds, as TFF's loader reads it.
     client_batch_size: Batch size of the client datasets.
     seed: The task's seed (grouping, client shuffles).
-    client_store_hashes: The `StoreHashes` of `client_store`.
+    client_store_hashes: `client_store`'s `store_hashes.StoreHashes`.
   """
 
   label: str
@@ -332,7 +191,7 @@ class CelebASmileTask(NamedTuple):
   serialized_train_data: tff.simulation.datasets.ClientData
   client_batch_size: int
   seed: int
-  client_store_hashes: StoreHashes
+  client_store_hashes: store_hashes.StoreHashes
 
   @property
   def num_clients(self) -> int:
@@ -406,22 +265,17 @@ class CelebASmileTask(NamedTuple):
     """The clients for the fast simulation mode: `client_id` strings.
 
     A group's computation builds each member's dataset from its id with
-    `dataset_for_id`, as `dataset_computation` does per client, and gives
-    its `data_fingerprint` from the hashes of its rows (`StoreHashes`, one
-    pass over the client store, made here once per task): Example
-    Transfer's members then read their images once, to train.
+    `dataset_for_id`, as `dataset_computation` does per client, and takes
+    its fingerprint from its rows' hashes (hashed here, once per task), so
+    that Example Transfer's members read their images once, to train.
     """
-    hashes = self.client_store_hashes.array()
-
-    def fingerprint_fn(client_id):
-      rows = self._rows_for_id(tf.convert_to_tensor(client_id, tf.string),
-                               oracle)
-      return transfer_select.fingerprint_of_hashes(
-          tf.gather(tf.constant(hashes), rows))
-
+    hashes = self.client_store_hashes
+    hashes.array()
     return client_groups_lib.ClientGroups(
         lambda client_id: self.dataset_for_id(client_id, oracle), np.str_,
-        fingerprint_fn=fingerprint_fn)
+        fingerprint_fn=lambda client_id: hashes.fingerprint(
+            self._rows_for_id(tf.convert_to_tensor(client_id, tf.string),
+                              oracle)))
 
   def client_dataset(self, index: int, oracle: bool = False,
                      round_num: int = 0) -> tf.data.Dataset:
@@ -493,12 +347,12 @@ def build_task(
   train, _ = celeba_database.load_client_data(cache_dir, download=download)
   path = celeba_database.database_path(cache_dir)
   work_dir = work_dir or os.path.join(cache_dir, f'tff_mixed_celeba_{label}')
-  index = prepare_cache(path, label, work_dir)
+  index = celeba_cache.prepare_cache(path, label, work_dir)
   store = example_store_lib.load_example_store(
       os.path.join(work_dir, 'central_store'), map_fn=_store_map_fn)
   client_store = example_store_lib.load_example_store(
       os.path.join(work_dir, 'client_store'), map_fn=_store_map_fn)
-  eval_images, eval_labels = _load_eval(path, label, work_dir)
+  eval_images, eval_labels = celeba_cache.load_eval(path, label, work_dir)
 
   raw_ids = sorted(train.client_ids)
   rng = np.random.default_rng(seed)
@@ -547,4 +401,4 @@ def build_task(
       serialized_train_data=tff.simulation.datasets.SqlClientData(
           path, TRAIN_SPLIT),
       client_batch_size=client_batch_size, seed=seed,
-      client_store_hashes=StoreHashes(client_store))
+      client_store_hashes=store_hashes.StoreHashes(client_store))
