@@ -27,6 +27,7 @@ and the order of its shuffle.
 
 import asyncio
 import functools
+import os
 import shutil
 import tempfile
 
@@ -39,6 +40,8 @@ from tests import testing_utils as tu
 import tff_mixed
 from tff_mixed.algorithms import example_transfer
 from tff_mixed.core import communication
+from tff_mixed.core import example_store
+from tff_mixed.core import store_hashes
 from tff_mixed.core import transfer_select
 from tff_mixed.models import dense
 
@@ -238,6 +241,23 @@ class TransferSelectTest(absltest.TestCase):
           fingerprint, tf.constant(round_num), **args)
       self.assertEqual(got.keys.numpy().tolist(), want.keys.numpy().tolist())
       self.assertEqual(int(got.shuffle_seed), int(want.shuffle_seed))
+
+  def test_store_hashes_give_the_fingerprint_of_rows(self):
+    # Rows more than one chunk apart of the store's single pass, repeated.
+    x = np.random.default_rng(2).normal(size=(1100, 3)).astype(np.float32)
+    y = np.arange(1100, dtype=np.float32).reshape(-1, 1)
+    directory = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
+    store = example_store.write_example_store(
+        os.path.join(directory, 'store'), [(x, y)])
+    hashes = store_hashes.StoreHashes(store)
+    rows = np.array([1099, 3, 600, 3, 0])
+    want = transfer_select.data_fingerprint(
+        tf.data.Dataset.from_tensor_slices((x[rows], y[rows])).batch(2))
+    self.assertEqual(int(hashes.fingerprint(tf.constant(rows))), int(want))
+    self.assertLen(hashes.array(), 1100)
+    self.assertNotEqual(int(hashes.fingerprint(tf.constant(rows[1:]))),
+                        int(want))
 
   def test_keys_are_distinct_in_range_and_seeded(self):
     keys = transfer_select.transfer_keys(tf.constant(123, tf.int64), 3,
