@@ -129,6 +129,14 @@ def _hybrid_rows(report) -> list[Row]:
           for method, t in report['timings'].items()]
 
 
+# Where each benchmark shows what its rows spend beyond their floor.
+_PROFILES = {
+    'celeba_scale': 'celeba_scale\'s "Where a grouped FL-only round goes"',
+    'movielens_select': ('movielens_select\'s "Where a grouped '
+                         'federated_select round goes"'),
+    'hybrid_rounds': 'hybrid_rounds\' floor with Feddle\'s diagnostics',
+}
+
 _SOURCES = (('celeba_scale', _celeba_rows), ('lm_rounds', _lm_rows),
             ('movielens_select', _movielens_rows),
             ('hybrid_rounds', _hybrid_rows))
@@ -165,6 +173,11 @@ def markdown(table: list[Row]) -> str:
                 ' Above: ' + '; '.join(
                     f'{r.binary.split(" (")[0]} {r.scenario} '
                     f'{r.ratio:.2f}x' for r in above) + '.' if above else '')]
+  profiles = [profile for name, profile in _PROFILES.items()
+              if any(f'({name})' in r.binary for r in above)]
+  if profiles:
+    lines += ['', 'Where the rows above spend their time beyond the floor: '
+              + '; '.join(profiles) + '.']
   return '\n'.join(lines)
 
 

@@ -76,6 +76,18 @@ class FloorSummaryTest(absltest.TestCase):
     self.assertIn('1 of 2 rows within 1.5x', text)
     self.assertIn('b s 3.00x', text)
 
+  def test_rows_above_point_to_their_benchmarks_profiles(self):
+    row = floor_summary.Row('CelebA (celeba_scale)', 's', 'grouped', 3.0,
+                            1.0, 3.0, 'today')
+    lm = row._replace(binary='LM (lm_rounds)', seconds=1.0, ratio=1.0)
+    text = floor_summary.markdown([row, lm])
+    self.assertIn('rows above spend their time', text)
+    self.assertIn('celeba_scale\'s "Where a grouped FL-only round goes"',
+                  text)
+    self.assertNotIn('movielens_select', text)
+    within = floor_summary.markdown([lm])
+    self.assertNotIn('rows above spend', within)
+
   def test_benchmarks_md_holds_the_current_summary(self):
     self.assertTrue(floor_summary.is_current())
 
