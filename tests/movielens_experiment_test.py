@@ -528,8 +528,15 @@ class MovieLensBinaryTest(absltest.TestCase):
     self.assertNotIn('Traceback', run.stderr)
 
 
-if __name__ == '__main__':
-  absltest.main()
+
+def _small_data(test, **config_kwargs):
+  """`(config, data, users with examples)` of a small generated ratings file
+  (context length 3)."""
+  ratings = _write_ratings(os.path.join(temp_dirs.temp_dir(test), 'u.data'))
+  config = movielens_config.Config(context_length=3, **config_kwargs)
+  data = movielens_lib.load_data(ratings, config)
+  return config, data, [u for u in data.train_user_ids
+                        if int(u) in data.examples]
 
 
 class ClientDatasetTest(absltest.TestCase):
@@ -537,12 +544,9 @@ class ClientDatasetTest(absltest.TestCase):
   def test_batches_are_those_of_mapping_each_example(self):
     # The dataset batches before mapping `model_batch` (one call a batch);
     # the oracle maps each example and then batches, in the same shuffle.
-    directory = temp_dirs.temp_dir(self)
-    ratings = _write_ratings(os.path.join(directory, 'u.data'))
-    config = movielens_config.Config(client_batch_size=3, client_steps=5,
-                                     context_length=3)
-    data = movielens_lib.load_data(ratings, config)
-    users = [u for u in data.train_user_ids if int(u) in data.examples][:6]
+    config, data, users = _small_data(self, client_batch_size=3,
+                                      client_steps=5)
+    users = users[:6]
     for fedavg in (True, False):
       for fresh_shuffle in (True, False):
         dataset_fn = movielens_process.client_dataset_fn(
@@ -588,15 +592,11 @@ class KeyBudgetTest(absltest.TestCase):
     self.assertFalse(movielens_records.same_settings(selecting, settings))
 
   def test_n_counts_the_movies_clients_train_on(self):
-    directory = temp_dirs.temp_dir(self)
-    ratings = _write_ratings(os.path.join(directory, 'u.data'))
     # K B = 16 examples cover every user's (at most 13): each client's round
     # holds all its movies, and with S = every training user each round
     # samples them all. The oracle counts them in the user's arrays.
-    config = movielens_config.Config(client_batch_size=4, client_steps=4,
-                                     context_length=3)
-    data = movielens_lib.load_data(ratings, config)
-    users = [u for u in data.train_user_ids if int(u) in data.examples]
+    config, data, users = _small_data(self, client_batch_size=4,
+                                      client_steps=4)
     want = np.mean([np.sum(np.unique(np.concatenate(
         [data.examples[int(u)][0].ravel(), data.examples[int(u)][1]])) > 0)
                     for u in users])
@@ -640,3 +640,7 @@ class KeyBudgetTest(absltest.TestCase):
       # What was measured stays.
       self.assertEqual(record.costs['down_bytes'], 10)
       self.assertEqual(record.rows, _record(scenario, settings).rows)
+
+
+if __name__ == '__main__':
+  absltest.main()

@@ -200,7 +200,8 @@ def transfer_keys(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
   client's fingerprint, the process seed and the round.
 
   Args:
-    fingerprint: The client's `data_fingerprint`.
+    fingerprint: The client's `data_fingerprint`, or a vector of several
+      clients' fingerprints (`draw_rows`).
     seed: The process seed.
     round_num: The round (scalar int), or `FIXED_ROUND` for a draw that stays
       the same every round.
@@ -208,7 +209,8 @@ def transfer_keys(fingerprint: tf.Tensor, seed: int, round_num: tf.Tensor,
     num_examples: Size of the set drawn from.
 
   Returns:
-    An int32 tensor of shape `[num_keys]` (static), distinct indices.
+    An int32 tensor of shape `[num_keys]` (static), distinct indices
+    (`[clients, num_keys]` for a vector of fingerprints).
   """
   return _seeded_keys(_client_seed(fingerprint, seed, round_num, 'examples'),
                       num_keys, num_examples)
@@ -321,7 +323,9 @@ def draw_from_fingerprint(fingerprint: tf.Tensor, round_num: tf.Tensor, *,
                           seed: int, num_keys: int, num_examples: int,
                           redraw_each_round: bool) -> TransferDraw:
   """`draw` of a client whose `data_fingerprint` is `fingerprint` (int64
-  scalar): what `draw` gives without a pass over the client's data."""
+  scalar): what `draw` gives without a pass over the client's data. For a
+  vector of fingerprints, every member's draw at once (`draw_rows`): keys
+  `[members, num_keys]`, shuffle seeds `[members]`."""
   key_round = _key_round(round_num, redraw_each_round)
   return TransferDraw(
       keys=transfer_keys(fingerprint, seed, key_round, num_keys, num_examples),
@@ -349,13 +353,11 @@ def draw_rows(rows: Any, round_num: tf.Tensor, *, seed: int, num_keys: int,
     A `TransferDraw` of int32 `[members, num_keys]` keys and int64
     `[members]` shuffle seeds: what `draw` gives each member.
   """
-  fingerprints = rows_fingerprint(rows)
-  key_round = _key_round(round_num, redraw_each_round)
   # Every member's seed (string ops on vectors), then every member's keys,
   # at once.
-  client_seeds = _client_seed(fingerprints, seed, key_round, 'examples')
-  return TransferDraw(keys=_seeded_keys(client_seeds, num_keys, num_examples),
-                      shuffle_seed=shuffle_seed(fingerprints, seed, round_num))
+  return draw_from_fingerprint(
+      rows_fingerprint(rows), round_num, seed=seed, num_keys=num_keys,
+      num_examples=num_examples, redraw_each_round=redraw_each_round)
 
 
 def _is_store(objective: central_lib.CentralObjective) -> bool:

@@ -115,8 +115,9 @@ def build_group_transfer_distributor(
   (`transfer.draw_fn`, `transfer.read_fn`: what `federated_select` with
   `select_fn` delivers to a client), so that a group's members need no key
   of their own in the federated computation. A member whose fingerprint is
-  given draws from it (`transfer.draw_fingerprint_fn`). Members held as tensors draw
-  and read theirs all at once (`receive_members`, `transfer.draw_rows_fn`).
+  given draws from it (`transfer.draw_fingerprint_fn`). Members held as
+  tensors draw and read theirs all at once (`receive_members`,
+  `transfer.draw_rows_fn`).
   """
 
   def distribute(message, round_num, client_data):

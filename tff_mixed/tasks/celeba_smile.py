@@ -41,8 +41,9 @@ each celebrity's labels and write every training image into a client store
 (an `ExampleStore` too), noting each celebrity's rows in the order TFF's
 loader (`ClientData.serializable_dataset_fn`) gives its examples; the result
 is cached in `work_dir` (`celeba_cache`, keyed by the database's size and
-modification time, the label and the format), so later runs start at once. Client datasets are
-built each round inside TFF's worker from client id strings
+modification time, the label and the format), so later runs start at once.
+Client datasets are built each round inside TFF's worker from client id
+strings
 (`CelebASmileTask.dataset_computation`): the client's rows, shuffled by a
 seed of the round and client (reproducible, resumable runs), read from the
 client store: the batches the same shuffle of TFF's loader gives.
