@@ -541,9 +541,10 @@ def _small_data(test, **config_kwargs):
 
 class ClientDatasetTest(absltest.TestCase):
 
-  def test_batches_are_those_of_mapping_each_example(self):
-    # The dataset batches before mapping `model_batch` (one call a batch);
-    # the oracle maps each example and then batches, in the same shuffle.
+  def test_batches_are_those_of_shuffling_and_mapping_each_example(self):
+    # The dataset shuffles the rows' positions and gathers each batch,
+    # mapping `model_batch` once a batch; the oracle shuffles the client's
+    # examples, maps each and then batches.
     config, data, users = _small_data(self, client_batch_size=3,
                                       client_steps=5)
     users = users[:6]

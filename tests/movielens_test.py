@@ -467,6 +467,32 @@ class BuildClientDataTest(absltest.TestCase):
       movielens.build_client_data(self.examples, [9, 11])
 
 
+class BuildRowsFnTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.examples = movielens.timeline_examples(_ratings_of(_HISTORY), 3)
+    self.rows = movielens.build_rows_fn(self.examples, [7, 9, 3])
+
+  def test_rows_are_the_client_datas_in_a_graph(self):
+    rows = tf.function(self.rows)
+    for user in (7, 3):
+      contexts, labels = rows(tf.constant(str(user)))
+      np.testing.assert_array_equal(contexts, self.examples[user][0])
+      np.testing.assert_array_equal(labels, self.examples[user][1])
+      self.assertEqual(contexts.dtype, tf.int32)
+      self.assertEqual(labels.dtype, tf.int32)
+
+  def test_unknown_client_fails_when_run(self):
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                'Unknown client id'):
+      tf.function(self.rows)(tf.constant('9'))
+
+  def test_no_examples(self):
+    with self.assertRaisesRegex(ValueError, 'None of the given users'):
+      movielens.build_rows_fn(self.examples, [9, 11])
+
+
 class LoadMovieLensTest(absltest.TestCase):
 
   def test_load(self):

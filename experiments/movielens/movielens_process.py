@@ -95,18 +95,26 @@ def client_dataset_fn(data: 'movielens.MovieLensData',
   Clients are named `'<round>|<user>'`; the round varies the shuffle (a hash
   of the name and seed: the same order in a rerun or a resumed run, and in
   either simulation mode). The user's rows are sliced out of constants
-  (`movielens_examples.build_client_data`), so the function traces into a
+  (`movielens.build_rows_fn`), so the function traces into a
   TFF computation (`dataset_computation`) or a group's loop
   (`client_groups_for`). With `fresh_shuffle` every iterator of the dataset
   starts the shuffle over (see `client_groups_for`).
   """
 
-  def batches(examples, seed):
-    # Batched before the map: `model_batch` is elementwise, so the batches
-    # are the same, for one function call per batch instead of per example
-    # (most of a member's time in a group).
-    dataset = examples.shuffle(1000, seed=seed).batch(
-        config.client_batch_size).map(dual_encoder.model_batch)
+  rows_fn = movielens.build_rows_fn(data.examples, data.train_user_ids)
+
+  def batches(contexts, labels, seed):
+    # The rows' positions are shuffled, not the examples: a shuffle's order
+    # depends only on the number of elements and the seed, so the batches
+    # are the same, at less cost per element. Each batch gathers its rows
+    # and maps `model_batch` once (it is elementwise).
+    dataset = tf.data.Dataset.range(
+        tf.shape(labels, out_type=tf.int64)[0]).shuffle(
+            1000, seed=seed).batch(config.client_batch_size).map(
+                lambda positions: dual_encoder.model_batch(
+                    collections.OrderedDict(
+                        context=tf.gather(contexts, positions),
+                        label=tf.gather(labels, positions))))
     if fedavg:
       # TFF's FedAvg takes one pass: give it the same K steps.
       dataset = dataset.repeat().take(config.client_steps)
@@ -116,13 +124,13 @@ def client_dataset_fn(data: 'movielens.MovieLensData',
     user = tf.strings.split(client_id, '|')[1]
     seed = tf.strings.to_hash_bucket_fast(
         tf.strings.join([client_id, str(config.seed)], '#'), 2**31 - 1)
-    examples = data.train.serializable_dataset_fn(user)
+    contexts, labels = rows_fn(user)
     if not fresh_shuffle:
-      return batches(examples, seed)
+      return batches(contexts, labels, seed)
     # The shuffle is built in `flat_map`'s function, once per iterator; the
     # user's rows are sliced outside it, so that function stays small.
     return tf.data.Dataset.from_tensors(seed).flat_map(
-        lambda s: batches(examples, s))
+        lambda s: batches(contexts, labels, s))
 
   return make
 

@@ -24,7 +24,8 @@ clients. `load_movielens` does it all in one call:
     ML-1M `ratings.dat` or ML-100K `u.data`).
 *   `movielens_examples`: each user's timeline to examples
     (`timeline_examples`), the seeded user split (`split_users`) and the
-    federated datasets (`build_client_data`).
+    federated datasets (`build_client_data`; `build_rows_fn`, a client's
+    rows as tensors).
 *   here: the task's data (`MovieLensData`), and, for the federated dual
     encoder, `client_movie_keys` (the bounded set of movie ids a client
     touches, whose embedding rows it fetches) and `remap_to_local` (global
@@ -55,6 +56,7 @@ PADDING_ID = movielens_examples.PADDING_ID
 timeline_examples = movielens_examples.timeline_examples
 split_users = movielens_examples.split_users
 build_client_data = movielens_examples.build_client_data
+build_rows_fn = movielens_examples.build_rows_fn
 
 
 class MovieLensData(NamedTuple):

@@ -214,6 +214,89 @@ def split_users(user_ids: Sequence[int],
   }
 
 
+def _client_arrays(
+    examples: Mapping[int, tuple[np.ndarray, np.ndarray]],
+    user_ids: Sequence[int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+  """Decimal user id -> its int32 `(contexts, labels)`, in `user_ids` order
+  (duplicates, absent users and users without examples left out).
+
+  Raises:
+    ValueError: If none of `user_ids` has examples, or the arrays of
+      `examples` are inconsistent (shapes, context lengths).
+  """
+  by_client = {}
+  context_length = None
+  for user in np.asarray(user_ids, dtype=np.int64).ravel().tolist():
+    if str(user) in by_client or user not in examples:
+      continue
+    contexts, labels = examples[user]
+    contexts = np.asarray(contexts)
+    labels = np.asarray(labels)
+    if contexts.ndim != 2 or labels.ndim != 1 or len(contexts) != len(labels):
+      raise ValueError(
+          f'examples[{user}] must be (contexts [m, context_length], labels '
+          f'[m]), got shapes {contexts.shape} and {labels.shape}')
+    if not len(labels):
+      continue
+    if context_length is None:
+      context_length = contexts.shape[1]
+    elif contexts.shape[1] != context_length:
+      raise ValueError(
+          f'examples[{user}] has context length {contexts.shape[1]}, other '
+          f'users have {context_length}')
+    by_client[str(user)] = (contexts.astype(np.int32, copy=False),
+                            labels.astype(np.int32, copy=False))
+  if not by_client:
+    raise ValueError('None of the given users has examples; a ClientData '
+                     'needs at least one client')
+  return by_client
+
+
+def _graph_rows_fn(by_client: Mapping[str, tuple[np.ndarray, np.ndarray]]):
+  """`rows(client_id) -> (contexts, labels)` for a string tensor, sliced
+  out of constants holding every client's rows (one lookup in the graph)."""
+  client_ids = list(by_client)
+  all_contexts = np.concatenate([c for c, _ in by_client.values()])
+  all_labels = np.concatenate([l for _, l in by_client.values()])
+  counts = np.array([len(l) for _, l in by_client.values()], dtype=np.int64)
+  stops = np.cumsum(counts)
+  starts = stops - counts
+  ids_array = np.array(client_ids, dtype=object)
+
+  def rows(client_id):
+    client_id = tf.convert_to_tensor(client_id, dtype=tf.string)
+    matches = tf.reshape(
+        tf.where(tf.equal(tf.constant(ids_array, dtype=tf.string),
+                          client_id)), [-1])
+    check = tf.debugging.assert_equal(
+        tf.size(matches), 1, message='Unknown client id')
+    with tf.control_dependencies([check]):
+      index = tf.identity(matches[0])
+    start = tf.gather(tf.constant(starts), index)
+    stop = tf.gather(tf.constant(stops), index)
+    return (tf.constant(all_contexts)[start:stop],
+            tf.constant(all_labels)[start:stop])
+
+  return rows
+
+
+def build_rows_fn(examples: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                  user_ids: Sequence[int]):
+  """`rows(client_id) -> (contexts int32[m, L], labels int32[m])` in a graph.
+
+  The rows of `build_client_data(examples, user_ids)`'s client
+  `client_id` (a string tensor), as tensors rather than a dataset: for a
+  pipeline that shuffles the rows' positions and gathers its batches (a
+  shuffle's order depends only on the number of elements and the seed, and
+  positions are cheaper to shuffle than examples). An unknown id fails an
+  assertion when the graph runs.
+
+  Raises:
+    ValueError: As `build_client_data`.
+  """
+  return _graph_rows_fn(_client_arrays(examples, user_ids))
+
+
 def build_client_data(
     examples: Mapping[int, tuple[np.ndarray, np.ndarray]],
     user_ids: Sequence[int]) -> tff.simulation.datasets.ClientData:
@@ -230,10 +313,11 @@ def build_client_data(
   arrays only) and on a string tensor inside a `tf.function` or TFF
   computation (used by `dataset_computation` and
   `create_tf_dataset_from_all_clients`: the user's rows are sliced out of
-  constant tensors holding all clients' examples). Either way the datasets
-  are `from_tensor_slices` over constants, so they serialize into a TFF
-  computation: `create_tf_dataset_for_client(cid).batch(16)` can be passed as
-  a `tff.SequenceType` argument.
+  constant tensors holding all clients' examples, `build_rows_fn`). Either
+  way the datasets are `from_tensor_slices` over constants, so they
+  serialize into a TFF computation:
+  `create_tf_dataset_for_client(cid).batch(16)` can be passed as a
+  `tff.SequenceType` argument.
 
   Args:
     examples: User id to `(contexts int[m, context_length], labels int[m])`,
@@ -247,43 +331,8 @@ def build_client_data(
     ValueError: If none of `user_ids` has examples, or the arrays of
       `examples` are inconsistent (shapes, context lengths).
   """
-  client_ids, context_list, label_list = [], [], []
-  seen = set()
-  context_length = None
-  for user in np.asarray(user_ids, dtype=np.int64).ravel().tolist():
-    if user in seen or user not in examples:
-      continue
-    seen.add(user)
-    contexts, labels = examples[user]
-    contexts = np.asarray(contexts)
-    labels = np.asarray(labels)
-    if contexts.ndim != 2 or labels.ndim != 1 or len(contexts) != len(labels):
-      raise ValueError(
-          f'examples[{user}] must be (contexts [m, context_length], labels '
-          f'[m]), got shapes {contexts.shape} and {labels.shape}')
-    if not len(labels):
-      continue
-    if context_length is None:
-      context_length = contexts.shape[1]
-    elif contexts.shape[1] != context_length:
-      raise ValueError(
-          f'examples[{user}] has context length {contexts.shape[1]}, other '
-          f'users have {context_length}')
-    client_ids.append(str(user))
-    context_list.append(contexts.astype(np.int32, copy=False))
-    label_list.append(labels.astype(np.int32, copy=False))
-  if not client_ids:
-    raise ValueError('None of the given users has examples; a ClientData '
-                     'needs at least one client')
-
-  by_client = dict(zip(client_ids, zip(context_list, label_list)))
-  # For the graph path: all rows, and where each client's rows are.
-  all_contexts = np.concatenate(context_list)
-  all_labels = np.concatenate(label_list)
-  counts = np.array([len(l) for l in label_list], dtype=np.int64)
-  stops = np.cumsum(counts)
-  starts = stops - counts
-  ids_array = np.array(client_ids, dtype=object)
+  by_client = _client_arrays(examples, user_ids)
+  graph_rows = _graph_rows_fn(by_client)
 
   def make_dataset(contexts, labels):
     return tf.data.Dataset.from_tensor_slices(
@@ -299,18 +348,7 @@ def build_client_data(
         raise ValueError(f'Unknown client id {client_id!r}')
       return make_dataset(*by_client[client_id])
     # Traced (tf.function / TFF computation): look the id up in the graph.
-    client_id = tf.convert_to_tensor(client_id, dtype=tf.string)
-    matches = tf.reshape(
-        tf.where(tf.equal(tf.constant(ids_array, dtype=tf.string),
-                          client_id)), [-1])
-    check = tf.debugging.assert_equal(
-        tf.size(matches), 1, message='Unknown client id')
-    with tf.control_dependencies([check]):
-      index = tf.identity(matches[0])
-    start = tf.gather(tf.constant(starts), index)
-    stop = tf.gather(tf.constant(stops), index)
-    return make_dataset(tf.constant(all_contexts)[start:stop],
-                        tf.constant(all_labels)[start:stop])
+    return make_dataset(*graph_rows(client_id))
 
   return tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
-      client_ids, serializable_dataset_fn)
+      list(by_client), serializable_dataset_fn)
