@@ -44,7 +44,6 @@ import datetime
 import json
 import os
 import shutil
-import statistics
 import sys
 import time
 from typing import NamedTuple
@@ -61,7 +60,7 @@ import tensorflow as tf
 
 from benchmarks import benchmark_flags
 from benchmarks import compute_floor
-from benchmarks import round_reports
+from benchmarks import round_timer
 from experiments.celeba_smile import celeba_smile_lib
 from experiments.celeba_smile import celeba_sqlite
 from experiments.common import comparison
@@ -158,22 +157,10 @@ class _Runner(NamedTuple):
 
 
 def _round_robin(runners, rounds):
-  """`{name: summary}` of every runner's rounds 1..`rounds`, interleaved.
-
-  Round r of every runner runs before round r + 1 of any, in a new seeded
-  order every round (`round_reports.cycle_order`), so that a slower or
-  faster spell of the machine falls on every row alike and a row's ratio
-  to its floor compares rounds of the same minutes.
-  """
-  by_name = {r.name: r for r in runners}
-  round_s = {name: [] for name in by_name}
-  for round_num in range(1, rounds + 1):
-    for name in round_reports.cycle_order(list(by_name), round_num, seed=0):
-      start = time.perf_counter()
-      by_name[name].run_round(round_num)
-      round_s[name].append(time.perf_counter() - start)
-      print(f'[celeba_scale] {name} round {round_num}: '
-            f'{round_s[name][-1]:.2f} s', file=sys.stderr, flush=True)
+  """`{name: summary}` of every runner's rounds 1..`rounds`, interleaved
+  (`round_timer.round_robin`)."""
+  round_s = round_timer.round_robin(
+      {r.name: r.run_round for r in runners}, rounds, 'celeba_scale')
   return collections.OrderedDict(
       (r.name, _summary(r.build_s, round_s[r.name])) for r in runners)
 
@@ -181,7 +168,7 @@ def _round_robin(runners, rounds):
 def _summary(build_s, round_s):
   return collections.OrderedDict(
       build_s=build_s, first_round_s=round_s[0],
-      median_round_s=statistics.median(round_s[1:]),
+      median_round_s=round_timer.median_of_timed(round_s),
       timed_rounds=len(round_s) - 1)
 
 

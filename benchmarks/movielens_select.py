@@ -105,25 +105,25 @@ def _generated_ratings(path: str) -> str:
   return path
 
 
-def _time(process, client_ids_fn, rounds):
+def _process_rounds(process, client_ids_fn):
+  """`run_round(round_num)` of `process` on `client_ids_fn(round_num)`."""
   state = process.initialize()
 
   def run_round(round_num):
     nonlocal state
     state = process.next(state, client_ids_fn(round_num)).state
 
-  return round_timer.median_round(run_round, rounds, 'movielens_select')
+  return run_round
 
 
-def _time_floor(scenario, data, config, client_ids):
-  """The floor's median s/round on round 1's clients' batches."""
+def _floor_rounds(scenario, data, config, client_ids):
+  """`run_round` of the scenario's floor on round 1's clients' batches."""
   runner = movielens_floor.build_floor_runner(scenario, data.num_movies + 1,
                                               config)
   runner.set_clients(
       *movielens_floor.client_batches(data, config, client_ids),
       central=movielens_floor.central_inputs(scenario, config))
-  return round_timer.median_round(lambda _: runner.run_round(),
-                                  _ROUNDS.value, 'movielens_select floor')
+  return lambda unused_round: runner.run_round()
 
 
 # The grouped Parallel Training round with federated_select taken apart
@@ -138,8 +138,8 @@ _PROFILE = collections.OrderedDict(
 )
 
 
-def _profile(data, config, client_ids_fn, floor_s):
-  """s/round of each `_PROFILE` variant of the grouped PT round.
+def _profile_rounds(data, config, client_ids_fn):
+  """`{key: run_round}` of each `_PROFILE` variant of the grouped PT round.
 
   The same process and cohort as the grouped Parallel Training
   (federated_select) row; the variants differ only in their members' data
@@ -169,16 +169,12 @@ def _profile(data, config, client_ids_fn, floor_s):
     return lambda r: grouping.group_ids(client_ids_fn(r),
                                         _CLIENTS_PER_GROUP.value, np.str_)
 
-  seconds = collections.OrderedDict()
-  for key, (label, kind, members) in _PROFILE.items():
-    process = movielens_process.build_process(
-        movielens_config.PARALLEL_TRAINING, data, config, select=True,
-        client_groups=tff_mixed.ClientGroups(dataset_fns[kind], np.str_))
-    seconds[key] = dict(label=label, seconds_per_round=_time(
-        process, ids_fn_of(members), _ROUNDS.value))
-  seconds['floor'] = dict(label='compute floor (Parallel Training)',
-                          seconds_per_round=floor_s)
-  return seconds
+  return collections.OrderedDict(
+      (key, _process_rounds(movielens_process.build_process(
+          movielens_config.PARALLEL_TRAINING, data, config, select=True,
+          client_groups=tff_mixed.ClientGroups(dataset_fns[kind], np.str_)),
+                            ids_fn_of(members)))
+      for key, (_, kind, members) in _PROFILE.items())
 
 
 def _profile_lines(profile, clients_per_round):
@@ -212,6 +208,46 @@ def _profile_lines(profile, clients_per_round):
             + f'. The floor trains the same clients in {floor:.3f} s with '
             'none of these per-member parts: its batches are given.']
   return lines
+
+
+def _rows(data, config, client_ids_fn, group_ids_fn, client_groups):
+  """The timed rows: `({name: run_round}, {process name: (scenario,
+  per-client communication)})`.
+
+  Per scenario its floor (`floor <scenario>`) and, per process (with
+  federated_select and broadcasting the table; the baseline broadcasts),
+  its per-client rounds (`<process> per-client`) and, with `group_ids_fn`,
+  its grouped ones (`<process> grouped`).
+  """
+  rows, costs = collections.OrderedDict(), collections.OrderedDict()
+  for scenario in (movielens_config.PARALLEL_TRAINING,
+                   movielens_config.ONE_WAY_GT, movielens_config.TWO_WAY_GT,
+                   movielens_config.BASELINE):
+    rows['floor ' + scenario] = _floor_rounds(scenario, data, config,
+                                              client_ids_fn(1))
+    for selected in ((True, False) if scenario != movielens_config.BASELINE
+                     else (False,)):
+      # Unselected: the same algorithm, broadcasting the whole table.
+      inner = movielens_process.build_process(scenario, data, config,
+                                              select=selected)
+      name = (f'{scenario} ({"federated_select" if selected else "broadcast"})'
+              if scenario != movielens_config.BASELINE else
+              'baseline (broadcast, spreadout on clients)')
+      # What a deployment moves: the per-client process's messages.
+      costs[name] = (scenario, communication.per_client_communication(inner))
+      rows[name + ' per-client'] = _process_rounds(
+          tff.simulation.compose_dataset_computation_with_learning_process(
+              movielens_process.dataset_computation(
+                  data, config,
+                  fedavg=scenario == movielens_config.BASELINE), inner),
+          client_ids_fn)
+      if group_ids_fn is not None:
+        rows[name + ' grouped'] = _process_rounds(
+            movielens_process.build_process(scenario, data, config,
+                                            select=selected,
+                                            client_groups=client_groups),
+            group_ids_fn)
+  return rows, costs
 
 
 def main(argv: Sequence[str]) -> None:
@@ -250,40 +286,34 @@ def main(argv: Sequence[str]) -> None:
                               _CLIENTS_PER_GROUP.value, np.str_)
 
   load_start = os.getloadavg()[0]
+  rows, costs = _rows(data, config, client_ids_fn,
+                      group_ids_fn if grouped else None, client_groups)
+  if grouped:
+    rows.update(('profile ' + key, run_round) for key, run_round in
+                _profile_rounds(data, config, client_ids_fn).items())
+  # Every row's round r before any row's round r + 1: a row and its floor
+  # are timed in the same minutes of a shared machine.
+  medians = {name: round_timer.median_of_timed(seconds) for name, seconds
+             in round_timer.round_robin(rows, _ROUNDS.value,
+                                        'movielens_select').items()}
   timings = collections.OrderedDict()
-  floors = collections.OrderedDict()
-  for scenario in (movielens_config.PARALLEL_TRAINING,
-                   movielens_config.ONE_WAY_GT, movielens_config.TWO_WAY_GT,
-                   movielens_config.BASELINE):
-    floors[scenario] = _time_floor(scenario, data, config, client_ids_fn(1))
-    for selected in ((True, False) if scenario != movielens_config.BASELINE
-                     else (False,)):
-      # Unselected: the same algorithm, broadcasting the whole table.
-      inner = movielens_process.build_process(scenario, data, config,
-                                              select=selected)
-      process = tff.simulation.compose_dataset_computation_with_learning_process(
-          movielens_process.dataset_computation(
-              data, config, fedavg=scenario == movielens_config.BASELINE),
-          inner)
-      name = (f'{scenario} ({"federated_select" if selected else "broadcast"})'
-              if scenario != movielens_config.BASELINE else
-              'baseline (broadcast, spreadout on clients)')
-      # What a deployment moves: the per-client process's messages.
-      cost = communication.per_client_communication(inner)
-      timings[name] = dict(
-          seconds_per_round=_time(process, client_ids_fn, _ROUNDS.value),
-          floor_seconds_per_round=floors[scenario],
-          down_bytes=cost.down_bytes, up_bytes=cost.up_bytes)
-      if grouped:
-        timings[name]['grouped_seconds_per_round'] = _time(
-            movielens_process.build_process(scenario, data, config,
-                                            select=selected,
-                                            client_groups=client_groups),
-            group_ids_fn, _ROUNDS.value)
+  for name, (scenario, cost) in costs.items():
+    timings[name] = dict(
+        seconds_per_round=medians[name + ' per-client'],
+        floor_seconds_per_round=medians['floor ' + scenario],
+        down_bytes=cost.down_bytes, up_bytes=cost.up_bytes)
+    if grouped:
+      timings[name]['grouped_seconds_per_round'] = medians[name + ' grouped']
   groups = [len(g) for g in group_ids_fn(1)]
-  profile = (_profile(data, config, client_ids_fn,
-                      floors[movielens_config.PARALLEL_TRAINING])
-             if grouped else None)
+  profile = None
+  if grouped:
+    profile = collections.OrderedDict(
+        (key, dict(label=label, seconds_per_round=medians['profile ' + key]))
+        for key, (label, _, _) in _PROFILE.items())
+    profile['floor'] = dict(
+        label='compute floor (Parallel Training)',
+        seconds_per_round=medians['floor ' +
+                                  movielens_config.PARALLEL_TRAINING])
 
   date = datetime.datetime.now(datetime.timezone.utc).strftime(
       '%Y-%m-%d %H:%M UTC')
@@ -306,6 +336,8 @@ def main(argv: Sequence[str]) -> None:
       f'K = {config.client_steps}, batch {config.client_batch_size}, d = '
       f'{config.embedding_dim}, {config.keys_per_client} keys per client.',
       f'* Timing: median of {_ROUNDS.value - 1} rounds after one untimed '
+      'round, every row\'s (the floors\' and the profile\'s included) round '
+      'r run before any row\'s round r + 1, in a new seeded order every '
       'round; bytes per client and round from the compiled computation; '
       'load average (1 min) at start / end '
       f'{load_start:.2f} / {report["load_average"]["end"]:.2f}, on a '

@@ -31,10 +31,13 @@ rounds of the TFF process that round_time builds (`registry.build`), from
 the same initial weights on the same client and central batches.
 """
 
+import io
 import json
 import os
 import shutil
+import sys
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -44,6 +47,7 @@ import tensorflow as tf
 import tff_mixed
 from benchmarks import compute_floor
 from benchmarks import round_reports
+from benchmarks import round_timer
 from tff_mixed.algorithms import registry
 from tff_mixed.models import dense
 from tests import benchmark_testing
@@ -247,6 +251,30 @@ class CycleOrderTest(absltest.TestCase):
     before = {o[o.index('a@grouped') - 1] for o in orders
               if o.index('a@grouped') > 0}
     self.assertGreater(len(before), 5)
+
+
+class RoundRobinTest(absltest.TestCase):
+
+  def test_every_rows_round_runs_before_any_rows_next_round(self):
+    calls = []
+    run_rounds = {name: (lambda r, name=name: calls.append((r, name)))
+                  for name in ('floor', 'grouped', 'per-client')}
+    with mock.patch.object(sys, 'stderr', io.StringIO()):
+      seconds = round_timer.round_robin(run_rounds, 4, 'test')
+    self.assertEqual(list(seconds), ['floor', 'grouped', 'per-client'])
+    for name in run_rounds:
+      self.assertLen(seconds[name], 4)
+    self.assertEqual([r for r, _ in calls], sorted(r for r, _ in calls))
+    orders = [[n for r, n in calls if r == round_num]
+              for round_num in range(1, 5)]
+    for round_num, order in enumerate(orders, start=1):
+      self.assertEqual(order, round_reports.cycle_order(
+          list(run_rounds), round_num, seed=0))
+    self.assertEqual(round_timer.median_of_timed([9.0, 1.0, 3.0, 2.0]), 2.0)
+
+  def test_needs_a_timed_round(self):
+    with self.assertRaisesRegex(ValueError, 'at least 2'):
+      round_timer.round_robin({'a': lambda r: None}, 1, 'test')
 
 
 # Median s/round of the per-client and grouped FedAvg rows by worker count.
