@@ -134,7 +134,8 @@ _PROFILES = {
     'celeba_scale': 'celeba_scale\'s "Where a grouped FL-only round goes"',
     'movielens_select': ('movielens_select\'s "Where a grouped '
                          'federated_select round goes"'),
-    'hybrid_rounds': 'hybrid_rounds\' floor with Feddle\'s diagnostics',
+    'hybrid_rounds': ('hybrid_rounds\' "Where a round goes" and its floor '
+                      'with Feddle\'s diagnostics'),
 }
 
 _SOURCES = (('celeba_scale', _celeba_rows), ('lm_rounds', _lm_rows),
