@@ -24,23 +24,32 @@ import time
 from benchmarks import round_reports
 
 
+def _check_rounds(rounds: int) -> None:
+  if rounds < 2:
+    raise ValueError(f'`rounds` must be at least 2 (the first is not '
+                     f'timed), got {rounds}.')
+
+
+def _timed_round(run_round: Callable[[int], None], round_num: int,
+                 prefix: str) -> float:
+  """The seconds of `run_round(round_num)`, printed after `prefix`."""
+  start = time.perf_counter()
+  run_round(round_num)
+  seconds = time.perf_counter() - start
+  print(f'{prefix} round {round_num}: {seconds:.2f} s', file=sys.stderr,
+        flush=True)
+  return seconds
+
+
 def median_round(run_round: Callable[[int], None], rounds: int,
                  label: str) -> float:
   """The median seconds of `run_round(1..rounds)`, the first untimed.
 
   Each round's seconds are printed as `[label] round N: S s`.
   """
-  if rounds < 2:
-    raise ValueError(f'`rounds` must be at least 2 (the first is not '
-                     f'timed), got {rounds}.')
-  times = []
-  for round_num in range(1, rounds + 1):
-    start = time.perf_counter()
-    run_round(round_num)
-    times.append(time.perf_counter() - start)
-    print(f'[{label}] round {round_num}: {times[-1]:.2f} s', file=sys.stderr,
-          flush=True)
-  return statistics.median(times[1:])
+  _check_rounds(rounds)
+  return median_of_timed([_timed_round(run_round, round_num, f'[{label}]')
+                          for round_num in range(1, rounds + 1)])
 
 
 def round_robin(run_rounds: Mapping[str, Callable[[int], None]],
@@ -59,17 +68,12 @@ def round_robin(run_rounds: Mapping[str, Callable[[int], None]],
     `run_rounds` (round 1 included: it traces; `median_of_timed` leaves it
     out).
   """
-  if rounds < 2:
-    raise ValueError(f'`rounds` must be at least 2 (the first is not '
-                     f'timed), got {rounds}.')
+  _check_rounds(rounds)
   seconds = collections.OrderedDict((name, []) for name in run_rounds)
   for round_num in range(1, rounds + 1):
     for name in round_reports.cycle_order(list(run_rounds), round_num, seed):
-      start = time.perf_counter()
-      run_rounds[name](round_num)
-      seconds[name].append(time.perf_counter() - start)
-      print(f'[{label}] {name} round {round_num}: '
-            f'{seconds[name][-1]:.2f} s', file=sys.stderr, flush=True)
+      seconds[name].append(_timed_round(run_rounds[name], round_num,
+                                        f'[{label}] {name}'))
   return seconds
 
 

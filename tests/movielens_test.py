@@ -466,16 +466,10 @@ class BuildClientDataTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, 'None of the given users'):
       movielens.build_client_data(self.examples, [9, 11])
 
-
-class BuildRowsFnTest(absltest.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    self.examples = movielens.timeline_examples(_ratings_of(_HISTORY), 3)
-    self.rows = movielens.build_rows_fn(self.examples, [7, 9, 3])
+  # `build_rows_fn`: the same clients' rows as tensors.
 
   def test_rows_are_the_client_datas_in_a_graph(self):
-    rows = tf.function(self.rows)
+    rows = tf.function(movielens.build_rows_fn(self.examples, [7, 9, 3]))
     for user in (7, 3):
       contexts, labels = rows(tf.constant(str(user)))
       np.testing.assert_array_equal(contexts, self.examples[user][0])
@@ -486,9 +480,10 @@ class BuildRowsFnTest(absltest.TestCase):
   def test_unknown_client_fails_when_run(self):
     with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
                                 'Unknown client id'):
-      tf.function(self.rows)(tf.constant('9'))
+      tf.function(movielens.build_rows_fn(self.examples, [7, 9, 3]))(
+          tf.constant('9'))
 
-  def test_no_examples(self):
+  def test_rows_fn_without_examples(self):
     with self.assertRaisesRegex(ValueError, 'None of the given users'):
       movielens.build_rows_fn(self.examples, [9, 11])
 
