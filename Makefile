@@ -394,8 +394,7 @@ results-hybrid-diagnostics: venv cifar10-data
 # The paper's scale: all of CIFAR-10 at 32x32, 500 clients, 200 rounds.
 HYBRID_FULL = --cifar10_dir=$(CIFAR10_DIR) --image_size=32 --num_clients=500 \
   --clients_per_round=10 --rounds=200 --server_size=1000 \
-  --validation_size=1000 --client_batch_size=32 --eval_every=10 \
-  --clients_per_group=1
+  --validation_size=1000 --client_batch_size=32 --eval_every=10
 HYBRID_FULL_TUNING := docs/results/hybrid_tuning/cifar10_32_scratch
 
 # The tuned tables at the paper's scale, searched there (days on 2 cores).

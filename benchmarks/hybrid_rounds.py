@@ -29,8 +29,9 @@ would pick one round's merges), the ratio the median over the timed rounds
 of a round's seconds over its floor round's. The timed rounds follow
 `_WARMUP_ROUNDS` untimed ones: the first traces, and by then updates
 arrive about as fast as clients are sampled and Feddle's atlas is full.
-Each round's clients' training (their datasets built in Python, the TFF
-call that trains them, their updates read back) is timed apart too: the
+Each round's clients' training (the TFF call that trains them, with
+their data read by the groups or, one client per member, built in Python,
+and their updates read back) is timed apart too: the
 part of the round that the floor's client training compares with. The
 run keeps the binary's 200-round schedule and stops after the timed
 rounds: a schedule as short as the benchmark would not train the clients
@@ -40,9 +41,9 @@ The data are generated with the shapes that set a round's arithmetic (the
 image size, the classes, CIFAR-10's 50,000 training and 10,000 test images
 split as `make results-hybrid-cifar10` splits them, about 100 images a
 client): a round's work does not depend on the pixels. The clients train
-one per CLIENTS member by default, as that target runs them
-(`--clients_per_group=1`): groups would hold every client's images as
-graph constants.
+in groups, one per core, as the binary and that target run them
+(`--clients_per_group`, default 0), each group reading its members'
+images from the split's client store (`hybrid_client_store`).
 
   python -m benchmarks.hybrid_rounds    # writes its BENCHMARKS.md section
 """
@@ -106,7 +107,6 @@ _ALGORITHMS = shared_flags.define_algorithms_flag(
     hybrid_floor.METHODS, 'The hybrid binary\'s method names.')
 shared_flags.require_choices(_ALGORITHMS, hybrid_floor.METHODS)
 _CLIENTS_PER_GROUP = grouping.define_clients_per_group_flag()
-flags.set_default(_CLIENTS_PER_GROUP, 1)
 _OUTPUT_MARKDOWN = benchmark_flags.define_output_markdown_flag(
     'BENCHMARKS.md', 'Its section: hybrid_rounds.')
 _OUTPUT_JSON = benchmark_flags.define_output_json_flag(
@@ -138,8 +138,8 @@ class _Stop(Exception):
 class _TrainingTimer:
   """Seconds the run spends training its clients, round by round.
 
-  `timing()` wraps `AsyncProcess._train` (the round's client datasets built
-  in Python, the TFF call that trains them, their updates read back): the
+  `timing()` wraps `AsyncProcess._train` (the TFF call that trains the
+  round's clients, with their data, and their updates read back): the
   part of a round the floor's client training compares with. `take()`
   gives the seconds since the last `take()`.
   """
@@ -320,8 +320,9 @@ def _setting_lines(report: dict) -> list[str]:
       f'FedBuff\'s buffer {c.buffer_size}; Feddle in domain: an atlas of '
       f'{hybrid_config.feddle_atlas_size(c)}, {steps} Adam steps at '
       f'{c.feddle_search_lr:g} on server batches of {c.server_batch_size}; '
-      f'the clients {groups} (`--clients_per_group={per_group}`; `make '
-      'results-hybrid-cifar10` runs one per member).',
+      f'the clients {groups} (`--clients_per_group={per_group}`; the '
+      'binary\'s default, 0, runs groups, each reading its members\' images '
+      'from the split\'s client store).',
       '* Data: generated random images, split as `make '
       'results-hybrid-cifar10` splits CIFAR-10\'s training and test '
       f'images: {report["data"]} A round\'s arithmetic depends on these '
@@ -388,9 +389,9 @@ def _markdown(report: dict) -> str:
                  f'{t["seconds_per_round"]:.2f} s, '
                  f'{training / t["floor_seconds_per_round"]:.2f}x the '
                  'floor\'s whole round')
-  lines += ['', '**Where a round goes:** the clients\' training (their '
-            'datasets built in Python, the TFF call that trains them, their '
-            'updates read back) takes ' + '; '.join(parts) + '; the rest is '
+  lines += ['', '**Where a round goes:** the clients\' training (the TFF '
+            'call that trains them, with their data, and their updates read '
+            'back) takes ' + '; '.join(parts) + '; the rest is '
             'the schedule and the merges (Feddle\'s search and '
             'diagnostics).']
 

@@ -19,6 +19,7 @@ The binary runs in a subprocess (absl flags are process-global).
 """
 
 import csv
+import gc
 import json
 import os
 import shutil
@@ -106,6 +107,15 @@ class ClientGroupsTest(absltest.TestCase):
             [got.accuracy, got.loss], [want.accuracy, want.loss], rtol=1e-4,
             err_msg=method)
       self.assertEqual(grouped.notes, per_client.notes)
+    # The groups read the split's client store, written once for every
+    # method, and removed with the cache.
+    stores = [entry[2].store.directory for key, entry in cache.items()
+              if key[0] == 'client_store']
+    self.assertLen(stores, 1)
+    self.assertTrue(os.path.isdir(stores[0]))
+    cache.clear()
+    gc.collect()
+    self.assertFalse(os.path.exists(os.path.dirname(stores[0])))
 
 
 class _Killed(Exception):

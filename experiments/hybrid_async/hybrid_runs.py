@@ -22,9 +22,10 @@ Feddle's diagnostics per merge (`FeddleDiagnostics`). A run gives one
 """
 
 from collections.abc import Callable, Mapping
+import os
+import tempfile
 from typing import Any, NamedTuple, Optional
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -35,7 +36,7 @@ from tff_mixed.asynchronous import client_training
 from tff_mixed.asynchronous import feddle
 from tff_mixed.asynchronous import loadaboost as loadaboost_lib
 from tff_mixed.models import cnn
-from tff_mixed.tasks import client_streams
+from tff_mixed.tasks import hybrid_client_store
 from tff_mixed.tasks import hybrid_images
 
 
@@ -132,8 +133,9 @@ def _group_training(method: str, model, data: hybrid_config.Data,
   """The group computation of `run_async`'s client groups, or None.
 
   Each member reads the stream of `hybrid_images.client_dataset` (the same
-  seed per round) from the split's arrays held in the computation, so it
-  is built once per split and seed, and every method run on them reuses it.
+  seed per round) from the split's client store (`_client_store`), so the
+  computation is built once per split and seed, and every method run on
+  them reuses it.
   """
   c = config
   if method == hybrid_config.CENTER:
@@ -150,20 +152,12 @@ def _group_training(method: str, model, data: hybrid_config.Data,
          method == hybrid_config.LOADABOOST, c.client_optimizer, c.client_lr,
          c.client_batch_size, c.loadaboost_epochs, c.loadaboost_lr)
   if key not in cache:
-    rows = tff_mixed.simulation.array_dataset_fn(
-        [(x.astype(np.float32), y.astype(np.int32)) for x, y in (
-            split.client_arrays(i)
-            for i in range(len(split.client_indices)))], lambda d: d)
+    store = _client_store(split, cache)
 
     def dataset_fn(client_id, round_num):
-      examples = rows(client_id)
-      if epochs is not None:
-        return client_streams.epochs_stream(
-            examples, examples.cardinality(), c.client_batch_size, epochs,
-            stream_seed(seed, round_num))
-      return client_streams.steps_stream(
-          examples, examples.cardinality(), c.client_batch_size, steps,
-          stream_seed(seed, round_num))
+      return store.client_dataset(
+          client_id, c.client_batch_size, stream_seed(seed, round_num),
+          num_steps=None if epochs is not None else steps, epochs=epochs)
 
     if method == hybrid_config.LOADABOOST:
       computation = loadaboost_lib.build_loadaboost_group_training(
@@ -175,6 +169,25 @@ def _group_training(method: str, model, data: hybrid_config.Data,
     # The split stays referenced, so its id is not reused while cached.
     cache[key] = (split, computation)
   return cache[key][1]
+
+
+def _client_store(split: hybrid_images.HybridSplit, cache: dict
+                  ) -> hybrid_client_store.ClientStore:
+  """The split's clients' examples in a store, written once per split.
+
+  Group computations read their members' examples from it rather than
+  holding every client's images as constants (614 MB for CIFAR-10 as
+  float32), which TFF would send to its worker with every call. It lives
+  in a temporary directory that goes with `cache`'s entry, or at exit.
+  """
+  key = ('client_store', id(split))
+  if key not in cache:
+    directory = tempfile.TemporaryDirectory(prefix='tff_mixed_clients.')
+    store = hybrid_client_store.write_client_store(
+        split, os.path.join(directory.name, 'store'))
+    # The split stays referenced, so its id is not reused while cached.
+    cache[key] = (split, directory, store)
+  return cache[key][2]
 
 
 # What `FeddleDiagnostics` keeps of every merge (`feddle.FeddleDiagnostics`'s
