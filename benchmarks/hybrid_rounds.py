@@ -119,10 +119,15 @@ def _resolve(path: str) -> str:
 
 def generated_data() -> hybrid_config.Data:
   """Random images of CIFAR-10's sizes, split as hybrid_async_main splits
-  CIFAR-10's training and test images (`load_data` with `--cifar10_dir`)."""
+  CIFAR-10's training and test images (`load_data` with `--cifar10_dir`).
+
+  Pixels as `cifar10_pngs` loads them, uint8 values over 255 in float32,
+  so that the client store holds them as bytes, as it holds CIFAR-10's.
+  """
   rng = np.random.default_rng(_SEED)
   count = _TRAIN_IMAGES + _TEST_IMAGES
-  images = rng.random((count, *_IMAGE_SHAPE), np.float32)
+  images = np.divide(rng.integers(0, 256, (count, *_IMAGE_SHAPE), np.uint8),
+                     255.0, dtype=np.float32)
   labels = np.tile(np.arange(_CLASSES), count // _CLASSES)
   split = cifar10_pngs.build_full_split(
       images, labels, _TRAIN_IMAGES, num_clients=CONFIG.num_clients,
@@ -323,7 +328,8 @@ def _setting_lines(report: dict) -> list[str]:
       f'the clients {groups} (`--clients_per_group={per_group}`; the '
       'binary\'s default, 0, runs groups, each reading its members\' images '
       'from the split\'s client store).',
-      '* Data: generated random images, split as `make '
+      '* Data: generated random images (uint8 pixels over 255, as '
+      'CIFAR-10\'s are loaded and stored), split as `make '
       'results-hybrid-cifar10` splits CIFAR-10\'s training and test '
       f'images: {report["data"]} A round\'s arithmetic depends on these '
       'shapes, not on the pixels.',
