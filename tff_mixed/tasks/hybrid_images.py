@@ -30,6 +30,8 @@ Here:
     out of it, and Dirichlet-partitions the remaining training examples over
     the clients (`partition_split`, which `cifar10_pngs` shares).
 *   `client_data` and `client_dataset` serve the clients' examples to TFF.
+*   `hybrid_client_store` keeps them in an `ExampleStore`, from which client
+    groups read the same streams inside their computations.
 """
 
 from typing import NamedTuple, Optional
