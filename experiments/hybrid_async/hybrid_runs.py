@@ -101,12 +101,11 @@ def client_optimizer(config: hybrid_config.Config):
 
 
 def _client_training(method: str, model, config: hybrid_config.Config,
-                     cache: dict, group_training=None):
+                     cache: dict):
   """The method's client training; traced once per model shape and kind.
 
   The computations depend on the model's functions, not on its initial
-  weights, so every seed reuses them. LoAdaBoost's driver also holds its
-  `group_training` computation, if any.
+  weights, so every seed reuses them.
   """
   c = config
   kind = ('loadaboost', c.loadaboost_epochs, c.loadaboost_lr) if (
@@ -122,8 +121,7 @@ def _client_training(method: str, model, config: hybrid_config.Config,
                                                          client_optimizer(c))
   if method == hybrid_config.LOADABOOST:
     # A fresh driver per run: the loss threshold starts at +inf.
-    return loadaboost_lib.LoAdaBoostTraining(cache[key], c.loadaboost_epochs,
-                                             group_training=group_training)
+    return loadaboost_lib.LoAdaBoostTraining(cache[key], c.loadaboost_epochs)
   return cache[key]
 
 
@@ -148,9 +146,8 @@ def _group_training(method: str, model, data: hybrid_config.Data,
     return None
   split = data.split
   epochs = hybrid_methods.client_epochs(method, c)
-  key = ('groups', id(split), seed, steps, epochs,
-         method == hybrid_config.LOADABOOST, c.client_optimizer, c.client_lr,
-         c.client_batch_size, c.loadaboost_epochs, c.loadaboost_lr)
+  key = ('groups', id(split), seed, steps, epochs, c.client_optimizer,
+         c.client_lr, c.client_batch_size)
   if key not in cache:
     store = _client_store(split, cache)
 
@@ -159,13 +156,8 @@ def _group_training(method: str, model, data: hybrid_config.Data,
           client_id, c.client_batch_size, stream_seed(seed, round_num),
           num_steps=None if epochs is not None else steps, epochs=epochs)
 
-    if method == hybrid_config.LOADABOOST:
-      computation = loadaboost_lib.build_loadaboost_group_training(
-          model, epochs=c.loadaboost_epochs, learning_rate=c.loadaboost_lr,
-          dataset_fn=dataset_fn)
-    else:
-      computation = client_training.build_group_client_training(
-          model, client_optimizer(c), dataset_fn)
+    computation = client_training.build_group_client_training(
+        model, client_optimizer(c), dataset_fn)
     # The split stays referenced, so its id is not reused while cached.
     cache[key] = (split, computation)
   return cache[key][1]
@@ -329,9 +321,7 @@ def run_method(method: str, data: hybrid_config.Data,
   steps = client_steps(method, c)
   group_training = None if clients_per_group == 1 else _group_training(
       method, model, data, c, seed, steps, cache)
-  training = _client_training(method, model, c, cache, group_training)
-  if method == hybrid_config.LOADABOOST and group_training is not None:
-    group_training = training.train_groups  # It updates the threshold.
+  training = _client_training(method, model, c, cache)
 
   def dataset_fn(client, round_num):
     return client_dataset(method, data, c, seed, client, round_num)
