@@ -51,3 +51,18 @@ def epochs_stream(examples: tf.data.Dataset, num_examples,
                            reshuffle_each_iteration=True)
           .batch(batch_size)
           .repeat(epochs))
+
+
+def local_stream(examples: tf.data.Dataset, num_examples, batch_size: int,
+                 seed, *, num_steps=None, epochs=None) -> tf.data.Dataset:
+  """`steps_stream` for K = `num_steps`, or `epochs_stream` for E = `epochs`.
+
+  Raises:
+    ValueError: Unless exactly one of `num_steps` and `epochs` is given.
+  """
+  if (num_steps is None) == (epochs is None):
+    raise ValueError('Give exactly one of `num_steps` and `epochs`, got '
+                     f'num_steps={num_steps!r}, epochs={epochs!r}.')
+  if epochs is not None:
+    return epochs_stream(examples, num_examples, batch_size, epochs, seed)
+  return steps_stream(examples, num_examples, batch_size, num_steps, seed)

@@ -70,19 +70,12 @@ class ClientStore(NamedTuple):
     Returns:
       A `tf.data.Dataset` of `(float32[b, h, w, c], int32[b])` batches.
     """
-    if (num_steps is None) == (epochs is None):
-      raise ValueError('Give exactly one of `num_steps` and `epochs`, got '
-                       f'num_steps={num_steps!r}, epochs={epochs!r}.')
     client_id = tf.cast(client_id, tf.int64)
     start = tf.gather(tf.constant(self.starts), client_id)
     size = tf.gather(tf.constant(self.sizes), client_id)
-    positions = tf.data.Dataset.range(size)
-    if epochs is not None:
-      stream = client_streams.epochs_stream(positions, size, batch_size,
-                                            epochs, seed)
-    else:
-      stream = client_streams.steps_stream(positions, size, batch_size,
-                                           num_steps, seed)
+    stream = client_streams.local_stream(
+        tf.data.Dataset.range(size), size, batch_size, seed,
+        num_steps=num_steps, epochs=epochs)
     return stream.map(lambda batch: self.store.read(start + batch))
 
 

@@ -373,17 +373,13 @@ def client_dataset(split: HybridSplit, client, batch_size: int,
   """
   index = _check_client(split, client)
   batch_size = _check_count('batch_size', batch_size, 1)
-  if (num_steps is None) == (epochs is None):
-    raise ValueError('Give exactly one of `num_steps` and `epochs`, got '
-                     f'num_steps={num_steps!r}, epochs={epochs!r}.')
   seed = _check_count('seed', seed, 0)
+  if num_steps is not None:
+    num_steps = _check_count('num_steps', num_steps, 1)
+  if epochs is not None:
+    epochs = _check_count('epochs', epochs, 1)
   x, y = split.client_arrays(index)
   examples = tf.data.Dataset.from_tensor_slices(
       (x.astype(np.float32), y.astype(np.int32)))
-  if epochs is not None:
-    return client_streams.epochs_stream(examples, len(y), batch_size,
-                                        _check_count('epochs', epochs, 1),
-                                        seed)
-  return client_streams.steps_stream(examples, len(y), batch_size,
-                                     _check_count('num_steps', num_steps, 1),
-                                     seed)
+  return client_streams.local_stream(examples, len(y), batch_size, seed,
+                                     num_steps=num_steps, epochs=epochs)
